@@ -1,0 +1,3 @@
+from mosaictool.cli import main
+
+main()

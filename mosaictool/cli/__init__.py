@@ -1,0 +1,42 @@
+"""The `mosaictool` command: one module per subcommand, each a thin wrapper over a stage."""
+
+from __future__ import annotations
+
+import typer
+
+from mosaictool import __version__
+from mosaictool.cli import decompose, demo, evaluate, negate, parse, shard, template, train, tree_score, vocab, wise_ft, world
+
+app = typer.Typer(
+    name="mosaictool",
+    help=(
+        "Teach CLIP-style models composition: scene-graph parsing, sub-graph positives and hard "
+        "negatives (MosaiCLIP, NegCLIP, FSC-CLIP), training, WiSE-FT and compositionality benchmarks.\n\n"
+        "Stages read and write JSONL or Parquet and pipe into each other:\n\n"
+        "  mosaictool parse captions.jsonl | mosaictool decompose --max 3 | mosaictool negate | mosaictool template"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+for module in (parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo):
+    module.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mosaictool {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    pass
+
+
+def main() -> None:
+    app()

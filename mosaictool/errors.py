@@ -1,0 +1,11 @@
+"""The one exception type for user errors, and the per-record variant stages raise."""
+
+
+class MosaicError(Exception):
+    """A user error: the message says what failed, where, and how to fix it. The CLI prints
+    `Error: <message>` on stderr and exits 1."""
+
+
+class RecordError(ValueError):
+    """One input record is unusable. Raised by a stage's `check`; the record reader adds the
+    `path:line:` location, and `--skip-bad` turns it into a counted skip."""

@@ -1,0 +1,237 @@
+"""Streaming record I/O shared by every stage.
+
+Records are JSON objects, one per line (JSONL, optionally .gz), or rows of a Parquet file. `-` is
+stdin/stdout (always JSONL). Reading streams with bounded memory; every bad record is reported by
+its physical line number (`captions.jsonl:3: invalid JSON: ...`) or, with `--skip-bad`, counted and
+reported at exit. Files are written to a temporary file beside the target and moved into place
+only when the whole stage succeeded, so a failed run leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from mosaictool.errors import MosaicError, RecordError
+
+STDIO = "-"
+PARQUET_BATCH = 4096
+
+
+def is_parquet(path: str | os.PathLike) -> bool:
+    return str(path).lower().endswith(".parquet")
+
+
+def display_name(path: str | os.PathLike) -> str:
+    return "<stdin>" if str(path) == STDIO else str(path)
+
+
+@dataclass
+class Skips:
+    """Bad records turned into skips by `--skip-bad`; reported on stderr at the end of a stage.
+    When `enabled` is False the first bad record stops the stage instead."""
+
+    enabled: bool = False
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def handle(self, where: str, message: str) -> None:
+        if not self.enabled:
+            raise MosaicError(f"{where}: {message} (use --skip-bad to skip bad records)")
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(f"{where}: {message}")
+
+    def report(self, stream: IO[str] | None = None) -> None:
+        if not self.count:
+            return
+        stream = stream or sys.stderr
+        print(f"skipped {self.count} bad record(s); the first:", file=stream)
+        for line in self.examples:
+            print(f"  {line}", file=stream)
+
+
+def _open_binary_in(path: str) -> IO[bytes]:
+    if path == STDIO:
+        return sys.stdin.buffer
+    if not os.path.exists(path):
+        raise MosaicError(f"{path}: no such file")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
+    """Yield (location, line or row number, value, parse_error) per record, unvalidated."""
+    name = display_name(path)
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        if not os.path.exists(path):
+            raise MosaicError(f"{path}: no such file")
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a non-Parquet file
+            raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
+        row = 0
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH):
+            for rec in batch.to_pylist():
+                row += 1
+                yield f"{name}:row {row}", row, rec, None
+        return
+    stream = _open_binary_in(path)
+    try:
+        for lineno, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{name}:{lineno}", lineno, orjson.loads(line), None
+            except orjson.JSONDecodeError as e:
+                yield f"{name}:{lineno}", lineno, None, f"invalid JSON: {e}"
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def read_records(
+    path: str | os.PathLike = STDIO,
+    *,
+    skips: Skips | None = None,
+    check: Callable[[dict], None] | None = None,
+    assign_ids: bool = False,
+    unique_ids: bool = True,
+) -> Iterator[dict]:
+    """Stream the records of `path`, validated.
+
+    Every record must be a JSON object with an `id` (a string or an integer) that is unique in the
+    input; with `assign_ids` a record without one gets its line (or row) number. `check(record)`
+    is the stage's own validation: it raises `RecordError`, which becomes `path:line: message`.
+    """
+    skips = skips or Skips()
+    seen: set[Any] = set()
+    for where, number, rec, error in _raw_records(str(path)):
+        if error is None and not isinstance(rec, dict):
+            error = f"expected a JSON object, got {type(rec).__name__}"
+        if error is None:
+            rid = rec.get("id")
+            if rid is None:
+                if assign_ids:
+                    rec["id"] = rid = number
+                else:
+                    error = "missing 'id' (add ids, or pass --assign-ids to number records)"
+            elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
+                error = f"'id' must be a string or an integer, got {type(rid).__name__}"
+            if error is None and unique_ids:
+                if rid in seen:
+                    error = f"duplicate id {rid!r}"
+                else:
+                    seen.add(rid)
+        if error is None and check is not None:
+            try:
+                check(rec)
+            except RecordError as e:
+                error = str(e)
+        if error is not None:
+            skips.handle(where, error)
+            continue
+        yield rec
+
+
+def dumps(record: dict) -> bytes:
+    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+class RecordWriter:
+    """Write records as JSONL (stdout or a file, `.gz` compressed if so named) or Parquet.
+
+    Use as a context manager: the output appears at its path only when the block exits without an
+    exception. Parquet is produced by streaming a temporary JSONL through polars, whose schema
+    inference sees every row (so a field that is null or empty in the first rows is still typed).
+    """
+
+    def __init__(self, path: str | os.PathLike = STDIO):
+        self.path = str(path)
+        self.count = 0
+        self._tmp: str | None = None
+        self._stream: IO[bytes] | None = None
+
+    def __enter__(self) -> "RecordWriter":
+        if self.path == STDIO:
+            self._stream = sys.stdout.buffer
+            return self
+        target = Path(self.path)
+        if target.parent and not target.parent.exists():
+            raise MosaicError(f"{self.path}: directory {target.parent} does not exist")
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        raw = os.fdopen(fd, "wb")
+        if self.path.endswith(".gz"):
+            self._stream = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+            self._raw = raw
+        else:
+            self._stream = raw
+            self._raw = None
+        return self
+
+    def write(self, record: dict) -> None:
+        assert self._stream is not None, "RecordWriter used outside `with`"
+        self._stream.write(dumps(record))
+        self._stream.write(b"\n")
+        self.count += 1
+
+    def write_all(self, records: Iterable[dict]) -> int:
+        for rec in records:
+            self.write(rec)
+        return self.count
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.path == STDIO:
+            if exc_type is None:
+                self._stream.flush()
+            return
+        try:
+            self._stream.close()
+            if self._raw is not None:
+                self._raw.close()
+            if exc_type is None:
+                if is_parquet(self.path):
+                    self._jsonl_to_parquet()
+                else:
+                    os.replace(self._tmp, self.path)
+        finally:
+            if self._tmp and os.path.exists(self._tmp):
+                os.unlink(self._tmp)
+
+    def _jsonl_to_parquet(self) -> None:
+        import polars as pl
+
+        tmp_parquet = self._tmp + ".parquet"
+        try:
+            if self.count == 0:
+                pl.DataFrame({"id": []}).write_parquet(tmp_parquet)
+            else:
+                pl.scan_ndjson(self._tmp, infer_schema_length=None).sink_parquet(tmp_parquet)
+            os.replace(tmp_parquet, self.path)
+        finally:
+            if os.path.exists(tmp_parquet):
+                os.unlink(tmp_parquet)
+
+
+def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
+    with RecordWriter(path) as w:
+        return w.write_all(records)
+
+
+def progress(iterable: Iterable, *, desc: str, unit: str = "rec", quiet: bool = False, total: int | None = None):
+    """tqdm on stderr, only when stderr is a terminal and the user did not ask for --quiet."""
+    from tqdm import tqdm
+
+    disable = quiet or not sys.stderr.isatty()
+    return tqdm(iterable, desc=desc, unit=unit, total=total, disable=disable, file=sys.stderr, dynamic_ncols=True)

