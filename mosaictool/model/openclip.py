@@ -1,0 +1,263 @@
+"""Creating, saving and loading open_clip models, one way for train, evaluate, wise-ft and tree-score.
+
+A model is named like open_clip names it (`ViT-B-32-quickgelu`), or by one of the configs shipped in
+`mosaictool/model/configs/` (`mosaic-tiny`, the CPU default for the synthetic world), or by a
+user's JSON config (`--model-config file.json`, open_clip's schema: embed_dim, vision_cfg, text_cfg).
+
+mosaictool checkpoints are one `torch.save`d dict (see `save_checkpoint`) that carries everything
+needed to rebuild the model: architecture name, the full model config, whether QuickGELU is used,
+the open_clip version, the run's resolved config. Loading rebuilds from that record and refuses a
+request that contradicts it (the GELU/QuickGELU mix-up that skewed published ARO and SugarCrepe
+numbers) instead of silently running the wrong activation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mosaictool.errors import MosaicError
+
+CHECKPOINT_FORMAT = "mosaictool-checkpoint/1"
+DEFAULT_MODEL = "mosaic-tiny"
+CONFIG_DIR = Path(__file__).parent / "configs"
+
+
+@dataclass
+class ModelBundle:
+    """A model with what is needed to feed it and to describe it."""
+
+    model: Any  # open_clip CLIP / CustomTextCLIP
+    preprocess_train: Any
+    preprocess_val: Any
+    tokenizer: Any
+    meta: dict = field(default_factory=dict)  # model_name, model_cfg, quick_gelu, open_clip_version, source
+
+    @property
+    def name(self) -> str:
+        return self.meta.get("label") or self.meta.get("source") or self.meta.get("model_name", "model")
+
+
+def _register_configs(extra_config: str | os.PathLike | None = None) -> str | None:
+    """Make the shipped configs (and a user's JSON config) known to open_clip; return the user's
+    config's model name (its file stem) if one was given."""
+    import open_clip
+
+    open_clip.add_model_config(CONFIG_DIR)
+    if extra_config is None:
+        return None
+    path = Path(extra_config)
+    if not path.is_file():
+        raise MosaicError(f"{path}: model config not found")
+    try:
+        cfg = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise MosaicError(f"{path}: invalid JSON: {e}") from e
+    missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if k not in cfg]
+    if missing:
+        raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
+    open_clip.add_model_config(path)
+    return path.stem
+
+
+def model_config(model_name: str) -> dict:
+    import open_clip
+
+    cfg = open_clip.get_model_config(model_name)
+    if cfg is None:
+        raise MosaicError(
+            f"unknown model {model_name!r}; choose one of `open_clip.list_models()`, "
+            f"the shipped {', '.join(sorted(p.stem for p in CONFIG_DIR.glob('*.json')))}, or pass --model-config FILE.json"
+        )
+    return copy.deepcopy(cfg)
+
+
+def _is_quick_gelu(model_name: str, cfg: dict, force_quick_gelu: bool) -> bool:
+    return bool(force_quick_gelu or cfg.get("quick_gelu", False) or model_name.endswith("-quickgelu"))
+
+
+def _bundle(model, model_name: str, cfg: dict, quick_gelu: bool, source: str):
+    import open_clip
+
+    pp_cfg = open_clip.get_model_preprocess_cfg(model) if hasattr(open_clip, "get_model_preprocess_cfg") else {}
+    image_size = cfg["vision_cfg"].get("image_size", 224)
+    tokenizer = open_clip.get_tokenizer(model_name, context_length=cfg["text_cfg"].get("context_length", 77))
+    from open_clip.transform import AugmentationCfg, image_transform
+
+    aug = AugmentationCfg(scale=(0.8, 1.0))  # the paper's fine-tuning uses random-crop augmentation
+    mean = pp_cfg.get("mean") if pp_cfg else None
+    std = pp_cfg.get("std") if pp_cfg else None
+    preprocess_train = image_transform(image_size, is_train=True, mean=mean, std=std, aug_cfg=aug)
+    preprocess_val = image_transform(image_size, is_train=False, mean=mean, std=std)
+    meta = {
+        "model_name": model_name,
+        "model_cfg": cfg,
+        "quick_gelu": quick_gelu,
+        "open_clip_version": open_clip.__version__,
+        "source": source,
+    }
+    return ModelBundle(model, preprocess_train, preprocess_val, tokenizer, meta)
+
+
+def create(
+    model_name: str = DEFAULT_MODEL,
+    pretrained: str | None = None,
+    *,
+    model_config_file: str | os.PathLike | None = None,
+    force_quick_gelu: bool = False,
+    device: str = "cpu",
+    seed: int | None = None,
+) -> ModelBundle:
+    """A fresh model, or one initialised from `pretrained` (an open_clip tag, a weights file, a
+    `local-dir:` folder, or a mosaictool checkpoint)."""
+    import open_clip
+    import torch
+
+    custom = _register_configs(model_config_file)
+    if custom is not None:
+        model_name = custom
+    if pretrained and os.path.isfile(pretrained) and is_mosaictool_checkpoint(pretrained):
+        bundle = load_checkpoint(pretrained, device=device, expect_model=model_name, expect_quick_gelu=force_quick_gelu or None)
+        return bundle
+    cfg = model_config(model_name)
+    quick_gelu = _is_quick_gelu(model_name, cfg, force_quick_gelu)
+    if seed is not None:
+        torch.manual_seed(seed)
+    try:
+        model = open_clip.create_model(
+            model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
+        )
+    except RuntimeError as e:
+        if pretrained and not os.path.exists(pretrained) and "://" not in pretrained:
+            raise MosaicError(
+                f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}. Offline, pass a local file "
+                f"(e.g. --pretrained /weights/openai.pt) or a `local-dir:` folder"
+            ) from e
+        raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}") from e
+    cfg["quick_gelu"] = quick_gelu
+    return _bundle(model, model_name, cfg, quick_gelu, source=pretrained or f"{model_name} (random init)")
+
+
+def is_mosaictool_checkpoint(path: str | os.PathLike) -> bool:
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:
+        return False
+    return isinstance(ckpt, dict) and ckpt.get("format") == CHECKPOINT_FORMAT
+
+
+def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, **extra: Any) -> None:
+    """Write a mosaictool checkpoint atomically (temp file beside the target, then os.replace).
+
+    `extra` carries what the writer wants to keep: the run config, step, optimizer state, ...
+    """
+    import torch
+
+    model = bundle.model.module if hasattr(bundle.model, "module") else bundle.model
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "model_name": bundle.meta["model_name"],
+        "model_cfg": bundle.meta["model_cfg"],
+        "quick_gelu": bundle.meta["quick_gelu"],
+        "open_clip_version": bundle.meta["open_clip_version"],
+        "state_dict": model.state_dict(),
+        **extra,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict:
+    import torch
+
+    if not os.path.isfile(path):
+        raise MosaicError(f"{path}: checkpoint not found")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:
+        raise MosaicError(f"{path}: not a readable checkpoint: {e}") from e
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise MosaicError(
+            f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "
+            f"--model NAME --pretrained {path} (with a -quickgelu name for OpenAI-derived weights)"
+        )
+    return ckpt
+
+
+def load_checkpoint(
+    path: str | os.PathLike,
+    *,
+    device: str = "cpu",
+    expect_model: str | None = None,
+    expect_quick_gelu: bool | None = None,
+) -> ModelBundle:
+    """Rebuild the model a mosaictool checkpoint describes and load its weights (strict)."""
+    import open_clip
+    import torch
+
+    ckpt = read_checkpoint(path)
+    name, cfg, quick = ckpt["model_name"], ckpt["model_cfg"], ckpt["quick_gelu"]
+    if expect_quick_gelu is not None and expect_quick_gelu != quick:
+        raise MosaicError(
+            f"{path}: checkpoint was trained with quick_gelu={quick}, but quick_gelu={expect_quick_gelu} was "
+            "requested; loading it with the other activation would silently change the model"
+        )
+    if expect_model and expect_model not in (DEFAULT_MODEL, name):
+        expected_quick = expect_model.endswith("-quickgelu")
+        if expected_quick != quick or expect_model.removesuffix("-quickgelu") != name.removesuffix("-quickgelu"):
+            raise MosaicError(f"{path}: checkpoint holds a {name} (quick_gelu={quick}), not a {expect_model}")
+    _register_configs()
+    model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
+    state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise MosaicError(f"{path}: weights do not fit a {name}: {e}") from e
+    model.to(torch.device(device))
+    bundle = _bundle(model, name, cfg, quick, source=str(path))
+    bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
+    return bundle
+
+
+def _cfg_overrides(name: str, cfg: dict) -> dict:
+    """open_clip builds from its registry by name; a checkpoint of a user's config file whose
+    name is unknown here is rebuilt by registering its stored config under that name."""
+    import open_clip
+
+    if open_clip.get_model_config(name) is None:
+        tmpdir = tempfile.mkdtemp(prefix="mosaictool-cfg-")
+        with open(os.path.join(tmpdir, f"{name}.json"), "w") as f:
+            json.dump({k: v for k, v in cfg.items() if k != "quick_gelu"}, f)
+        open_clip.add_model_config(tmpdir)
+    return {}
+
+
+def load_model(
+    checkpoint: str | None = None,
+    model: str | None = None,
+    pretrained: str | None = None,
+    *,
+    model_config_file: str | None = None,
+    device: str = "cpu",
+) -> ModelBundle:
+    """What evaluate and tree-score call: a mosaictool checkpoint, or an open_clip name + weights."""
+    if checkpoint:
+        return load_checkpoint(checkpoint, device=device, expect_model=model)
+    if not model and not model_config_file:
+        raise MosaicError("give --checkpoint FILE, or --model NAME with --pretrained TAG_OR_FILE")
+    return create(model or DEFAULT_MODEL, pretrained, model_config_file=model_config_file, device=device)
