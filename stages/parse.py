@@ -114,17 +114,17 @@ def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS):
 
 # --- worker processes -------------------------------------------------------------------------
 
-_WORKER: tuple | None = None
+_WORKER: tuple | None = None  # (model name, nlp, graph builder) of this process
 
 
 def _init_worker(model: str) -> None:
     global _WORKER
-    if _WORKER is None:  # forked workers inherit the parent's pipeline
-        _WORKER = (load_nlp(model), _GraphBuilder())
+    if _WORKER is None or _WORKER[0] != model:  # forked workers inherit the parent's pipeline
+        _WORKER = (model, load_nlp(model), _GraphBuilder())
 
 
 def _parse_texts(texts: list[str], batch_size: int) -> list[dict]:
-    nlp, builder = _WORKER
+    _, nlp, builder = _WORKER
     return [builder.graph(doc) for doc in nlp.pipe(texts, batch_size=batch_size)]
 
 
@@ -143,7 +143,6 @@ def parse(
     workers: int = 1,
 ) -> Iterator[dict]:
     """Add `graph` to every record, in input order whatever `workers` and `batch_size` are."""
-    global _WORKER
     name = resolve_model(model)
     _init_worker(name)  # load once here: a bad model fails before any work, and forks share it
     batches = _batches(records, batch_size)

@@ -1,0 +1,40 @@
+"""Shared fixtures: the real benchmark annotation files beside the repo, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
+BENCHMARKS = SHARED / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def shared_benchmarks() -> Path:
+    if not BENCHMARKS.is_dir():
+        pytest.skip(f"real benchmark files not found at {BENCHMARKS} (set MOSAICTOOL_SHARED)")
+    return BENCHMARKS
+
+
+def coco_captions() -> list[str]:
+    """The real COCO captions of SugarCrepe's positive side, deduplicated, in a fixed order."""
+    seen: dict[str, None] = {}
+    for path in sorted((BENCHMARKS / "sugarcrepe" / "data").glob("*.json")):
+        for _key, ex in sorted(json.loads(path.read_text()).items(), key=lambda kv: int(kv[0])):
+            seen.setdefault(ex["caption"].strip(), None)
+    return list(seen)
+
+
+@pytest.fixture(scope="session")
+def real_captions(shared_benchmarks) -> list[str]:
+    return coco_captions()
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()

@@ -1,0 +1,184 @@
+"""parse: graphs equal SceneGraphParser's, batching/workers never change output, bad input handled."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from mosaictool.cli import app
+from mosaictool.stages.parse import load_nlp, parse, resolve_model, to_record
+
+GRAPH_KEYS_FROM_SNG = ("span", "lemma_span", "head", "lemma_head", "span_bounds", "modifiers", "type")
+
+
+def reference_graph(parser, caption: str) -> dict:
+    """SceneGraphParser's own one-caption-at-a-time answer, as JSON would carry it."""
+    return json.loads(json.dumps(parser.parse(caption)))
+
+
+def without_derived(graph: dict) -> dict:
+    return {
+        "entities": [{k: e[k] for k in GRAPH_KEYS_FROM_SNG} for e in graph["entities"]],
+        "relations": graph["relations"],
+    }
+
+
+@pytest.fixture(scope="module")
+def sng():
+    import sng_parser
+
+    return sng_parser.Parser("spacy", model=resolve_model())
+
+
+def records(captions):
+    return [{"id": i, "caption": c} for i, c in enumerate(captions)]
+
+
+def test_graph_fields_and_attributes():
+    (out,) = parse([{"id": "a", "caption": "A red car parked next to two small dogs.", "keep": 1}])
+    assert out["id"] == "a" and out["keep"] == 1
+    ents = out["graph"]["entities"]
+    assert [e["lemma_head"] for e in ents] == ["car", "dog"]
+    assert ents[0]["attributes"] == ["red"] and ents[1]["attributes"] == ["small"]
+    assert {"dep": "nummod", "span": "two", "lemma_span": "two"} in ents[1]["modifiers"]
+
+
+def test_equals_scenegraphparser_on_real_captions_sample(sng, real_captions):
+    sample = real_captions[::40]  # ~110 varied real captions
+    ours = list(parse(records(sample), batch_size=16))
+    for rec, caption in zip(ours, sample):
+        assert without_derived(rec["graph"]) == reference_graph(sng, caption), caption
+
+
+def _reference_chunk(captions):
+    import sng_parser
+
+    parser = sng_parser.Parser("spacy", model=resolve_model())
+    return [reference_graph(parser, c) for c in captions]
+
+
+@pytest.mark.slow
+def test_equals_scenegraphparser_on_all_real_captions(real_captions):
+    ours = [without_derived(r["graph"]) for r in parse(records(real_captions), workers=2)]
+    half = len(real_captions) // 2
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        left, right = pool.map(_reference_chunk, [real_captions[:half], real_captions[half:]])
+    mismatches = [c for c, a, b in zip(real_captions, ours, left + right) if a != b]
+    assert len(real_captions) > 4000
+    assert mismatches == []
+
+
+def test_output_independent_of_batch_size_and_workers(real_captions):
+    sample = records(real_captions[:90])
+    base = list(parse(sample, batch_size=64, workers=1))
+    assert list(parse(sample, batch_size=7, workers=1)) == base
+    assert list(parse(sample, batch_size=5, workers=2)) == base
+
+
+def test_emoji_and_non_latin_text_keep_their_record():
+    recs = [{"id": 1, "caption": "🐶🐱 on a 🛋️"}, {"id": 2, "caption": "一只猫坐在桌子上"}, {"id": 3, "caption": "Un chat noir sur la table."}]
+    out = list(parse(recs))
+    assert [r["id"] for r in out] == [1, 2, 3]
+    assert all(set(r["graph"]) == {"entities", "relations"} for r in out)
+
+
+def test_to_record_makes_json_ready_lists():
+    raw = {"entities": [{"span": "a dog", "lemma_span": "a dog", "head": "dog", "lemma_head": "dog",
+                         "span_bounds": (0, 2), "modifiers": [{"dep": "amod", "span": "Big", "lemma_span": "big"}],
+                         "type": "unknown"}], "relations": []}
+    rec = to_record(raw)
+    assert rec["entities"][0]["span_bounds"] == [0, 2] and rec["entities"][0]["attributes"] == ["big"]
+
+
+def test_nlp_skips_named_entities():
+    assert "ner" not in load_nlp().pipe_names
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+
+def jsonl(*recs) -> str:
+    return "".join(json.dumps(r) + "\n" for r in recs)
+
+
+def test_cli_stdin_to_stdout(runner):
+    result = runner.invoke(app, ["parse", "-q"], input=jsonl({"id": 1, "caption": "A dog on a sofa."}))
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    rec = orjson.loads(line)
+    assert rec["id"] == 1 and rec["graph"]["relations"][0]["relation"] == "on"
+
+
+def test_cli_text_key_and_parquet_output(runner, tmp_path):
+    out = tmp_path / "g.parquet"
+    result = runner.invoke(app, ["parse", "--text-key", "text", "-o", str(out)], input=jsonl({"id": 7, "text": "A cat."}))
+    assert result.exit_code == 0, result.stderr
+    import duckdb
+
+    assert duckdb.sql(f"select id, graph.entities[1].head from '{out}'").fetchall() == [(7, "cat")]
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("not json", "invalid JSON"),
+        ('"just a string"', "expected a JSON object, got str"),
+        ('{"id": 3}', "missing 'caption'"),
+        ('{"id": 3, "caption": ""}', "'caption' is empty"),
+        ('{"id": 3, "caption": "   "}', "'caption' is empty"),
+        ('{"id": 3, "caption": null}', "'caption' must be a string, got null"),
+        ('{"id": 3, "caption": 42}', "'caption' must be a string, got int"),
+        ('{"id": 3, "caption": "' + "word " * 2000 + '"}', "'caption' has 10000 characters, more than --max-chars 2000"),
+        ('{"id": 1, "caption": "a duplicate"}', "duplicate id 1"),
+    ],
+)
+def test_cli_bad_line_is_named_and_leaves_no_file(runner, tmp_path, bad, message):
+    src = tmp_path / "caps.jsonl"
+    src.write_text(jsonl({"id": 1, "caption": "A dog."}, {"id": 2, "caption": "A cat."}) + bad + "\n")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["parse", str(src), "-o", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {src}:3: {message}")
+    assert "--skip-bad" in result.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["caps.jsonl"]
+
+
+def test_cli_skip_bad_counts_skips_and_keeps_good_records(runner, tmp_path):
+    src = tmp_path / "caps.jsonl"
+    src.write_text(jsonl({"id": 1, "caption": "A dog."}, {"id": 2}, {"id": 3, "caption": "A cat."}) + "oops\n")
+    result = runner.invoke(app, ["parse", str(src), "--skip-bad"])
+    assert result.exit_code == 0
+    assert [orjson.loads(x)["id"] for x in result.stdout.splitlines()] == [1, 3]
+    assert "skipped 2 bad record(s)" in result.stderr
+    assert f"{src}:2: missing 'caption'" in result.stderr and f"{src}:4: invalid JSON" in result.stderr
+
+
+def test_cli_assign_ids(runner):
+    result = runner.invoke(app, ["parse", "--assign-ids"], input='{"caption": "A dog."}\n{"caption": "A cat."}\n')
+    assert [orjson.loads(x)["id"] for x in result.stdout.splitlines()] == [1, 2]
+
+
+def test_cli_missing_model_is_a_clear_error(runner):
+    result = runner.invoke(app, ["parse", "--model", "no_such_model_xyz"], input=jsonl({"id": 1, "caption": "A dog."}))
+    assert result.exit_code == 1 and "cannot load spaCy model 'no_such_model_xyz'" in result.stderr
+
+
+def test_cli_rejects_bad_flags_before_reading(runner):
+    result = runner.invoke(app, ["parse", "--workers", "0", "/nonexistent.jsonl"])
+    assert result.exit_code == 1 and "--workers" in result.stderr
+
+
+def test_quiet_exit_when_stdout_closes(tmp_path):
+    src = tmp_path / "caps.jsonl"
+    src.write_text(jsonl(*({"id": i, "caption": "A dog on a sofa."} for i in range(3000))))
+    proc = subprocess.run(
+        f"{sys.executable} -m mosaictool parse {src} --batch-size 64 | head -n 1",
+        shell=True, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0
+    assert len(proc.stdout.splitlines()) == 1
+    assert proc.stderr == ""
