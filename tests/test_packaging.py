@@ -1,0 +1,59 @@
+"""The built wheel installs `stages/` and `vocab/` inside the package and runs outside the repo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mosaictool.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_command_has_help(runner):
+    commands = ["parse", "decompose", "negate", "template", "vocab", "world", "shard", "train", "wise-ft",
+                "evaluate", "tree-score", "demo"]
+    top = runner.invoke(app, ["--help"])
+    assert top.exit_code == 0
+    for name in commands:
+        assert name in top.stdout
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert len(result.stdout.strip().splitlines()) > 3, name
+
+
+def test_help_is_instant_and_imports_no_torch():
+    code = "import sys; from mosaictool.cli import app; print('torch' in sys.modules, 'spacy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mosaictool", "--help"], capture_output=True, check=True)
+    assert time.perf_counter() - t < 10  # generous: a torch import alone takes seconds here
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_parses_in_a_fresh_venv(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)],
+                   check=True, capture_output=True)
+    (wheel,) = dist.glob("mosaictool-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "mosaictool/stages/parse.py" in names
+    assert not any(n.startswith(("stages/", "vocab/")) for n in names), "stages/vocab must not be top-level packages"
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    where = subprocess.run([py, "-c", "import mosaictool, mosaictool.stages.parse as p; print(p.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert str(env_dir) in where
+    out = subprocess.run([env_dir / "bin" / "mosaictool", "parse", str(REPO / "examples" / "captions.jsonl"), "-q"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert len(out.splitlines()) == 60 and '"graph"' in out
