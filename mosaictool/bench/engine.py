@@ -1,0 +1,349 @@
+"""Scoring a model on a benchmark: every unique image and text encoded once, in batches.
+
+`evaluate(benchmarks, models, root)` loads each benchmark's items once, then per model encodes
+the unique image regions (path + crop box) and unique texts, L2-normalises them, builds each
+item's cosine matrix and hands them to the benchmark's `score`. Per-example encoding (what the
+ARO repo does: the image and its captions for every test case) re-encodes the same image for
+every caption pair of SugarCrepe or every caption of COCO-Order; deduplication and batching are
+where the speed comes from (perf/evaluate_speed.py).
+
+Embeddings can be cached on disk (`cache_dir`), keyed by the model's identity (a hash of its
+name, activation and weights) and, per image, by file path, size, mtime and crop box.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mosaictool.bench.base import ImageRef, Item
+from mosaictool.errors import MosaicError
+from mosaictool.io import progress
+
+MISSING_SHOWN = 5
+
+
+@dataclass
+class EngineOptions:
+    batch_size: int = 64
+    text_batch_size: int = 256
+    device: str = "cpu"
+    workers: int = 0  # DataLoader processes decoding and preprocessing images
+    cache_dir: str | None = None
+    skip_missing: bool = False
+    limit: int | None = None
+    quiet: bool = False
+    log: object = field(default=None, repr=False)  # a text stream for notes; default stderr
+
+    def note(self, message: str) -> None:
+        print(message, file=self.log or sys.stderr)
+
+
+def _accepts(fn, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def parse_bench_spec(spec: str) -> list[tuple[str, list[str] | None]]:
+    """`aro:VG-Relation+VG-Attribution,sugarcrepe` -> [("aro", [...]), ("sugarcrepe", None)]."""
+    out = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, _, subs = part.partition(":")
+        out.append((name, [s for s in subs.split("+") if s] if subs else None))
+    if not out:
+        raise MosaicError("--bench is empty; name one or more benchmarks (see --list)")
+    return out
+
+
+def load_items(bench, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
+    if subtasks:
+        unknown = [s for s in subtasks if s not in bench.subtasks]
+        if unknown:
+            raise MosaicError(f"{bench.name}: unknown subtask(s) {', '.join(unknown)}; choose from {', '.join(bench.subtasks)}")
+        if not _accepts(bench.load, "subtasks"):
+            raise MosaicError(f"{bench.name}: subtask selection is not supported; use --bench {bench.name}")
+        items = bench.load(root, limit=limit, subtasks=subtasks)
+    else:
+        items = bench.load(root, limit=limit)
+    if not items:
+        raise MosaicError(f"{bench.name}: no test cases found under {root}; expected layout:\n{bench.layout}")
+    return items
+
+
+# ---------------------------------------------------------------- missing images
+
+
+@dataclass
+class Missing:
+    items_skipped: int = 0
+    items_total: int = 0
+    paths: list[str] = field(default_factory=list)
+
+
+def drop_missing(items: list[Item], *, skip: bool, where: str) -> tuple[list[Item], Missing]:
+    """Check that every image file exists. Missing ones stop the run (count + first paths), or
+    with `skip` their items are dropped and counted."""
+    status: dict[str, bool] = {}
+    missing: list[str] = []
+    for item in items:
+        for ref in item.images:
+            if ref.data is None and ref.path not in status:
+                status[ref.path] = os.path.isfile(ref.path)
+                if not status[ref.path]:
+                    missing.append(ref.path)
+    report = Missing(items_total=len(items), paths=missing)
+    if not missing:
+        return items, report
+    if not skip:
+        shown = "\n  ".join(missing[:MISSING_SHOWN])
+        more = f"\n  ... and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+        raise MosaicError(
+            f"{where}: {len(missing)} image file(s) missing, e.g.\n  {shown}{more}\n"
+            "Put the images where the layout says (see `mosaictool evaluate --list`), fix --data-root, "
+            "or pass --skip-missing to score only the test cases whose images exist (skips are reported)"
+        )
+    kept = [it for it in items if all(r.data is not None or status[r.path] for r in it.images)]
+    report.items_skipped = len(items) - len(kept)
+    return kept, report
+
+
+# ---------------------------------------------------------------- model identity and cache
+
+
+def model_identity(bundle) -> str:
+    """A hash of what determines the embeddings: architecture, activation, preprocessing size, weights."""
+    h = hashlib.blake2b(digest_size=16)
+    meta = bundle.meta
+    h.update(json.dumps([meta.get("model_name"), meta.get("quick_gelu"), meta.get("model_cfg")], sort_keys=True, default=str).encode())
+    for name, tensor in sorted(bundle.model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def image_key(ref: ImageRef) -> str:
+    if ref.data is not None:
+        stamp = hashlib.blake2b(ref.data, digest_size=12).hexdigest()
+    else:
+        st = os.stat(ref.path)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    return f"{os.path.abspath(ref.path) if ref.data is None else ref.path}|{ref.box}|{stamp}"
+
+
+class EmbeddingCache:
+    """Embeddings of one model on disk: `<dir>/<model id>/{image,text}.npz` (keys + vectors)."""
+
+    def __init__(self, directory: str | os.PathLike, model_id: str):
+        self.dir = Path(directory) / model_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def load(self, kind: str) -> dict[str, np.ndarray]:
+        path = self.dir / f"{kind}.npz"
+        if not path.exists():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return dict(zip(z["keys"].tolist(), z["vectors"]))
+        except Exception:  # a damaged cache is recomputed, never trusted
+            return {}
+
+    def save(self, kind: str, table: dict[str, np.ndarray]) -> None:
+        if not table:
+            return
+        keys = np.array(list(table), dtype=str)
+        vectors = np.stack(list(table.values())).astype(np.float32)
+        fd, tmp = tempfile.mkstemp(prefix=f".{kind}.", suffix=".npz", dir=self.dir)
+        os.close(fd)
+        try:
+            np.savez(tmp, keys=keys, vectors=vectors)
+            os.replace(tmp, self.dir / f"{kind}.npz")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def open_image(ref: ImageRef):
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(ref.data) if ref.data is not None else ref.path)
+        img = img.convert("RGB")
+    except Exception as e:
+        raise MosaicError(f"{ref.path}: cannot read image: {e}") from e
+    return img.crop(ref.box) if ref.box is not None else img
+
+
+class _ImageSet:
+    """A map-style dataset of preprocessed image regions (DataLoader workers decode in parallel)."""
+
+    def __init__(self, refs: Sequence[ImageRef], preprocess):
+        self.refs, self.preprocess = refs, preprocess
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def __getitem__(self, i: int):
+        return self.preprocess(open_image(self.refs[i]))
+
+
+class Encoder:
+    """Encodes images and texts with one model: batched, normalised, optionally cached."""
+
+    def __init__(self, bundle, options: EngineOptions):
+        import torch
+
+        self.bundle, self.opt = bundle, options
+        self.device = torch.device(options.device)
+        self.model = bundle.model.to(self.device).eval()
+        scale = getattr(self.model, "logit_scale", None)
+        self.logit_scale = float(scale.exp().item()) if scale is not None else 100.0
+        self.cache = EmbeddingCache(options.cache_dir, model_identity(bundle)) if options.cache_dir else None
+
+    def images(self, refs: Sequence[ImageRef], desc: str) -> np.ndarray:
+        import torch
+
+        keys = [image_key(r) for r in refs] if self.cache else []
+        table = self.cache.load("image") if self.cache else {}
+        todo = [i for i, k in enumerate(keys) if k not in table] if self.cache else list(range(len(refs)))
+        out = np.zeros((len(refs), self._dim()), dtype=np.float32)
+        if todo:
+            loader = torch.utils.data.DataLoader(
+                _ImageSet([refs[i] for i in todo], self.bundle.preprocess_val),
+                batch_size=self.opt.batch_size,
+                num_workers=self.opt.workers,
+                shuffle=False,
+            )
+            chunks = []
+            with torch.inference_mode():
+                for batch in progress(loader, desc=f"{desc} images", unit="batch", quiet=self.opt.quiet):
+                    emb = self.model.encode_image(batch.to(self.device), normalize=True)
+                    chunks.append(emb.float().cpu().numpy())
+            out[todo] = np.concatenate(chunks)
+        if self.cache:
+            for i, k in enumerate(keys):
+                if k in table:
+                    out[i] = table[k]
+                else:
+                    table[k] = out[i]
+            if todo:
+                self.cache.save("image", table)
+        return out
+
+    def texts(self, texts: Sequence[str], desc: str) -> np.ndarray:
+        import torch
+
+        table = self.cache.load("text") if self.cache else {}
+        todo = [i for i, t in enumerate(texts) if t not in table]
+        out = np.zeros((len(texts), self._dim()), dtype=np.float32)
+        if todo:
+            step = self.opt.text_batch_size
+            starts = range(0, len(todo), step)
+            with torch.inference_mode():
+                for s in progress(starts, desc=f"{desc} texts", unit="batch", quiet=self.opt.quiet):
+                    idx = todo[s : s + step]
+                    tokens = self.bundle.tokenizer([texts[i] for i in idx]).to(self.device)
+                    out[idx] = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()
+        if self.cache:
+            for i, t in enumerate(texts):
+                if t in table:
+                    out[i] = table[t]
+                else:
+                    table[t] = out[i]
+            if todo:
+                self.cache.save("text", table)
+        return out
+
+    def _dim(self) -> int:
+        proj = getattr(self.model, "text_projection", None)
+        if proj is not None and hasattr(proj, "shape"):
+            return int(proj.shape[-1])
+        return int(self.bundle.meta["model_cfg"]["embed_dim"])
+
+
+def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> list[np.ndarray]:
+    """Each item's (images × texts) cosine matrix, every unique image region and text encoded once."""
+    ref_index: dict[ImageRef, int] = {}
+    text_index: dict[str, int] = {}
+    for item in items:
+        for ref in item.images:
+            ref_index.setdefault(ref, len(ref_index))
+        for t in item.texts:
+            text_index.setdefault(t, len(text_index))
+    img = encoder.images(list(ref_index), desc)
+    txt = encoder.texts(list(text_index), desc)
+    return [img[[ref_index[r] for r in it.images]] @ txt[[text_index[t] for t in it.texts]].T for it in items]
+
+
+# ---------------------------------------------------------------- driver
+
+
+@dataclass
+class Prepared:
+    bench: object
+    items: list[Item]
+    missing: Missing
+
+
+def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOptions) -> Prepared:
+    items = load_items(bench, root, limit=options.limit, subtasks=subtasks)
+    items, missing = drop_missing(items, skip=options.skip_missing, where=bench.name)
+    if missing.items_skipped:
+        shown = ", ".join(missing.paths[:MISSING_SHOWN])
+        options.note(
+            f"{bench.name}: skipped {missing.items_skipped} of {missing.items_total} test case(s): "
+            f"{len(missing.paths)} image file(s) missing (first: {shown})"
+        )
+    if not items:
+        raise MosaicError(f"{bench.name}: every test case lacks its image(s); nothing left to score under {root}")
+    return Prepared(bench, items, missing)
+
+
+def score_prepared(prep: Prepared, encoder: Encoder) -> list[dict]:
+    sims = similarities(prep.items, encoder, prep.bench.name)
+    if _accepts(prep.bench.score, "logit_scale"):
+        rows = prep.bench.score(prep.items, sims, logit_scale=encoder.logit_scale)
+    else:
+        rows = prep.bench.score(prep.items, sims)
+    if prep.missing.items_skipped:
+        rows = [*rows, {"subtask": "*", "metric": "skipped_missing_images", "value": float(prep.missing.items_skipped), "n": prep.missing.items_total}]
+    return rows
+
+
+def evaluate(
+    benchmarks: Iterable[tuple[object, list[str] | None]],
+    models: Iterable[tuple[str, object]],
+    root: str | os.PathLike,
+    options: EngineOptions | None = None,
+) -> Iterator[dict]:
+    """Rows {model, benchmark, subtask, metric, value, n} for every (model, benchmark).
+
+    `benchmarks`: (BENCHMARK object, subtasks or None); `models`: (label, ModelBundle). Items are
+    loaded (and image files checked) once, before any model runs.
+    """
+    options = options or EngineOptions()
+    root = Path(root).expanduser()
+    prepared = [prepare(b, root, subs, options) for b, subs in benchmarks]
+    for label, bundle in models:
+        encoder = Encoder(bundle, options)
+        for prep in prepared:
+            for r in score_prepared(prep, encoder):
+                yield {"model": label, "benchmark": prep.bench.name, **r}
+
