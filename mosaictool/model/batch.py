@@ -1,0 +1,71 @@
+"""The one batch contract every training method uses.
+
+A batch holds B images and, per image, a fixed number of *slots* for positive texts (Kp) and for
+negative texts (Kn); masks say which slots are filled. Only the filled slots' tokens are stored
+(row-major: image 0's filled slots first), so the text encoder never sees padding, and the
+features are scattered back into the fixed slots before the loss. Fixed slots give every rank
+the same tensor shapes, which `all_gather` needs, and make the owner of a positive slot simply
+`slot // Kp`.
+
+    method       Kp          Kn
+    clip         1           0
+    negclip      1           1   (+ hard images: extra samples, each with its own texts)
+    mosaiclip    --max-pos   --max-neg   (curriculum stage 1: 1 and 1)
+
+Hard-negative images (NegCLIP) are ordinary samples of the batch: an image with its own caption
+and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
+the captions of both. `is_hard` marks them (for statistics only; the loss does not care).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Batch:
+    images: torch.Tensor  # (B, 3, H, W) float
+    pos_tokens: torch.Tensor  # (pos_mask.sum(), L) long: the filled positive slots, row-major
+    pos_mask: torch.Tensor  # (B, Kp) bool; every image has at least one positive
+    neg_tokens: torch.Tensor  # (neg_mask.sum(), L) long
+    neg_mask: torch.Tensor  # (B, Kn) bool; Kn may be 0
+    is_hard: torch.Tensor  # (B,) bool: appended hard-negative image
+    indices: torch.Tensor  # (B,) long: dataset index of each image (for tests and debugging)
+
+    def __post_init__(self) -> None:
+        b = self.images.shape[0]
+        assert self.pos_mask.shape[0] == b and self.neg_mask.shape[0] == b, "masks must have one row per image"
+        assert int(self.pos_mask.sum()) == self.pos_tokens.shape[0], "pos_tokens must hold exactly the filled slots"
+        assert int(self.neg_mask.sum()) == self.neg_tokens.shape[0], "neg_tokens must hold exactly the filled slots"
+
+    @property
+    def size(self) -> int:
+        return self.images.shape[0]
+
+    @property
+    def pos_owner(self) -> torch.Tensor:
+        """Image index of every filled positive text (in pos_tokens order)."""
+        return self.pos_mask.nonzero()[:, 0]
+
+    @property
+    def neg_owner(self) -> torch.Tensor:
+        return self.neg_mask.nonzero()[:, 0]
+
+    def to(self, device, non_blocking: bool = False) -> "Batch":
+        return Batch(**{k: getattr(self, k).to(device, non_blocking=non_blocking) for k in self.__dataclass_fields__})
+
+    def pin_memory(self) -> "Batch":
+        return Batch(**{k: getattr(self, k).pin_memory() for k in self.__dataclass_fields__})
+
+    def texts_per_image(self) -> tuple[float, float]:
+        b = max(self.size, 1)
+        return float(self.pos_mask.sum()) / b, float(self.neg_mask.sum()) / b
+
+
+def fill_slots(features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scatter the features of the filled slots into a zero tensor of all slots: (B*K, D).
+    Differentiable; empty slots are zero and must be masked by the loss."""
+    slots = features.new_zeros(mask.numel(), features.shape[-1])
+    return slots.index_put((mask.reshape(-1).nonzero()[:, 0],), features)

@@ -1,0 +1,95 @@
+"""torchrun / DDP plumbing: process-group setup from the environment, and feature gathering.
+
+`torchrun --nproc_per_node K -m mosaictool train ...` sets WORLD_SIZE, RANK and LOCAL_RANK; one
+plain process is world size 1 and touches no process group. The backend is gloo on CPU and nccl on
+CUDA. `all_gather_with_grad` keeps the autograd graph (torch.distributed.nn), so every rank's
+features receive the gradients that other ranks' losses send them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from mosaictool.errors import MosaicError
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: str = "cpu"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def init(device: str | None = None) -> DistInfo:
+    """Join the process group torchrun describes (if any) and choose this rank's device."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise MosaicError("--device cuda requested but no CUDA GPU is visible; use --device cpu")
+        if world > 1:
+            device = f"cuda:{local_rank}"
+        torch.cuda.set_device(torch.device(device))
+    if world > 1:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            backend = "nccl" if device.startswith("cuda") else "gloo"
+            dist.init_process_group(backend=backend, init_method="env://")
+    return DistInfo(rank=rank, world_size=world, local_rank=local_rank, device=device)
+
+
+def shutdown(info: DistInfo) -> None:
+    if info.distributed:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def all_gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
+    from torch.distributed.nn.functional import all_gather
+
+    return torch.cat(all_gather(tensor.contiguous()))
+
+
+def all_gather_no_grad(tensor: torch.Tensor) -> torch.Tensor:
+    import torch.distributed as dist
+
+    is_bool = tensor.dtype == torch.bool  # gloo has no bool all_gather
+    source = tensor.to(torch.uint8) if is_bool else tensor
+    parts = [torch.empty_like(source) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, source.contiguous())
+    out = torch.cat(parts)
+    return out.bool() if is_bool else out
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    import torch.distributed as dist
+
+    tensor = tensor.clone()
+    dist.all_reduce(tensor)
+    return tensor
+
+
+def mean_over_ranks(value: float, info: DistInfo) -> float:
+    """For logging: the mean of a scalar over ranks (a no-op in one process)."""
+    if not info.distributed:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=info.device)
+    return float(all_reduce_sum(t)) / info.world_size
