@@ -1,11 +1,131 @@
-"""`mosaictool vocab` (issue #3)."""
+"""`mosaictool vocab`: show, build and import the object / attribute / relation vocabularies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import not_implemented
+from mosaictool.cli.common import InputArg, QuietOpt, SkipBadOpt, handles_errors
+from mosaictool.errors import MosaicError
+
+VocabOpt = Annotated[
+    Optional[str], typer.Option("--vocab", help="Vocabulary folder (default: the one shipped with mosaictool).")
+]
+OutDirOpt = Annotated[str, typer.Option("--output", "-o", help="Folder to write the vocabulary TSV files into.")]
+KINDS = ("objects", "attributes", "relations", "antonyms")
 
 
-def register(app) -> None:
+@handles_errors
+def show_cli(
+    vocab: VocabOpt = None,
+    list_kind: Annotated[
+        Optional[str], typer.Option("--list", help="Print every entry of one kind: objects, attributes, relations or antonyms.")
+    ] = None,
+) -> None:
+    """Count a vocabulary's objects by group, attributes by category and relations by type.
+
+    Examples:
+
+      mosaictool vocab show
+
+      mosaictool vocab show --vocab vgvocab/ --list relations
+    """
+    from mosaictool.vocab import load
+
+    if list_kind is not None and list_kind not in KINDS:
+        raise MosaicError(f"--list must be one of {', '.join(KINDS)}, got {list_kind!r}")
+    v = load(vocab)
+    if list_kind == "antonyms":
+        for a, b in v.antonym_pairs:
+            typer.echo(f"{a}\t{b}")
+        return
+    if list_kind is not None:
+        table = getattr(v, list_kind)
+        for name in sorted(table):
+            typer.echo(f"{name}\t{table[name]}")
+        return
+    typer.echo(f"vocabulary: {v.source}")
+    for kind, by in v.summary().items():
+        typer.echo(f"{kind}: {sum(by.values())}")
+        for key, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])):
+            typer.echo(f"  {key:<16} {n}")
+    typer.echo(f"antonym pairs: {len(v.antonym_pairs)}")
+
+
+@handles_errors
+def build_cli(
+    input: InputArg,
+    output: OutDirOpt,
+    min_count: Annotated[int, typer.Option(help="Keep names seen at least this many times.")] = 30,
+    base: Annotated[
+        Optional[str], typer.Option(help="Vocabulary whose groups / categories / types label the new names (default: shipped).")
+    ] = None,
+    skip_bad: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Build a vocabulary from your own parsed captions (the output of `mosaictool parse`).
+
+    Objects are entity head lemmas, attributes the entities' adjectives, relations as written.
+
+    Example:
+
+      mosaictool parse caps.jsonl | mosaictool vocab build - --min-count 30 -o myvocab/
+    """
+    from mosaictool.io import Skips, progress, read_records
+    from mosaictool.stages.vocab_tools import build_from_graphs, check_graph
+    from mosaictool.vocab import load, save
+
+    if min_count < 1:
+        raise MosaicError("--min-count must be at least 1")
+    base_vocab = load(base)
+    skips = Skips(enabled=skip_bad)
+    records = progress(read_records(input, skips=skips, check=check_graph), desc="vocab build", unit="caption", quiet=quiet)
+    built = build_from_graphs(records, min_count=min_count, base=base_vocab)
+    skips.report()
+    save(built, output)
+    _report(built, output)
+
+
+@handles_errors
+def import_vg_cli(
+    vg_dir: Annotated[str, typer.Argument(help="Folder with Visual Genome's objects.json, attributes.json, relationships.json.")],
+    output: OutDirOpt,
+    min_count: Annotated[int, typer.Option(help="Keep names with at least this many annotated instances (paper: 30).")] = 30,
+    top_relations: Annotated[int, typer.Option(help="Keep the N most frequent predicates (paper: 50); 0 keeps all.")] = 50,
+    base: Annotated[
+        Optional[str], typer.Option(help="Vocabulary whose groups / categories / types label the new names (default: shipped).")
+    ] = None,
+) -> None:
+    """Import a vocabulary from Visual Genome annotations, as MosaiCLIP did (App. B).
+
+    The JSON files are streamed, so the multi-GB originals need little memory.
+
+    Example:
+
+      mosaictool vocab import-vg ~/data/visual_genome -o vgvocab/
+    """
+    from mosaictool.stages.vocab_tools import import_vg
+    from mosaictool.vocab import load, save
+
+    if min_count < 1 or top_relations < 0:
+        raise MosaicError("--min-count must be at least 1 and --top-relations at least 0")
+    built = import_vg(vg_dir, min_count=min_count, top_relations=top_relations or None, base=load(base))
+    save(built, output)
+    _report(built, output)
+
+
+def _report(v, output: str) -> None:
+    typer.echo(
+        f"wrote {output}: {len(v.objects)} objects, {len(v.attributes)} attributes, "
+        f"{len(v.relations)} relations, {len(v.antonym_pairs)} antonym pairs",
+        err=True,
+    )
+
+
+def register(app: typer.Typer) -> None:
     sub = typer.Typer(help="Show, build and import the object / attribute / relation vocabularies.", no_args_is_help=True)
-    sub.command("show")(not_implemented("vocab show", 3))
+    sub.command("show")(show_cli)
+    sub.command("build")(build_cli)
+    sub.command("import-vg")(import_vg_cli)
     app.add_typer(sub, name="vocab")

@@ -1,0 +1,140 @@
+"""Make vocabularies: from the user's own parsed graphs (`vocab build`) or from Visual Genome's
+annotation files (`vocab import-vg`, as MosaiCLIP App. B: names with at least 30 instances).
+
+Groups, categories and types come from a base vocabulary (the shipped one by default); names it
+does not know get "other". Antonym pairs are kept when both sides are in the new vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from mosaictool.errors import MosaicError, RecordError
+from mosaictool.vocab import UNKNOWN, Vocab
+from mosaictool.vocab import load as load_vocab
+
+VG_FILES = ("objects.json", "attributes.json", "relationships.json")
+_SPACE = re.compile(r"\s+")
+
+
+def clean_name(name) -> str:
+    """Lower-case, single-spaced; tabs and newlines cannot survive in a TSV cell."""
+    if not isinstance(name, str):
+        return ""
+    return _SPACE.sub(" ", name).strip().lower()
+
+
+def _assemble(counts: dict[str, Counter], min_count: int, base: Vocab, top_relations: int | None = None) -> Vocab:
+    def keep(counter: Counter, limit: int | None = None) -> dict[str, int]:
+        items = sorted(((n, c) for n, c in counter.items() if n and c >= min_count), key=lambda x: (-x[1], x[0]))
+        return dict(items[:limit] if limit else items)
+
+    objects = keep(counts["objects"])
+    attributes = keep(counts["attributes"])
+    relations = keep(counts["relations"], top_relations)
+    names = set(objects) | set(attributes) | set(relations)
+    return Vocab(
+        objects={n: base.objects.get(n, UNKNOWN) for n in objects},
+        attributes={n: base.attributes.get(n, UNKNOWN) for n in attributes},
+        relations={n: base.relations.get(n, UNKNOWN) for n in relations},
+        antonym_pairs=[(a, b) for a, b in base.antonym_pairs if a in names and b in names],
+        plurals=dict(base.plurals),
+        counts={"objects": objects, "attributes": attributes, "relations": relations},
+    )
+
+
+def check_graph(record: dict) -> None:
+    graph = record.get("graph")
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
+        raise RecordError("missing 'graph' with 'entities' (run `mosaictool parse` first)")
+
+
+def build_from_graphs(records: Iterable[dict], *, min_count: int = 30, base: Vocab | None = None) -> Vocab:
+    """Objects (lemma of each entity's head), attributes and relations (as written) seen at least
+    `min_count` times in `parse` output."""
+    base = base or load_vocab()
+    counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
+    for record in records:
+        graph = record["graph"]
+        for entity in graph["entities"]:
+            counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
+            counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
+        counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
+    return _assemble(counts, min_count, base)
+
+
+def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:
+    """The elements of a (possibly multi-GB) JSON array file, one at a time, in bounded memory."""
+    decoder = json.JSONDecoder()
+    with open(path, encoding="utf-8") as f:
+        buf, pos, eof = "", 0, False
+
+        def refill() -> bool:
+            nonlocal buf, pos, eof
+            more = f.read(chunk_chars)
+            eof = not more
+            buf, pos = buf[pos:] + more, 0
+            return not eof
+
+        def skip(chars: str) -> None:
+            nonlocal pos
+            while True:
+                while pos < len(buf) and buf[pos] in chars:
+                    pos += 1
+                if pos < len(buf) or not refill():
+                    return
+
+        skip(" \t\r\n")
+        if pos >= len(buf) or buf[pos] != "[":
+            raise MosaicError(f"{path}: expected a JSON array (Visual Genome's file format)")
+        pos += 1
+        while True:
+            skip(" \t\r\n,")
+            if pos >= len(buf):
+                raise MosaicError(f"{path}: the JSON array is not closed (truncated file?)")
+            if buf[pos] == "]":
+                return
+            try:
+                value, end = decoder.raw_decode(buf, pos)
+            except json.JSONDecodeError as e:
+                if refill():
+                    continue
+                raise MosaicError(f"{path}: invalid JSON near character {e.pos}: {e.msg}") from None
+            pos = end
+            yield value
+
+
+def _names(item: dict) -> list:
+    names = item.get("names")
+    if names is None:
+        names = [item.get("name")]
+    return names if isinstance(names, list) else [names]
+
+
+def import_vg(vg_dir: str | Path, *, min_count: int = 30, top_relations: int | None = 50, base: Vocab | None = None) -> Vocab:
+    """Count Visual Genome's object names, attributes and predicates (one count per annotated
+    instance) and keep those with at least `min_count` instances; relations: the `top_relations`
+    most frequent (the paper's R has 50)."""
+    vg_dir = Path(vg_dir)
+    missing = [name for name in VG_FILES if not (vg_dir / name).exists()]
+    if missing:
+        raise MosaicError(
+            f"{vg_dir}: missing {', '.join(missing)}; download Visual Genome's objects.json, attributes.json "
+            "and relationships.json (v1.2+) into that folder"
+        )
+    base = base or load_vocab()
+    counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
+    for image in iter_json_array(vg_dir / "objects.json"):
+        for obj in image.get("objects") or []:
+            counts["objects"].update({clean_name(n) for n in _names(obj)})
+    for image in iter_json_array(vg_dir / "attributes.json"):
+        for obj in image.get("attributes") or []:
+            counts["attributes"].update({clean_name(a) for a in obj.get("attributes") or []})
+    for image in iter_json_array(vg_dir / "relationships.json"):
+        for rel in image.get("relationships") or []:
+            counts["relations"][clean_name(rel.get("predicate"))] += 1
+    return _assemble(counts, min_count, base, top_relations)
