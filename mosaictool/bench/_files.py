@@ -1,0 +1,67 @@
+"""Small helpers the benchmark loaders share: reading annotation files with clear errors,
+choosing subtasks, and the headline/group rows every scorer emits.
+
+Private (leading underscore), so the registry does not look for a BENCHMARK here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mosaictool.bench.base import HEADLINE, row
+from mosaictool.errors import MosaicError
+
+
+def read_json(path: Path, bench: str):
+    """Parse one annotation file; a missing or broken file is a user error naming the file."""
+    if not path.is_file():
+        raise MosaicError(f"{bench}: annotation file {path} not found; put it there (see `mosaictool evaluate --list`) or fix --data-root")
+    try:
+        with open(path, "rb") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise MosaicError(f"{bench}: {path} is not valid JSON ({e}); download the file again") from e
+
+
+def require_files(paths: Iterable[Path], bench: str, layout: str) -> None:
+    """Every annotation file a run needs must be there: list the missing ones in one error."""
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        shown = "\n  ".join(missing[:10])
+        more = f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise MosaicError(
+            f"{bench}: {len(missing)} annotation file(s) missing:\n  {shown}{more}\n"
+            f"Expected layout under --data-root:\n{layout}\n"
+            f"Fix --data-root, add the files, or pick the subtasks you have with --bench {bench}:<subtask>"
+        )
+
+
+def chosen(all_subtasks: Sequence[str], subtasks: Sequence[str] | None, bench: str) -> list[str]:
+    """The subtasks to load, in the benchmark's own order."""
+    if not subtasks:
+        return list(all_subtasks)
+    unknown = [s for s in subtasks if s not in all_subtasks]
+    if unknown:
+        raise MosaicError(f"{bench}: unknown subtask(s) {', '.join(unknown)}; choose from {', '.join(all_subtasks)}")
+    return [s for s in all_subtasks if s in subtasks]
+
+
+def bad_record(bench: str, path: Path, where: str, problem: str) -> MosaicError:
+    return MosaicError(f"{bench}: {path}: {where}: {problem}; the file does not follow the benchmark's format (download it again)")
+
+
+def mean_row(subtask: str, metric: str, parts: Sequence[dict]) -> dict:
+    """A macro average of rows (plain mean of their values; n = total cases)."""
+    return row(subtask, metric, float(np.mean([p["value"] for p in parts])), sum(p["n"] for p in parts))
+
+
+def headline(metric: str, parts: Sequence[dict | None]) -> list[dict]:
+    """The headline row: plain mean of `parts`, emitted only when every part was scored (a run
+    restricted to some subtasks, or one where skipped images emptied a subtask, gets none)."""
+    if not parts or any(p is None for p in parts):
+        return []
+    return [mean_row(HEADLINE, metric, parts)]
