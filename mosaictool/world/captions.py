@@ -1,0 +1,239 @@
+"""Captions from a scene's true graph, and a checker that says whether a description holds in a scene.
+
+Train captions come in two steps. `plan_caption` decides *what* to say (which objects, which of
+their attributes, which relations along which axis, counts); `render_caption` decides *how* (word
+order, templates, synonyms, converse "passive" forms, sentence joins) with its own random stream.
+A counterfactual twin re-renders the same plan with the same stream on the twin scene: the same
+words, except that each relation word is recomputed from the twin's geometry.
+
+Every caption comes with `mentions`: the noun phrases it contains (in order, with the words used)
+and the relations between them, i.e. the graph a perfect parser would return. `holds` checks a
+description (noun phrases + relations, optionally negated) against a scene, existentially, the way
+a caption with indefinite articles is true of a picture; benchmark negatives are built with it.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import permutations
+
+from mosaictool.world.scene import relation_between
+from mosaictool.world.vocab import (
+    CONVERSE,
+    GENERIC_NOUNS,
+    NUMBERS,
+    RELATION_WORDS,
+    SHAPE_PLURALS,
+    SHAPE_WORDS,
+    SIZE_WORDS,
+    TEXTURE_WORDS,
+)
+
+ATTRIBUTE_ORDER = ("size", "texture", "colour")  # the adjective order SceneGraphParser reads best
+
+
+# --- checking descriptions ----------------------------------------------------------------------
+
+
+def matches(desc: dict, obj: dict) -> bool:
+    """desc: {attribute: value} over shape/colour/size/texture (absent = not said)."""
+    return all(obj[k] == v for k, v in desc.items())
+
+
+def holds(descs: list[dict], rels: list[tuple], scene: dict) -> bool:
+    """Is there an assignment of distinct objects to `descs` under which every relation
+    (i, predicate, j[, negated]) is true? The existential reading of "a red circle above a square"."""
+    objs = scene["objects"]
+    if len(descs) > len(objs):
+        return False
+    for perm in permutations(range(len(objs)), len(descs)):
+        if not all(matches(d, objs[k]) for d, k in zip(descs, perm)):
+            continue
+        ok = True
+        for rel in rels:
+            i, pred, j = rel[:3]
+            negated = len(rel) > 3 and rel[3]
+            true = any(r["subject"] == perm[i] and r["object"] == perm[j] and r["relation"] == pred for r in scene["relations"])
+            if true == negated:
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def count_matching(desc: dict, scene: dict) -> int:
+    return sum(matches(desc, o) for o in scene["objects"])
+
+
+# --- surface forms -------------------------------------------------------------------------------
+
+
+def article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def noun_phrase(words: list[str], det: str = "a") -> str:
+    phrase = " ".join(words)
+    if det == "a":
+        det = article(phrase)
+    return f"{det} {phrase}" if det else phrase
+
+
+def canonical_np(obj: dict, keys=("colour", "shape"), det: str = "the") -> str:
+    """The benchmark splits' wording: canonical words, adjectives in a fixed order."""
+    words = [obj[k] for k in ATTRIBUTE_ORDER if k in keys] + [obj["shape"] if "shape" in keys else "shape"]
+    return noun_phrase(words, det)
+
+
+# --- train captions: plan --------------------------------------------------------------------------
+
+
+def _mention(rng: random.Random, obj: dict) -> dict:
+    """Which of an object's attributes a caption names; the noun may be generic ("a red shape")."""
+    said = {"colour": rng.random() < 0.85, "size": rng.random() < 0.3, "texture": rng.random() < 0.3}
+    generic = rng.random() < 0.08
+    if generic:
+        said["colour"] = True
+    keys = [k for k in ATTRIBUTE_ORDER if said[k]]
+    if not generic:
+        keys.append("shape")
+    return {k: obj[k] for k in keys}
+
+
+def _distinguish(desc: dict, obj: dict, other: dict) -> dict:
+    """Add colour, then shape, until the phrase no longer fits the other object."""
+    for key in ("colour", "shape"):
+        if not matches(desc, other):
+            break
+        desc = {**desc, key: obj[key]}
+    return desc
+
+
+def plan_caption(rng: random.Random, scene: dict) -> dict:
+    """What the caption says. Clauses:
+    ("np", obj, desc) | ("rel", i, j, axis, desc_i, desc_j, converse) | ("list", [objs], [descs], counted)
+    | ("count", desc, n)."""
+    objs = scene["objects"]
+    n = len(objs)
+    clauses = []
+    if n == 1:
+        clauses.append(["np", 0, _mention(rng, objs[0])])
+        return {"clauses": clauses}
+    u = rng.random()
+    order = rng.sample(range(n), n)
+    if u < 0.72:  # one or two relations
+        n_rel = 2 if (n >= 3 and rng.random() < 0.4) else 1
+        pairs = [(order[0], order[1])]
+        if n_rel == 2:
+            pairs.append((order[rng.randrange(2)], order[2]) if rng.random() < 0.5 else (order[2], order[rng.randrange(2)]))
+        for i, j in pairs:
+            axes = [ax for ax in ("x", "y") if relation_between(objs, i, j, ax)]
+            axis = rng.choice(axes)
+            di = _distinguish(_mention(rng, objs[i]), objs[i], objs[j])
+            dj = _distinguish(_mention(rng, objs[j]), objs[j], objs[i])
+            clauses.append(["rel", i, j, axis, di, dj, rng.random() < 0.3])
+        if rng.random() < 0.15:
+            clauses.append(_count_clause(rng, scene))
+    elif u < 0.87:  # all objects listed, maybe counted
+        clauses.append(["list", order, [_mention(rng, objs[k]) for k in order], rng.random() < 0.5])
+    elif u < 0.94:
+        clauses.append(_count_clause(rng, scene))
+    else:  # a partial mention: one object of several
+        clauses.append(["np", order[0], _mention(rng, objs[order[0]])])
+    return {"clauses": clauses}
+
+
+def _count_clause(rng: random.Random, scene: dict) -> list:
+    """ "two circles" / "two red shapes" / "three shapes": an exact count of a group."""
+    objs = scene["objects"]
+    options = [{}]
+    for key in ("shape", "colour"):
+        for o in objs:
+            d = {key: o[key]}
+            if count_matching(d, scene) >= 2 and d not in options:
+                options.append(d)
+    desc = options[rng.randrange(len(options))] if rng.random() < 0.7 else {}
+    return ["count", desc, count_matching(desc, scene)]
+
+
+def twin_pair(plan: dict) -> tuple[int, int] | None:
+    """The two objects whose places a counterfactual twin trades: the first relation's."""
+    for clause in plan["clauses"]:
+        if clause[0] == "rel":
+            return clause[1], clause[2]
+    return None
+
+
+# --- train captions: render ------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.mentions: list[dict] = []
+        self.relations: list[dict] = []
+
+    def np(self, desc: dict, obj: int | None, det: str = "a") -> tuple[str, int]:
+        rng = self.rng
+        words = []
+        for key in ATTRIBUTE_ORDER:
+            choice = rng.randrange(3)  # drawn for every key: the stream stays aligned across twins
+            if key in desc:
+                table = {"size": SIZE_WORDS, "texture": TEXTURE_WORDS}.get(key)
+                words.append(desc[key] if table is None else table[desc[key]][choice % len(table[desc[key]])])
+        choice = rng.randrange(3)
+        noun = SHAPE_WORDS[desc["shape"]][choice % len(SHAPE_WORDS[desc["shape"]])] if "shape" in desc else GENERIC_NOUNS[choice % 2]
+        self.mentions.append({"object": obj, "noun": noun, "attributes": words[:], "count": None})
+        return noun_phrase(words + [noun], det), len(self.mentions) - 1
+
+    def plural(self, desc: dict, count: int) -> str:
+        words = [desc["colour"]] if "colour" in desc else []
+        noun = desc.get("shape", "shape")
+        self.mentions.append({"object": None, "noun": noun, "attributes": words[:], "count": count})
+        return " ".join([NUMBERS[count]] + words + [SHAPE_PLURALS[noun]])
+
+    def relation(self, pred: str, subj: int, obj: int) -> str:
+        word = RELATION_WORDS[pred][self.rng.randrange(3)]
+        self.relations.append({"subject": subj, "object": obj, "relation": pred, "text": word})
+        return word
+
+
+def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, dict]:
+    """The caption text and its mentions graph."""
+    w = _Writer(rng)
+    objs = scene["objects"]
+    sentences = []
+    for clause in plan["clauses"]:
+        kind = clause[0]
+        if kind == "np":
+            text, _ = w.np(clause[2], clause[1])
+            form = rng.randrange(3)
+            sentences.append([text, f"there is {text}", f"one {text.split(' ', 1)[1]}"][form])
+        elif kind == "rel":
+            _, i, j, axis, di, dj, converse = clause
+            if converse:
+                i, j, di, dj = j, i, dj, di
+            pred = relation_between(objs, i, j, axis) or relation_between(objs, i, j, "y" if axis == "x" else "x")
+            form = rng.randrange(4)
+            a, ma = w.np(di, i)
+            b, mb = w.np(dj, j)
+            word = w.relation(pred, ma, mb)
+            if form == 3 and axis == "x":  # SceneGraphParser loses "sits to the left of"
+                form = 0
+            sentences.append([f"{a} {word} {b}", f"there is {a} {word} {b}", f"{a} {word} {b}", f"{a} sits {word} {b}"][form])
+        elif kind == "list":
+            _, order, descs, counted = clause
+            phrases = [w.np(d, k)[0] for k, d in zip(order, descs)]
+            listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+            sentences.append(f"{w.plural({}, len(order))}: {listed}" if counted else listed)
+        else:  # count
+            _, desc, count = clause
+            text = w.plural(desc, count)
+            sentences.append([text, f"there are {text}"][rng.randrange(2)])
+    joiner = ". " if rng.random() < 0.7 else "; "
+    return joiner.join(sentences), {"mentions": w.mentions, "relations": w.relations}
+
+
+def converse(pred: str) -> str:
+    return CONVERSE[pred]

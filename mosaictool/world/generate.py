@@ -1,0 +1,235 @@
+"""`generate_world`: the whole world directory, written atomically (built beside, then moved in place).
+
+    W/manifest.json
+    W/train/captions.jsonl, W/train/images/*.png
+    W/{val,test}/aro/visual_genome_relation.json, visual_genome_attribution.json, coco_karpathy_test.json, images/
+    W/{val,test}/coco/world/*.png
+    W/{val,test}/crepe/syst_vg_hard_negs_{seen,unseen}_compounds_in_laion.csv, prod_hard_negatives/{atom,swap,negate}/*.csv,
+                     VG_100K/*.jpg
+    W/{val,test}/zeroshot/{shape,colour,object}/classnames.txt, templates.txt, test/<class>/*.png
+
+Items are made in chunks, in worker processes when --workers > 1; each item has its own seeded
+random stream and its own files, and rows are gathered in item order, so the bytes never depend on
+the number of workers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+from mosaictool.errors import MosaicError
+from mosaictool.world import splits
+from mosaictool.world.vocab import (
+    COLOURS,
+    HELD_OUT_OBJECTS,
+    HELD_OUT_RELATIONS,
+    RELATION_WORDS,
+    RELATIONS,
+    SHAPE_WORDS,
+    SHAPES,
+    SIZE_WORDS,
+    SIZES,
+    TEXTURE_WORDS,
+    TEXTURES,
+)
+
+GENERATOR_VERSION = "mosaic-world/1"
+EVAL_SPLITS = ("val", "test")
+# Items per val/test split at --eval-scale 1. ARO attribution: per group (25 groups; ARO drops
+# groups under 25); relation: per predicate; productivity: per complexity (4..12), shared by the
+# atom/swap/negate files; zero-shot: per class.
+EVAL_SIZES = {"attribution_per_group": 30, "relation_per_predicate": 150, "order_images": 150,
+              "syst_seen": 200, "syst_unseen": 200, "prod_per_complexity": 40,
+              "zs_shape_per_class": 30, "zs_colour_per_class": 30, "zs_object_per_class": 5}
+# Numeric CREPE image ids (VG's are numbers): one range per file family.
+SYST_SEEN_BASE, SYST_UNSEEN_BASE, PROD_BASE = 1_000_000, 2_000_000, 3_000_000
+CHUNK = 64
+
+
+def eval_sizes(scale: float) -> dict[str, int]:
+    return {k: max(1, round(v * scale)) for k, v in EVAL_SIZES.items()}
+
+
+# --- jobs: (kind, args) run by _run_chunk in any process ---------------------------------------------
+
+
+def _item(job: tuple, root: Path):
+    kind, *args = job
+    return getattr(splits, kind)(*args, root=root)
+
+
+def _run_chunk(payload: tuple[list[tuple], str]) -> list:
+    jobs, root = payload
+    return [_item(job, Path(root)) for job in jobs]
+
+
+def _run_jobs(jobs: list[tuple], root: Path, workers: int, progress) -> list:
+    chunks = [(jobs[k:k + CHUNK], str(root)) for k in range(0, len(jobs), CHUNK)]
+    results: list = []
+    if workers <= 1:
+        for chunk in chunks:
+            results.extend(_run_chunk(chunk))
+            progress(len(chunk[0]))
+        return results
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ctx.Pool(workers) as pool:
+        for chunk_result in pool.imap(_run_chunk, chunks):  # imap keeps chunk order
+            results.extend(chunk_result)
+            progress(len(chunk_result))
+    return results
+
+
+# --- writers ----------------------------------------------------------------------------------------
+
+
+def _write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    """CREPE's CSVs: list columns as Python list literals (CREPE parses them with ast.literal_eval)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([repr(row[c]) if isinstance(row[c], list) else row[c] for c in columns])
+    path.write_text(buf.getvalue())
+
+
+def _eval_jobs(seed: int, split: str, size: int, n: dict) -> dict[str, list[tuple]]:
+    groups = len(splits.attribution_groups())
+    jobs = {
+        "relation": [("aro_relation_item", seed, split, k, size) for k in range(n["relation_per_predicate"] * len(RELATIONS))],
+        "attribution": [("aro_attribution_item", seed, split, k, size) for k in range(n["attribution_per_group"] * groups)],
+        "order": [("order_item", seed, split, k, size) for k in range(n["order_images"])],
+        "syst_seen": [("systematicity_item", seed, split, k, size, False, SYST_SEEN_BASE + k) for k in range(n["syst_seen"])],
+        "syst_unseen": [("systematicity_item", seed, split, k, size, True, SYST_UNSEEN_BASE + k) for k in range(n["syst_unseen"])],
+        "prod": [("productivity_item", seed, split, c, k, size, PROD_BASE + 1000 * c + k)
+                 for c in splits.COMPLEXITIES for k in range(n["prod_per_complexity"])],
+    }
+    for task in ("shape", "colour", "object"):
+        per_class = n[f"zs_{task}_per_class"]
+        jobs[f"zs_{task}"] = [("zeroshot_item", seed, split, task, k, size)
+                              for k in range(per_class * len(splits.zeroshot_classes(task)))]
+    return jobs
+
+
+def _write_eval_split(root: Path, results: dict[str, list]) -> dict[str, int]:
+    aro = root / "aro"
+    _write_json(aro / "visual_genome_relation.json", results["relation"])
+    _write_json(aro / "visual_genome_attribution.json", results["attribution"])
+    _write_json(aro / "coco_karpathy_test.json", results["order"])
+    crepe = root / "crepe"
+    syst_cols = ["image_id", "region_id", "x", "y", "width", "height", "caption",
+                 "valid_hard_negs_atom", "valid_hard_negs_comp", "valid_hard_negs_combined"]
+    for which in ("seen", "unseen"):
+        _write_csv(crepe / f"syst_vg_hard_negs_{which}_compounds_in_laion.csv", results[f"syst_{which}"], syst_cols)
+    prod_cols = ["image_id", "x", "y", "width", "height", "caption", "hard_negs"]
+    for kind in ("atom", "swap", "negate"):
+        for c in splits.COMPLEXITIES:
+            rows = [{**r, "hard_negs": r["hard_negs"][kind]} for r in results["prod"] if r["complexity"] == c]
+            _write_csv(crepe / "prod_hard_negatives" / kind / f"prod_vg_hard_negs_{kind}_complexity_{c}.csv", rows, prod_cols)
+    for task in ("shape", "colour", "object"):
+        folder = root / "zeroshot" / task
+        (folder / "classnames.txt").write_text("\n".join(splits.zeroshot_classes(task)) + "\n")
+        (folder / "templates.txt").write_text("\n".join(splits.ZEROSHOT_TEMPLATES[task]) + "\n")
+    counts = {"aro_relation": len(results["relation"]), "aro_attribution": len(results["attribution"]),
+              "coco_order_images": len(results["order"]), "coco_order_captions": sum(len(r["caption"]) for r in results["order"]),
+              "crepe_syst_seen": len(results["syst_seen"]), "crepe_syst_unseen": len(results["syst_unseen"]),
+              "crepe_prod_per_type": len(results["prod"])}
+    for task in ("shape", "colour", "object"):
+        counts[f"zeroshot_{task}"] = len(results[f"zs_{task}"])
+    return counts
+
+
+def manifest(seed: int, train: int, twins: bool, image_size: int, eval_scale: float, counts: dict) -> dict:
+    return {
+        "generator": GENERATOR_VERSION,
+        "seed": seed,
+        "options": {"train": train, "twins": twins, "image_size": image_size, "eval_scale": eval_scale},
+        "counts": counts,
+        "held_out": {
+            "object_compounds": [f"{c} {s}" for c, s in HELD_OUT_OBJECTS],
+            "relation_compounds": [f"{s} {r} {o}" for s, r, o in HELD_OUT_RELATIONS],
+            "note": "never in train (relation compounds in either direction); the CREPE unseen files test them",
+        },
+        "vocab": {
+            "shapes": list(SHAPES), "colours": list(COLOURS), "sizes": list(SIZES), "textures": list(TEXTURES),
+            "relations": list(RELATIONS),
+            "synonyms": {"shape": SHAPE_WORDS, "size": SIZE_WORDS, "texture": TEXTURE_WORDS, "relation": RELATION_WORDS},
+        },
+        "layout": {
+            "train": "train/captions.jsonl (id, image, caption, scene, mentions, hard_images, twin_of) + train/images/",
+            "val/test": "aro/, coco/, crepe/, zeroshot/ in the real benchmarks' file layouts (evaluate --bench world / world-val)",
+        },
+    }
+
+
+def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, image_size: int = 64,
+                   eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None) -> dict:
+    """Write the world to `out`; returns the manifest."""
+    out = Path(out)
+    if train < 0:
+        raise MosaicError("--train must be 0 or more")
+    if not 48 <= image_size <= 256:
+        raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
+    if eval_scale <= 0:
+        raise MosaicError("--eval-scale must be positive")
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+        if not (out / "manifest.json").is_file():
+            raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
+    progress = progress or (lambda n: None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would follow the world to its final place
+    try:
+        jobs = [("train_item", seed, k, image_size, twins) for k in range(train)]
+        train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
+        (tmp / "train").mkdir(parents=True, exist_ok=True)
+        with open(tmp / "train" / "captions.jsonl", "wb") as f:
+            for r in train_records:
+                f.write(orjson.dumps(r) + b"\n")
+        counts = {"train": {"records": len(train_records), "scenes": train,
+                            "twins": sum(r["twin_of"] is not None for r in train_records)}}
+        n = eval_sizes(eval_scale)
+        for split in EVAL_SPLITS:
+            root = tmp / split
+            results = {name: _run_jobs(jobs, root, workers, progress) for name, jobs in _eval_jobs(seed, split, image_size, n).items()}
+            counts[split] = _write_eval_split(root, results)
+        info = manifest(seed, train, twins, image_size, eval_scale, counts)
+        _write_json(tmp / "manifest.json", info)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return info
+
+
+def total_items(train: int, eval_scale: float) -> int:
+    """How many items (progress units) generate_world makes."""
+    n = eval_sizes(eval_scale)
+    per_split = sum(len(j) for j in _eval_jobs(0, "val", 64, n).values())
+    return train + len(EVAL_SPLITS) * per_split
+
+
+def load_manifest(world: str | os.PathLike) -> dict:
+    path = Path(world) / "manifest.json"
+    if not path.is_file():
+        raise MosaicError(f"{path} not found: make a world with `mosaictool world --out {world}`")
+    return json.loads(path.read_text())

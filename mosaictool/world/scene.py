@@ -1,0 +1,135 @@
+"""Scenes of the synthetic world: objects on a 3×3 grid, and the relations that the grid makes true.
+
+A scene is a plain dict (it goes into records as the true scene graph):
+
+    {"image_size": 64,
+     "objects": [{"shape", "colour", "size", "texture", "cell": [row, col], "bbox": [x0, y0, x1, y1]}, ...],
+     "relations": [{"subject": i, "relation": "to the left of", "object": j}, ...]}
+
+Objects sit inside their own grid cell, so their boxes never overlap and every relation is drawn
+without ambiguity: i is "to the left of" j iff i's column is left of j's (whatever the rows), and
+"above" j iff i's row is higher. `relations` lists every true one, converses included. Within a
+scene no two objects share both colour and shape, so "the red circle" always names one object.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mosaictool.world.vocab import (
+    COLOURS,
+    HELD_OUT_OBJECTS,
+    SHAPES,
+    SIZES,
+    TEXTURES,
+    held_out_relation_facts,
+)
+
+GRID = 3
+SIZE_FRACTION = {"small": 0.5, "big": 0.82}  # of a cell's side
+ALL_COMPOUNDS = tuple((c, s) for c in COLOURS for s in SHAPES)
+SEEN_COMPOUNDS = tuple(cs for cs in ALL_COMPOUNDS if cs not in HELD_OUT_OBJECTS)
+HELD_OUT_FACTS = held_out_relation_facts()
+
+
+def cell_bounds(image_size: int, index: int) -> tuple[int, int]:
+    return round(index * image_size / GRID), round((index + 1) * image_size / GRID)
+
+
+def object_side(image_size: int, size: str) -> int:
+    return max(5, round(SIZE_FRACTION[size] * image_size / GRID))
+
+
+def place(rng: random.Random, image_size: int, cell: tuple[int, int], size: str) -> list[int]:
+    """A box for an object of `size` somewhere inside `cell` (1-px margin), jittered."""
+    side = object_side(image_size, size)
+    (y0, y1), (x0, x1) = cell_bounds(image_size, cell[0]), cell_bounds(image_size, cell[1])
+    x = x0 + 1 + rng.randint(0, max(0, x1 - x0 - 2 - side))
+    y = y0 + 1 + rng.randint(0, max(0, y1 - y0 - 2 - side))
+    return [x, y, x + side, y + side]
+
+
+def relations_of(objects: list[dict]) -> list[dict]:
+    """Every true spatial relation between the objects, in a fixed order (subject, then object, then predicate)."""
+    rels = []
+    for i, a in enumerate(objects):
+        for j, b in enumerate(objects):
+            if i == j:
+                continue
+            (ra, ca), (rb, cb) = a["cell"], b["cell"]
+            if ca < cb:
+                rels.append({"subject": i, "relation": "to the left of", "object": j})
+            if ca > cb:
+                rels.append({"subject": i, "relation": "to the right of", "object": j})
+            if ra < rb:
+                rels.append({"subject": i, "relation": "above", "object": j})
+            if ra > rb:
+                rels.append({"subject": i, "relation": "below", "object": j})
+    return rels
+
+
+def relation_between(objects: list[dict], i: int, j: int, axis: str) -> str | None:
+    """The predicate that holds from i to j along `axis` ("x" or "y"), or None when they are aligned on it."""
+    (ri, ci), (rj, cj) = objects[i]["cell"], objects[j]["cell"]
+    if axis == "x":
+        return "to the left of" if ci < cj else "to the right of" if ci > cj else None
+    return "above" if ri < rj else "below" if ri > rj else None
+
+
+def shows_held_out(scene: dict) -> bool:
+    """Whether the scene contains a held-out object compound or held-out relation compound."""
+    objs = scene["objects"]
+    if any((o["colour"], o["shape"]) in HELD_OUT_OBJECTS for o in objs):
+        return True
+    return any((objs[r["subject"]]["shape"], r["relation"], objs[r["object"]]["shape"]) in HELD_OUT_FACTS for r in scene["relations"])
+
+
+def make_scene(objects: list[dict], image_size: int) -> dict:
+    return {"image_size": image_size, "objects": objects, "relations": relations_of(objects)}
+
+
+def sample_objects(rng: random.Random, n: int, compounds=SEEN_COMPOUNDS) -> list[dict]:
+    """`n` objects with distinct colour-shape compounds, random size and texture (not yet placed)."""
+    picks = rng.sample(range(len(compounds)), n)
+    return [
+        {"shape": compounds[k][1], "colour": compounds[k][0], "size": rng.choice(SIZES), "texture": rng.choice(TEXTURES)}
+        for k in picks
+    ]
+
+
+def arrange(rng: random.Random, objects: list[dict], image_size: int, cells: list[tuple[int, int]] | None = None) -> dict:
+    """Put the objects in distinct random cells (or the given ones) and return the scene."""
+    if cells is None:
+        cells = [divmod(k, GRID) for k in rng.sample(range(GRID * GRID), len(objects))]
+    placed = []
+    for obj, cell in zip(objects, cells):
+        placed.append({**obj, "cell": list(cell), "bbox": place(rng, image_size, cell, obj["size"])})
+    return make_scene(placed, image_size)
+
+
+def sample_scene(rng: random.Random, n: int, image_size: int, *, train: bool, tries: int = 200) -> dict:
+    """A random scene of n objects; train scenes never show a held-out compound."""
+    objects = sample_objects(rng, n, SEEN_COMPOUNDS if train else ALL_COMPOUNDS)
+    for _ in range(tries):
+        scene = arrange(rng, objects, image_size)
+        if not (train and shows_held_out(scene)):
+            return scene
+    # Some object sets cannot avoid a held-out relation often: draw new objects.
+    return sample_scene(rng, n, image_size, train=train, tries=tries)
+
+
+def twin(scene: dict, a: int, b: int) -> dict:
+    """The counterfactual twin: the same objects, with objects a and b trading places (their boxes
+    are re-centred on each other's centres, inside each other's cells)."""
+    objs = [dict(o) for o in scene["objects"]]
+    size = scene["image_size"]
+    for src, dst in ((a, b), (b, a)):
+        x0, y0, x1, y1 = scene["objects"][dst]["bbox"]
+        cx, cy = (x0 + x1) // 2, (y0 + y1) // 2
+        side = object_side(size, objs[src]["size"])
+        (cy0, cy1), (cx0, cx1) = cell_bounds(size, scene["objects"][dst]["cell"][0]), cell_bounds(size, scene["objects"][dst]["cell"][1])
+        nx = min(max(cx - side // 2, cx0 + 1), cx1 - 1 - side)
+        ny = min(max(cy - side // 2, cy0 + 1), cy1 - 1 - side)
+        objs[src]["cell"] = list(scene["objects"][dst]["cell"])
+        objs[src]["bbox"] = [nx, ny, nx + side, ny + side]
+    return make_scene(objs, size)

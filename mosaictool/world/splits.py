@@ -1,0 +1,344 @@
+"""One item of each kind the world writes: a train record (with its twin), and the items of the
+val/test benchmark files. Each function draws from its own seeded stream, renders its images into
+`root` and returns the annotation row(s); none depends on any other item, so items can be made in
+any order or process and the output stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from mosaictool.world.captions import (
+    ATTRIBUTE_ORDER,
+    canonical_np,
+    holds,
+    noun_phrase,
+    plan_caption,
+    render_caption,
+    twin_pair,
+)
+from mosaictool.world.render import encode, render
+from mosaictool.world.scene import (
+    ALL_COMPOUNDS,
+    HELD_OUT_FACTS,
+    SEEN_COMPOUNDS,
+    arrange,
+    sample_objects,
+    sample_scene,
+    shows_held_out,
+    twin,
+)
+from mosaictool.world.vocab import (
+    COLOURS,
+    HELD_OUT_OBJECTS,
+    HELD_OUT_RELATIONS,
+    RELATIONS,
+    SHAPES,
+    SIZES,
+    TEXTURES,
+)
+
+TRAIN_OBJECT_COUNTS = (1, 2, 3, 4)
+TRAIN_OBJECT_WEIGHTS = (0.1, 0.4, 0.3, 0.2)
+COMPLEXITIES = tuple(range(4, 13))
+ATTRIBUTE_VALUES = {"colour": COLOURS, "size": SIZES, "texture": TEXTURES, "shape": SHAPES}
+
+
+def stream(seed: int, *key) -> random.Random:
+    """An independent random stream per item: str seeds are hashed with SHA-512, not hash()."""
+    return random.Random("/".join(["mosaic-world", str(seed), *map(str, key)]))
+
+
+def save(image, root: Path, rel: str, fmt: str = "png") -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(encode(image, fmt))
+
+
+# --- train -------------------------------------------------------------------------------------------
+
+
+def train_item(seed: int, index: int, image_size: int, twins: bool, *, root: Path) -> list[dict]:
+    """A train record, followed by its counterfactual twin's when `twins` (and the caption states a
+    relation). Scenes whose twin would show a held-out compound are redrawn whether or not twins are
+    written, so --twins only adds records."""
+    rng = stream(seed, "train", index)
+    while True:
+        n = rng.choices(TRAIN_OBJECT_COUNTS, TRAIN_OBJECT_WEIGHTS)[0]
+        scene = sample_scene(rng, n, image_size, train=True)
+        plan = plan_caption(rng, scene)
+        pair = twin_pair(plan)
+        twin_scene = twin(scene, *pair) if pair else None
+        if twin_scene is None or not shows_held_out(twin_scene):
+            break
+    surface = rng.getrandbits(64)
+    rid = f"train-{index:06d}"
+    caption, mentions = render_caption(plan, scene, random.Random(surface))
+    record = {"id": rid, "image": f"images/{index:06d}.png", "caption": caption, "scene": scene,
+              "mentions": mentions, "hard_images": None, "twin_of": None}
+    save(render(scene), root, record["image"])
+    if not (twins and twin_scene is not None):
+        return [record]
+    tid = f"{rid}-twin"
+    twin_caption, twin_mentions = render_caption(plan, twin_scene, random.Random(surface))
+    record["hard_images"] = [tid]
+    twin_record = {"id": tid, "image": f"images/{index:06d}_twin.png", "caption": twin_caption, "scene": twin_scene,
+                   "mentions": twin_mentions, "hard_images": [rid], "twin_of": rid}
+    save(render(twin_scene), root, twin_record["image"])
+    return [record, twin_record]
+
+
+# --- ARO ---------------------------------------------------------------------------------------------
+
+
+def full_box(image_size: int) -> dict:
+    return {"bbox_x": 0, "bbox_y": 0, "bbox_w": image_size, "bbox_h": image_size}
+
+
+def aro_relation_item(seed: int, split: str, index: int, image_size: int, *, root: Path) -> dict:
+    """VG-Relation: "the A is <rel> the B" vs "the B is <rel> the A"."""
+    rng = stream(seed, split, "aro-relation", index)
+    pred = RELATIONS[index % len(RELATIONS)]
+    while True:
+        scene = sample_scene(rng, rng.choice((2, 3, 4)), image_size, train=True)
+        pairs = [(r["subject"], r["object"]) for r in scene["relations"] if r["relation"] == pred]
+        if pairs:
+            break
+    i, j = pairs[rng.randrange(len(pairs))]
+    a, b = canonical_np(scene["objects"][i]), canonical_np(scene["objects"][j])
+    name = f"relation_{index:05d}.png"
+    save(render(scene), root / "aro" / "images", name)
+    return {"image_path": name, **full_box(image_size), "true_caption": f"{a} is {pred} {b}",
+            "false_caption": f"{b} is {pred} {a}", "relation_name": pred, "scene": scene}
+
+
+def attribution_groups() -> list[tuple[str, str, str]]:
+    """(attribute kind, first value, second value): colour, texture and size pairs, each unordered
+    pair once (in vocabulary order), so that ARO's ≥25-per-group rule keeps every group."""
+    groups = []
+    for kind, values in (("colour", COLOURS), ("texture", TEXTURES), ("size", SIZES)):
+        for x in range(len(values)):
+            for y in range(x + 1, len(values)):
+                groups.append((kind, values[x], values[y]))
+    return groups
+
+
+def aro_attribution_item(seed: int, split: str, index: int, image_size: int, *, root: Path) -> dict:
+    """VG-Attribution: "the a0 X and the a1 Y" vs "the a1 X and the a0 Y"."""
+    rng = stream(seed, split, "aro-attribution", index)
+    groups = attribution_groups()
+    kind, a0, a1 = groups[index % len(groups)]
+    while True:
+        objects = sample_objects(rng, rng.choice((2, 3)), SEEN_COMPOUNDS)
+        objects[0][kind], objects[1][kind] = a0, a1
+        compounds = [(o["colour"], o["shape"]) for o in objects]
+        if objects[0]["shape"] == objects[1]["shape"] or len(set(compounds)) < len(compounds):
+            continue
+        if any(c in HELD_OUT_OBJECTS for c in compounds):
+            continue
+        scene = arrange(rng, objects, image_size)
+        if shows_held_out(scene):
+            continue
+        x, y = scene["objects"][0]["shape"], scene["objects"][1]["shape"]
+        if holds([{kind: a1, "shape": x}, {kind: a0, "shape": y}], [], scene):
+            continue  # a distractor makes the swapped caption true
+        break
+    keys = (kind, "shape")
+    true = f"{canonical_np(scene['objects'][0], keys)} and {canonical_np(scene['objects'][1], keys)}"
+    false = f"{noun_phrase([a1, x], 'the')} and {noun_phrase([a0, y], 'the')}"
+    name = f"attribution_{index:05d}.png"
+    save(render(scene), root / "aro" / "images", name)
+    return {"image_path": name, **full_box(image_size), "true_caption": true, "false_caption": false,
+            "attributes": [a0, a1], "scene": scene}
+
+
+# --- COCO-Order --------------------------------------------------------------------------------------
+
+
+def order_item(seed: int, split: str, index: int, image_size: int, captions: int = 2, *, root: Path) -> dict:
+    """An image with train-style captions that state relations (the evaluator perturbs their order)."""
+    rng = stream(seed, split, "order", index)
+    scene = sample_scene(rng, rng.choice((2, 3, 4)), image_size, train=True)
+    texts = []
+    while len(texts) < captions:
+        plan = plan_caption(rng, scene)
+        if not any(c[0] == "rel" for c in plan["clauses"]):
+            continue
+        text, _ = render_caption(plan, scene, rng)
+        if text not in texts:
+            texts.append(text)
+    name = f"world/order_{index:05d}.png"
+    save(render(scene), root / "coco", name)
+    return {"image": name, "caption": texts, "scene": scene}
+
+
+# --- CREPE -------------------------------------------------------------------------------------------
+
+
+def _phrase(desc: dict) -> str:
+    return noun_phrase([desc[k] for k in ATTRIBUTE_ORDER if k in desc] + [desc.get("shape", "shape")], "a")
+
+
+def _relation_text(descs: list[dict], rels: list[tuple]) -> str:
+    """"a X <rel> a Y that is <rel> a Z ...": a chain, each relation from object k to k+1."""
+    parts = [_phrase(descs[0])]
+    for k, (i, pred, j, *neg) in enumerate(rels):
+        negated = bool(neg and neg[0])
+        verb = ("is not " if negated else "is ") if k == 0 else ("that is not " if negated else "that is ")
+        parts.append(f"{verb}{pred} {_phrase(descs[j])}")
+    return " ".join(parts)
+
+
+def _false_variants(descs, rels, scene, edits) -> list[str]:
+    """The texts of the edited descriptions that are false of the scene, unique, in edit order."""
+    out = []
+    for new_descs, new_rels in edits:
+        if holds(new_descs, new_rels, scene):
+            continue
+        text = _relation_text(new_descs, new_rels)
+        if text not in out and text != _relation_text(descs, rels):
+            out.append(text)
+    return out
+
+
+def _atom_edits(descs, rels):
+    for k, d in enumerate(descs):
+        for key in ("colour", "shape", "size", "texture"):
+            if key in d:
+                for v in ATTRIBUTE_VALUES[key]:
+                    if v != d[key]:
+                        yield [*descs[:k], {**d, key: v}, *descs[k + 1:]], rels
+    for k, (i, pred, j, *_) in enumerate(rels):
+        for p in RELATIONS:
+            if p != pred:
+                yield descs, [*rels[:k], (i, p, j), *rels[k + 1:]]
+
+
+def _swap_edits(descs, rels):
+    for a in range(len(descs)):
+        for b in range(a + 1, len(descs)):
+            for key in ("colour", "shape", "size", "texture"):
+                if key in descs[a] and key in descs[b] and descs[a][key] != descs[b][key]:
+                    new = [dict(d) for d in descs]
+                    new[a][key], new[b][key] = descs[b][key], descs[a][key]
+                    yield new, rels
+
+
+def _negate_edits(descs, rels):
+    for k, (i, pred, j, *_) in enumerate(rels):
+        yield descs, [*rels[:k], (i, pred, j, True), *rels[k + 1:]]
+
+
+def _pick(rng: random.Random, items: list[str], k: int) -> list[str]:
+    return items if len(items) <= k else [items[x] for x in sorted(rng.sample(range(len(items)), k))]
+
+
+def crepe_box(image_size: int) -> dict:
+    return {"x": 0, "y": 0, "width": image_size, "height": image_size}
+
+
+def systematicity_item(seed: int, split: str, index: int, image_size: int, unseen: bool, image_id: int, *, root: Path) -> dict:
+    """"a c1 s1 <rel> a c2 s2"; unseen items contain a held-out object or relation compound, seen
+    items none. Hard negatives: atom = one atom replaced; comp = the two objects' colours swapped, or
+    the two objects trading places in the sentence; combined = both lists."""
+    rng = stream(seed, split, "crepe-syst", "unseen" if unseen else "seen", index)
+    while True:
+        if unseen and index % 2 == 0:  # a held-out object compound
+            colour, shape = HELD_OUT_OBJECTS[(index // 2) % len(HELD_OUT_OBJECTS)]
+            others = sample_objects(rng, rng.choice((1, 2)), [c for c in ALL_COMPOUNDS if c != (colour, shape)])
+            objects = [{"shape": shape, "colour": colour, "size": rng.choice(SIZES), "texture": rng.choice(TEXTURES)}, *others]
+        elif unseen:  # a held-out relation compound
+            s, pred, o = HELD_OUT_RELATIONS[(index // 2) % len(HELD_OUT_RELATIONS)]
+            pool = [c for c in ALL_COMPOUNDS if c not in HELD_OUT_OBJECTS]
+            a = rng.choice([c for c in pool if c[1] == s])
+            b = rng.choice([c for c in pool if c[1] == o and c[0] != a[0]])
+            objects = [{"shape": c[1], "colour": c[0], "size": rng.choice(SIZES), "texture": rng.choice(TEXTURES)} for c in (a, b)]
+        else:
+            objects = sample_objects(rng, rng.choice((2, 3)), SEEN_COMPOUNDS)
+        scene = arrange(rng, objects, image_size)
+        rels = [r for r in scene["relations"] if r["subject"] == 0 and r["object"] == 1]
+        if unseen and index % 2 == 1:
+            rels = [r for r in rels if (objects[0]["shape"], r["relation"], objects[1]["shape"]) in HELD_OUT_FACTS]
+        if not rels or shows_held_out(scene) != unseen:
+            continue
+        pred = rels[rng.randrange(len(rels))]["relation"]
+        descs = [{"colour": objects[0]["colour"], "shape": objects[0]["shape"]}, {"colour": objects[1]["colour"], "shape": objects[1]["shape"]}]
+        chain = [(0, pred, 1)]
+        atom = _pick(rng, _false_variants(descs, chain, scene, _atom_edits(descs, chain)), 4)
+        comp = _false_variants(descs, chain, scene, [
+            ([{**descs[0], "colour": descs[1]["colour"]}, {**descs[1], "colour": descs[0]["colour"]}], chain),
+            ([descs[1], descs[0]], chain),
+        ])
+        if atom and comp:
+            break
+    save(render(scene), root / "crepe" / "VG_100K", f"{image_id}.jpg", "jpg")
+    return {"image_id": image_id, "region_id": index, **crepe_box(image_size), "caption": _relation_text(descs, chain),
+            "valid_hard_negs_atom": atom, "valid_hard_negs_comp": comp, "valid_hard_negs_combined": atom + comp}
+
+
+def productivity_item(seed: int, split: str, complexity: int, index: int, image_size: int, image_id: int, *, root: Path) -> dict:
+    """A caption of exactly `complexity` atoms (objects + attributes + relations, a chain of 2-4
+    objects), and its atom / swap / negate hard negatives (up to 3 each, all false of the image)."""
+    rng = stream(seed, split, "crepe-prod", complexity, index)
+    feasible = [m for m in (2, 3, 4) if 2 * m - 1 <= complexity <= 2 * m - 1 + 3 * m]
+    while True:
+        m = rng.choice(feasible)
+        scene = sample_scene(rng, rng.randint(m, 4), image_size, train=True)
+        objs = scene["objects"]
+        chosen = rng.sample(range(len(objs)), m)
+        chain = []
+        for k in range(m - 1):
+            preds = [r["relation"] for r in scene["relations"] if r["subject"] == chosen[k] and r["object"] == chosen[k + 1]]
+            chain.append((k, preds[rng.randrange(len(preds))], k + 1))
+        budget = complexity - (2 * m - 1)
+        slots = [(k, key) for k in range(m) for key in ("colour", "size", "texture")]
+        said = set(rng.sample(slots, budget))
+        descs = [{key: objs[o][key] for key in ("size", "texture", "colour", "shape") if key == "shape" or (k, key) in said}
+                 for k, o in enumerate(chosen)]
+        negs = {
+            "atom": _pick(rng, _false_variants(descs, chain, scene, _atom_edits(descs, chain)), 3),
+            "swap": _pick(rng, _false_variants(descs, chain, scene, _swap_edits(descs, chain)), 3),
+            "negate": _pick(rng, _false_variants(descs, chain, scene, _negate_edits(descs, chain)), 3),
+        }
+        if all(negs.values()):
+            break
+    save(render(scene), root / "crepe" / "VG_100K", f"{image_id}.jpg", "jpg")
+    return {"image_id": image_id, **crepe_box(image_size), "caption": _relation_text(descs, chain), "hard_negs": negs,
+            "complexity": complexity}
+
+
+# --- zero-shot classification ------------------------------------------------------------------------
+
+
+def zeroshot_classes(task: str) -> list[str]:
+    if task == "shape":
+        return list(SHAPES)
+    if task == "colour":
+        return list(COLOURS)
+    return [f"{c} {s}" for c, s in SEEN_COMPOUNDS]
+
+
+ZEROSHOT_TEMPLATES = {
+    "shape": ("a {c}.", "a picture of a {c}.", "there is a {c}."),
+    "colour": ("a {c} shape.", "a {c} object.", "something {c}."),
+    "object": ("a {c}.", "a picture of a {c}.", "there is a {c}."),
+}
+
+
+def zeroshot_item(seed: int, split: str, task: str, index: int, image_size: int, *, root: Path) -> str:
+    """One single-object image of class index % n_classes; returns its path under the task folder."""
+    rng = stream(seed, split, "zeroshot", task, index)
+    classes = zeroshot_classes(task)
+    label = index % len(classes)
+    if task == "shape":
+        compound = rng.choice([c for c in SEEN_COMPOUNDS if c[1] == classes[label]])
+    elif task == "colour":
+        compound = rng.choice([c for c in SEEN_COMPOUNDS if c[0] == classes[label]])
+    else:
+        compound = SEEN_COMPOUNDS[label]
+    obj = {"shape": compound[1], "colour": compound[0], "size": rng.choice(SIZES), "texture": rng.choice(TEXTURES)}
+    scene = arrange(rng, [obj], image_size)
+    rel = f"test/{label:02d}/{index:05d}.png"
+    save(render(scene), root / "zeroshot" / task, rel)
+    return rel
