@@ -1,7 +1,54 @@
-"""`mosaictool shard` (issue #4)."""
+"""`mosaictool shard`: template records + images -> WebDataset shards for `train`."""
 
-from mosaictool.cli.common import not_implemented
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mosaictool.cli.common import AssignIdsOpt, InputArg, QuietOpt, SkipBadOpt, handles_errors
 
 
-def register(app) -> None:
-    app.command("shard")(not_implemented("shard", 4))
+@handles_errors
+def shard_cli(
+    input: InputArg,
+    out: Annotated[str, typer.Option("--out", help="Output folder for NNNNNN.tar shards and sizes.json.")],
+    image_root: Annotated[str, typer.Option(help="Folder the records' image paths are relative to.")] = ".",
+    shard_size: Annotated[int, typer.Option(help="Samples per shard.")] = 1000,
+    image_key: Annotated[str, typer.Option(help="Field holding the image path.")] = "image",
+    skip_bad: SkipBadOpt = False,
+    assign_ids: AssignIdsOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Pack records and their images into WebDataset tar shards.
+
+    Each sample holds the image file's bytes and a JSON member with the whole record (id, caption,
+    texts from `template`, hard_images, ...). Writes OUT/000000.tar, ... and OUT/sizes.json (samples
+    per shard). A missing or corrupt image stops the run, or with --skip-bad is counted and skipped.
+
+    Examples:
+
+      mosaictool shard texts.jsonl --image-root imgs/ --out shards/ --shard-size 1000
+
+      mosaictool train --data shards/ --method mosaiclip --out runs/m1
+    """
+    from mosaictool.io import Skips, progress, read_records
+    from mosaictool.stages.shard import make_check, write_shards
+
+    skips = Skips(enabled=skip_bad)
+    records = read_records(input, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
+    sizes = write_shards(
+        records,
+        out=out,
+        image_root=image_root,
+        shard_size=shard_size,
+        image_key=image_key,
+        skips=skips,
+        progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
+    )
+    skips.report()
+    typer.echo(f"wrote {sum(sizes.values())} samples in {len(sizes)} shard(s) to {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("shard")(shard_cli)

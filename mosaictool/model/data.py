@@ -1,0 +1,571 @@
+"""Training data: records + images -> batches of the batch contract (mosaictool.model.batch).
+
+Sources (`--data`):
+  - WebDataset shards written by `shard`: a folder of *.tar, a glob ('shards/*.tar') or a brace
+    pattern ('shards/{000000..000099}.tar'). Each tar is indexed once (member headers + the small
+    JSON members); images are then read by offset, so samples can be drawn in any order.
+  - A JSONL / JSONL.gz / Parquet file of records with an `image` path relative to --image-root
+    (default: the data file's folder).
+
+Order and randomness: the data of optimizer step s is a pure function of (seed, s), whatever the
+number of workers, the device or the number of ranks at a fixed global batch: each epoch is a seeded
+permutation of the records, cut into global batches of batch_size × world_size anchors, and rank r
+takes the r-th slice. Every random choice about one sample (which texts, which crop, which hard
+image) comes from a generator seeded by (seed, epoch, record index). That is what makes
+`--resume` exact: the run continues at micro-batch s × accum_freq with the same draws.
+
+Texts per method (contract A, `texts` written by `template`):
+  clip      the caption
+  negclip   the caption + one caption-level text negative (transform "negclip:*", else any kind "text")
+  mosaiclip up to max_pos positives and max_neg graph negatives: negatives are drawn as
+            (positive, negative) pairs, a category (obj/attr/rel) at a time with probabilities
+            `category_probs`; a drawn pair brings its positive along while there is room; remaining
+            positive slots are filled with the caption first, then other positives at random.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import random
+import tarfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mosaictool.errors import MosaicError, RecordError
+from mosaictool.io import Skips, is_parquet, read_records
+from mosaictool.model.batch import Batch
+
+METHODS = ("clip", "negclip", "mosaiclip")
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
+DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources: which records, and where each one's image bytes live
+
+
+@dataclass(frozen=True)
+class ImageLocation:
+    path: str
+    offset: int = 0  # byte range inside a tar; size -1 = the whole file
+    size: int = -1
+
+    def read(self) -> bytes:
+        if self.size < 0:
+            with open(self.path, "rb") as f:
+                return f.read()
+        fd = _open_fd(self.path)
+        return os.pread(fd, self.size, self.offset)
+
+
+_FDS: dict[tuple[int, str], int] = {}
+
+
+def _open_fd(path: str) -> int:
+    key = (os.getpid(), path)  # DataLoader workers are forked: each process opens its own
+    fd = _FDS.get(key)
+    if fd is None:
+        fd = _FDS[key] = os.open(path, os.O_RDONLY)
+    return fd
+
+
+def expand_shards(spec: str) -> list[str]:
+    """A folder, a glob, a brace pattern or a single tar -> the tar files, in order."""
+    path = Path(spec)
+    if path.is_dir():
+        tars = sorted(str(p) for p in path.glob("*.tar"))
+        if not tars:
+            raise MosaicError(f"{spec}: folder holds no .tar shards (write them with `mosaictool shard`)")
+        return tars
+    import braceexpand
+
+    files: list[str] = []
+    for pattern in braceexpand.braceexpand(spec):
+        matched = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+        files.extend(matched)
+    missing = [f for f in files if not os.path.isfile(f)]
+    if not files or missing:
+        raise MosaicError(f"{spec}: no such shard(s): {', '.join(missing[:3]) or 'pattern matched nothing'}")
+    return files
+
+
+def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation]]:
+    """Yield (record, image location) per sample of one tar, in member order."""
+    try:
+        tar = tarfile.open(path, "r:")
+    except (tarfile.TarError, OSError) as e:
+        raise MosaicError(f"{path}: not a readable tar shard: {e}") from e
+    with tar:
+        pending: dict[str, dict] = {}
+        order: list[str] = []
+        for member in tar:
+            if not member.isfile():
+                continue
+            base = os.path.basename(member.name)
+            key, _, ext = base.partition(".")
+            key = os.path.join(os.path.dirname(member.name), key)
+            entry = pending.get(key)
+            if entry is None:
+                entry = pending[key] = {}
+                order.append(key)
+            if ext == "json":
+                entry["json"] = json.loads(tar.extractfile(member).read())
+            elif ext.lower() in IMAGE_EXTENSIONS:
+                entry["image"] = ImageLocation(path, member.offset_data, member.size)
+        for key in order:
+            entry = pending[key]
+            if "json" not in entry or "image" not in entry:
+                raise MosaicError(f"{path}: sample {key!r} lacks an image or a .json member (was it written by `shard`?)")
+            yield entry["json"], entry["image"]
+
+
+def is_record_file(spec: str) -> bool:
+    s = spec.lower()
+    return s.endswith((".jsonl", ".jsonl.gz", ".json", ".ndjson")) or is_parquet(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text selection per method
+
+
+def caption_of(record: dict) -> str | None:
+    caption = record.get("caption")
+    if isinstance(caption, str) and caption:
+        return caption
+    positives = (record.get("texts") or {}).get("positives") or []
+    if positives and positives[0].get("kind") == "caption":
+        return positives[0]["text"]
+    return None
+
+
+def make_check(method: str):
+    """Per-record validation for `read_records`: what the method needs."""
+
+    def check(record: dict) -> None:
+        texts = record.get("texts")
+        if texts is not None and not isinstance(texts, dict):
+            raise RecordError("'texts' must be an object {positives, negatives} (contract A)")
+        if caption_of(record) is None and not (method == "mosaiclip" and (texts or {}).get("positives")):
+            raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
+
+    return check
+
+
+def select_texts(
+    record: dict,
+    method: str,
+    rng: random.Random,
+    *,
+    max_pos: int = 3,
+    max_neg: int = 6,
+    category_probs: dict[str, float] = DEFAULT_CATEGORY_PROBS,
+) -> tuple[list[str], list[str]]:
+    """The positive and negative texts one image contributes to a batch."""
+    texts = record.get("texts") or {}
+    negatives = texts.get("negatives") or []
+    if method == "clip":
+        return [caption_of(record)], []
+    if method == "negclip":
+        text_negs = [n["text"] for n in negatives if n.get("kind") == "text"]
+        swaps = [n["text"] for n in negatives if n.get("kind") == "text" and str(n.get("transform", "")).startswith("negclip")]
+        pool = swaps or text_negs
+        return [caption_of(record)], ([rng.choice(pool)] if pool and max_neg > 0 else [])
+    if method != "mosaiclip":
+        raise MosaicError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+
+    positives = [p["text"] for p in texts.get("positives") or []] or [caption_of(record)]
+    by_category: dict[str, list[tuple[int | None, str]]] = {}
+    for n in negatives:
+        if n.get("kind") == "graph":
+            by_category.setdefault(n.get("category") or "other", []).append((n.get("positive"), n["text"]))
+    chosen_pos: list[int] = []
+    chosen_neg: list[str] = []
+    while len(chosen_neg) < max_neg and by_category:
+        cats = sorted(by_category)
+        weights = [category_probs.get(c, 0.0) for c in cats]
+        if sum(weights) <= 0:
+            weights = [1.0] * len(cats)
+        cat = rng.choices(cats, weights)[0]
+        pool = by_category[cat]
+        pos_index, text = pool.pop(rng.randrange(len(pool)))
+        if not pool:
+            del by_category[cat]
+        if pos_index is not None and 0 <= pos_index < len(positives) and pos_index not in chosen_pos:
+            if len(chosen_pos) >= max_pos:
+                continue  # no room for the positive this negative perturbs
+            chosen_pos.append(pos_index)
+        chosen_neg.append(text)
+    rest = [i for i in range(len(positives)) if i not in chosen_pos]
+    if rest and rest[0] == 0:  # the caption (or first positive) before the others
+        first, others = rest[:1], rest[1:]
+    else:
+        first, others = [], rest
+    rng.shuffle(others)
+    chosen_pos.extend((first + others)[: max(0, max_pos - len(chosen_pos))])
+    return [positives[i] for i in chosen_pos], chosen_neg
+
+
+# ---------------------------------------------------------------------------------------------
+# The dataset
+
+
+@dataclass
+class TrainData:
+    """All records (text side only) and where their images are."""
+
+    records: list[dict]
+    images: list[ImageLocation]
+    source: str
+    hard: list[list[int]] = field(default_factory=list)  # per record: indices of its hard-negative images
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @classmethod
+    def load(
+        cls,
+        spec: str,
+        *,
+        method: str,
+        image_root: str | None = None,
+        skip_bad: bool = False,
+    ) -> "TrainData":
+        skips = Skips(enabled=skip_bad)
+        check = make_check(method)
+        records: list[dict] = []
+        images: list[ImageLocation] = []
+        if is_record_file(spec):
+            root = Path(image_root) if image_root else Path(spec).resolve().parent
+            for rec in read_records(spec, skips=skips, check=check):
+                rel = rec.get("image")
+                if not isinstance(rel, str) or not rel:
+                    skips.handle(f"{spec}: record {rec['id']!r}", "missing 'image' (a path relative to --image-root)")
+                    continue
+                path = root / rel
+                if not path.is_file():
+                    skips.handle(f"{spec}: record {rec['id']!r}", f"image not found: {path} (check --image-root)")
+                    continue
+                records.append(_slim(rec))
+                images.append(ImageLocation(str(path)))
+        else:
+            if image_root:
+                raise MosaicError("--image-root applies to JSONL/Parquet data; shards carry their images")
+            seen: set = set()
+            for tar in expand_shards(spec):
+                for rec, loc in index_tar(tar):
+                    where = f"{tar}: record {rec.get('id')!r}"
+                    if rec.get("id") is None or rec["id"] in seen:
+                        skips.handle(where, "missing or duplicate 'id'")
+                        continue
+                    try:
+                        check(rec)
+                    except RecordError as e:
+                        skips.handle(where, str(e))
+                        continue
+                    seen.add(rec["id"])
+                    records.append(_slim(rec))
+                    images.append(loc)
+        skips.report()
+        if not records:
+            raise MosaicError(f"{spec}: no usable training records")
+        return cls(records, images, spec)
+
+    def resolve_record_hard_images(self) -> int:
+        """Turn records' `hard_images` ids into indices; returns how many ids were not in the data."""
+        by_id = {rec["id"]: i for i, rec in enumerate(self.records)}
+        unknown = 0
+        self.hard = [list(h) for h in self.hard] if self.hard else [[] for _ in self.records]
+        for i, rec in enumerate(self.records):
+            for hid in rec.get("hard_images") or []:
+                j = by_id.get(hid)
+                if j is None or j == i:
+                    unknown += j is None
+                    continue
+                if j not in self.hard[i]:
+                    self.hard[i].append(j)
+        return unknown
+
+    def add_hard(self, neighbours: Sequence[Sequence[int]]) -> None:
+        if not self.hard:
+            self.hard = [[] for _ in self.records]
+        for i, extra in enumerate(neighbours):
+            self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
+
+    def has_texts(self, method: str) -> tuple[int, int]:
+        """(records with at least one usable negative for `method`, records)."""
+        n = 0
+        for rec in self.records:
+            negs = (rec.get("texts") or {}).get("negatives") or []
+            kind = "text" if method == "negclip" else "graph"
+            n += any(x.get("kind") == kind for x in negs)
+        return n, len(self.records)
+
+
+def _slim(record: dict) -> dict:
+    """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker."""
+    texts = record.get("texts") or {}
+    keep = {"id": record["id"], "caption": record.get("caption"), "hard_images": record.get("hard_images")}
+    if texts:
+        keep["texts"] = {
+            "positives": [{"text": p["text"], "kind": p.get("kind")} for p in texts.get("positives") or []],
+            "negatives": [
+                {
+                    "text": n["text"],
+                    "kind": n.get("kind"),
+                    "category": n.get("category"),
+                    "transform": n.get("transform"),
+                    "positive": n.get("positive"),
+                }
+                for n in texts.get("negatives") or []
+            ],
+        }
+    return keep
+
+
+# ---------------------------------------------------------------------------------------------
+# Images: decode + (random) crop + resize, with a generator per sample (never the global RNG)
+
+
+@dataclass
+class ImageTransform:
+    size: int
+    augment: bool = True
+    scale: tuple[float, float] = (0.8, 1.0)  # random-resized-crop as in open_clip's fine-tuning aug
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+
+    def __call__(self, data: bytes, rng: random.Random) -> torch.Tensor:
+        """uint8 (3, size, size); normalisation happens once per batch."""
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            im.draft("RGB", (self.size, self.size))
+            im = im.convert("RGB")
+            w, h = im.size
+            box = self._crop_box(w, h, rng) if self.augment else _center_square(w, h)
+            im = im.resize((self.size, self.size), Image.Resampling.BICUBIC, box=box)
+        return torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1)
+
+    def _crop_box(self, w: int, h: int, rng: random.Random) -> tuple[float, float, float, float]:
+        area = w * h
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        for _ in range(10):
+            target = area * rng.uniform(*self.scale)
+            aspect = math.exp(rng.uniform(*log_ratio))
+            cw = math.sqrt(target * aspect)
+            ch = math.sqrt(target / aspect)
+            if cw <= w and ch <= h:
+                left = rng.uniform(0, w - cw)
+                top = rng.uniform(0, h - ch)
+                return (left, top, left + cw, top + ch)
+        return _center_square(w, h)
+
+
+def _center_square(w: int, h: int) -> tuple[float, float, float, float]:
+    side = min(w, h)
+    left, top = (w - side) / 2, (h - side) / 2
+    return (left, top, left + side, top + side)
+
+
+def sample_rng(seed: int, epoch: int, index: int, purpose: str) -> random.Random:
+    return random.Random(f"{seed}:{epoch}:{index}:{purpose}")  # str seeds hash with sha512: stable across runs
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: which records form micro-batch g on rank r, and with how many text slots
+
+
+@dataclass
+class SamplerConfig:
+    method: str
+    batch_size: int  # anchors per rank per micro-batch
+    seed: int = 0
+    max_pos: int = 3
+    max_neg: int = 6
+    category_probs: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CATEGORY_PROBS))
+    use_hard: bool = False
+    curriculum_until_step: int = 0  # optimizer steps below this use <= 1 positive + <= 1 negative
+    accum_freq: int = 1
+
+
+def slot_sizes(cfg: SamplerConfig, step: int) -> tuple[int, int]:
+    if cfg.method == "clip":
+        return 1, 0
+    if cfg.method == "negclip":
+        return 1, 1
+    if step < cfg.curriculum_until_step:
+        return min(1, cfg.max_pos), min(1, cfg.max_neg)
+    return cfg.max_pos, cfg.max_neg
+
+
+class BatchPlan:
+    """Iterates the micro-batches of one rank from micro-batch `start` on: lists of sample specs
+    (index, epoch, kp, kn, is_hard). A torch batch_sampler."""
+
+    def __init__(self, n_records: int, cfg: SamplerConfig, *, rank: int, world_size: int, start: int, stop: int,
+                 hard: list[list[int]] | None = None):
+        self.n = n_records
+        self.cfg = cfg
+        self.rank = rank
+        self.world = world_size
+        self.start = start
+        self.stop = stop
+        self.hard = hard or []
+        self.global_batch = cfg.batch_size * world_size
+        self.batches_per_epoch = n_records // self.global_batch
+        if self.batches_per_epoch < 1:
+            raise MosaicError(
+                f"{n_records} training records are fewer than one global batch ({cfg.batch_size} per rank × "
+                f"{world_size} rank(s)); lower --batch-size"
+            )
+        self._perm: tuple[int, list[int]] | None = None
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def permutation(self, epoch: int) -> list[int]:
+        if self._perm is None or self._perm[0] != epoch:
+            g = torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch)
+            self._perm = (epoch, torch.randperm(self.n, generator=g).tolist())
+        return self._perm[1]
+
+    def micro_batch(self, g: int) -> list[tuple]:
+        epoch, b = divmod(g, self.batches_per_epoch)
+        kp, kn = slot_sizes(self.cfg, g // self.cfg.accum_freq)
+        perm = self.permutation(epoch)
+        first = b * self.global_batch + self.rank * self.cfg.batch_size
+        anchors = perm[first : first + self.cfg.batch_size]
+        specs = [(i, epoch, kp, kn, False) for i in anchors]
+        if self.cfg.use_hard:
+            for i in anchors:
+                rng = sample_rng(self.cfg.seed, epoch, i, "hard")
+                candidates = self.hard[i] if self.hard else []
+                if candidates:
+                    j = rng.choice(candidates)
+                else:  # no hard image known: any other record
+                    j = rng.randrange(self.n - 1)
+                    j += j >= i
+                specs.append((j, epoch, kp, kn, True))
+        return specs
+
+    def __iter__(self) -> Iterator[list[tuple]]:
+        for g in range(self.start, self.stop):
+            yield self.micro_batch(g)
+
+
+class TrainDataset(torch.utils.data.Dataset):
+    """Map-style: spec (index, epoch, kp, kn, is_hard) -> one sample, all draws seeded by the spec."""
+
+    def __init__(self, data: TrainData, cfg: SamplerConfig, transform: ImageTransform, tokenizer):
+        self.data = data
+        self.cfg = cfg
+        self.transform = transform
+        self.tokenizer = tokenizer
+        self._image_cache: dict[int, torch.Tensor] = {}
+        self._token_cache: dict[str, torch.Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, spec: tuple) -> dict:
+        index, epoch, kp, kn, is_hard = spec
+        rng = sample_rng(self.cfg.seed, epoch, index, "hard-sample" if is_hard else "sample")
+        record = self.data.records[index]
+        pos, neg = select_texts(
+            record, self.cfg.method, rng, max_pos=kp, max_neg=kn, category_probs=self.cfg.category_probs
+        )
+        return {"image": self._image(index, rng), "pos": pos, "neg": neg, "kp": kp, "kn": kn,
+                "is_hard": is_hard, "index": index}
+
+    def _image(self, index: int, rng: random.Random) -> torch.Tensor:
+        if self.transform.augment:
+            return self.transform(self.data.images[index].read(), rng)
+        cached = self._image_cache.get(index)  # deterministic preprocessing: decode each image once
+        if cached is None:
+            cached = self._image_cache[index] = self.transform(self.data.images[index].read(), rng)
+        return cached
+
+    def tokens(self, texts: list[str]) -> torch.Tensor:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._token_cache]
+        if missing:
+            for t, row in zip(missing, self.tokenizer(missing)):
+                self._token_cache[t] = row
+        if not texts:
+            return torch.zeros(0, self._context_length(), dtype=torch.long)
+        return torch.stack([self._token_cache[t] for t in texts])
+
+    def _context_length(self) -> int:
+        return int(getattr(self.tokenizer, "context_length", 77))
+
+    def collate(self, samples: list[dict]) -> Batch:
+        kp = max(s["kp"] for s in samples)
+        kn = max(s["kn"] for s in samples)
+        pos_mask = torch.zeros(len(samples), kp, dtype=torch.bool)
+        neg_mask = torch.zeros(len(samples), kn, dtype=torch.bool)
+        pos_texts: list[str] = []
+        neg_texts: list[str] = []
+        for i, s in enumerate(samples):
+            pos_mask[i, : len(s["pos"])] = True
+            neg_mask[i, : len(s["neg"])] = True
+            pos_texts.extend(s["pos"])
+            neg_texts.extend(s["neg"])
+        return Batch(
+            images=torch.stack([s["image"] for s in samples]),
+            pos_tokens=self.tokens(pos_texts),
+            pos_mask=pos_mask,
+            neg_tokens=self.tokens(neg_texts),
+            neg_mask=neg_mask,
+            is_hard=torch.tensor([s["is_hard"] for s in samples], dtype=torch.bool),
+            indices=torch.tensor([s["index"] for s in samples], dtype=torch.long),
+        )
+
+
+def normalize_images(images: torch.Tensor, mean: Sequence[float], std: Sequence[float], dtype=torch.float32) -> torch.Tensor:
+    """uint8 (B, 3, H, W) -> normalised float, on whatever device the images are."""
+    mean_t = torch.tensor(mean, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
+    std_t = torch.tensor(std, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
+    return (images.to(dtype) - mean_t) / std_t
+
+
+def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0, pin_memory: bool = False):
+    return torch.utils.data.DataLoader(
+        dataset,
+        batch_sampler=plan,
+        collate_fn=dataset.collate,
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        persistent_workers=False,
+        prefetch_factor=4 if num_workers else None,
+    )
+
+
+@torch.no_grad()
+def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, std, *, k: int, device: str,
+                     batch_size: int = 256) -> list[list[int]]:
+    """The k nearest other images of every image under `model` (cosine), as NegCLIP mined them
+    with CLIP ViT-B/32."""
+    model.eval()
+    rng = random.Random(0)
+    feats = []
+    for start in range(0, len(data), batch_size):
+        idx = range(start, min(start + batch_size, len(data)))
+        imgs = torch.stack([transform(data.images[i].read(), rng) for i in idx]).to(device)
+        feats.append(model.encode_image(normalize_images(imgs, mean, std), normalize=True).float().cpu())
+    feats = torch.cat(feats)
+    k = min(k, len(data) - 1)
+    neighbours: list[list[int]] = []
+    for start in range(0, len(data), 1024):
+        sims = feats[start : start + 1024] @ feats.T
+        rows = torch.arange(sims.shape[0])
+        sims[rows, rows + start] = float("-inf")
+        neighbours.extend(sims.topk(k, dim=1).indices.tolist())
+    model.train()
+    return neighbours

@@ -1,0 +1,425 @@
+"""The training loop: CLIP-FT, NegCLIP and MosaiCLIP on open_clip models, one process or torchrun.
+
+Read top to bottom: config -> setup (process group, model, data, optimizer, resume) -> steps ->
+final checkpoint. Everything a method changes is in the data (which texts fill which slots, see
+mosaictool.model.data); the model step and the loss are the same for all of them.
+
+Files in the run folder (`out`):
+  config.json      the full resolved config (also inside every checkpoint)
+  metrics.jsonl    one line per logged step: loss, i2t, t2i, lr, logit_scale, samples/s, texts per image
+  last.pt          model + optimizer + scaler + RNG + step, every `save_every` steps (atomic)
+  final.pt         the trained model with its config and metadata (what evaluate and wise-ft read)
+  mined_hard_images.json   with --hard-images K: the neighbours mined with the starting model
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+
+PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
+
+
+@dataclass
+class TrainConfig:
+    data: str
+    out: str
+    method: str = "clip"  # clip | negclip | mosaiclip
+    image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
+    skip_bad: bool = False
+    # model
+    model: str = "mosaic-tiny"
+    pretrained: str | None = None  # open_clip tag, weights file, local-dir:, or a mosaictool checkpoint
+    model_config: str | None = None  # a JSON model config (open_clip schema)
+    force_quick_gelu: bool = False
+    # texts per image
+    max_pos: int = 3
+    max_neg: int = 6
+    category_probs: dict[str, float] = field(default_factory=lambda: {"obj": 0.15, "attr": 0.425, "rel": 0.425})
+    curriculum: bool = False
+    curriculum_split: float = 0.5  # fraction of the steps in stage 1 (<= 1 positive + <= 1 negative)
+    hard_images: int = 0  # mine K nearest-neighbour hard images with the starting model
+    record_hard_images: bool | None = None  # use records' hard_images ids (default: yes for negclip)
+    # optimisation
+    batch_size: int = 32  # images per rank per micro-batch (hard images come on top)
+    epochs: int = 5
+    steps: int | None = None  # optimizer steps; overrides epochs
+    lr: float | None = None  # default: 1e-5 from pretrained weights (seed 000 App. H.1), 5e-4 from scratch
+    wd: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.98
+    eps: float = 1e-6
+    warmup: int = 50
+    grad_clip: float | None = 1.0
+    accum_freq: int = 1
+    precision: str = "fp32"
+    grad_checkpointing: bool = False
+    lock_image: bool = False
+    lock_text: bool = False
+    augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
+    local_loss: bool = False
+    seed: int = 0
+    # runtime
+    device: str | None = None  # default: cuda if available
+    num_workers: int = 0
+    save_every: int = 0  # write last.pt every N steps (0: only at the end)
+    log_every: int = 1
+    quiet: bool = False
+
+    def resolved(self) -> "TrainConfig":
+        cfg = dataclasses.replace(self)
+        if cfg.method not in ("clip", "negclip", "mosaiclip"):
+            raise MosaicError(f"--method {cfg.method!r}: choose clip, negclip or mosaiclip")
+        if cfg.precision not in PRECISIONS:
+            raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
+        if cfg.lr is None:
+            cfg.lr = 1e-5 if cfg.pretrained else 5e-4
+        if cfg.record_hard_images is None:
+            cfg.record_hard_images = cfg.method == "negclip"
+        for name in ("batch_size", "accum_freq", "log_every", "epochs"):
+            if getattr(cfg, name) < 1:
+                raise MosaicError(f"--{name.replace('_', '-')} must be at least 1")
+        if cfg.steps is not None and cfg.steps < 1:
+            raise MosaicError("--steps must be at least 1")
+        if cfg.max_pos < 1 or cfg.max_neg < 0:
+            raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
+        if not 0 <= cfg.curriculum_split <= 1:
+            raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
+        if cfg.lock_image and cfg.lock_text:
+            raise MosaicError("--lock-image and --lock-text together leave nothing to train")
+        return cfg
+
+
+def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict], None] | None = None) -> Path:
+    """Train and return the path of the final checkpoint (`out/final.pt`).
+
+    With `resume=True` the run in `cfg.out` continues from its last.pt (or starts over if it never
+    saved one) with the config stored there; `cfg` then only supplies the run folder and runtime
+    options (num_workers, quiet, device). `on_step(step, metrics)` is called after every step.
+    """
+    import numpy as np
+    import torch
+
+    from mosaictool.model import distributed as dist
+    from mosaictool.model import openclip
+    from mosaictool.model.batch import fill_slots
+    from mosaictool.model.data import (
+        BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset, make_loader, mine_hard_images,
+        normalize_images,
+    )
+    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+
+    # ---- run folder, config, resume state -------------------------------------------------
+    out = Path(cfg.out)
+    state = None
+    if resume:
+        cfg, state = _resume_state(cfg, out)
+    else:
+        cfg = cfg.resolved()
+        if (out / "final.pt").exists() or (out / "last.pt").exists():
+            raise MosaicError(f"{out}: already holds a run; continue it with --resume {out}, or choose another --out")
+    info = dist.init(cfg.device)
+    device = info.device
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / "config.json", dataclasses.asdict(cfg))
+
+    if cfg.precision in ("amp", "amp_bf16") and not device.startswith("cuda"):
+        raise MosaicError(f"--precision {cfg.precision} needs a GPU; on CPU use fp32 (or bf16)")
+    if device.startswith("cpu"):
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    random.seed(cfg.seed + info.rank)
+    np.random.seed(cfg.seed + info.rank)
+
+    # ---- model ----------------------------------------------------------------------------
+    bundle = openclip.create(
+        cfg.model, cfg.pretrained, model_config_file=cfg.model_config, force_quick_gelu=cfg.force_quick_gelu,
+        device=device, seed=cfg.seed,
+    )
+    model = bundle.model
+    if cfg.lock_image:
+        model.lock_image_tower(unlocked_groups=0, freeze_bn_stats=True)
+    if cfg.lock_text:
+        model.lock_text_tower(unlocked_layers=0, freeze_layer_norm=True)
+    if cfg.grad_checkpointing:
+        model.set_grad_checkpointing(True)
+    import open_clip
+
+    pp = open_clip.get_model_preprocess_cfg(model)
+    mean, std = pp.get("mean", open_clip.OPENAI_DATASET_MEAN), pp.get("std", open_clip.OPENAI_DATASET_STD)
+    image_size = bundle.meta["model_cfg"]["vision_cfg"].get("image_size", 224)
+    image_size = image_size[0] if isinstance(image_size, (list, tuple)) else image_size
+
+    # ---- data -----------------------------------------------------------------------------
+    data = TrainData.load(cfg.data, method=cfg.method, image_root=cfg.image_root, skip_bad=cfg.skip_bad)
+    _warn_missing_texts(data, cfg, info)
+    use_hard = False
+    if cfg.record_hard_images:
+        unknown = data.resolve_record_hard_images()
+        use_hard = any(data.hard)
+        if unknown and info.is_main:
+            print(f"note: {unknown} hard_images id(s) are not in the training data and are ignored", file=sys.stderr)
+    if cfg.hard_images > 0:
+        mined_path = out / "mined_hard_images.json"
+        if mined_path.exists():  # a resumed run mined them with its starting model already
+            neighbours = json.loads(mined_path.read_text())
+        else:
+            neighbours = mine_hard_images(data, model, ImageTransform(image_size, augment=False), mean, std,
+                                          k=cfg.hard_images, device=device)
+            if info.is_main:
+                _write_json(mined_path, neighbours)
+        data.add_hard(neighbours)
+        use_hard = True
+
+    micro_per_epoch = len(data) // (cfg.batch_size * info.world_size)
+    total_steps = cfg.steps or max(1, cfg.epochs * micro_per_epoch // cfg.accum_freq)
+    sampler_cfg = SamplerConfig(
+        method=cfg.method, batch_size=cfg.batch_size, seed=cfg.seed, max_pos=cfg.max_pos, max_neg=cfg.max_neg,
+        category_probs=cfg.category_probs, use_hard=use_hard, accum_freq=cfg.accum_freq,
+        curriculum_until_step=int(cfg.curriculum_split * total_steps) if cfg.curriculum and cfg.method == "mosaiclip" else 0,
+    )
+
+    # ---- optimizer, schedule, precision -----------------------------------------------------
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        exclude = p.ndim < 2 or any(k in name for k in ("bn", "ln", "bias", "logit_scale", "gain"))
+        (no_decay if exclude else decay).append(p)
+    optimizer = torch.optim.AdamW(
+        [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": cfg.wd}],
+        lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+    )
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "amp" else None
+    autocast_dtype = {"bf16": torch.bfloat16, "amp_bf16": torch.bfloat16, "amp": torch.float16}.get(cfg.precision)
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+
+    def autocast():
+        if autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=device_type, dtype=autocast_dtype)
+
+    def lr_at(step: int) -> float:
+        if step < cfg.warmup:
+            return cfg.lr * (step + 1) / cfg.warmup
+        progress = (step - cfg.warmup) / max(1, total_steps - cfg.warmup)
+        return 0.5 * (1 + math.cos(math.pi * progress)) * cfg.lr
+
+    step = 0
+    if state is not None:
+        model.load_state_dict({k.removeprefix("module."): v for k, v in state["state_dict"].items()})
+        optimizer.load_state_dict(state["optimizer"])
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        step = state["step"]
+        _restore_rng(state["rng"][min(info.rank, len(state["rng"]) - 1)])
+        if info.is_main:
+            _truncate_metrics(out / "metrics.jsonl", step)
+
+    train_model = model
+    if info.distributed:
+        ddp_kwargs = {"device_ids": [device]} if device_type == "cuda" else {}
+        train_model = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+    loss_fn = MultiPositiveContrastiveLoss(local_loss=cfg.local_loss, rank=info.rank, world_size=info.world_size)
+
+    dataset = TrainDataset(data, sampler_cfg, ImageTransform(image_size, augment=cfg.augment), bundle.tokenizer)
+    plan = BatchPlan(len(data), sampler_cfg, rank=info.rank, world_size=info.world_size, start=step * cfg.accum_freq,
+                     stop=total_steps * cfg.accum_freq, hard=data.hard)
+    batches = iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=device_type == "cuda"))
+
+    def encode(batch):
+        """Features of one micro-batch in the slot layout, with masks and the logit scale."""
+        images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
+        tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
+        with autocast():
+            image_f, text_f, scale = train_model(images, tokens)[:3]
+        image_f, text_f = image_f.float(), text_f.float()
+        n_pos = batch.pos_tokens.shape[0]
+        pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
+        pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
+        return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()  # the loss's argument order
+
+    def backward(loss):
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+
+    # ---- steps ------------------------------------------------------------------------------
+    from tqdm import tqdm
+
+    bar = tqdm(total=total_steps, initial=step, desc=f"train {cfg.method}", unit="step", file=sys.stderr,
+               disable=cfg.quiet or not info.is_main or not sys.stderr.isatty(), dynamic_ncols=True)
+    model.train()
+    last_time = time.perf_counter()
+    while step < total_steps:
+        lr = lr_at(step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        micro = [next(batches) for _ in range(cfg.accum_freq)]
+        optimizer.zero_grad(set_to_none=True)
+        if cfg.accum_freq == 1:
+            feats = encode(micro[0])
+            losses = loss_fn(*feats)
+            backward(losses["loss"])
+        else:
+            # Features of every micro-batch without gradient first; then each micro-batch again with
+            # gradient, joined with the others' cached features field by field (images, positive
+            # slots, negative slots, masks), so the [positives; negatives] layout is the big batch's.
+            with torch.no_grad():
+                cached = [encode(b) for b in micro]
+            for j, b in enumerate(micro):
+                last = j == len(micro) - 1
+                sync = contextlib.nullcontext() if last or not info.distributed else train_model.no_sync()
+                with sync:
+                    live = encode(b)
+                    parts = [live if m == j else cached[m] for m in range(len(micro))]
+                    joined = [torch.cat([p[f] for p in parts]) for f in range(5)]
+                    scale = live[5] if last else live[5].detach()  # logit_scale's gradient counted once
+                    losses = loss_fn(*joined, scale)
+                    backward(losses["loss"])
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, math.log(100))
+        step += 1
+
+        now = time.perf_counter()
+        images_per_step = sum(b.size for b in micro) * info.world_size
+        pos_per_image = sum(float(b.pos_mask.sum()) for b in micro) / sum(b.size for b in micro)
+        neg_per_image = sum(float(b.neg_mask.sum()) for b in micro) / sum(b.size for b in micro)
+        metrics = {
+            "step": step,
+            "epoch": (step * cfg.accum_freq - 1) // micro_per_epoch,
+            "loss": dist.mean_over_ranks(losses["loss"].item(), info),
+            "i2t": dist.mean_over_ranks(losses["i2t"].item(), info),
+            "t2i": dist.mean_over_ranks(losses["t2i"].item(), info),
+            "lr": lr,
+            "logit_scale": float(model.logit_scale.exp()),
+            "samples_per_s": images_per_step / max(now - last_time, 1e-9),
+            "texts_per_image": pos_per_image + neg_per_image,
+            "pos_per_image": pos_per_image,
+            "neg_per_image": neg_per_image,
+        }
+        last_time = now
+        if info.is_main and (step % cfg.log_every == 0 or step == total_steps):
+            with open(out / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(metrics) + "\n")
+        bar.update(1)
+        bar.set_postfix(loss=f"{metrics['loss']:.3f}", lr=f"{lr:.2e}")
+        if cfg.save_every and step % cfg.save_every == 0 and step < total_steps:
+            rng = _gather_rng(info)
+            if info.is_main:
+                extra = {"optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler else None}
+                openclip.save_checkpoint(out / "last.pt", bundle, config=dataclasses.asdict(cfg), step=step,
+                                         total_steps=total_steps, rng=rng, **extra)
+        if on_step is not None:
+            on_step(step, metrics)
+    bar.close()
+
+    final = out / "final.pt"
+    if info.is_main:
+        openclip.save_checkpoint(final, bundle, config=dataclasses.asdict(cfg), step=step, total_steps=total_steps,
+                                 method=cfg.method)
+        if (out / "last.pt").exists():
+            os.unlink(out / "last.pt")
+    if info.distributed:
+        import torch.distributed
+
+        torch.distributed.barrier()
+    dist.shutdown(info)
+    return final
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]:
+    from mosaictool.model import openclip
+
+    if (out / "final.pt").exists():
+        raise MosaicError(f"{out}: the run already finished (final.pt); nothing to resume")
+    config_file = out / "config.json"
+    if not config_file.exists():
+        raise MosaicError(f"{out}: no run to resume (config.json missing); start it without --resume")
+    stored = json.loads(config_file.read_text())
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    resumed = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+    resumed.out = str(out)
+    for runtime in ("num_workers", "quiet", "device"):
+        setattr(resumed, runtime, getattr(cfg, runtime))
+    state = openclip.read_checkpoint(out / "last.pt") if (out / "last.pt").exists() else None
+    return resumed, state
+
+
+def _gather_rng(info) -> list[dict]:
+    """RNG states of every rank (for the checkpoint)."""
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and info.device.startswith("cuda"):
+        state["cuda"] = torch.cuda.get_rng_state()
+    if not info.distributed:
+        return [state]
+    import torch.distributed
+
+    states: list = [None] * info.world_size
+    torch.distributed.all_gather_object(states, state)
+    return states
+
+
+def _restore_rng(state: dict) -> None:
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop lines logged after the checkpoint we resume from (they will be logged again)."""
+    if not path.exists():
+        return
+    keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in keep))
+    os.replace(tmp, path)
+
+
+def _write_json(path: Path, value) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _warn_missing_texts(data, cfg: TrainConfig, info) -> None:
+    if cfg.method == "clip":
+        return
+    with_negs, total = data.has_texts(cfg.method)
+    if with_negs == 0:
+        kind = "caption-level text" if cfg.method == "negclip" else "graph"
+        raise MosaicError(
+            f"{cfg.data}: no record has {kind} negatives for --method {cfg.method}; build them with "
+            "`mosaictool parse | decompose | negate | template`, or train with --method clip"
+        )
+    if with_negs < total and info.is_main:
+        print(f"note: {total - with_negs} of {total} records have no negatives for {cfg.method}", file=sys.stderr)

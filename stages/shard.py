@@ -1,0 +1,106 @@
+"""`shard`: records + images -> WebDataset tar shards that `train` reads.
+
+Each sample of a shard is `<key>.<ext>` (the image file's bytes, unchanged) plus `<key>.json` (the
+whole record: id, caption, texts, hard_images, image path, ...). Keys are the record's position,
+zero-padded (WebDataset splits member names at the first dot, and ids may contain dots). Shards are
+`000000.tar`, `000001.tar`, ... with `--shard-size` samples each, and `sizes.json` maps each shard's
+name to its sample count (open_clip's convention), so a reader knows the dataset size up front.
+Everything is written into a hidden folder inside the output folder and moved into place at the end,
+so a failed run leaves no shard behind. Tar members get mtime 0: same input, same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from mosaictool.errors import MosaicError, RecordError
+from mosaictool.io import Skips
+
+IMAGE_EXTENSIONS = {"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"}
+SIZES_FILE = "sizes.json"
+
+
+def make_check(image_key: str = "image"):
+    def check(record: dict) -> None:
+        value = record.get(image_key)
+        if not isinstance(value, str) or not value:
+            raise RecordError(f"missing {image_key!r} (a path relative to --image-root)")
+
+    return check
+
+
+def read_image(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and the extension to store them under; RecordError if unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RecordError(f"image not found: {path}") from None
+    except OSError as e:
+        raise RecordError(f"cannot read image {path}: {e}") from None
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt = (im.format or "").lower()
+            im.draft("RGB", (64, 64))  # JPEGs decode at reduced scale: a full pass over the data, cheaply
+            im.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise RecordError(f"corrupt image {path}: {e}") from None
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in IMAGE_EXTENSIONS:
+        ext = {"jpeg": "jpg"}.get(fmt, fmt) or "img"
+    return data, ext
+
+
+def write_shards(
+    records: Iterable[dict],
+    *,
+    out: str | os.PathLike,
+    image_root: str | os.PathLike = ".",
+    shard_size: int = 1000,
+    image_key: str = "image",
+    skips: Skips | None = None,
+    progress=lambda it: it,
+) -> dict[str, int]:
+    """Write the shards; returns {shard file name: sample count} (also saved as sizes.json)."""
+    import webdataset as wds
+
+    if shard_size < 1:
+        raise MosaicError("--shard-size must be at least 1")
+    out = Path(out)
+    if out.exists() and (any(out.glob("*.tar")) or (out / SIZES_FILE).exists()):
+        raise MosaicError(f"{out}: already holds shards; choose another --out or delete them first")
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(image_root)
+    skips = skips or Skips()
+    staging = Path(tempfile.mkdtemp(prefix=".shard-partial-", dir=out))
+    sizes: dict[str, int] = {}
+    try:
+        writer = None
+        count = 0
+        for record in progress(records):
+            try:
+                data, ext = read_image(root / record[image_key])
+            except RecordError as e:
+                skips.handle(f"record {record['id']!r}", str(e))
+                continue
+            if writer is None:
+                writer = wds.ShardWriter(str(staging / "%06d.tar"), maxcount=shard_size, verbose=0, mtime=0)
+            writer.write({"__key__": f"{count:09d}", ext: data, "json": json.dumps(record, ensure_ascii=False).encode()})
+            sizes[f"{count // shard_size:06d}.tar"] = sizes.get(f"{count // shard_size:06d}.tar", 0) + 1
+            count += 1
+        if writer is None:
+            raise MosaicError("no records with a readable image: nothing to shard")
+        writer.close()
+        (staging / SIZES_FILE).write_text(json.dumps(sizes, indent=1) + "\n")
+        for name in [*sizes, SIZES_FILE]:
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sizes

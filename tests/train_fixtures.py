@@ -1,0 +1,75 @@
+"""Small training fixtures built on the fly: coloured-shape images + template-shaped records
+(contract A `texts`, contract B image records), and a tiny open_clip config for fast CPU tests."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+TINY_MODEL = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+COLORS = {"red": (220, 30, 30), "green": (30, 180, 40), "blue": (40, 60, 220), "yellow": (230, 210, 40)}
+SHAPES = ["circle", "square"]
+
+
+def write_tiny_model(folder: Path) -> Path:
+    path = Path(folder) / "test-tiny.json"
+    path.write_text(json.dumps(TINY_MODEL))
+    return path
+
+
+def make_world(folder: Path, n: int = 12, size: int = 40, seed: int = 0, hard_images: bool = True) -> Path:
+    """Write folder/captions.jsonl and folder/images/*.png; returns the JSONL path."""
+    from PIL import Image, ImageDraw
+
+    folder = Path(folder)
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        c1, c2 = rng.sample(sorted(COLORS), 2)
+        s1, s2 = rng.choice(SHAPES), rng.choice(SHAPES)
+        im = Image.new("RGB", (size, size), (245, 245, 245))
+        draw = ImageDraw.Draw(im)
+        for (c, s), x in (((c1, s1), 4), ((c2, s2), size // 2 + 2)):
+            box = (x, size // 3, x + size // 2 - 6, size // 3 + size // 2 - 6)
+            (draw.ellipse if s == "circle" else draw.rectangle)(box, fill=COLORS[c])
+        im.save(folder / "images" / f"{i:03d}.png")
+        caption = f"a {c1} {s1} left of a {c2} {s2}"
+        twin = i ^ 1 if (i ^ 1) < n else None
+        records.append({
+            "id": f"img-{i}",
+            "image": f"images/{i:03d}.png",
+            "caption": caption,
+            "hard_images": [f"img-{twin}"] if hard_images and twin is not None else [],
+            "texts": {
+                "positives": [
+                    {"text": caption, "kind": "caption", "subgraph": None},
+                    {"text": f"a {c1} {s1}", "kind": "object", "subgraph": 0},
+                    {"text": f"a {c2} {s2}", "kind": "object", "subgraph": 1},
+                    {"text": f"{c1} {s1} left of {c2} {s2}", "kind": "relation", "subgraph": 2},
+                ],
+                "negatives": [
+                    {"text": f"a {c2} {s1} left of a {c1} {s2}", "positive": 0, "kind": "text", "category": "attr",
+                     "transform": "negclip:ADJ", "slot": None, "from": None, "to": None},
+                    {"text": f"a {c2} {s2} left of a {c1} {s1}", "positive": 0, "kind": "text", "category": "text",
+                     "transform": "negclip:np", "slot": None, "from": None, "to": None},
+                    {"text": f"a {c2} {s1}", "positive": 1, "kind": "graph", "category": "obj",
+                     "transform": "f_obj", "slot": "attr", "from": c1, "to": c2},
+                    {"text": f"{c2} {s2} left of {c1} {s1}", "positive": 3, "kind": "graph", "category": "rel",
+                     "transform": "f_rel:swap", "slot": None, "from": None, "to": None},
+                    {"text": f"{c2} {s1} left of {c1} {s2}", "positive": 3, "kind": "graph", "category": "attr",
+                     "transform": "f_attr:swap", "slot": None, "from": None, "to": None},
+                    {"text": f"{c1} {s1} right of {c2} {s2}", "positive": 3, "kind": "graph", "category": "rel",
+                     "transform": "f_rel:replace_relation", "slot": None, "from": "left of", "to": "right of"},
+                ],
+            },
+        })
+    path = folder / "captions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
