@@ -141,14 +141,13 @@ def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float
         idx = by_sub.get(sub)
         if not idx:
             continue
-        scores = np.stack([sims[i][0] for i in idx]) if sub in (VG_RELATION, VG_ATTRIBUTION) else None
+        scores = np.stack([sims[i][0] for i in idx])
         name = prefix + sub
         if sub in (VG_RELATION, VG_ATTRIBUTION):
             hits = metrics.choice_correct(scores, 1, tie="argmax-first")
-            groups = [items[i].meta["group"] for i in idx]
             per_group: dict[str, list[bool]] = defaultdict(list)
-            for g, h in zip(groups, hits):
-                per_group[g].append(bool(h))
+            for i, h in zip(idx, hits):
+                per_group[items[i].meta["group"]].append(bool(h))
             if sub == VG_RELATION:
                 kept = {g: v for g, v in per_group.items() if g not in excluded_relations()}
             else:
@@ -158,13 +157,10 @@ def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float
             rows.append(row(name, "micro_accuracy", hits.mean(), len(idx)))
             rows.append(row(name, "mu_c", metrics.mean_confidence(scores, 1, logit_scale), len(idx)))
             rows.append(row(name, "groups_kept", len(kept), len(per_group)))
-            for g in sorted(per_group):
-                rows.append(row(f"{name}/{g}", "accuracy", np.mean(per_group[g]), len(per_group[g])))
+            rows += [row(f"{name}/{g}", "accuracy", np.mean(per_group[g]), len(per_group[g]), detail=True) for g in sorted(per_group)]
         else:
-            hits = np.array([metrics.choice_correct(sims[i], 0, tie="argmax-first")[0] for i in idx])
-            conf = [metrics.confidence(sims[i], 0, logit_scale)[0] for i in idx]
-            rows.append(row(name, "accuracy", hits.mean(), len(idx)))
-            rows.append(row(name, "mu_c", float(np.mean(conf)), len(idx)))
+            rows.append(row(name, "accuracy", metrics.choice_accuracy(scores, 0, tie="argmax-first"), len(idx)))
+            rows.append(row(name, "mu_c", metrics.mean_confidence(scores, 0, logit_scale), len(idx)))
     return rows
 
 

@@ -14,7 +14,11 @@ L2-normalised embeddings. Two optional extensions, used only when the signature 
 `score(..., logit_scale=s)` receives the model's exp(logit_scale) (CLIP's temperature), which the
 mean confidence μ(c) needs. A row with `subtask == HEADLINE` is the benchmark's headline number,
 aggregated the way vl_compo does. `BENCHMARK` may also be a tuple of such objects (world, world-val).
-`aliases: tuple[str, ...]` is optional.
+`aliases: tuple[str, ...]` is optional; `open_subtasks = True` means subtasks are found in the data
+(zero-shot task folders) rather than fixed. An item whose meta has `ensembles` (lists of indices
+into its texts) gets one sims column per ensemble: the cosine with the renormalised mean of those
+texts' embeddings (CLIP's prompt ensembling for zero-shot classification). `sims` may be a lazy
+sequence (each matrix computed when indexed): index it, don't rely on it being a list.
 
 Accuracies are fractions in [0, 1] (the report prints percent).
 """
@@ -54,5 +58,10 @@ def xywh_box(x: float, y: float, w: float, h: float) -> tuple[float, float, floa
     return (float(x), float(y), float(x) + float(w), float(y) + float(h))
 
 
-def row(subtask: str, metric: str, value: float, n: int) -> dict:
-    return {"subtask": subtask, "metric": metric, "value": float(value), "n": int(n)}
+def row(subtask: str, metric: str, value: float, n: int, *, detail: bool = False) -> dict:
+    """A result row; `detail` marks a breakdown (per relation, per complexity) that the Markdown
+    report and the plot leave out (the JSONL keeps it)."""
+    out = {"subtask": subtask, "metric": metric, "value": float(value), "n": int(n)}
+    if detail:
+        out["detail"] = True
+    return out

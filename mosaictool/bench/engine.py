@@ -73,7 +73,7 @@ def parse_bench_spec(spec: str) -> list[tuple[str, list[str] | None]]:
 def load_items(bench, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
     if subtasks:
         unknown = [s for s in subtasks if s not in bench.subtasks]
-        if unknown:
+        if unknown and not getattr(bench, "open_subtasks", False):
             raise MosaicError(f"{bench.name}: unknown subtask(s) {', '.join(unknown)}; choose from {', '.join(bench.subtasks)}")
         if not _accepts(bench.load, "subtasks"):
             raise MosaicError(f"{bench.name}: subtask selection is not supported; use --bench {bench.name}")
@@ -278,8 +278,33 @@ class Encoder:
         return int(self.bundle.meta["model_cfg"]["embed_dim"])
 
 
-def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> list[np.ndarray]:
-    """Each item's (images × texts) cosine matrix, every unique image region and text encoded once."""
+class Similarities(Sequence):
+    """Each item's (images x texts) cosine matrix, computed when asked for, so retrieval's
+    thousands-by-thousands matrices are not all held at once. An item whose meta has
+    `ensembles` (lists of text indices: zero-shot prompt templates per class) gets one column per
+    ensemble: the cosine with the renormalised mean of the ensemble's text embeddings (CLIP's
+    prompt ensembling)."""
+
+    def __init__(self, items: Sequence[Item], image_emb, text_emb, ref_index, text_index):
+        self.items, self.img, self.txt = items, image_emb, text_emb
+        self.ref_index, self.text_index = ref_index, text_index
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        item = self.items[i]
+        img = self.img[[self.ref_index[r] for r in item.images]]
+        txt = self.txt[[self.text_index[t] for t in item.texts]]
+        groups = item.meta.get("ensembles")
+        if groups is not None:
+            txt = np.stack([txt[g].mean(axis=0) for g in groups])
+            txt /= np.linalg.norm(txt, axis=1, keepdims=True)
+        return img @ txt.T
+
+
+def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> Similarities:
+    """Encode every unique image region and text of `items` once; the items' cosine matrices."""
     ref_index: dict[ImageRef, int] = {}
     text_index: dict[str, int] = {}
     for item in items:
@@ -289,7 +314,7 @@ def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> list[np.
             text_index.setdefault(t, len(text_index))
     img = encoder.images(list(ref_index), desc)
     txt = encoder.texts(list(text_index), desc)
-    return [img[[ref_index[r] for r in it.images]] @ txt[[text_index[t] for t in it.texts]].T for it in items]
+    return Similarities(items, img, txt, ref_index, text_index)
 
 
 # ---------------------------------------------------------------- driver
@@ -345,5 +370,5 @@ def evaluate(
         encoder = Encoder(bundle, options)
         for prep in prepared:
             for r in score_prepared(prep, encoder):
-                yield {"model": label, "benchmark": prep.bench.name, **r}
+                yield {"model": label, "benchmark": prep.bench.name, **r, "detail": bool(r.get("detail", False))}
 

@@ -1,0 +1,112 @@
+"""The synthetic world's test (`world`) and validation (`world-val`) splits (contract C).
+
+`mosaictool world --out W` writes `W/test/` and `W/val/` in the real benchmarks' layouts; this
+scores whatever of them a split holds, through the very same loaders and metrics: ARO (aro/),
+CREPE (crepe/), zero-shot classification (zeroshot/) and, when the Karpathy-style caption file is
+there, retrieval. Subtasks are prefixed with their family: `aro/VG-Relation`, `crepe/atom`,
+`zeroshot/<task>`, `retrieval/coco`.
+
+Headline: the mean over the compositional scores present — the ARO accuracies and the CREPE
+productivity R@1 of atom / swap / negate. Zero-shot and retrieval are left out of it: they measure
+what a model keeps (forgetting), not composition.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from mosaictool.bench import aro, crepe, metrics, retrieval, zeroshot
+from mosaictool.bench.base import HEADLINE, Item, row
+from mosaictool.errors import MosaicError
+
+FAMILIES = ["aro", "crepe", "zeroshot", "retrieval"]
+
+LAYOUT_TEMPLATE = """\
+  manifest.json                        written by `mosaictool world --out W`
+  {split}/aro/..., {split}/coco/...      ARO layout (see `aro`)
+  {split}/crepe/...                      CREPE layout (see `crepe`)
+  {split}/zeroshot/<task>/...            zero-shot layout (see `zeroshot`)"""
+
+
+def _prefixed(items: list[Item], family: str) -> list[Item]:
+    return [Item(it.images, it.texts, {**it.meta, "family": family}) for it in items]
+
+
+def load_split(split_dir: Path, limit: int | None = None, families: list[str] | None = None) -> list[Item]:
+    items: list[Item] = []
+    wanted = families or FAMILIES
+    if "aro" in wanted:
+        items += _prefixed(aro.load_subtasks(split_dir, aro.available(split_dir), limit), "aro")
+    if "crepe" in wanted:
+        items += _prefixed(crepe.load_groups(split_dir, crepe.SUBTASKS, limit, required=False), "crepe")
+    if "zeroshot" in wanted:
+        items += _prefixed([it for t in zeroshot.tasks(split_dir) for it in zeroshot.load_task(split_dir, t, limit)], "zeroshot")
+    if "retrieval" in wanted and (split_dir / retrieval.DATASETS["coco"][0]).is_file():
+        items += _prefixed(retrieval.load_dataset(split_dir, "coco", limit), "retrieval")
+    return items
+
+
+def score_split(items: list[Item], sims, logit_scale: float) -> list[dict]:
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        by_family[it.meta["family"]].append(i)
+    rows: list[dict] = []
+    compositional: list[dict] = []
+    for family in FAMILIES:
+        idx = by_family.get(family)
+        if not idx:
+            continue
+        fam_items = [items[i] for i in idx]
+        fam_sims = _Subset(sims, idx)
+        if family == "aro":
+            got = aro.score_subtasks(fam_items, fam_sims, logit_scale)
+            compositional += [r for r in got if r["metric"] == "accuracy" and r["subtask"] in aro.SUBTASKS]
+        elif family == "crepe":
+            got = crepe.score_rows(fam_items, fam_sims)
+            compositional += [r for r in got if r["metric"] == "R@1" and r["subtask"] in crepe.PROD_TYPES]
+        elif family == "zeroshot":
+            got = [r for k, it in enumerate(fam_items) for r in zeroshot.score_item(it, fam_sims[k], it.meta["subtask"])]
+        else:
+            got = retrieval.score_rows(fam_items, fam_sims)
+        rows += [{**r, "subtask": f"{family}/{r['subtask']}"} for r in got]
+    if compositional:
+        rows.append(row(HEADLINE, "accuracy", metrics.macro_mean(r["value"] for r in compositional), sum(r["n"] for r in compositional)))
+    return rows
+
+
+class _Subset:
+    """sims restricted to some item indices, still computed lazily."""
+
+    def __init__(self, sims, idx: list[int]):
+        self.sims, self.idx = sims, idx
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def __getitem__(self, k: int):
+        return self.sims[self.idx[k]]
+
+
+class WorldSplit:
+    subtasks = FAMILIES
+
+    def __init__(self, name: str, split: str):
+        self.name, self.split = name, split
+        self.layout = f"  (--data-root W = the folder `mosaictool world --out W` wrote; scores W/{split}/)\n" + LAYOUT_TEMPLATE.format(split=split)
+
+    def load(self, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
+        split_dir = Path(root) / self.split
+        if not split_dir.is_dir():
+            hint = " (--data-root is the world folder itself, not its split)" if (Path(root) / "aro").is_dir() else ""
+            raise MosaicError(f"{self.name}: {split_dir} not found{hint}; create a world with `mosaictool world --out {root}`")
+        items = load_split(split_dir, limit, subtasks)
+        if not items:
+            raise MosaicError(f"{self.name}: no benchmark files under {split_dir}; expected:\n{self.layout}")
+        return items
+
+    def score(self, items: list[Item], sims, *, logit_scale: float = metrics.CLIP_LOGIT_SCALE) -> list[dict]:
+        return score_split(items, sims, logit_scale)
+
+
+BENCHMARK = (WorldSplit("world", "test"), WorldSplit("world-val", "val"))
