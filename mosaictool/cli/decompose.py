@@ -1,7 +1,56 @@
-"""`mosaictool decompose` (issue #3)."""
+"""`mosaictool decompose`: scene graphs -> positive sub-graphs."""
 
-from mosaictool.cli.common import not_implemented
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
+from mosaictool.errors import MosaicError
 
 
-def register(app) -> None:
-    app.command("decompose")(not_implemented("decompose", 3))
+@handles_errors
+def decompose_cli(
+    input: InputArg = "-",
+    output: OutputOpt = "-",
+    max_subgraphs: Annotated[int, typer.Option("--max", help="Sub-graphs kept per caption (paper: M=3), sampled from (seed, id).")] = 3,
+    caption: Annotated[
+        bool, typer.Option("--caption/--no-caption", help="Keep the whole caption as the first, coarsest positive.")
+    ] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the per-caption sample.")] = 0,
+    text_key: Annotated[str, typer.Option(help="Field holding the caption.")] = "caption",
+    skip_bad: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Split each caption's scene graph into positive sub-graphs (MosaiCLIP §3.3).
+
+    Reads the output of `mosaictool parse`; adds `subgraphs`: every object with its attributes and
+    every pair of objects joined by one relation (with attributes), deduplicated, at most --max of
+    them, after the whole caption (kind "caption") unless --no-caption. `mosaictool template`
+    turns them into sentences.
+
+    Examples:
+
+      mosaictool parse caps.jsonl | mosaictool decompose --max 3 > subgraphs.jsonl
+
+      mosaictool decompose --max 5 --no-caption graphs.jsonl -o subgraphs.parquet
+    """
+    from mosaictool.stages.decompose import decompose, make_check
+
+    if max_subgraphs < 1:
+        raise MosaicError("--max must be at least 1")
+    run_record_stage(
+        input=input,
+        output=output,
+        check=make_check(text_key, caption),
+        transform=lambda recs: decompose(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed, text_key=text_key),
+        skip_bad=skip_bad,
+        quiet=quiet,
+        desc="decompose",
+        unit="caption",
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("decompose")(decompose_cli)

@@ -1,7 +1,56 @@
-"""`mosaictool template` (issue #3)."""
+"""`mosaictool template`: sub-graphs and negatives -> positive and negative texts."""
 
-from mosaictool.cli.common import not_implemented
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
+from mosaictool.errors import MosaicError
 
 
-def register(app) -> None:
-    app.command("template")(not_implemented("template", 3))
+@handles_errors
+def template_cli(
+    input: InputArg = "-",
+    output: OutputOpt = "-",
+    style: Annotated[
+        str, typer.Option(help="plain: the paper's '{N1} {R} {N2}'; varied: also frames like 'a photo of ...'.")
+    ] = "plain",
+    vocab: Annotated[Optional[str], typer.Option(help="Vocabulary folder whose attribute categories set the adjective order.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the frame choice of --style varied.")] = 0,
+    skip_bad: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Turn sub-graphs and negatives into sentences: the `texts` field `train` reads.
+
+    Reads the output of `mosaictool decompose` or `mosaictool negate`; adds
+    texts.positives [{text, kind, subgraph}] and texts.negatives [{text, positive, kind, category,
+    transform, slot, from, to}], deduplicated, no negative equal to a positive.
+
+    Examples:
+
+      mosaictool parse caps.jsonl | mosaictool decompose | mosaictool negate | mosaictool template > texts.jsonl
+
+      mosaictool template --style varied negatives.jsonl -o texts.parquet
+    """
+    from mosaictool.stages.template import STYLES, make_check, template
+    from mosaictool.vocab import load
+
+    if style not in STYLES:
+        raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
+    loaded = load(vocab)
+    run_record_stage(
+        input=input,
+        output=output,
+        check=make_check(),
+        transform=lambda recs: template(recs, vocab=loaded, style=style, seed=seed),
+        skip_bad=skip_bad,
+        quiet=quiet,
+        desc="template",
+        unit="caption",
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("template")(template_cli)

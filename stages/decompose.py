@@ -1,0 +1,96 @@
+"""decompose: caption scene graph -> positive sub-graphs (MosaiCLIP §3.3, App. B).
+
+Reads `graph` (from `parse`) and the caption; writes `subgraphs` (schema in
+`mosaictool.stages.subgraph`):
+
+- every sub-graph with one object and its attributes (pronouns such as "it" left out), and every sub-graph with two objects joined
+  by one relation (with their attributes), in graph order, duplicates removed;
+- when there are more than `max_subgraphs`, a sample of that many chosen from (seed, id) alone,
+  kept in graph order;
+- first, unless `keep_caption` is False, the whole caption as the coarsest positive
+  (kind "caption"); it does not count towards `max_subgraphs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from mosaictool.errors import RecordError
+from mosaictool.stages.subgraph import graph_key, is_pronoun, object_node, record_rng
+
+DEFAULT_MAX = 3  # the paper's M
+
+
+def make_check(text_key: str = "caption", keep_caption: bool = True):
+    def check(record: dict) -> None:
+        graph = record.get("graph")
+        if not isinstance(graph, dict):
+            raise RecordError("missing 'graph' (run `mosaictool parse` first)")
+        entities, relations = graph.get("entities"), graph.get("relations")
+        if not isinstance(entities, list) or not isinstance(relations, list):
+            raise RecordError("'graph' needs 'entities' and 'relations' lists (the output of `mosaictool parse`)")
+        for i, entity in enumerate(entities):
+            if not isinstance(entity, dict) or not isinstance(entity.get("head"), str):
+                raise RecordError(f"graph.entities[{i}] has no 'head' noun")
+        for i, rel in enumerate(relations):
+            ok = isinstance(rel, dict) and isinstance(rel.get("relation"), str)
+            for end in ("subject", "object"):
+                value = rel.get(end) if isinstance(rel, dict) else None
+                ok = ok and isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(entities)
+            if not ok:
+                raise RecordError(f"graph.relations[{i}] needs 'relation' text and subject/object indices into graph.entities")
+        if keep_caption and not isinstance(record.get(text_key), str):
+            raise RecordError(f"missing caption {text_key!r} (choose it with --text-key, or drop it with --no-caption)")
+
+    return check
+
+
+def candidate_subgraphs(graph: dict) -> list[dict]:
+    """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated."""
+    nodes = [None if is_pronoun(e) else object_node(e, i) for i, e in enumerate(graph["entities"])]
+    out, seen = [], set()
+
+    def add(sg: dict) -> None:
+        key = graph_key(sg)
+        if key not in seen:
+            seen.add(key)
+            out.append(sg)
+
+    for node in nodes:
+        if node is None:  # "it", "that": nothing to show on its own
+            continue
+        add({"kind": "object", "text": None, "objects": [node], "relations": []})
+    for rel in graph["relations"]:
+        s, o = rel["subject"], rel["object"]
+        if s == o or nodes[s] is None or nodes[o] is None:  # self-loops the parser rarely makes; pronouns
+            continue
+        relation = " ".join(rel["relation"].lower().split())
+        add({
+            "kind": "relation",
+            "text": None,
+            "objects": [nodes[s], nodes[o]],
+            "relations": [{"subject": 0, "object": 1, "relation": relation}],
+        })
+    return out
+
+
+def decompose_record(
+    record: dict, *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption"
+) -> dict:
+    candidates = candidate_subgraphs(record["graph"])
+    if len(candidates) > max_subgraphs:
+        rng = record_rng(seed, record["id"], "decompose")
+        candidates = [candidates[i] for i in sorted(rng.sample(range(len(candidates)), max_subgraphs))]
+    subgraphs = []
+    if keep_caption:
+        subgraphs.append({"kind": "caption", "text": record[text_key], "objects": [], "relations": []})
+    subgraphs.extend(candidates)
+    return {**record, "subgraphs": subgraphs}
+
+
+def decompose(
+    records: Iterable[dict], *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption"
+) -> Iterator[dict]:
+    """Add `subgraphs` to every record (one record out per record in, order kept)."""
+    for record in records:
+        yield decompose_record(record, max_subgraphs=max_subgraphs, keep_caption=keep_caption, seed=seed, text_key=text_key)

@@ -1,0 +1,143 @@
+"""What decompose, negate and template share: the sub-graph schema, graph identity, per-record RNGs.
+
+A sub-graph (an entry of `subgraphs`, or the `graph` of a graph negative) is
+
+    {kind: "caption"|"object"|"relation"|null, text: str|null,
+     objects:   [{noun, lemma, plural, count, attributes, determiner, entity}],
+     relations: [{subject, object, relation}]}
+
+- noun: the head noun as it reads (plural form when plural: "poles", "tennis racket");
+  lemma: its singular (vocabulary lookups); plural: bool; count: number or quantity words
+  ("two", "several other") or null; attributes: adjectives in caption order (quantifiers moved
+  to count); determiner: "the" (the caption used a definite or possessive determiner), "a"
+  (indefinite), or null (bare in the caption: "water", "frisbee"); entity: index into
+  `graph.entities`, null for nodes a negative brought in.
+- relations: subject / object index into `objects`; relation as written ("sitting on").
+- kind "caption" is the whole caption (text = the caption; objects and relations empty).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from mosaictool.errors import RecordError
+
+DEFINITE = frozenset("the this that these those my your his her its our their".split())
+INDEFINITE = frozenset("a an another some any each every no".split())
+# Adjectival modifiers that quantify rather than describe ("several other cars"): rendered with
+# the count, never replaced as attributes.
+QUANTIFIERS = frozenset("several many few various numerous multiple other more most lots".split())
+PRONOUNS = frozenset(
+    "it they them this that these those he she him her we us you i me which who whom what something "
+    "someone somebody one itself themselves himself herself there here".split()
+)
+# Plural forms whose lemma from spaCy equals the form itself.
+PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
+SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
+_PUNCT = re.compile(r"[.,]")
+
+
+def record_rng(seed: int, record_id, purpose: str) -> random.Random:
+    """An RNG that depends only on (seed, id, purpose): same output whatever the batch, worker or
+    other flags. `id` 1 and "1" differ; Python's salted hash() is avoided on purpose."""
+    key = f"{seed}\x1f{type(record_id).__name__}:{record_id}\x1f{purpose}".encode()
+    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+
+
+def normalize_text(text: str) -> str:
+    """The form texts are compared in: lower case, no '.' or ',', single spaces (NegCLIP's check_same,
+    case-insensitive)."""
+    return " ".join(_PUNCT.sub(" ", text.lower()).split())
+
+
+def is_pronoun(entity: dict) -> bool:
+    return str(entity.get("head") or "").lower() in PRONOUNS
+
+
+def object_node(entity: dict, index: int | None) -> dict:
+    """A sub-graph object from one `parse` entity."""
+    noun = str(entity.get("head") or "").lower()
+    lemma = str(entity.get("lemma_head") or noun).lower()
+    modifiers = entity.get("modifiers") or []
+    attributes = entity.get("attributes")
+    if attributes is None:
+        attributes = [m.get("span", "") for m in modifiers if m.get("dep") == "amod"]
+    attributes = [str(a).lower() for a in attributes]
+    counts = [str(m.get("span", "")).lower() for m in modifiers if m.get("dep") == "nummod"]
+    # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma.
+    plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun != lemma
+    quantifiers = [a for a in attributes if a in QUANTIFIERS]
+    attributes = [a for a in attributes if a not in QUANTIFIERS]
+    if plural:
+        counts += quantifiers
+    dets = [str(m.get("span", "")).lower() for m in modifiers if m.get("dep") == "det"]
+    first_word = str(entity.get("span") or "").split(" ", 1)[0].lower()
+    if first_word in DEFINITE or any(d in DEFINITE for d in dets):
+        determiner = "the"
+    elif dets or first_word in INDEFINITE or counts:
+        determiner = "a"
+    else:
+        determiner = None
+    return {
+        "noun": noun,
+        "lemma": lemma,
+        "plural": bool(plural),
+        "count": " ".join(counts) if counts else None,
+        "attributes": attributes,
+        "determiner": determiner,
+        "entity": index,
+    }
+
+
+def node_key(node: dict) -> tuple:
+    return (node["lemma"], node["plural"], node["count"], tuple(node["attributes"]))
+
+
+def graph_key(graph: dict) -> tuple:
+    """What makes two sub-graphs the same scene: their objects (ignoring order, where they came
+    from and article style) and relations (between objects, not list positions)."""
+    keys = [node_key(o) for o in graph["objects"]]
+    return (
+        tuple(sorted(keys)),
+        tuple(sorted((keys[r["subject"]], r["relation"], keys[r["object"]]) for r in graph["relations"])),
+    )
+
+
+def check_subgraphs(record: dict) -> None:
+    subgraphs = record.get("subgraphs")
+    if not isinstance(subgraphs, list):
+        raise RecordError("missing 'subgraphs' (run `mosaictool decompose` first)")
+    for i, sg in enumerate(subgraphs):
+        if not isinstance(sg, dict) or not isinstance(sg.get("objects"), list) or not isinstance(sg.get("relations"), list):
+            raise RecordError(f"subgraphs[{i}] must be an object with 'objects' and 'relations' lists")
+        n = len(sg["objects"])
+        for rel in sg["relations"]:
+            if not (isinstance(rel, dict) and _index_ok(rel.get("subject"), n) and _index_ok(rel.get("object"), n)):
+                raise RecordError(f"subgraphs[{i}] has a relation whose subject/object is not an index into its objects")
+        if sg.get("kind") == "caption" and not isinstance(sg.get("text"), str):
+            raise RecordError(f"subgraphs[{i}] is the caption but has no 'text'")
+
+
+def _index_ok(value, n: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n
+
+
+# Words whose spelling misleads about the first sound.
+_AN_EXCEPTIONS = ("hour", "honest", "honor", "honour", "heir", "herb")
+_A_EXCEPTIONS = ("uni", "use", "usu", "ute", "uro", "eu", "ewe", "one", "once", "ufo", "uk", "u-")
+
+
+def indefinite_article(phrase: str) -> str:
+    """'a' or 'an' for the phrase that follows it."""
+    word = phrase.strip().lower()
+    if not word:
+        return "a"
+    if word.startswith(_AN_EXCEPTIONS):
+        return "an"
+    if word.startswith(_A_EXCEPTIONS):
+        return "a"
+    if word[0].isdigit():
+        return "an" if word.startswith(("8", "11", "18")) else "a"
+    return "an" if word[0] in "aeiou" else "a"

@@ -1,0 +1,167 @@
+"""template: sub-graphs and negatives -> sentences (MosaiCLIP §3.3), the `texts` field train reads.
+
+Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none). Writes
+
+    texts: {
+      positives: [{text, kind: "caption"|"object"|"relation", subgraph: int|null}],
+      negatives: [{text, positive: int|null, kind: "graph"|"text", category, transform,
+                   slot, from, to}]
+    }
+
+- The caption positive is the caption as written (subgraph null); sub-graph positives say which
+  `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
+- Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories;
+  unknown adjectives rank with "state"; adjacent colours joined by "and": "a black and white
+  shirt"), then the noun; "a"/"an" before a singular noun, the count word ("two") or nothing
+  before a plural, "the" where the caption had a definite or possessive determiner, nothing
+  before a noun the caption used bare ("water").
+- Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
+  paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
+  {relation} {np3}"; objects outside any relation are joined with "and".
+- style "plain" (default) is exactly that; "varied" wraps each positive in one of a curated set
+  of frames ("a photo of ...", "there is ...") picked from (seed, id, positive), and renders its
+  graph negatives in the same frame, so that a negative differs from its positive only where the
+  graph does.
+- Texts are deduplicated (compared lower-cased without . and ,); a negative equal to any positive
+  is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from mosaictool.errors import RecordError
+from mosaictool.stages.subgraph import check_subgraphs, indefinite_article, normalize_text, record_rng
+
+ATTRIBUTE_ORDER = (
+    "position", "quality", "emotion", "size", "age", "state", "shape", "texture", "colour", "pattern", "material",
+)
+UNKNOWN_RANK = ATTRIBUTE_ORDER.index("state")
+STYLES = ("plain", "varied")
+# Frames for "varied"; {be} agrees with the first noun phrase.
+FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
+NEGATIVE_KEYS = ("kind", "category", "transform", "slot", "from", "to")
+
+
+def ordered_attributes(attributes: list[str], vocab) -> list[str]:
+    rank = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
+    return sorted(attributes, key=lambda a: rank.get(vocab.category(a), UNKNOWN_RANK))  # stable
+
+
+def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
+    if definite:
+        return f"the {node['noun']}"
+    words: list[str] = []
+    for attr in ordered_attributes(node["attributes"], vocab):
+        if words and vocab.category(attr) == "colour" and vocab.category(words[-1]) == "colour":
+            words.append("and")
+        words.append(attr)
+    words.append(node["noun"])
+    body = " ".join(words)
+    if node.get("count"):
+        return f"{node['count']} {body}"
+    if node.get("determiner") == "the":
+        return f"the {body}"
+    if node["plural"] or node.get("determiner") is None:
+        return body
+    return f"{indefinite_article(body)} {body}"
+
+
+def render_graph(graph: dict, vocab) -> str:
+    """One sentence for a sub-graph of any shape."""
+    objects, relations = graph["objects"], graph["relations"]
+    mentioned: set[int] = set()
+    parts = []
+
+    def mention(i: int) -> str:
+        phrase = noun_phrase(objects[i], vocab, definite=i in mentioned)
+        mentioned.add(i)
+        return phrase
+
+    for rel in relations:
+        parts.append(f"{mention(rel['subject'])} {rel['relation']} {mention(rel['object'])}")
+    parts.extend(mention(i) for i in range(len(objects)) if i not in mentioned)
+    return " and ".join(parts)
+
+
+def frame_text(frame: str, body: str, first_plural: bool) -> str:
+    return frame.replace("{be}", "are" if first_plural else "is").replace("{}", body)
+
+
+def _first_plural(graph: dict) -> bool:
+    objects, relations = graph["objects"], graph["relations"]
+    first = relations[0]["subject"] if relations else 0
+    return bool(objects) and bool(objects[first]["plural"])
+
+
+def make_check():
+    def check(record: dict) -> None:
+        check_subgraphs(record)
+        negatives = record.get("negatives")
+        if negatives is None:
+            return
+        if not isinstance(negatives, list):
+            raise RecordError("'negatives' must be a list (the output of `mosaictool negate`)")
+        n = len(record["subgraphs"])
+        for i, neg in enumerate(negatives):
+            if not isinstance(neg, dict) or neg.get("kind") not in ("graph", "text"):
+                raise RecordError(f"negatives[{i}] must be an object with kind 'graph' or 'text'")
+            index = neg.get("subgraph")
+            if index is not None and not (isinstance(index, int) and 0 <= index < n):
+                raise RecordError(f"negatives[{i}].subgraph {index!r} is not an index into 'subgraphs'")
+            if neg["kind"] == "graph" and not (isinstance(neg.get("graph"), dict) and index is not None):
+                raise RecordError(f"negatives[{i}] is a graph negative without its 'graph' or 'subgraph'")
+            if neg["kind"] == "text" and not isinstance(neg.get("text"), str):
+                raise RecordError(f"negatives[{i}] is a text negative without 'text'")
+
+    return check
+
+
+def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0) -> dict:
+    positives, norms = [], {}
+    position_of: dict[int, int] = {}  # subgraph index -> index in positives
+    frames: dict[int, str] = {}
+    for i, sg in enumerate(record["subgraphs"]):
+        if sg.get("kind") == "caption":
+            text = sg["text"].strip()
+        else:
+            frame = "{}"
+            if style == "varied":
+                frame = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
+            frames[i] = frame
+            text = frame_text(frame, render_graph(sg, vocab), _first_plural(sg))
+        norm = normalize_text(text)
+        if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
+            position_of[i] = norms[norm]
+            continue
+        norms[norm] = position_of[i] = len(positives)
+        kind = sg.get("kind") if sg.get("kind") in ("caption", "object", "relation") else "object"
+        positives.append({"text": text, "kind": kind, "subgraph": None if kind == "caption" else i})
+
+    negatives, seen = [], set(norms)
+    for neg in record.get("negatives") or []:
+        index = neg.get("subgraph")
+        if neg["kind"] == "graph":
+            graph = neg["graph"]
+            text = frame_text(frames.get(index, "{}"), render_graph(graph, vocab), _first_plural(graph))
+        else:
+            text = neg["text"]
+        norm = normalize_text(text)
+        if not norm or norm in seen:
+            continue
+        seen.add(norm)
+        negatives.append({
+            "text": text,
+            "positive": position_of.get(index) if index is not None else None,
+            **{key: neg.get(key) for key in NEGATIVE_KEYS},
+        })
+    return {**record, "texts": {"positives": positives, "negatives": negatives}}
+
+
+def template(records: Iterable[dict], *, vocab=None, style: str = "plain", seed: int = 0) -> Iterator[dict]:
+    """Add `texts` to every record; `vocab` is a loaded Vocab (None: the shipped one)."""
+    from mosaictool.vocab import load
+
+    vocab = vocab or load()
+    for record in records:
+        yield template_record(record, vocab, style=style, seed=seed)
