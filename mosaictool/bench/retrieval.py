@@ -22,7 +22,6 @@ from mosaictool.bench.base import ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
 DATASETS = {"coco": ("aro/coco_karpathy_test.json", "coco"), "flickr30k": ("aro/flickr30k_test.json", "flickr30k")}
-PERTURBATIONS = ["shuffle_nouns_and_adj", "shuffle_allbut_nouns_and_adj", "shuffle_within_trigrams", "shuffle_trigrams"]
 SUBTASKS = ["coco", "flickr30k", "coco-perturbed", "flickr30k-perturbed"]
 KS = (1, 5, 10)
 
@@ -59,7 +58,7 @@ def load_dataset(root: Path, subtask: str, limit: int | None = None, prefix: str
     refs = [ImageRef(p) for p in images]
     if subtask == dataset:
         return [Item(images=refs, texts=[pre_caption(c) for c in captions], meta={"subtask": prefix + dataset, "owner": owner})]
-    from mosaictool.bench._order import OrderPerturber
+    from mosaictool.bench._order import PERTURBATIONS, OrderPerturber
 
     perturbed = OrderPerturber(seed=ORDER_SEED).perturb_all(captions)
     return [
