@@ -29,12 +29,12 @@ KUBRIC = ["eqbenkubric_loc", "eqbenkubric_attr", "eqbenkubric_cnt"]
 PAIR_KEYS = ("image0", "caption0", "image1", "caption1")
 
 LAYOUT = """\
-ROOT/eqben/annotations/<subset>.json      subset = eqbenag, eqbenyoucook2, eqbengebc, eqbenkubric_{loc,attr,cnt}, eqbensd;
-                                          each the official per-subset annotation: {image0, caption0, image1, caption1}
-                                          pairs (eqbenag: video -> subject -> [pairs], captions as lists;
-                                          youcook2/gebc: video -> [pairs]; kubric/sd: [pairs])
-ROOT/eqben/images/<image0 path>           the image tree the annotation paths are relative to (youcook2: .npy frames)
-Winoground text/image/group per subset (strict); headline = mean group of ag, youcook2, gebc, kubric (mean of 3), sd"""
+  eqben/annotations/<subset>.json           subset = eqbenag, eqbenyoucook2, eqbengebc, eqbenkubric_{loc,attr,cnt}, eqbensd;
+                                            each the official per-subset annotation: {image0, caption0, image1, caption1}
+                                            pairs (eqbenag: video -> subject -> [pairs], captions as lists;
+                                            youcook2/gebc: video -> [pairs]; kubric/sd: [pairs])
+  eqben/images/<image0 path>                the image tree the annotation paths are relative to (youcook2: .npy frames)
+  Winoground text/image/group per subset (strict); headline = mean group of ag, youcook2, gebc, kubric (mean of 3), sd"""
 
 
 def _pairs(node, path: Path, where: str):

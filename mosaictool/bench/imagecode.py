@@ -28,9 +28,9 @@ _NUMBERED = re.compile(r"img(\d+)\.jpg")
 SUBTASKS = ["videos", "static"]
 
 LAYOUT = """\
-ROOT/imagecode/data/valid_data.json               {image set dir: {"<index>": description}}
-ROOT/imagecode/image-sets/<image set dir>/img<k>.jpg   10 per set (image-sets.zip from Zenodo); sorted by int(k)
-top-1 over the 10 images (ties: lowest index); sets named open-images-* are static, the rest video"""
+  imagecode/data/valid_data.json              {image set dir: {"<index>": description}}
+  imagecode/image-sets/<set dir>/img<k>.jpg   10 per set (image-sets.zip from Zenodo); sorted by int(k)
+  top-1 over the 10 images (ties: lowest index); sets named open-images-* are static, the rest video"""
 
 
 def subtask_of(set_dir: str) -> str:

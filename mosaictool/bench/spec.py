@@ -23,11 +23,11 @@ SUBSETS = ["absolute_size", "relative_size", "absolute_spatial", "relative_spati
 DIRECTIONS = {"i2t": "image2text.json", "t2i": "text2image.json"}
 
 LAYOUT = """\
-ROOT/spec/<subset>/image2text.json    [{query: image path, keys: [texts], label}]
-ROOT/spec/<subset>/text2image.json    [{query: text, keys: [image paths], label}]
-ROOT/spec/<subset>/<image path>       image paths are relative to the subset folder (data.zip from HF wjpoom/SPEC)
-subset = absolute_size, relative_size, absolute_spatial, relative_spatial, existence, count
-i2t / t2i accuracy = argmax == label (first maximum wins); headline = unweighted mean over the 6 subsets"""
+  spec/<subset>/image2text.json         [{query: image path, keys: [texts], label}]
+  spec/<subset>/text2image.json         [{query: text, keys: [image paths], label}]
+  spec/<subset>/<image path>            image paths are relative to the subset folder (data.zip from HF wjpoom/SPEC)
+  subset = absolute_size, relative_size, absolute_spatial, relative_spatial, existence, count
+  i2t / t2i accuracy = argmax == label (first maximum wins); headline = unweighted mean over the 6 subsets"""
 
 
 class Spec:

@@ -30,10 +30,10 @@ SUBTASKS = ["subj_neg", "verb_neg", "obj_neg"]
 COLUMNS = ("sentence", "pos_image_id", "neg_image_id", *SUBTASKS)
 
 LAYOUT = """\
-ROOT/svo_probes/svo_probes.csv               the repo's CSV (sentence, pos_triplet, neg_triplet, subj_neg, verb_neg, obj_neg,
-                                             pos_url, neg_url, pos_image_id, neg_image_id)
-ROOT/svo_probes/images/<image_id>.jpg        each image downloaded from its URL (image_urls.txt), named by its id
-rows with exactly one *_neg true; correct iff s(sentence, pos image) > s(sentence, neg image), tie wrong"""
+  svo_probes/svo_probes.csv                    the repo's CSV (sentence, pos_triplet, neg_triplet, subj_neg, verb_neg, obj_neg,
+                                               pos_url, neg_url, pos_image_id, neg_image_id)
+  svo_probes/images/<image_id>.jpg             each image downloaded from its URL (image_urls.txt), named by its id
+  rows with exactly one *_neg true; correct iff s(sentence, pos image) > s(sentence, neg image), tie wrong"""
 
 
 def _flag(value: str, path: Path, where: str, column: str) -> bool:

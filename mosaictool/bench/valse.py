@@ -51,16 +51,16 @@ GROUPS: dict[str, list[str]] = {
 MIN_CAPTION_VOTES = 2
 
 LAYOUT = """\
-ROOT/valse/data/<instrument>.json          the 11 files of VALSE's data/ folder (dict id -> record)
-images, by instrument (VALSE config.py folders):
-  existence, counting-*                    ROOT/valse/data/visual7w/images/<image_file>
-  plurals                                  ROOT/valse/data/plurals/test_images/<image_file>
-  relations                                ROOT/valse/data/relations/test_images/<image_file>
-  action-replacement, actant-swap          ROOT/valse/data/actions/images_512/<image_file>  (SWiG)
-  coreference-standard                     ROOT/valse/data/coref/release_too_many_is_this_in_color/images/<image_file>
-  coreference-hard                         ROOT/valse/data/coref/release_v18/test_images/<image_file>
-  foil-it                                  ROOT/coco/val2014/<image_file>  (COCO val2014, shared with COCO-Order)
-only records with mturk.caption >= 2 are scored; metric acc_r = s(img,caption) > s(img,foil), tie wrong"""
+  valse/data/<instrument>.json               the 11 files of VALSE's data/ folder (dict id -> record)
+  images, by instrument (VALSE config.py folders):
+    existence, counting-*                    valse/data/visual7w/images/<image_file>
+    plurals                                  valse/data/plurals/test_images/<image_file>
+    relations                                valse/data/relations/test_images/<image_file>
+    action-replacement, actant-swap          valse/data/actions/images_512/<image_file>  (SWiG)
+    coreference-standard                     valse/data/coref/release_too_many_is_this_in_color/images/<image_file>
+    coreference-hard                         valse/data/coref/release_v18/test_images/<image_file>
+    foil-it                                  coco/val2014/<image_file>  (COCO val2014, shared with COCO-Order)
+  only records with mturk.caption >= 2 are scored; metric acc_r = s(img,caption) > s(img,foil), tie wrong"""
 
 
 class Valse:

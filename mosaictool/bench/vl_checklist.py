@@ -104,14 +104,14 @@ KINDS = ("Object", "Attribute", "Relation")
 OFFICIAL_MAX_NUM = 2000
 
 LAYOUT = """\
-ROOT/vl_checklist/data/...json        VL-CheckList's data/ folder as in the repo (the ANNO_PATHs of
-                                      corpus/v1/**.yaml), e.g. data/Attribute/vg/color.json,
-                                      data/Object/Location/vg_location/vg_obj_center.json, data/Relation/swig_action.json;
-                                      each a list of [image path, {"POS": [...], "NEG": [...]}]
-ROOT/vl_checklist/vg/<path>           Visual Genome (VG_100K/, VG_100K_2/), also for VAW
-ROOT/vl_checklist/hake/<path>         HAKE image folders (hake_images_20190730/, hico_20160224_det/, vcoco/, ...)
-ROOT/vl_checklist/swig/<path>         SWiG images_512
-image folder per file = the IMG_ROOT of its corpus yaml (DATASETS.md); subtasks = the 13 categories"""
+  vl_checklist/data/...json             VL-CheckList's data/ folder as in the repo (the ANNO_PATHs of
+                                        corpus/v1/**.yaml), e.g. data/Attribute/vg/color.json,
+                                        data/Object/Location/vg_location/vg_obj_center.json, data/Relation/swig_action.json;
+                                        each a list of [image path, {"POS": [...], "NEG": [...]}]
+  vl_checklist/vg/<path>                Visual Genome (VG_100K/, VG_100K_2/), also for VAW
+  vl_checklist/hake/<path>              HAKE image folders (hake_images_20190730/, hico_20160224_det/, vcoco/, ...)
+  vl_checklist/swig/<path>              SWiG images_512
+  image folder per file = the IMG_ROOT of its corpus yaml (DATASETS.md); subtasks = the 13 categories"""
 
 
 class VLChecklist:

@@ -36,14 +36,15 @@ FILES = {
 CONTROLLED = {"WhatsUp_A": ("on", "under"), "WhatsUp_B": ("in-front", "behind")}
 
 LAYOUT = """\
-ROOT/whatsup/controlled_images_dataset.json   A: [{image_path, caption_options: [4 captions, first right]}]
-ROOT/whatsup/controlled_clevr_dataset.json    B: same format
-ROOT/whatsup/controlled_images/, controlled_clevr/   their images; image_path "data/controlled_images/x.jpeg"
-                                              is read as ROOT/whatsup/controlled_images/x.jpeg (a leading "data/" = ROOT/whatsup/)
-ROOT/whatsup/{coco,vg}_qa_{one,two}_obj.json  [[image_id, right caption, wrong caption], ...]
-ROOT/whatsup/val2017/<image_id:012d>.jpg      COCO val2017 images (COCO-QA)
-ROOT/whatsup/vg_images/<image_id>.jpg         Visual Genome images (VG-QA)
-correct iff argmax == 0 (ties correct); A/B also pair and set accuracy; headline = mean of the 6 accuracies"""
+  whatsup/controlled_images_dataset.json        A: [{image_path, caption_options: [4 captions, first right]}]
+  whatsup/controlled_clevr_dataset.json         B: same format
+  whatsup/controlled_images/, whatsup/controlled_clevr/
+                                                their images: image_path "data/controlled_images/x.jpeg" is read as
+                                                whatsup/controlled_images/x.jpeg (a leading "data/" = whatsup/)
+  whatsup/{coco,vg}_qa_{one,two}_obj.json       [[image_id, right caption, wrong caption], ...]
+  whatsup/val2017/<image_id:012d>.jpg           COCO val2017 images (COCO-QA)
+  whatsup/vg_images/<image_id>.jpg              Visual Genome images (VG-QA)
+  correct iff argmax == 0 (ties correct); A/B also pair and set accuracy; headline = mean of the 6 accuracies"""
 
 
 def controlled_preposition(subtask: str, image_path: str) -> str:

@@ -28,12 +28,12 @@ TAGS = ["Object", "Relation", "Both"]
 FIELDS = ("id", "image_0", "image_1", "caption_0", "caption_1", "collapsed_tag")
 
 LAYOUT = """\
-either the original release:
-  ROOT/winoground/data/examples.jsonl           one example per line (id, image_0, image_1, caption_0, caption_1, tag, collapsed_tag, ...)
-  ROOT/winoground/data/images/<image_0>.png     images.zip unpacked (image fields are stems, e.g. ex_0_img_0)
-or the Hugging Face parquet:
-  ROOT/winoground/data/test-00000-of-00001.parquet   images embedded
-text/image/group scores, strict comparisons; subtasks = collapsed_tag (Object, Relation, Both)"""
+  either the original release:
+    winoground/data/examples.jsonl           one example per line (id, image_0, image_1, caption_0, caption_1, tag, collapsed_tag, ...)
+    winoground/data/images/<image_0>.png     images.zip unpacked (image fields are stems, e.g. ex_0_img_0)
+  or the Hugging Face parquet:
+    winoground/data/test-00000-of-00001.parquet   images embedded
+  text/image/group scores, strict comparisons; subtasks = collapsed_tag (Object, Relation, Both)"""
 
 
 def _jsonl_records(path: Path) -> list[dict]:
