@@ -337,3 +337,13 @@ def test_spec_argmax_first_and_mean_over_subsets(tmp_path):
     assert k[("count", "t2i_accuracy")]["value"] == 1.0
     assert k[(HEADLINE, "i2t_accuracy")]["value"] == pytest.approx(5 / 6)
     assert k[(HEADLINE, "t2i_accuracy")]["value"] == 1.0
+
+
+def test_eqben_youcook2_npy_frames_are_read_as_bgr(tmp_path):
+    from mosaictool.bench.engine import open_image
+
+    frame = np.zeros((4, 6, 3), dtype=np.uint8)
+    frame[..., 0] = 200  # blue, in BGR order
+    np.save(tmp_path / "f.npy", frame)
+    img = open_image(ImageRef(str(tmp_path / "f.npy")))
+    assert img.size == (6, 4) and img.getpixel((0, 0)) == (0, 0, 200)

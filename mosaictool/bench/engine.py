@@ -184,7 +184,11 @@ def open_image(ref: ImageRef):
     from PIL import Image
 
     try:
-        img = Image.open(io.BytesIO(ref.data) if ref.data is not None else ref.path)
+        if ref.data is None and ref.path.endswith(".npy"):
+            # EqBen's YouCook2 frames: BGR arrays, read as the official toolkit does
+            img = Image.fromarray(np.load(ref.path)[:, :, [2, 1, 0]], "RGB")
+        else:
+            img = Image.open(io.BytesIO(ref.data) if ref.data is not None else ref.path)
         img = img.convert("RGB")
     except Exception as e:
         raise MosaicError(f"{ref.path}: cannot read image: {e}") from e
