@@ -1,0 +1,161 @@
+"""The shipped vocabulary, its loader, and `mosaictool vocab show / build / import-vg`."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from mosaictool.stages.vocab_tools import build_from_graphs, import_vg, iter_json_array
+from mosaictool.vocab import Vocab, load, save
+
+runner = CliRunner()
+
+
+def test_default_vocabulary_meets_its_sizes():
+    v = load()
+    assert len(v.objects) >= 1000
+    assert len(v.attributes) >= 300
+    assert len(v.relations) >= 50
+    assert len(v.antonym_pairs) >= 50
+    assert {"colour", "size", "material", "shape", "texture", "state"} <= set(v.attributes_by_category)
+    assert {"spatial", "action"} <= set(v.relations_by_type)
+    # the synthetic world's shapes and attributes
+    for shape in ("circle", "square", "triangle", "star", "heart", "ring", "cross", "diamond"):
+        assert v.group(shape) == "shape", shape
+    assert v.category("red") == "colour" and v.category("wooden") == "material" and v.category("small") == "size"
+    assert v.category("striped") == "pattern" and v.category("fluffy") == "texture"
+    assert v.relation_type("to the left of") == "spatial" and v.relation_type("riding") == "action"
+
+
+def test_every_antonym_is_in_the_vocabulary_and_symmetric():
+    v = load()
+    names = set(v.objects) | set(v.attributes) | set(v.relations)
+    for a, b in v.antonym_pairs:
+        assert a in names and b in names
+        assert b in v.antonyms[a] and a in v.antonyms[b]
+    assert "big" in v.antonyms["small"] and "below" in v.antonyms["above"]
+
+
+@pytest.mark.parametrize(
+    "noun, plural",
+    [("dog", "dogs"), ("bus", "buses"), ("berry", "berries"), ("key", "keys"), ("man", "men"),
+     ("hot dog", "hot dogs"), ("police officer", "police officers"), ("sheep", "sheep"),
+     ("leaf", "leaves"), ("glasses", "glasses"), ("box", "boxes")],
+)
+def test_plural(noun, plural):
+    assert load().plural(noun) == plural
+
+
+def test_save_and_load_round_trip(tmp_path):
+    v = Vocab(
+        objects={"dog": "mammal", "cat": "mammal"}, attributes={"red": "colour"}, relations={"on": "spatial"},
+        antonym_pairs=[("on", "under")], plurals={"mouse": "mice"}, counts={"objects": {"dog": 3, "cat": 5}},
+    )
+    save(v, tmp_path / "v")
+    back = load(tmp_path / "v")
+    assert back.objects == v.objects and back.attributes == v.attributes and back.relations == v.relations
+    assert back.counts["objects"] == {"dog": 3, "cat": 5}
+    assert back.plural("mouse") == "mice"
+    assert (tmp_path / "v" / "objects.tsv").read_text().splitlines()[:2] == ["name\tgroup\tcount", "cat\tmammal\t5"]
+
+
+def test_load_errors_name_the_file(tmp_path):
+    with pytest.raises(MosaicError, match="no such vocabulary folder"):
+        load(tmp_path / "nope")
+    (tmp_path / "objects.tsv").write_text("noun\tgroup\ndog\tmammal\n")
+    with pytest.raises(MosaicError, match="objects.tsv: the first line must be the header"):
+        load(tmp_path)
+
+
+def _graph_record(i, heads, attributes=(), relations=()):
+    entities = [{"head": h, "lemma_head": h, "attributes": list(attributes), "modifiers": []} for h in heads]
+    return {"id": i, "graph": {"entities": entities, "relations": [{"subject": 0, "object": 1, "relation": r} for r in relations]}}
+
+
+def test_build_keeps_names_seen_min_count_times():
+    records = [_graph_record(i, ["dog", "frisbee"], ["red"], ["catching"]) for i in range(3)]
+    records.append(_graph_record(9, ["zorblax", "dog"], ["blue"]))
+    v = build_from_graphs(records, min_count=3)  # blue: 2 (both entities of one record)
+    assert v.objects == {"dog": "mammal", "frisbee": "sports"}
+    assert v.attributes == {"red": "colour"}
+    assert v.relations == {"catching": "action"}
+    assert v.counts["objects"]["dog"] == 4
+
+
+def _write_vg(folder, n_images=40):
+    objects = [{"image_id": i, "objects": [{"object_id": 1, "names": ["Tree"]}, {"object_id": 2, "names": ["man"]}]}
+               for i in range(n_images)]
+    objects.append({"image_id": 99, "objects": [{"object_id": 3, "names": ["rare thing"]}]})
+    attributes = [{"image_id": i, "attributes": [{"object_id": 1, "names": ["tree"], "attributes": ["green ", "tall"]}]}
+                  for i in range(n_images)]
+    relationships = [{"image_id": i, "relationships": [
+        {"predicate": "ON", "subject": {"name": "man"}, "object": {"names": ["tree"]}},
+        {"predicate": "next to", "subject": {"name": "man"}, "object": {"name": "tree"}}]} for i in range(n_images)]
+    folder.mkdir(exist_ok=True)
+    for name, data in (("objects", objects), ("attributes", attributes), ("relationships", relationships)):
+        (folder / f"{name}.json").write_text(json.dumps(data, indent=1))
+
+
+def test_import_vg_counts_instances(tmp_path):
+    _write_vg(tmp_path / "vg")
+    v = import_vg(tmp_path / "vg", min_count=30, top_relations=1)
+    assert v.objects == {"man": "person", "tree": "plant"}
+    assert v.attributes == {"green": "colour", "tall": "size"}
+    assert len(v.relations) == 1 and set(v.relations) <= {"on", "next to"}
+    assert v.counts["objects"]["tree"] == 40
+
+
+def test_iter_json_array_streams_across_chunks(tmp_path):
+    data = [{"k": "x" * (i % 7), "i": i} for i in range(200)]
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    assert list(iter_json_array(tmp_path / "a.json", chunk_chars=13)) == data
+    (tmp_path / "b.json").write_text(json.dumps(data)[:-5])
+    with pytest.raises(MosaicError):
+        list(iter_json_array(tmp_path / "b.json", chunk_chars=64))
+
+
+def test_cli_show():
+    result = runner.invoke(app, ["vocab", "show"])
+    assert result.exit_code == 0
+    assert "objects: 1380" in result.stdout and "colour" in result.stdout and "antonym pairs:" in result.stdout
+    listed = runner.invoke(app, ["vocab", "show", "--list", "relations"])
+    assert "next to\tspatial" in listed.stdout.splitlines()
+    bad = runner.invoke(app, ["vocab", "show", "--list", "nouns"])
+    assert bad.exit_code == 1 and "--list must be one of" in bad.stderr
+
+
+def test_cli_build_and_import_then_negate_with_it(tmp_path):
+    graphs = tmp_path / "graphs.jsonl"
+    graphs.write_text("".join(json.dumps(_graph_record(i, ["dog", "frisbee"], ["red"], ["catching"])) + "\n" for i in range(3)))
+    result = runner.invoke(app, ["vocab", "build", str(graphs), "--min-count", "2", "-o", str(tmp_path / "mine")])
+    assert result.exit_code == 0, result.stderr
+    assert "2 objects, 1 attributes, 1 relations" in result.stderr
+    assert load(tmp_path / "mine").objects == {"dog": "mammal", "frisbee": "sports"}
+
+    _write_vg(tmp_path / "vg")
+    result = runner.invoke(app, ["vocab", "import-vg", str(tmp_path / "vg"), "-o", str(tmp_path / "vgv")])
+    assert result.exit_code == 0, result.stderr
+    assert load(tmp_path / "vgv").objects == {"man": "person", "tree": "plant"}
+
+    # negate draws its replacements from the vocabulary it is given
+    sub = tmp_path / "sub.jsonl"
+    runner.invoke(app, ["decompose", "--no-caption", str(graphs), "-o", str(sub)])
+    result = runner.invoke(app, ["negate", "--vocab", str(tmp_path / "mine"), "--max", "20", str(sub)])
+    assert result.exit_code == 0, result.stderr
+    for line in result.stdout.splitlines():
+        for neg in json.loads(line)["negatives"]:
+            for node in neg["graph"]["objects"]:
+                assert node["lemma"] in {"dog", "frisbee"}
+
+
+def test_cli_build_bad_line_and_missing_vg(tmp_path):
+    graphs = tmp_path / "graphs.jsonl"
+    graphs.write_text(json.dumps(_graph_record(1, ["dog"])) + "\n" + '{"id": 2}\n')
+    result = runner.invoke(app, ["vocab", "build", str(graphs), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert f"{graphs}:2: missing 'graph'" in result.stderr
+    assert not (tmp_path / "out").exists()
+    result = runner.invoke(app, ["vocab", "import-vg", str(tmp_path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "missing objects.json, attributes.json, relationships.json" in result.stderr
