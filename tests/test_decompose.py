@@ -1,0 +1,143 @@
+"""decompose: sub-graph enumeration, the --max sample, the caption positive, CLI behaviour.
+
+Golden files: tests/data/decompose/input.jsonl is `mosaictool parse` of 16 SugarCrepe (COCO)
+captions; expected.jsonl is `mosaictool decompose input.jsonl` (regenerate both the same way).
+"""
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from mosaictool.cli import app
+from mosaictool.stages.decompose import candidate_subgraphs, decompose, decompose_record
+from mosaictool.stages.subgraph import graph_key, object_node
+
+DATA = Path(__file__).parent / "data" / "decompose"
+runner = CliRunner()
+
+
+def entity(head, lemma=None, attributes=(), det="a", num=None, span=None):
+    modifiers = ([{"dep": "det", "span": det, "lemma_span": det}] if det else [])
+    if num:
+        modifiers.append({"dep": "nummod", "span": num, "lemma_span": num})
+    modifiers += [{"dep": "amod", "span": a, "lemma_span": a} for a in attributes]
+    words = [w for w in (det, num, *attributes, head) if w]
+    return {"span": span or " ".join(words), "head": head, "lemma_head": lemma or head, "modifiers": modifiers,
+            "attributes": list(attributes)}
+
+
+def record(rid, entities, relations, caption="a caption"):
+    rels = [{"subject": s, "object": o, "relation": r, "lemma_relation": r} for s, o, r in relations]
+    return {"id": rid, "caption": caption, "graph": {"entities": entities, "relations": rels}}
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_object_node_reads_number_determiner_and_quantifiers():
+    node = object_node(entity("poles", "pole", ["tall", "wooden"], det=None, num="two"), 3)
+    assert node == {"noun": "poles", "lemma": "pole", "plural": True, "count": "two",
+                    "attributes": ["tall", "wooden"], "determiner": "a", "entity": 3}
+    cars = object_node(entity("cars", "car", ["several", "other", "red"], det=None), 0)
+    assert cars["count"] == "several other" and cars["attributes"] == ["red"]
+    assert object_node(entity("water", det=None), 0)["determiner"] is None
+    assert object_node(entity("dog", det=None, span="their dog"), 0)["determiner"] == "the"
+    assert object_node(entity("people", det=None), 0)["plural"] is True
+
+
+def test_all_one_and_two_object_subgraphs_in_graph_order():
+    rec = record(1, [entity("man"), entity("horse", attributes=["brown"]), entity("beach", det="the")],
+                 [(0, 1, "riding"), (0, 2, "on")])
+    subs = candidate_subgraphs(rec["graph"])
+    assert [s["kind"] for s in subs] == ["object", "object", "object", "relation", "relation"]
+    assert [o["noun"] for o in subs[3]["objects"]] == ["man", "horse"]
+    assert subs[3]["relations"] == [{"subject": 0, "object": 1, "relation": "riding"}]
+    assert subs[1]["objects"][0]["attributes"] == ["brown"]
+
+
+def test_duplicates_pronouns_and_self_loops_are_left_out():
+    rec = record(1, [entity("dog"), entity("dog"), entity("it", det=None), entity("ball")],
+                 [(0, 3, "with"), (1, 3, "with"), (0, 2, "near"), (3, 3, "on")])
+    subs = candidate_subgraphs(rec["graph"])
+    assert [(s["kind"], [o["noun"] for o in s["objects"]]) for s in subs] == [
+        ("object", ["dog"]), ("object", ["ball"]), ("relation", ["dog", "ball"])]
+
+
+def test_caption_first_and_max_sample_is_deterministic_and_ordered():
+    ents = [entity(h) for h in ("cat", "dog", "ball", "mat", "sofa")]
+    rec = record("x", ents, [(0, 2, "near"), (1, 3, "on")], caption="A cat near a ball, a dog on a mat, a sofa.")
+    full = candidate_subgraphs(rec["graph"])
+    out = decompose_record(rec, max_subgraphs=3, seed=5)
+    assert out["subgraphs"][0] == {"kind": "caption", "text": rec["caption"], "objects": [], "relations": []}
+    chosen = out["subgraphs"][1:]
+    assert len(chosen) == 3
+    positions = [full.index(s) for s in chosen]
+    assert positions == sorted(positions)
+    assert decompose_record(rec, max_subgraphs=3, seed=5) == out
+    # the sample depends on (seed, id): other seeds pick other subsets
+    picks = {tuple(graph_key(s) for s in decompose_record(rec, max_subgraphs=3, seed=s)["subgraphs"][1:]) for s in range(20)}
+    assert len(picks) > 1
+    assert decompose_record(rec, max_subgraphs=3, keep_caption=False)["subgraphs"][0]["kind"] != "caption"
+
+
+def test_golden():
+    out = list(decompose(read_jsonl(DATA / "input.jsonl")))
+    assert out == read_jsonl(DATA / "expected.jsonl")
+
+
+heads = st.sampled_from(["dog", "cat", "man", "ball", "tree", "car", "it"])
+attrs = st.lists(st.sampled_from(["red", "big", "old", "wooden", "shiny"]), max_size=2)
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(0, 5))
+    ents = [entity(draw(heads), attributes=draw(attrs)) for _ in range(n)]
+    rels = [(draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)), draw(st.sampled_from(["on", "near", "holding"])))
+            for _ in range(draw(st.integers(0, 4)))] if n else []
+    return record(draw(st.integers(0, 10**6)), ents, rels)
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs(), st.integers(1, 6))
+def test_properties(rec, m):
+    out = decompose_record(rec, max_subgraphs=m)
+    subs = out["subgraphs"]
+    assert subs[0]["kind"] == "caption" and len(subs) - 1 <= m
+    keys = [graph_key(s) for s in subs[1:]]
+    assert len(keys) == len(set(keys))
+    for s in subs[1:]:
+        assert len(s["objects"]) in (1, 2) and len(s["relations"]) == len(s["objects"]) - 1
+        assert all(o["noun"] != "it" for o in s["objects"])
+    assert out["id"] == rec["id"] and out["graph"] == rec["graph"]
+
+
+def test_cli_pipes_and_reports_bad_lines(tmp_path):
+    src = DATA / "input.jsonl"
+    result = runner.invoke(app, ["decompose", "--max", "3", str(src)])
+    assert result.exit_code == 0
+    assert [json.loads(x) for x in result.stdout.splitlines()] == read_jsonl(DATA / "expected.jsonl")
+
+    bad = tmp_path / "bad.jsonl"
+    lines = src.read_text().splitlines()[:2] + ['{"id": "z", "caption": "no graph"}']
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["decompose", str(bad), "-o", str(out)])
+    assert result.exit_code == 1
+    assert f"Error: {bad}:3: missing 'graph' (run `mosaictool parse` first)" in result.stderr
+    assert not out.exists()
+    result = runner.invoke(app, ["decompose", "--skip-bad", str(bad), "-o", str(out)])
+    assert result.exit_code == 0 and "skipped 1 bad record" in result.stderr
+    assert len(read_jsonl(out)) == 2
+
+    result = runner.invoke(app, ["decompose", "--max", "0", str(src)])
+    assert result.exit_code == 1 and "--max must be at least 1" in result.stderr
+    nocap = tmp_path / "nocap.jsonl"
+    nocap.write_text(json.dumps(record(1, [entity("dog")], [], caption=None)) + "\n")
+    result = runner.invoke(app, ["decompose", str(nocap)])
+    assert result.exit_code == 1 and "--no-caption" in result.stderr
+    assert runner.invoke(app, ["decompose", "--no-caption", str(nocap)]).exit_code == 0
