@@ -113,6 +113,7 @@ def test_winoground_scores_strict_with_tag_rows():
     k = rows_by_key(WINO.score(items, sims))
     assert (k[("all", "text")]["value"], k[("all", "image")]["value"], k[("all", "group")]["value"]) == (0.75, 0.75, 0.5)
     assert k[("Relation", "text")]["value"] == 1.0 and k[("Relation", "group")]["value"] == 0.0
+    assert k[("Relation", "text")]["detail"] and "detail" not in k[("all", "text")]
     assert k[("Both", "text")]["value"] == 0.5 and k[("Both", "image")]["value"] == 1.0
     assert k[(HEADLINE, "group")] == {"subtask": HEADLINE, "metric": "group", "value": 0.5, "n": 4}
     assert (HEADLINE, "group") not in rows_by_key(WINO.score(items[:2], sims[:2]))
@@ -229,7 +230,7 @@ def test_whatsup_argmax_ties_correct_and_pair_set_accuracy(tmp_path):
     assert k[("WhatsUp_A", "accuracy")]["value"] == 7 / 8
     assert k[("WhatsUp_A", "pair_accuracy")]["value"] == 3 / 4  # 3 of 8/2 pairs
     assert k[("WhatsUp_A", "set_accuracy")]["value"] == 1 / 2  # 1 of 8/4 sets
-    assert k[("WhatsUp_A/right_of", "accuracy")] == {"subtask": "WhatsUp_A/right_of", "metric": "accuracy", "value": 0.5, "n": 2}
+    assert k[("WhatsUp_A/right_of", "accuracy")] == {"subtask": "WhatsUp_A/right_of", "metric": "accuracy", "value": 0.5, "n": 2, "detail": True}
     assert (HEADLINE, "accuracy") not in k
 
 

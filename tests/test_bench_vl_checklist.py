@@ -113,6 +113,7 @@ def test_strict_comparison_counts_a_tie_wrong():
     rows = {(r["subtask"], r["metric"]): r for r in FULL.score(*map(list, zip(*cases)))}
     assert rows[("Relation_spatial_vg", "accuracy")]["value"] == 0.5
     assert rows[("Relation_spatial", "accuracy")]["value"] == 0.5  # a one-source category
+    assert rows[("Relation_spatial_vg", "accuracy")]["detail"] and "detail" not in rows[("Relation_spatial", "accuracy")]
     assert ("Relation", "accuracy") not in rows and (HEADLINE, "accuracy") not in rows
 
 

@@ -166,9 +166,9 @@ class VLChecklist:
             if source not in by_source:
                 continue
             scores = np.stack(by_source[source])  # (n, 2): POS[0], NEG[0]
-            per_source[source] = row(source, "accuracy", metrics.choice_accuracy(scores, 0, tie="strict"), len(scores))
+            per_source[source] = row(source, "accuracy", metrics.choice_accuracy(scores, 0, tie="strict"), len(scores), detail=True)
             rows.append(per_source[source])
-            rows.append(row(source, "mu_c", metrics.mean_confidence(scores, 0, logit_scale), len(scores)))
+            rows.append(row(source, "mu_c", metrics.mean_confidence(scores, 0, logit_scale), len(scores), detail=True))
         per_category: dict[str, dict | None] = {}
         for cat in CATEGORIES:
             members = [s for s, (c, _, _) in SOURCES.items() if c == cat]

@@ -141,7 +141,7 @@ class WhatsUp:
             preps = np.array([it.meta["preposition"] for it, _ in cases])
             for prep in sorted(set(preps.tolist())):
                 mask = preps == prep
-                rows.append(row(f"{sub}/{prep}", "accuracy", correct[mask].mean(), int(mask.sum())))
+                rows.append(row(f"{sub}/{prep}", "accuracy", correct[mask].mean(), int(mask.sum()), detail=True))
         return rows + headline("accuracy", accs)
 
     @staticmethod

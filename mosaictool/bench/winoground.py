@@ -111,7 +111,7 @@ class Winoground:
         for tag in TAGS:
             if tag in by_tag:
                 acc = metrics.winoground_accuracy(by_tag[tag])
-                rows += [row(tag, k, v, len(by_tag[tag])) for k, v in acc.items()]
+                rows += [row(tag, k, v, len(by_tag[tag]), detail=True) for k, v in acc.items()]
         every = [m for tag in TAGS for m in by_tag.get(tag, [])]
         overall = metrics.winoground_accuracy(every)
         rows += [row("all", k, v, len(every)) for k, v in overall.items()]
