@@ -1,0 +1,297 @@
+"""negate: Appendix B graph transforms, category sampling, text negatives, invariants, CLI.
+
+Golden files: tests/data/negate/input.jsonl = tests/data/decompose/expected.jsonl;
+expected.jsonl = `mosaictool negate --text replace,shuffle input.jsonl`.
+"""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from mosaictool.stages import text_negatives as tn
+from mosaictool.stages.negate import _Sampler, graph_candidates, graph_negatives, negate, parse_probs, parse_text_methods
+from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
+from mosaictool.vocab import load
+
+DATA = Path(__file__).parent / "data" / "negate"
+runner = CliRunner()
+VOCAB = load()
+
+
+def node(noun, attributes=(), lemma=None, plural=False, count=None):
+    return {"noun": noun, "lemma": lemma or noun, "plural": plural, "count": count, "attributes": list(attributes),
+            "determiner": "a", "entity": 0}
+
+
+def rel_graph(s, o, relation="next to"):
+    return {"kind": "relation", "text": None, "objects": [s, o], "relations": [{"subject": 0, "object": 1, "relation": relation}]}
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    from mosaictool.stages.parse import load_nlp
+
+    return load_nlp()
+
+
+# --- graph transforms ---------------------------------------------------------------------------
+
+
+def test_f_obj_replaces_each_attribute_within_its_category():
+    sg = {"kind": "object", "text": None, "objects": [node("car", ["small", "red"])], "relations": []}
+    pools = graph_candidates(1, sg, _Sampler(VOCAB, random.Random(0), True))
+    assert pools["attr"] == [] and pools["rel"] == []
+    slots = {c["slot"]: c for c in pools["obj"]}
+    assert set(slots) == {"objects[0].attributes[0]", "objects[0].attributes[1]"}
+    colour = slots["objects[0].attributes[1]"]
+    assert colour["transform"] == "f_obj" and colour["from"] == "red"
+    assert VOCAB.category(colour["to"]) == "colour" and colour["to"] != "red"
+    assert colour["graph"]["objects"][0]["attributes"] == ["small", colour["to"]]
+    assert VOCAB.category(slots["objects[0].attributes[0]"]["to"]) == "size"
+
+
+def test_f_attr_and_f_rel_on_a_relation_subgraph():
+    sg = rel_graph(node("circle", ["red"]), node("square", ["blue"]), "to the left of")
+    pools = graph_candidates(2, sg, _Sampler(VOCAB, random.Random(1), True))
+    by = {(c["transform"], c["slot"]): c for c in pools["attr"] + pools["rel"]}
+    swap = by[("f_attr:swap", "attributes")]
+    assert [o["attributes"] for o in swap["graph"]["objects"]] == [["blue"], ["red"]]
+    assert (swap["from"], swap["to"]) == ("red|blue", "blue|red")
+    rswap = by[("f_rel:swap", "objects")]
+    assert rswap["graph"]["relations"] == [{"subject": 1, "object": 0, "relation": "to the left of"}]
+    subj = by[("f_rel:replace_object", "objects[0].noun")]
+    assert VOCAB.group(subj["to"]) == "shape" and subj["to"] not in ("circle", "square")
+    relation = by[("f_rel:replace_relation", "relations[0]")]
+    assert VOCAB.relation_type(relation["to"]) == "spatial" and relation["to"] != "to the left of"
+    join = by[("f_rel:join", "relations[1]")]
+    assert len(join["graph"]["objects"]) == 3 and join["graph"]["relations"][1]["object"] == 2
+    assert all(c["subgraph"] == 2 and c["kind"] == "graph" for c in by.values())
+
+
+def test_uniform_sampling_leaves_the_category():
+    sg = {"kind": "object", "text": None, "objects": [node("car", ["red"])], "relations": []}
+    categories = {
+        VOCAB.category(graph_candidates(0, sg, _Sampler(VOCAB, random.Random(seed), False))["obj"][0]["to"])
+        for seed in range(40)
+    }
+    assert len(categories) > 3
+
+
+def test_replacing_a_plural_object_keeps_it_plural():
+    sg = rel_graph(node("dogs", lemma="dog", plural=True, count="two"), node("ball"))
+    pools = graph_candidates(0, sg, _Sampler(VOCAB, random.Random(3), True))
+    repl = next(c for c in pools["rel"] if c["slot"] == "objects[0].noun")
+    new = repl["graph"]["objects"][0]
+    assert new["plural"] and new["count"] == "two" and new["noun"] == VOCAB.plural(new["lemma"])
+
+
+def test_probs_choose_categories_and_max_caps():
+    rec = {"id": 1, "subgraphs": [
+        {"kind": "object", "text": None, "objects": [node("car", ["small", "red", "old"])], "relations": []},
+        rel_graph(node("man", ["tall"]), node("horse", ["brown"]), "riding"),
+    ]}
+    only_rel = graph_negatives(rec, VOCAB, max_negatives=10, probs=(0, 0, 1), seed=0, type_aware=True)
+    assert only_rel and {n["category"] for n in only_rel} == {"rel"}
+    only_obj = graph_negatives(rec, VOCAB, max_negatives=10, probs=(1, 0, 0), seed=0, type_aware=True)
+    assert {n["category"] for n in only_obj} == {"obj"} and len(only_obj) == 3
+    capped = graph_negatives(rec, VOCAB, max_negatives=2, probs=(0.2, 0.4, 0.4), seed=0, type_aware=True)
+    assert len(capped) == 2
+    assert graph_negatives(rec, VOCAB, max_negatives=0, probs=(0.2, 0.4, 0.4), seed=0, type_aware=True) == []
+
+
+def test_option_parsing():
+    assert parse_probs("1,1,2") == (0.25, 0.25, 0.5)
+    for bad in ("1,2", "a,b,c", "-1,1,1", "0,0,0"):
+        with pytest.raises(MosaicError):
+            parse_probs(bad)
+    assert parse_text_methods("order, negclip") == ("negclip", "order")
+    with pytest.raises(MosaicError, match="unknown method"):
+        parse_text_methods("negclip,wordnet")
+
+
+# --- text negatives ---------------------------------------------------------------------------
+
+
+def test_word_tokenize_follows_treebank_conventions():
+    assert tn.word_tokenize("A dog's ball isn't red, it's big.") == [
+        "A", "dog", "'s", "ball", "is", "n't", "red", ",", "it", "'s", "big", "."]
+
+
+def test_trigram_functions_keep_tokens_and_chunks():
+    text = "remarkable scene with a blue ball behind a green chair"
+    tokens = tn.word_tokenize(text)
+    rng = random.Random(0)
+    within = tn.shuffle_within_trigrams(text, rng).split()
+    assert [sorted(c) for c in tn.trigrams(within)] == [sorted(c) for c in tn.trigrams(tokens)]
+    shuffled = tn.shuffle_trigrams(text, rng).split()
+    assert sorted(map(tuple, tn.trigrams(tokens))) == sorted(map(tuple, [shuffled[i:i + 3] for i in (0, 3, 6)] + [shuffled[9:]])) or \
+        sorted(shuffled) == sorted(tokens)
+    assert tn.trigrams(list("abcdefgh")) == [["a", "b", "c"], ["d", "e", "f"], ["g", "h"]]
+
+
+def test_aro_tag_shuffles(nlp):
+    text = "remarkable scene with a blue ball behind a green chair"
+    doc = nlp(text)
+    tags = [t.tag_ for t in doc]
+    out = tn.shuffle_nouns_and_adj(text, random.Random(2), nlp).split()
+    for i, tag in enumerate(tags):  # every non noun/adjective stays in place
+        if tag not in tn.NOUN_TAGS | tn.ADJ_TAGS:
+            assert out[i] == doc[i].text
+    assert sorted(out) == sorted(t.text for t in doc)
+    rest = tn.shuffle_allbut_nouns_and_adj(doc, random.Random(2)).split()
+    for i, tag in enumerate(tags):
+        if tag in tn.NOUN_TAGS | tn.ADJ_TAGS:
+            assert rest[i] == doc[i].text
+    # punctuation becomes its own space-separated token, as in ARO
+    assert tn.shuffle_nouns_and_adj("A yak.", random.Random(0), nlp) == "A yak ."
+
+
+def test_negclip_swaps_on_the_gist_example(nlp):
+    doc = nlp("A child holding a flowered umbrella and petting a yak.")
+    made = {t: (a, b, text) for t, a, b, text in tn.negclip_swaps(doc, random.Random(0))}
+    assert "negclip:NN" in made
+    a, b, text = made["negclip:NN"]
+    assert {a, b} <= {"child", "umbrella", "yak"} and text.endswith(" .")
+    assert sorted(text.split()) == sorted(t.text for t in doc)
+    if "negclip:vp" in made:
+        a, b, text = made["negclip:vp"]
+        assert text == text.lower() and a.lower() in text and b.lower() in text
+
+
+def test_replace_uses_antonyms_then_cohyponyms():
+    graph = {"entities": [{"head": "cat", "lemma_head": "cat", "span": "A small cat", "modifiers": [], "attributes": ["small"]},
+                          {"head": "table", "lemma_head": "table", "span": "the table", "modifiers": [], "attributes": []}],
+             "relations": [{"subject": 0, "object": 1, "relation": "under"}]}
+    made = {t: (c, a, b, text) for t, c, a, b, text in tn.replace_negatives("A small cat under the table.", graph, VOCAB, random.Random(0))}
+    assert made["replace:att"][1:3] in (("small", "big"), ("small", "large"))
+    assert made["replace:rel"][3].startswith("A small cat ") and made["replace:rel"][2] in VOCAB.antonyms["under"]
+    category, before, after, text = made["replace:obj"]
+    assert category == "obj" and VOCAB.group(after) == VOCAB.group(before) and after in text
+
+
+def test_replace_fixes_the_article():
+    graph = {"entities": [{"head": "apple", "lemma_head": "apple", "span": "An apple", "modifiers": [], "attributes": []}],
+             "relations": []}
+    for seed in range(10):
+        (_, _, _, new, text), = tn.replace_negatives("An apple on a desk", graph, VOCAB, random.Random(seed))
+        assert text.startswith(("A ", "An ")) and text.split()[0] == ("An" if new[0] in "aeiou" else "A")
+
+
+def test_bigram_shuffle():
+    out = tn.shuffle_bigrams("a b c d e.", random.Random(0))
+    assert out != "a b c d e" and sorted(out.split()) == ["a", "b", "c", "d", "e"]
+    assert tn.shuffle_bigrams("two words", random.Random(0)) is None
+
+
+# --- the stage: golden, invariants, determinism ---------------------------------------------------
+
+
+def test_golden():
+    assert list(negate(read_jsonl(DATA / "input.jsonl"), text_methods=("replace", "shuffle"))) == read_jsonl(DATA / "expected.jsonl")
+
+
+def test_all_text_methods_with_provenance_and_no_caption_copies():
+    records = read_jsonl(DATA / "input.jsonl")[:6]
+    out = list(negate(records, text_methods=("negclip", "replace", "shuffle", "order"), max_negatives=6))
+    transforms = set()
+    for rec in out:
+        caption = normalize_text(rec["caption"])
+        texts = [normalize_text(n["text"]) for n in rec["negatives"] if n["kind"] == "text"]
+        assert caption not in texts and len(texts) == len(set(texts))
+        for neg in rec["negatives"]:
+            assert neg["category"] in ("obj", "attr", "rel", "text") and neg["transform"]
+            if neg["kind"] == "text":
+                assert neg["subgraph"] == 0 and neg["graph"] is None
+            else:
+                assert neg["text"] is None and rec["subgraphs"][neg["subgraph"]]["kind"] != "caption"
+            transforms.add(neg["transform"].split(":")[0])
+    assert {"negclip", "replace", "shuffle", "order", "f_rel"} <= transforms
+
+
+def test_same_output_for_any_batch_size_and_workers():
+    records = read_jsonl(DATA / "input.jsonl")
+    base = list(negate(records, text_methods=("replace", "shuffle"), batch_size=256))
+    assert list(negate(records, text_methods=("replace", "shuffle"), batch_size=3)) == base
+    assert list(negate(records, text_methods=("replace", "shuffle"), batch_size=2, workers=2)) == base
+    # asking for text negatives does not change the graph negatives
+    graph_only = list(negate(records))
+    assert [[n for n in r["negatives"] if n["kind"] == "graph"] for r in base] == [r["negatives"] for r in graph_only]
+
+
+nouns = st.sampled_from(["dog", "cat", "man", "ball", "circle", "square", "zorblax"])
+adjectives = st.lists(st.sampled_from(["red", "blue", "big", "small", "old", "wooden", "fizzy"]), max_size=3, unique=True)
+relations = st.sampled_from(["on", "next to", "holding", "under", "glorping"])
+
+
+@st.composite
+def decomposed(draw):
+    subgraphs = [{"kind": "caption", "text": "a caption", "objects": [], "relations": []}]
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            subgraphs.append({"kind": "object", "text": None, "objects": [node(draw(nouns), draw(adjectives))], "relations": []})
+        else:
+            subgraphs.append(rel_graph(node(draw(nouns), draw(adjectives)), node(draw(nouns), draw(adjectives)), draw(relations)))
+    return {"id": draw(st.one_of(st.integers(), st.text(max_size=5))), "caption": "a caption", "subgraphs": subgraphs}
+
+
+@settings(max_examples=80, deadline=None)
+@given(decomposed(), st.integers(0, 8), st.booleans())
+def test_graph_negative_invariants(rec, m, type_aware):
+    negs = graph_negatives(rec, VOCAB, max_negatives=m, probs=(0.15, 0.425, 0.425), seed=0, type_aware=type_aware)
+    assert len(negs) <= m
+    positive_keys = {graph_key(s) for s in rec["subgraphs"][1:]}
+    keys = [graph_key(n["graph"]) for n in negs]
+    assert len(keys) == len(set(keys)) and not positive_keys & set(keys)
+    for n in negs:
+        assert n["category"] in ("obj", "attr", "rel") and n["transform"].startswith("f_" + n["category"])
+        assert n["slot"] and n["to"] and 1 <= n["subgraph"] < len(rec["subgraphs"])
+    assert graph_negatives(rec, VOCAB, max_negatives=m, probs=(0.15, 0.425, 0.425), seed=0, type_aware=type_aware) == negs
+
+
+def test_record_rng_depends_on_seed_id_and_purpose():
+    draw = lambda *a: record_rng(*a).random()  # noqa: E731
+    assert draw(0, 1, "graph") == draw(0, 1, "graph")
+    assert len({draw(0, 1, "graph"), draw(0, "1", "graph"), draw(1, 1, "graph"), draw(0, 1, "negclip")}) == 4
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+
+def test_cli(tmp_path):
+    src = DATA / "input.jsonl"
+    result = runner.invoke(app, ["negate", "--text", "replace,shuffle", str(src)])
+    assert result.exit_code == 0
+    assert [json.loads(x) for x in result.stdout.splitlines()] == read_jsonl(DATA / "expected.jsonl")
+
+    out = tmp_path / "negs.parquet"
+    result = runner.invoke(app, ["negate", "--max", "6", str(src), "-o", str(out)])
+    assert result.exit_code == 0
+    import duckdb
+
+    rows = duckdb.sql(f"select n.transform, count(*) from (select unnest(negatives) n from '{out}') group by 1").fetchall()
+    assert {t for t, _ in rows} <= {"f_obj", "f_attr:swap", "f_attr:replace", "f_rel:swap", "f_rel:replace_object",
+                                   "f_rel:replace_relation", "f_rel:join"} and rows
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(src.read_text().splitlines()[0] + '\n{"id": "q", "caption": "x", "graph": {}}\n')
+    target = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["negate", str(bad), "-o", str(target)])
+    assert result.exit_code == 1
+    assert f"Error: {bad}:2: missing 'subgraphs' (run `mosaictool decompose` first)" in result.stderr
+    assert not target.exists()
+
+    for args, message in ((["--probs", "1,2"], "--probs must be"), (["--text", "wordnet"], "unknown method"),
+                          (["--vocab", str(tmp_path / "none")], "no such vocabulary folder"), (["--max", "-1"], "--max")):
+        result = runner.invoke(app, ["negate", *args, str(src)])
+        assert result.exit_code == 1 and message in result.stderr, args
