@@ -1,0 +1,196 @@
+"""template: sentence rendering, the `texts` schema of contract A, dedup, CLI.
+
+Golden files: tests/data/template/input.jsonl = tests/data/negate/expected.jsonl; expected.jsonl =
+`mosaictool template input.jsonl`, expected_varied.jsonl = `... --style varied`.
+"""
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from mosaictool.cli import app
+from mosaictool.stages.negate import graph_negatives
+from mosaictool.stages.subgraph import indefinite_article, normalize_text
+from mosaictool.stages.template import FRAMES, noun_phrase, render_graph, template, template_record
+from mosaictool.vocab import load
+
+DATA = Path(__file__).parent / "data" / "template"
+runner = CliRunner()
+VOCAB = load()
+
+
+def node(noun, attributes=(), plural=False, count=None, determiner="a", lemma=None):
+    return {"noun": noun, "lemma": lemma or noun, "plural": plural, "count": count, "attributes": list(attributes),
+            "determiner": determiner, "entity": None}
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_articles():
+    for phrase, article in (("apple", "an"), ("dog", "a"), ("umbrella", "an"), ("unicorn", "a"), ("hour", "an"),
+                            ("one-way sign", "a"), ("european city", "a"), ("8 ball", "an")):
+        assert indefinite_article(phrase) == article, phrase
+
+
+def test_noun_phrases():
+    assert noun_phrase(node("car", ["red", "small", "wooden", "old"]), VOCAB) == "a small old red wooden car"
+    assert noun_phrase(node("shirt", ["black", "white"]), VOCAB) == "a black and white shirt"
+    assert noun_phrase(node("elephant", ["old"]), VOCAB) == "an old elephant"
+    assert noun_phrase(node("poles", ["tall"], plural=True, count="two"), VOCAB) == "two tall poles"
+    assert noun_phrase(node("dogs", plural=True), VOCAB) == "dogs"
+    assert noun_phrase(node("water", determiner=None), VOCAB) == "water"
+    assert noun_phrase(node("beach", determiner="the"), VOCAB) == "the beach"
+
+
+def test_shapes():
+    one = {"objects": [node("circle", ["red"])], "relations": []}
+    assert render_graph(one, VOCAB) == "a red circle"
+    two = {"objects": [node("circle", ["red"]), node("square", ["blue"])],
+           "relations": [{"subject": 0, "object": 1, "relation": "to the left of"}]}
+    assert render_graph(two, VOCAB) == "a red circle to the left of a blue square"
+    swapped = {**two, "relations": [{"subject": 1, "object": 0, "relation": "to the left of"}]}
+    assert render_graph(swapped, VOCAB) == "a blue square to the left of a red circle"
+    joined = {"objects": two["objects"] + [node("star", ["green"])],
+              "relations": two["relations"] + [{"subject": 1, "object": 2, "relation": "above"}]}
+    assert render_graph(joined, VOCAB) == "a red circle to the left of a blue square and the square above a green star"
+
+
+def test_texts_schema_indices_and_dedup():
+    rec = {
+        "id": 7,
+        "subgraphs": [
+            {"kind": "caption", "text": "A red car.", "objects": [], "relations": []},
+            {"kind": "object", "text": None, "objects": [node("car", ["red"])], "relations": []},  # reads like the caption
+            {"kind": "object", "text": None, "objects": [node("tree")], "relations": []},
+        ],
+        "negatives": [
+            {"subgraph": 1, "kind": "graph", "category": "obj", "transform": "f_obj", "slot": "objects[0].attributes[0]",
+             "from": "red", "to": "blue", "graph": {"objects": [node("car", ["blue"])], "relations": []}, "text": None},
+            {"subgraph": 0, "kind": "text", "category": "text", "transform": "shuffle:bigram", "slot": None, "from": None,
+             "to": None, "graph": None, "text": "a tree"},  # equals a positive: dropped
+            {"subgraph": 0, "kind": "text", "category": "attr", "transform": "replace:att", "slot": "attr", "from": "red",
+             "to": "blue", "graph": None, "text": "A blue car."},  # same text as the graph negative: dropped
+        ],
+    }
+    texts = template_record(rec, VOCAB)["texts"]
+    assert texts["positives"] == [
+        {"text": "A red car.", "kind": "caption", "subgraph": None},
+        {"text": "a tree", "kind": "object", "subgraph": 2},
+    ]
+    assert texts["negatives"] == [
+        {"text": "a blue car", "positive": 0, "kind": "graph", "category": "obj", "transform": "f_obj",
+         "slot": "objects[0].attributes[0]", "from": "red", "to": "blue"},
+    ]
+
+
+def test_golden():
+    records = read_jsonl(DATA / "input.jsonl")
+    assert list(template(records)) == read_jsonl(DATA / "expected.jsonl")
+    assert list(template(records, style="varied")) == read_jsonl(DATA / "expected_varied.jsonl")
+
+
+def test_varied_negatives_share_their_positive_frame():
+    prefixes = [f.split("{")[0] for f in FRAMES if not f.startswith("{")]
+    framed = 0
+    for rec in read_jsonl(DATA / "expected_varied.jsonl"):
+        positives = rec["texts"]["positives"]
+        for neg in rec["texts"]["negatives"]:
+            if neg["kind"] == "graph":
+                prefix = next((p for p in prefixes if positives[neg["positive"]]["text"].startswith(p)), None)
+                if prefix:
+                    framed += 1
+                    assert neg["text"].startswith(prefix)
+    assert framed > 10
+
+
+def test_without_negatives_field():
+    rec = read_jsonl(Path(__file__).parent / "data" / "decompose" / "expected.jsonl")[0]
+    texts = template_record(rec, VOCAB)["texts"]
+    assert texts["negatives"] == [] and texts["positives"][0]["kind"] == "caption"
+
+
+nouns = st.sampled_from(["dog", "cat", "man", "ball", "circle", "apple", "zorblax"])
+adjectives = st.lists(st.sampled_from(["red", "blue", "big", "small", "old", "wooden", "fizzy"]), max_size=3, unique=True)
+
+
+@st.composite
+def negated(draw):
+    subgraphs = [{"kind": "caption", "text": draw(st.sampled_from(["a red dog", "A cat.", "two balls"])),
+                  "objects": [], "relations": []}]
+    for _ in range(draw(st.integers(0, 4))):
+        a = node(draw(nouns), draw(adjectives))
+        if draw(st.booleans()):
+            subgraphs.append({"kind": "object", "text": None, "objects": [a], "relations": []})
+        else:
+            b = node(draw(nouns), draw(adjectives))
+            rel = draw(st.sampled_from(["on", "next to", "holding"]))
+            subgraphs.append({"kind": "relation", "text": None, "objects": [a, b],
+                              "relations": [{"subject": 0, "object": 1, "relation": rel}]})
+    rec = {"id": draw(st.integers()), "subgraphs": subgraphs}
+    rec["negatives"] = graph_negatives(rec, VOCAB, max_negatives=draw(st.integers(0, 8)), probs=(0.2, 0.4, 0.4),
+                                       seed=draw(st.integers(0, 3)), type_aware=draw(st.booleans()))
+    return rec
+
+
+@settings(max_examples=80, deadline=None)
+@given(negated(), st.sampled_from(["plain", "varied"]))
+def test_invariants(rec, style):
+    texts = template_record(rec, VOCAB, style=style)["texts"]
+    pos = [normalize_text(p["text"]) for p in texts["positives"]]
+    neg = [normalize_text(n["text"]) for n in texts["negatives"]]
+    assert len(pos) == len(set(pos)) and len(neg) == len(set(neg)) and not set(pos) & set(neg)
+    for n in texts["negatives"]:
+        assert 0 <= n["positive"] < len(texts["positives"])
+        assert n["transform"] and n["category"] in ("obj", "attr", "rel") and n["kind"] == "graph"
+    assert texts["positives"][0]["kind"] == "caption"
+
+
+def test_cli(tmp_path):
+    src = DATA / "input.jsonl"
+    result = runner.invoke(app, ["template", str(src)])
+    assert result.exit_code == 0
+    assert [json.loads(x) for x in result.stdout.splitlines()] == read_jsonl(DATA / "expected.jsonl")
+
+    bad = tmp_path / "bad.jsonl"
+    first = json.loads(src.read_text().splitlines()[0])
+    broken = {**first, "id": "b", "negatives": [{"kind": "graph", "subgraph": 99}]}
+    bad.write_text(json.dumps(first) + "\n" + json.dumps(broken) + "\n")
+    out = tmp_path / "texts.jsonl"
+    result = runner.invoke(app, ["template", str(bad), "-o", str(out)])
+    assert result.exit_code == 1
+    assert f"Error: {bad}:2: negatives[0].subgraph 99 is not an index into 'subgraphs'" in result.stderr
+    assert not out.exists()
+
+    result = runner.invoke(app, ["template", "--style", "fancy", str(src)])
+    assert result.exit_code == 1 and "--style must be one of plain, varied" in result.stderr
+
+    parquet = tmp_path / "texts.parquet"
+    assert runner.invoke(app, ["template", str(src), "-o", str(parquet)]).exit_code == 0
+    import polars as pl
+
+    assert pl.read_parquet(parquet)["texts"].struct.field("positives").list.len().min() >= 1
+
+
+def test_pipeline_end_to_end(tmp_path):
+    """parse | decompose | negate | template through the CLI on real COCO captions."""
+    caps = tmp_path / "caps.jsonl"
+    caps.write_text("".join(json.dumps({"id": i, "caption": c}) + "\n" for i, c in enumerate(
+        ["A man riding a horse on the beach.", "Two red apples next to a small wooden bowl."])))
+    steps = [["parse", str(caps)], ["decompose", "--max", "3"], ["negate", "--max", "6", "--seed", "0", "--text", "negclip,order"],
+             ["template"]]
+    data = None
+    for step in steps:
+        result = runner.invoke(app, step, input=data)
+        assert result.exit_code == 0, (step, result.stderr)
+        data = result.stdout
+    out = [json.loads(x) for x in data.splitlines()]
+    assert [r["id"] for r in out] == [0, 1]
+    for r in out:
+        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None}
+        kinds = {n["kind"] for n in r["texts"]["negatives"]}
+        assert kinds == {"graph", "text"}
