@@ -348,3 +348,77 @@ def test_eqben_youcook2_npy_frames_are_read_as_bgr(tmp_path):
     np.save(tmp_path / "f.npy", frame)
     img = open_image(ImageRef(str(tmp_path / "f.npy")))
     assert img.size == (6, 4) and img.getpixel((0, 0)) == (0, 0, 200)
+
+
+# ---------------------------------------------------------------- vl_compo meta-averages
+
+def _reference_models(shared: Path, count: int) -> list[tuple[dict, dict]]:
+    ref = shared / "reference-results"
+    summary = {(r["arch"], r["pretrained"]): r for r in csv.DictReader(open(ref / "results.csv"))}
+    pairs = [(m, summary[(m["arch"], m["pretrained"])]) for m in csv.DictReader(open(ref / "individual_results.csv")) if (m["arch"], m["pretrained"]) in summary]
+    return pairs[:count]
+
+
+def _split(percent: float, n: int) -> list[bool]:
+    k = round(percent / 100 * n)
+    return [True] * k + [False] * (n - k)
+
+
+def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
+    """Cases built to hit vl_compo's per-subtask values must give its published meta-averages
+    (results.csv); where the real case counts are unknown, n = 1000 per part bounds the rounding."""
+    from mosaictool.bench.imagecode import BENCHMARK as IMAGECODE
+    from mosaictool.bench.vl_checklist import BENCHMARK as VL_CHECKLIST
+    from mosaictool.bench.vl_checklist import SOURCES
+
+    VLC = VL_CHECKLIST[0]
+
+    two = {True: np.array([[0.9, 0.1]]), False: np.array([[0.1, 0.9]])}
+    for model, summary in _reference_models(shared_benchmarks, 3):
+        def value(col: str) -> float:
+            return float(model[col])
+
+        def headline_of(bench, items, sims, metric="accuracy") -> float:
+            return 100 * rows_by_key(bench.score(items, sims))[(HEADLINE, metric)]["value"]
+
+        items, sims = [], []
+        for source, (cat, _, _) in SOURCES.items():
+            for ok in _split(value(f"vl_checklist::{cat}"), 1000):
+                items.append(Item([ImageRef("x")], ["p", "n"], {"subtask": cat, "source": source}))
+                sims.append(two[ok])
+        assert headline_of(VLC, items, sims) == pytest.approx(float(summary["vl_checklist"]), abs=0.05)
+
+        items, sims = [], []
+        for sub in WHATSUP.subtasks:
+            for j, ok in enumerate(_split(value(f"whatsup::{sub}"), 1000)):
+                items.append(Item([ImageRef("x")], ["a", "b"], {"subtask": sub, "preposition": "on", "pair": (str(j // 4), ""), "slot": "on"}))
+                sims.append(two[ok])
+        assert headline_of(WHATSUP, items, sims) == pytest.approx(float(summary["whatsup"]), abs=0.05)
+
+        items, sims = [], []
+        for sub in SVO.subtasks:
+            for ok in _split(value(f"svo_probes::{sub}"), 1000):
+                items.append(Item([ImageRef("p"), ImageRef("n")], ["s"], {"subtask": sub}))
+                sims.append(two[ok].T)
+        assert headline_of(SVO, items, sims) == pytest.approx(float(summary["svo_probes"]), abs=0.05)
+
+        items, sims = [], []
+        for sub in EQBEN.subtasks:
+            for ok in _split(value(f"eqben::{sub}::group"), 1000):
+                items.append(Item([ImageRef("a"), ImageRef("b")], ["c0", "c1"], {"subtask": sub}))
+                sims.append(np.array(PERFECT if ok else TIE))
+        assert headline_of(EQBEN, items, sims, "group") == pytest.approx(float(summary["eqben"]), abs=0.05)
+
+        # Winoground (400 cases) and ImageCoDe (1,872 video + 430 static) values are exact k / n
+        items, sims = [], []
+        for j, ok in enumerate(_split(value("winoground::group"), 400)):
+            items.append(Item([ImageRef("a"), ImageRef("b")], ["c0", "c1"], {"subtask": ("Object", "Relation", "Both")[j % 3]}))
+            sims.append(np.array(PERFECT if ok else TIE))
+        assert headline_of(WINO, items, sims, "group") == pytest.approx(float(summary["winoground"]), abs=1e-4)
+
+        items, sims = [], []
+        for sub, n in (("videos", 1872), ("static", 430)):
+            for ok in _split(value(f"imagecode::{sub}"), n):
+                items.append(Item([ImageRef(str(i)) for i in range(10)], ["d"], {"subtask": sub, "set": "s", "target": 0 if ok else 1}))
+                sims.append(np.eye(10)[:, :1])
+        assert headline_of(IMAGECODE, items, sims) == pytest.approx(float(summary["imagecode"]), abs=1e-4)

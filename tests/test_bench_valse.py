@@ -146,3 +146,29 @@ def test_end_to_end_with_placeholder_images(root, tiny_bundle, tmp_path):
     by_key = {(r["subtask"], r["metric"]): r for r in rows}
     assert by_key[(HEADLINE, "accuracy")]["n"] == 11
     assert all(r["benchmark"] == "valse" and r["model"] == "tiny" for r in rows)
+
+
+def test_headline_reproduces_vl_compo_results(shared_benchmarks):
+    """vl_compo's per-instrument values are exactly k / valid count (so it used the mturk filter);
+    cases with those k right must give its published VALSE meta-average."""
+    import csv
+
+    ref = shared_benchmarks / "reference-results"
+    individual = list(csv.DictReader(open(ref / "individual_results.csv")))
+    summary = {(r["arch"], r["pretrained"]): float(r["valse"]) for r in csv.DictReader(open(ref / "results.csv"))}
+    checked = 0
+    for model in individual:
+        key = (model["arch"], model["pretrained"])
+        if key not in summary or checked == 5:
+            continue
+        items, sims = [], []
+        for inst, (n, _) in DOCUMENTED.items():
+            k = float(model[f"valse::{inst}"]) * n / 100
+            assert abs(k - round(k)) < 1e-6, (key, inst)
+            for j in range(n):
+                items.append(_item(inst))
+                sims.append(np.array([[0.9, 0.1]]) if j < round(k) else np.array([[0.1, 0.9]]))
+        rows = {(r["subtask"], r["metric"]): r for r in BENCHMARK.score(items, sims)}
+        assert 100 * rows[(HEADLINE, "accuracy")]["value"] == pytest.approx(summary[key], abs=1e-4)
+        checked += 1
+    assert checked == 5
