@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 
 from mosaictool.errors import RecordError
 
@@ -36,7 +35,7 @@ PRONOUNS = frozenset(
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
 SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
-_PUNCT = re.compile(r"[.,]")
+_PUNCT = str.maketrans(".,", "  ")
 
 
 def record_rng(seed: int, record_id, purpose: str) -> random.Random:
@@ -49,7 +48,7 @@ def record_rng(seed: int, record_id, purpose: str) -> random.Random:
 def normalize_text(text: str) -> str:
     """The form texts are compared in: lower case, no '.' or ',', single spaces (NegCLIP's check_same,
     case-insensitive)."""
-    return " ".join(_PUNCT.sub(" ", text.lower()).split())
+    return " ".join(text.lower().translate(_PUNCT).split())
 
 
 def is_pronoun(entity: dict) -> bool:

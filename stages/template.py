@@ -36,26 +36,32 @@ from mosaictool.stages.subgraph import check_subgraphs, indefinite_article, norm
 ATTRIBUTE_ORDER = (
     "position", "quality", "emotion", "size", "age", "state", "shape", "texture", "colour", "pattern", "material",
 )
-UNKNOWN_RANK = ATTRIBUTE_ORDER.index("state")
+ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
+UNKNOWN_RANK = ATTRIBUTE_RANK["state"]
 STYLES = ("plain", "varied")
 # Frames for "varied"; {be} agrees with the first noun phrase.
 FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
 NEGATIVE_KEYS = ("kind", "category", "transform", "slot", "from", "to")
 
 
-def ordered_attributes(attributes: list[str], vocab) -> list[str]:
-    rank = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
-    return sorted(attributes, key=lambda a: rank.get(vocab.category(a), UNKNOWN_RANK))  # stable
+def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
+    """(attribute, category) pairs in ATTRIBUTE_ORDER, caption order within a category."""
+    pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
+    if len(pairs) > 1:
+        pairs.sort(key=lambda p: ATTRIBUTE_RANK.get(p[1], UNKNOWN_RANK))  # stable
+    return pairs
 
 
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
     words: list[str] = []
-    for attr in ordered_attributes(node["attributes"], vocab):
-        if words and vocab.category(attr) == "colour" and vocab.category(words[-1]) == "colour":
+    previous = None
+    for attr, category in ordered_attributes(node["attributes"], vocab):
+        if category == "colour" and previous == "colour":
             words.append("and")
         words.append(attr)
+        previous = category
     words.append(node["noun"])
     body = " ".join(words)
     if node.get("count"):
