@@ -1,7 +1,116 @@
-"""`mosaictool train` (issue #4)."""
+"""`mosaictool train`: CLIP-FT, NegCLIP and MosaiCLIP fine-tuning of open_clip models."""
 
-from mosaictool.cli.common import not_implemented
+from __future__ import annotations
+
+import os
+from typing import Annotated, Optional
+
+import typer
+
+from mosaictool.cli.common import QuietOpt, SkipBadOpt, handles_errors
+from mosaictool.errors import MosaicError
+
+_DEFAULT_PROBS = "obj=0.15,attr=0.425,rel=0.425"
 
 
-def register(app) -> None:
-    app.command("train")(not_implemented("train", 4))
+def parse_category_probs(text: str) -> dict[str, float]:
+    probs: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            probs[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or probs.get(name.strip(), -1) < 0:
+            raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_DEFAULT_PROBS}")
+    return probs
+
+
+@handles_errors
+def train_cli(
+    data: Annotated[Optional[str], typer.Option(help="Shards (folder, glob or {a..b} pattern) or a JSONL/Parquet file.")] = None,
+    out: Annotated[Optional[str], typer.Option(help="Run folder: config.json, metrics.jsonl, last.pt, final.pt.")] = None,
+    method: Annotated[str, typer.Option(help="clip | negclip | mosaiclip.")] = "clip",
+    image_root: Annotated[Optional[str], typer.Option(help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
+    model: Annotated[str, typer.Option(help="open_clip model name or a shipped config (mosaic-tiny).")] = "mosaic-tiny",
+    pretrained: Annotated[Optional[str], typer.Option(help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
+    model_config: Annotated[Optional[str], typer.Option(help="JSON model config (open_clip schema) for a custom architecture.")] = None,
+    force_quick_gelu: Annotated[bool, typer.Option(help="QuickGELU activations (OpenAI weights); prefer a -quickgelu model name.")] = False,
+    max_pos: Annotated[int, typer.Option(help="mosaiclip: positive texts per image at most.")] = 3,
+    max_neg: Annotated[int, typer.Option(help="mosaiclip: graph negatives per image at most.")] = 6,
+    category_probs: Annotated[str, typer.Option(help="mosaiclip: sampling weights of negative categories.")] = _DEFAULT_PROBS,
+    curriculum: Annotated[bool, typer.Option(help="mosaiclip: stage 1 with <= 1 positive + <= 1 negative, then full.")] = False,
+    curriculum_split: Annotated[float, typer.Option(help="Fraction of the steps spent in curriculum stage 1.")] = 0.5,
+    hard_images: Annotated[int, typer.Option(help="Mine K nearest-neighbour hard images with the starting model (0: off).")] = 0,
+    record_hard_images: Annotated[
+        Optional[bool], typer.Option("--record-hard-images/--no-record-hard-images", help="Use records' hard_images ids (default: on for negclip).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Images per process per micro-batch (hard images come on top).")] = 32,
+    epochs: Annotated[int, typer.Option(help="Passes over the data.")] = 5,
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps (overrides --epochs).")] = None,
+    lr: Annotated[Optional[float], typer.Option(help="Peak learning rate (default 1e-5 with --pretrained, else 5e-4).")] = None,
+    wd: Annotated[float, typer.Option(help="AdamW weight decay (not on gains, biases, logit_scale).")] = 0.1,
+    warmup: Annotated[int, typer.Option(help="Linear warmup steps before the cosine decay.")] = 50,
+    grad_clip: Annotated[float, typer.Option(help="Gradient norm clip (0: off).")] = 1.0,
+    accum_freq: Annotated[int, typer.Option(help="Micro-batches per optimizer step (the loss sees them all).")] = 1,
+    precision: Annotated[str, typer.Option(help="fp32 | bf16 | amp | amp_bf16 (amp needs a GPU).")] = "fp32",
+    grad_checkpointing: Annotated[bool, typer.Option(help="Recompute activations in backward to save memory.")] = False,
+    lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
+    lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
+    augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
+    local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the initialisation, the data order and every random draw.")] = 0,
+    device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
+    num_workers: Annotated[int, typer.Option(help="Data loader worker processes.")] = 0,
+    save_every: Annotated[int, typer.Option(help="Write a resumable checkpoint every N steps (0: only the final one).")] = 0,
+    log_every: Annotated[int, typer.Option(help="Append a metrics line every N steps.")] = 1,
+    resume: Annotated[Optional[str], typer.Option(help="Continue the run in this folder with its stored config.")] = None,
+    skip_bad: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Fine-tune a CLIP model with CLIP-FT, NegCLIP or MosaiCLIP.
+
+    Reads shards from `mosaictool shard` or records + images, samples each image's texts by method
+    (clip: the caption; negclip: + one text negative and hard images; mosaiclip: up to --max-pos
+    positives and --max-neg sub-graph negatives), and writes OUT/final.pt (a checkpoint evaluate and
+    wise-ft read), OUT/metrics.jsonl and OUT/config.json. Same data, flags and seed: same weights.
+
+    Examples:
+
+      mosaictool train --data shards/ --method mosaiclip --out runs/m1
+
+      mosaictool train --data world/train/captions.jsonl --method negclip --steps 200 --out runs/n1
+
+      torchrun --nproc_per_node 8 -m mosaictool train --data 'shards/{000000..000099}.tar' \\
+          --method mosaiclip --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --out runs/m2
+
+      mosaictool train --resume runs/m1        # after a crash: same final weights
+    """
+    from mosaictool.model.train import TrainConfig, train
+
+    if resume:
+        if out and out != resume:
+            raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
+        cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet)
+        final = train(cfg, resume=True)
+    else:
+        if not data or not out:
+            raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
+        cfg = TrainConfig(
+            data=data, out=out, method=method, image_root=image_root, skip_bad=skip_bad, model=model,
+            pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu, max_pos=max_pos,
+            max_neg=max_neg, category_probs=parse_category_probs(category_probs), curriculum=curriculum,
+            curriculum_split=curriculum_split, hard_images=hard_images, record_hard_images=record_hard_images,
+            batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, wd=wd, warmup=warmup,
+            grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
+            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, augment=augment,
+            local_loss=local_loss, seed=seed, device=device, num_workers=num_workers, save_every=save_every,
+            log_every=log_every, quiet=quiet,
+        )
+        final = train(cfg)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
+        typer.echo(str(final))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train_cli)

@@ -101,22 +101,21 @@ class TrainConfig:
         return cfg
 
 
-def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict], None] | None = None) -> Path:
+def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict, object], None] | None = None) -> Path:
     """Train and return the path of the final checkpoint (`out/final.pt`).
 
     With `resume=True` the run in `cfg.out` continues from its last.pt (or starts over if it never
     saved one) with the config stored there; `cfg` then only supplies the run folder and runtime
-    options (num_workers, quiet, device). `on_step(step, metrics)` is called after every step.
+    options (num_workers, quiet, device). `on_step(step, metrics, model)` is called after every step
+    (the model still holds that step's gradients).
     """
     import numpy as np
     import torch
 
     from mosaictool.model import distributed as dist
     from mosaictool.model import openclip
-    from mosaictool.model.batch import fill_slots
     from mosaictool.model.data import (
         BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset, make_loader, mine_hard_images,
-        normalize_images,
     )
     from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
@@ -137,8 +136,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
     if cfg.precision in ("amp", "amp_bf16") and not device.startswith("cuda"):
         raise MosaicError(f"--precision {cfg.precision} needs a GPU; on CPU use fp32 (or bf16)")
-    if device.startswith("cpu"):
-        torch.use_deterministic_algorithms(True, warn_only=True)
     random.seed(cfg.seed + info.rank)
     np.random.seed(cfg.seed + info.rank)
 
@@ -200,6 +197,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     optimizer = torch.optim.AdamW(
         [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": cfg.wd}],
         lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+        fused=True,  # one kernel for all parameters: ~50x faster than the per-tensor loop on CPU
     )
     scaler = torch.amp.GradScaler("cuda") if cfg.precision == "amp" else None
     autocast_dtype = {"bf16": torch.bfloat16, "amp_bf16": torch.bfloat16, "amp": torch.float16}.get(cfg.precision)
@@ -239,16 +237,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     batches = iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=device_type == "cuda"))
 
     def encode(batch):
-        """Features of one micro-batch in the slot layout, with masks and the logit scale."""
-        images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
-        tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
-        with autocast():
-            image_f, text_f, scale = train_model(images, tokens)[:3]
-        image_f, text_f = image_f.float(), text_f.float()
-        n_pos = batch.pos_tokens.shape[0]
-        pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
-        pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
-        return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()  # the loss's argument order
+        return batch_features(train_model, batch, mean=mean, std=std, device=device, autocast=autocast)
 
     def backward(loss):
         (scaler.scale(loss) if scaler is not None else loss).backward()
@@ -310,7 +299,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             "i2t": dist.mean_over_ranks(losses["i2t"].item(), info),
             "t2i": dist.mean_over_ranks(losses["t2i"].item(), info),
             "lr": lr,
-            "logit_scale": float(model.logit_scale.exp()),
+            "logit_scale": model.logit_scale.detach().exp().item(),
             "samples_per_s": images_per_step / max(now - last_time, 1e-9),
             "texts_per_image": pos_per_image + neg_per_image,
             "pos_per_image": pos_per_image,
@@ -329,7 +318,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
                 openclip.save_checkpoint(out / "last.pt", bundle, config=dataclasses.asdict(cfg), step=step,
                                          total_steps=total_steps, rng=rng, **extra)
         if on_step is not None:
-            on_step(step, metrics)
+            on_step(step, metrics, model)
     bar.close()
 
     final = out / "final.pt"
@@ -347,6 +336,26 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
 
 # ---- helpers ----------------------------------------------------------------------------------
+
+
+def batch_features(model, batch, *, mean, std, device, autocast=contextlib.nullcontext):
+    """One forward pass over a micro-batch (images + the filled text slots in one text batch):
+    (image features, positive slots, positive mask, negative slots, negative mask, logit scale),
+    the loss's argument order. `model` may be DDP-wrapped: its forward is what DDP hooks."""
+    import torch
+
+    from mosaictool.model.batch import fill_slots
+    from mosaictool.model.data import normalize_images
+
+    images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
+    tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
+    with autocast():
+        image_f, text_f, scale = model(images, tokens)[:3]
+    image_f, text_f = image_f.float(), text_f.float()
+    n_pos = batch.pos_tokens.shape[0]
+    pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
+    pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
+    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()
 
 
 def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]:

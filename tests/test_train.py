@@ -1,0 +1,230 @@
+"""Training end to end on tiny generated data with a tiny model (CPU, seconds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from mosaictool.cli import app
+from mosaictool.model import openclip
+from mosaictool.model.data import BatchPlan, SamplerConfig, select_texts, slot_sizes
+from mosaictool.model.train import TrainConfig, train
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_fixtures import make_world, write_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("world")
+    return make_world(root, n=12), write_tiny_model(root)
+
+
+def config(world, out, **kw) -> TrainConfig:
+    data, model_cfg = world
+    base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def weights(path) -> dict:
+    return openclip.read_checkpoint(path)["state_dict"]
+
+
+def assert_same_weights(a: dict, b: dict, atol: float = 0.0) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=atol, msg=k)
+
+
+# ---- text sampling and the batch plan ---------------------------------------------------------
+
+
+def test_select_texts_per_method(world):
+    rec = json.loads(Path(world[0]).read_text().splitlines()[0])
+    rng = random.Random(0)
+    assert select_texts(rec, "clip", rng) == ([rec["caption"]], [])
+    pos, neg = select_texts(rec, "negclip", rng)
+    assert pos == [rec["caption"]] and len(neg) == 1
+    assert neg[0] in {n["text"] for n in rec["texts"]["negatives"] if n["transform"].startswith("negclip")}
+    graph_negs = {n["text"] for n in rec["texts"]["negatives"] if n["kind"] == "graph"}
+    all_pos = [p["text"] for p in rec["texts"]["positives"]]
+    for seed in range(20):
+        pos, neg = select_texts(rec, "mosaiclip", random.Random(seed), max_pos=3, max_neg=6)
+        assert 1 <= len(pos) <= 3 and len(set(pos)) == len(pos) and set(pos) <= set(all_pos)
+        assert set(neg) == graph_negs  # only 4 graph negatives exist: all of them fit
+        pos1, neg1 = select_texts(rec, "mosaiclip", random.Random(seed), max_pos=1, max_neg=1)
+        assert len(pos1) == 1 and len(neg1) == 1
+        perturbed = next(n["positive"] for n in rec["texts"]["negatives"] if n["text"] == neg1[0])
+        assert pos1 == [all_pos[perturbed]]  # a drawn negative brings the positive it perturbs
+    only_obj = select_texts(rec, "mosaiclip", random.Random(1), max_pos=3, max_neg=1, category_probs={"obj": 1.0})
+    assert only_obj[1] == [f"{rec['texts']['negatives'][2]['text']}"]
+
+
+def test_curriculum_slots():
+    cfg = SamplerConfig(method="mosaiclip", batch_size=2, max_pos=3, max_neg=6, curriculum_until_step=5)
+    assert slot_sizes(cfg, 4) == (1, 1) and slot_sizes(cfg, 5) == (3, 6)
+    assert slot_sizes(SamplerConfig(method="clip", batch_size=2), 0) == (1, 0)
+    assert slot_sizes(SamplerConfig(method="negclip", batch_size=2), 0) == (1, 1)
+
+
+def test_plan_global_batch_does_not_depend_on_world_size():
+    one = BatchPlan(20, SamplerConfig(method="clip", batch_size=4, seed=3), rank=0, world_size=1, start=0, stop=12)
+    two = [BatchPlan(20, SamplerConfig(method="clip", batch_size=2, seed=3), rank=r, world_size=2, start=0, stop=12)
+           for r in range(2)]
+    for g in range(12):
+        assert one.micro_batch(g) == two[0].micro_batch(g) + two[1].micro_batch(g)
+    epoch0 = [spec[0] for g in range(5) for spec in one.micro_batch(g)]
+    assert len(set(epoch0)) == 20  # an epoch visits every record once
+
+
+# ---- the loop -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["clip", "negclip", "mosaiclip"])
+def test_methods_train_and_write_a_loadable_checkpoint(world, tmp_path, method):
+    final = train(config(world, tmp_path / "run", method=method, curriculum=method == "mosaiclip"))
+    assert final == tmp_path / "run" / "final.pt"
+    bundle = openclip.load_checkpoint(final)
+    meta = bundle.meta["checkpoint"]
+    assert meta["config"]["method"] == method and meta["step"] == 3 and meta["config"]["lr"] == 5e-4
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1, 2, 3]
+    assert all(m.keys() >= {"loss", "lr", "samples_per_s", "texts_per_image"} for m in lines)
+    per_image = {m["texts_per_image"] for m in lines}
+    if method == "clip":
+        assert per_image == {1.0}
+    elif method == "negclip":
+        assert per_image == {2.0}  # caption + one negative, for anchors and their hard images alike
+    else:
+        assert lines[0]["texts_per_image"] == 2.0 and lines[-1]["texts_per_image"] > 2.0  # curriculum stage 2
+    assert not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_same_seed_same_weights_and_workers_do_not_matter(world, tmp_path):
+    a = train(config(world, tmp_path / "a", method="mosaiclip", steps=2))
+    b = train(config(world, tmp_path / "b", method="mosaiclip", steps=2, num_workers=2))
+    assert_same_weights(weights(a), weights(b))
+
+
+def first_step_gradients(cfg: TrainConfig) -> tuple[float, dict]:
+    seen = {}
+
+    def grab(step, metrics, model):
+        if step == 1:
+            seen["loss"] = metrics["loss"]
+            seen["grads"] = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    train(cfg, on_step=grab)
+    return seen["loss"], seen["grads"]
+
+
+def test_accumulation_equals_the_big_batch(world, tmp_path):
+    """Two micro-batches of 2 give the loss and gradients of one batch of 4 (same images, same texts)."""
+    loss_big, big = first_step_gradients(config(world, tmp_path / "big", method="mosaiclip", steps=1, batch_size=4, grad_clip=None))
+    loss_acc, acc = first_step_gradients(
+        config(world, tmp_path / "acc", method="mosaiclip", steps=1, batch_size=2, accum_freq=2, grad_clip=None)
+    )
+    assert loss_acc == pytest.approx(loss_big, rel=1e-5)
+    assert big.keys() == acc.keys() and "logit_scale" in big
+    for name in big:
+        torch.testing.assert_close(acc[name], big[name], rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_lock_image_keeps_the_image_tower_and_grad_checkpointing_runs(world, tmp_path):
+    final = train(config(world, tmp_path / "r", method="negclip", steps=2, lock_image=True, grad_checkpointing=True))
+    start = openclip.create("test-tiny", model_config_file=world[1], seed=0).model.state_dict()
+    after = weights(final)
+    assert all(torch.equal(start[k], after[k]) for k in start if k.startswith("visual."))
+    assert not torch.equal(start["text_projection"], after["text_projection"])
+
+
+def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
+    bundle = openclip.create("test-tiny", model_config_file=world[1], seed=7)
+    weights_file = tmp_path / "start.pt"
+    torch.save(bundle.model.state_dict(), weights_file)
+    out = tmp_path / "ft"
+    final = train(config(world, out, method="negclip", pretrained=str(weights_file), hard_images=2,
+                         record_hard_images=False, steps=1))
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["lr"] == 1e-5 and cfg["pretrained"] == str(weights_file)
+    mined = json.loads((out / "mined_hard_images.json").read_text())
+    assert len(mined) == 12 and all(len(n) == 2 and i not in n for i, n in enumerate(mined))
+    assert openclip.read_checkpoint(final)["step"] == 1
+
+
+def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
+    steps = dict(method="mosaiclip", steps=8, save_every=2, curriculum=True)
+    reference = train(config(world, tmp_path / "ref", **steps))
+
+    out = tmp_path / "crash"
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_train import config
+        from mosaictool.model.train import train
+
+        def die(step, metrics, model):
+            if step == 5:  # after step 4's checkpoint, mid-run
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        train(config(({str(world[0])!r}, {str(world[1])!r}), {str(out)!r}, **{steps!r}), on_step=die)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert openclip.read_checkpoint(out / "last.pt")["step"] == 4 and not (out / "final.pt").exists()
+
+    final = train(TrainConfig(data="", out=str(out), quiet=True), resume=True)
+    assert_same_weights(weights(reference), weights(final))
+    logged = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert logged == list(range(1, 9))
+
+
+# ---- the command line ---------------------------------------------------------------------
+
+
+def test_cli_train_and_resume_errors(world, runner, tmp_path):
+    data, model_cfg = world
+    out = tmp_path / "cli"
+    args = ["train", "--data", str(data), "--out", str(out), "--model-config", str(model_cfg), "--batch-size", "4",
+            "--steps", "1", "--method", "mosaiclip", "--category-probs", "obj=1,attr=1,rel=1", "-q"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(out / "final.pt")
+    again = runner.invoke(app, args)
+    assert again.exit_code == 1 and "already holds a run" in again.stderr
+    done = runner.invoke(app, ["train", "--resume", str(out)])
+    assert done.exit_code == 1 and "already finished" in done.stderr
+    bad = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "x"), "--method", "fancy"])
+    assert bad.exit_code == 1 and "choose clip, negclip or mosaiclip" in bad.stderr
+    probs = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "y"), "--category-probs", "obj"])
+    assert probs.exit_code == 1 and "name=weight" in probs.stderr
+    big = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "z"), "--model-config",
+                              str(model_cfg), "--batch-size", "64"])
+    assert big.exit_code == 1 and "lower --batch-size" in big.stderr
+    assert not list((tmp_path / "z").glob("*.pt"))
+
+
+def test_missing_images_are_reported_or_skipped(world, tmp_path, runner):
+    data, model_cfg = world
+    lines = Path(data).read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    rec = json.loads(lines[0])
+    rec["id"], rec["image"] = "ghost", "images/nope.png"
+    broken.write_text("\n".join(lines + [json.dumps(rec)]) + "\n")
+    args = ["train", "--data", str(broken), "--image-root", str(Path(data).parent), "--model-config", str(model_cfg),
+            "--batch-size", "4", "--steps", "1", "-q"]
+    fail = runner.invoke(app, args + ["--out", str(tmp_path / "a")])
+    assert fail.exit_code == 1 and "nope.png" in fail.stderr and "--skip-bad" in fail.stderr
+    ok = runner.invoke(app, args + ["--out", str(tmp_path / "b"), "--skip-bad"])
+    assert ok.exit_code == 0, ok.output
+    assert "skipped 1 bad record" in ok.stderr
