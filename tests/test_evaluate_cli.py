@@ -193,3 +193,13 @@ def test_world_errors(world, checkpoints, tmp_path):
     (empty / "test").mkdir(parents=True)
     result = runner.invoke(app, ["evaluate", "-b", "world", "-c", checkpoints[0], "-d", str(empty)])
     assert result.exit_code == 1 and "no benchmark files under" in result.stderr
+
+
+def test_retrieval_with_perturbations(world, checkpoints):
+    result = runner.invoke(app, ["evaluate", "-b", "retrieval", "--perturb", "-c", checkpoints[0], "-d", str(world / "test"), "-q"])
+    assert result.exit_code == 0, result.stderr
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert sorted({r["subtask"] for r in rows}) == [
+        "coco", "coco/shuffle_allbut_nouns_and_adj", "coco/shuffle_nouns_and_adj", "coco/shuffle_trigrams", "coco/shuffle_within_trigrams"
+    ]
+    assert {r["metric"] for r in rows} == {f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)}
