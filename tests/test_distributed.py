@@ -1,0 +1,116 @@
+"""Two gloo processes on CPU = one process on the same global batch (loss and gradients, 1e-5)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_fixtures import make_world, write_tiny_model  # noqa: E402
+
+
+METHODS = ("mosaiclip", "negclip")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: bool, method: str) -> dict:
+    """Loss and gradients of one step of the real pieces: plan -> dataset -> collate -> (DDP) model
+    forward -> slot features -> loss -> backward."""
+    import open_clip
+
+    from mosaictool.model import openclip
+    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.model.distributed import DistInfo, mean_over_ranks
+    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+    from mosaictool.model.train import batch_features
+
+    bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=0)
+    model = bundle.model
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    pp = open_clip.get_model_preprocess_cfg(bundle.model)
+    records = TrainData.load(data, method=method)
+    records.resolve_record_hard_images()
+    cfg = SamplerConfig(method=method, batch_size=4 // world, seed=1, use_hard=method == "negclip")
+    plan = BatchPlan(len(records), cfg, rank=rank, world_size=world, start=0, stop=1, hard=records.hard)
+    dataset = TrainDataset(records, cfg, ImageTransform(32), bundle.tokenizer)
+    batch = dataset.collate([dataset[spec] for spec in plan.micro_batch(0)])
+    loss_fn = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world)
+    feats = batch_features(model, batch, mean=pp["mean"], std=pp["std"], device="cpu")
+    loss = loss_fn(*feats)["loss"]
+    loss.backward()
+    info = DistInfo(rank=rank, world_size=world)
+    return {
+        "loss": mean_over_ranks(loss.item(), info),
+        "grads": {n: p.grad.clone() for n, p in bundle.model.named_parameters() if p.grad is not None},
+    }
+
+
+def _worker(rank: int, world: int, port: int, data: str, model_cfg: str, out: str) -> None:
+    os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    from mosaictool.model import distributed
+
+    info = distributed.init("cpu")
+    results = {
+        (method, local): first_step(rank, world, data, model_cfg, local, method)
+        for method in METHODS
+        for local in (False, True)
+    }
+    if rank == 0:
+        torch.save(results, out)
+    distributed.shutdown(info)
+
+
+def test_two_gloo_ranks_equal_one_process(tmp_path):
+    """Both loss modes (global, --local-loss), MosaiCLIP's multi-positive slots and NegCLIP's hard images."""
+    data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
+    out = tmp_path / "ranks.pt"
+    torch.multiprocessing.spawn(_worker, args=(2, _free_port(), str(data), str(model_cfg), str(out)), nprocs=2)
+    results = torch.load(out)
+    assert len(results) == 2 * len(METHODS)
+    for (method, local_loss), two in results.items():
+        single = first_step(0, 1, str(data), str(model_cfg), False, method)
+        assert two["loss"] == pytest.approx(single["loss"], rel=1e-5), (method, local_loss)
+        assert two["grads"].keys() == single["grads"].keys()
+        for name, grad in single["grads"].items():
+            torch.testing.assert_close(two["grads"][name], grad, rtol=1e-5, atol=1e-5,
+                                       msg=f"{name} ({method}, local_loss={local_loss})")
+
+
+@pytest.mark.slow
+def test_torchrun_end_to_end_matches_one_process(tmp_path):
+    """The real command under torchrun (2 gloo ranks × 2 images) ends where 1 process × 4 images does."""
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun not on PATH")
+    data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
+    common = ["--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
+              "--warmup", "1", "--lr", "1e-6", "--device", "cpu", "-q"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    two = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
+                          "train", "--out", str(tmp_path / "two"), "--batch-size", "2", "--local-loss", *common],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--out", str(tmp_path / "one"), "--batch-size",
+                          "4", *common], capture_output=True, text=True, env=env, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    from mosaictool.model import openclip
+
+    a = openclip.read_checkpoint(tmp_path / "two" / "final.pt")
+    b = openclip.read_checkpoint(tmp_path / "one" / "final.pt")
+    for name, value in b["state_dict"].items():
+        torch.testing.assert_close(a["state_dict"][name], value, rtol=0, atol=1e-5, msg=name)
+    assert a["config"]["local_loss"] is True
