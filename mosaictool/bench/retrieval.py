@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench.aro import ORDER_SEED, pre_caption
