@@ -47,6 +47,7 @@ def _flag(value: str, path: Path, where: str, column: str) -> bool:
 
 class SVOProbes:
     name = "svo_probes"
+    aliases = ("svo",)  # the name the MosaiCLIP paper and vl_compo tables use
     subtasks = SUBTASKS
     layout = LAYOUT
 
