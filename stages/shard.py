@@ -81,8 +81,8 @@ def write_shards(
     skips = skips or Skips()
     staging = Path(tempfile.mkdtemp(prefix=".shard-partial-", dir=out))
     sizes: dict[str, int] = {}
+    writer = None
     try:
-        writer = None
         count = 0
         for record in progress(records):
             try:
@@ -98,9 +98,12 @@ def write_shards(
         if writer is None:
             raise MosaicError("no records with a readable image: nothing to shard")
         writer.close()
+        writer = None
         (staging / SIZES_FILE).write_text(json.dumps(sizes, indent=1) + "\n")
         for name in [*sizes, SIZES_FILE]:
             os.replace(staging / name, out / name)
     finally:
+        if writer is not None:  # stopped by an error: close the open tar before discarding it
+            writer.close()
         shutil.rmtree(staging, ignore_errors=True)
     return sizes

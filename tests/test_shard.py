@@ -1,0 +1,93 @@
+"""`shard` writes WebDataset shards that `train` reads exactly like the JSONL + images they came from."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from mosaictool.cli import app
+from mosaictool.model import openclip
+from mosaictool.model.data import TrainData
+from mosaictool.model.train import TrainConfig, train
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_fixtures import make_world, write_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shard")
+    data = make_world(root / "w", n=12)
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["shard", str(data), "--image-root", str(data.parent), "--out",
+                                      str(root / "shards"), "--shard-size", "5", "-q"])
+    assert result.exit_code == 0, result.output
+    return data, root / "shards"
+
+
+def test_layout_sizes_and_members(sharded):
+    data, shards = sharded
+    assert sorted(p.name for p in shards.iterdir()) == ["000000.tar", "000001.tar", "000002.tar", "sizes.json"]
+    assert json.loads((shards / "sizes.json").read_text()) == {"000000.tar": 5, "000001.tar": 5, "000002.tar": 2}
+    with tarfile.open(shards / "000000.tar") as tar:
+        names = tar.getnames()
+        assert names[:2] == ["000000000.json", "000000000.png"]
+        member = json.loads(tar.extractfile("000000000.json").read())
+    first = json.loads(Path(data).read_text().splitlines()[0])
+    assert member == first  # every record field is kept, texts and hard_images included
+
+
+def test_train_reads_folder_glob_and_brace_pattern_like_the_jsonl(sharded):
+    data, shards = sharded
+    plain = TrainData.load(str(data), method="mosaiclip")
+    for spec in (str(shards), str(shards / "*.tar"), str(shards / "{000000..000002}.tar")):
+        loaded = TrainData.load(spec, method="mosaiclip")
+        assert loaded.records == plain.records
+        assert [loc.read() for loc in loaded.images] == [loc.read() for loc in plain.images]
+
+
+def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
+    data, shards = sharded
+    model_cfg = write_tiny_model(tmp_path)
+    common = dict(model_config=str(model_cfg), method="negclip", batch_size=4, steps=2, warmup=1, quiet=True)
+    a = train(TrainConfig(data=str(shards), out=str(tmp_path / "a"), **common))
+    b = train(TrainConfig(data=str(data), out=str(tmp_path / "b"), **common))
+    wa, wb = openclip.read_checkpoint(a)["state_dict"], openclip.read_checkpoint(b)["state_dict"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_same_input_same_bytes(sharded, tmp_path, runner):
+    data, shards = sharded
+    result = runner.invoke(app, ["shard", str(data), "--image-root", str(data.parent), "--out", str(tmp_path / "s"),
+                                 "--shard-size", "5", "-q"])
+    assert result.exit_code == 0
+    for name in ("000000.tar", "000002.tar", "sizes.json"):
+        assert (tmp_path / "s" / name).read_bytes() == (shards / name).read_bytes()
+    again = runner.invoke(app, ["shard", str(data), "--image-root", str(data.parent), "--out", str(tmp_path / "s")])
+    assert again.exit_code == 1 and "already holds shards" in again.stderr
+
+
+def test_missing_and_corrupt_images(sharded, tmp_path, runner):
+    data, _ = sharded
+    lines = Path(data).read_text().splitlines()
+    (data.parent / "images" / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really a png")
+    missing = dict(json.loads(lines[0]), id="missing", image="images/none.png")
+    corrupt = dict(json.loads(lines[0]), id="corrupt", image="images/bad.png")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], json.dumps(missing), json.dumps(corrupt), lines[1]]) + "\n")
+    args = ["shard", str(broken), "--image-root", str(data.parent), "-q"]
+    fail = runner.invoke(app, args + ["--out", str(tmp_path / "x")])
+    assert fail.exit_code == 1 and "image not found" in fail.stderr and "none.png" in fail.stderr
+    assert not list((tmp_path / "x").glob("*")), "no partial shards, no leftovers"
+    ok = runner.invoke(app, args + ["--out", str(tmp_path / "y"), "--skip-bad"])
+    assert ok.exit_code == 0, ok.output
+    assert "skipped 2 bad record(s)" in ok.stderr and "corrupt image" in ok.stderr
+    assert json.loads((tmp_path / "y" / "sizes.json").read_text()) == {"000000.tar": 2}
+    no_image = runner.invoke(app, ["shard", str(broken), "--out", str(tmp_path / "z"), "--image-key", "picture"])
+    assert no_image.exit_code == 1 and "missing 'picture'" in no_image.stderr
