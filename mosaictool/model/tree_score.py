@@ -159,30 +159,64 @@ def _cast_dtype(tower: TextTower):
     return tower.blocks[0].mlp.c_fc.weight.dtype
 
 
-def _contextual(tower: TextTower, items: Sequence[Prepared], capture_layer: int):
-    """One causal pass per caption (batched, right-padded: padding comes after every real token
-    so the causal mask already hides it). Returns per caption (states after ln_final [T, W],
-    the input of block `capture_layer` [T, W])."""
+BUCKET = 4  # rows are padded to a multiple of this many tokens
+MIN_BATCH_TOKENS = 64  # and a forward call has at least this many (zero rows added)
+
+
+def _forward(tower: TextTower, seqs: Sequence, start_layer: int, capture_layer: int | None = None, max_tokens: int = 8192):
+    """Run blocks start_layer.. on each [L, W] sequence (layer inputs) with the causal mask; return
+    per sequence the states after ln_final and, if asked, the input of block `capture_layer`.
+
+    A sequence's result must not depend on which other captions share its batch (so --batch-size
+    changes nothing): its padded length depends only on its own length (right padding, hidden by
+    the causal mask), and every call is large enough that the BLAS picks its regular kernel (tiny
+    matrices take another path with another fp32 summation order)."""
+    import torch
+
+    groups: dict[int, list[int]] = {}
+    for r, x in enumerate(seqs):
+        groups.setdefault(-(-len(x) // BUCKET) * BUCKET, []).append(r)
+    outs: list[Any] = [None] * len(seqs)
+    captured: list[Any] = [None] * len(seqs)
+    for L, members in sorted(groups.items()):
+        causal = tower.causal_mask[:L, :L].to(seqs[members[0]].dtype)
+        step = max(1, max_tokens // L)
+        for start in range(0, len(members), step):
+            chunk = members[start : start + step]
+            x = seqs[chunk[0]].new_zeros(max(len(chunk), -(-MIN_BATCH_TOKENS // L)), L, seqs[chunk[0]].shape[-1])
+            for j, r in enumerate(chunk):
+                x[j, : len(seqs[r])] = seqs[r]
+            if not tower.batch_first:
+                x = x.transpose(0, 1)
+            cap = None
+            for i in range(start_layer, tower.n_layers):
+                if i == capture_layer:
+                    cap = x
+                x = tower.blocks[i](x, attn_mask=causal)
+            if not tower.batch_first:
+                x = x.transpose(0, 1)
+                cap = cap.transpose(0, 1) if cap is not None else None
+            h = tower.ln_final(x)
+            for j, r in enumerate(chunk):
+                outs[r] = h[j, : len(seqs[r])]
+                captured[r] = cap[j, : len(seqs[r])] if cap is not None else None
+    return outs, captured
+
+
+def _embed(tower: TextTower, ids: Sequence[int]):
     import torch
 
     dtype = _cast_dtype(tower)
-    emb = [
-        tower.token_embedding(torch.tensor(it.ids)).to(dtype) + tower.positional_embedding[: len(it.ids)].to(dtype)
-        for it in items
-    ]
-    x = _pad(emb, emb[0].shape[-1], dtype)
-    L = x.shape[1]
-    causal = tower.causal_mask[:L, :L].to(dtype)
-    captured = x
-    if not tower.batch_first:
-        x = x.transpose(0, 1)
-    for i, blk in enumerate(tower.blocks):
-        if i == capture_layer:
-            captured = x.transpose(0, 1) if not tower.batch_first else x
-        x = blk(x, attn_mask=causal)
-    x = x.transpose(0, 1) if not tower.batch_first else x
-    out = tower.ln_final(x)
-    return [(out[b, : len(it.ids)], captured[b, : len(it.ids)]) for b, it in enumerate(items)]
+    return tower.token_embedding(torch.tensor(ids)).to(dtype) + tower.positional_embedding[: len(ids)].to(dtype)
+
+
+def _contextual(tower: TextTower, items: Sequence[Prepared], capture_layer: int, max_tokens: int = 8192):
+    """One causal pass per caption at its true length (under causality, the model's padding comes
+    after every real token and changes nothing). Returns per caption (states after ln_final [T, W],
+    the input of block `capture_layer` [T, W])."""
+    emb = [_embed(tower, it.ids) for it in items]
+    outs, captured = _forward(tower, emb, 0, capture_layer, max_tokens)
+    return [(o, emb[i] if capture_layer == 0 else c) for i, (o, c) in enumerate(zip(outs, captured))]
 
 
 def _cos_chart(n: int, ctx_sums, cf_sums) -> np.ndarray:
@@ -206,36 +240,21 @@ def charts_prefix(
     import torch
 
     k = _check_threshold(tower, layer_threshold, positions)
-    dtype = _cast_dtype(tower)
     with torch.inference_mode():
-        ctx = _contextual(tower, items, k)
-        # One row per (caption, start word): [SOT] + tokens from word a on, as layer-k input.
-        rows = []
+        ctx = _contextual(tower, items, k, max_tokens)
+        # One row per (caption, start word a): [SOT] + the tokens from word a on, as layer-k input.
+        keys, seqs = [], []
         for ci, it in enumerate(items):
             T = len(it.ids)
             for a, (s, _) in enumerate(it.wspan):
-                keep = torch.tensor([0, *range(s, T)])
+                keep = [0, *range(s, T)]
                 if positions == "original":
-                    x = ctx[ci][1][keep]
+                    seqs.append(ctx[ci][1][keep])
                 else:  # the span renumbered to positions 1..m, as if run alone
-                    x = tower.token_embedding(torch.tensor(it.ids)[keep]).to(dtype) + tower.positional_embedding[
-                        : len(keep)
-                    ].to(dtype)
-                rows.append((ci, a, x))
-        # Longest first so each chunk pads little; chunk by a token budget.
-        order = sorted(range(len(rows)), key=lambda r: -len(rows[r][2]))
-        outs: dict[tuple[int, int], Any] = {}
-        start = 0
-        while start < len(order):
-            L = len(rows[order[start]][2])
-            end = min(len(order), start + max(1, max_tokens // L))
-            chunk = [rows[r] for r in order[start:end]]
-            x = _pad([r[2] for r in chunk], chunk[0][2].shape[-1], dtype)
-            causal = tower.causal_mask[:L, :L].to(dtype)
-            h = tower.ln_final(_run_blocks(tower, x, range(k, tower.n_layers), lambda i: causal))
-            for r, (ci, a, xr) in enumerate(chunk):
-                outs[(ci, a)] = h[r, 1 : len(xr)]  # drop SOT
-            start = end
+                    seqs.append(_embed(tower, [it.ids[t] for t in keep]))
+                keys.append((ci, a))
+        row_states, _ = _forward(tower, seqs, k, max_tokens=max_tokens)
+        outs = {key: h[1:] for key, h in zip(keys, row_states)}  # drop SOT
         charts = []
         for ci, it in enumerate(items):
             n = len(it.words)
@@ -286,17 +305,15 @@ def charts_per_span(
                 it = items[ci]
                 s, e = it.wspan[a][0], it.wspan[b][1]
                 if positions == "original":
-                    ids = torch.tensor(it.ids)
-                    x = tower.token_embedding(ids).to(dtype) + tower.positional_embedding[: len(ids)].to(dtype)
-                    keys = torch.zeros(len(ids), dtype=torch.bool)
+                    x = _embed(tower, it.ids)
+                    keys = torch.zeros(len(it.ids), dtype=torch.bool)
                     keys[0] = True
                     keys[s:e] = True
                     token_ranges.append((s, e))
                 else:
-                    ids = torch.tensor([it.ids[0], *it.ids[s:e]])
-                    x = tower.token_embedding(ids).to(dtype) + tower.positional_embedding[: len(ids)].to(dtype)
-                    keys = torch.ones(len(ids), dtype=torch.bool)
-                    token_ranges.append((1, len(ids)))
+                    x = _embed(tower, [it.ids[0], *it.ids[s:e]])
+                    keys = torch.ones(len(x), dtype=torch.bool)
+                    token_ranges.append((1, len(x)))
                 seqs.append(x)
                 keymasks.append(keys)
             x = _pad(seqs, seqs[0].shape[-1], dtype)
@@ -379,7 +396,7 @@ def project_exact(c) -> tuple[Any, float, float]:
     def build(i: int, j: int):
         if i == j:
             return i
-        k = split[i, j]
+        k = int(split[i, j])
         return (build(i, k), build(k + 1, j))
 
     return build(0, n - 1), float(B[0, n - 1]), float(E[0, n - 1])
@@ -519,7 +536,7 @@ class ModelSummary:
 def summarize(summaries: Sequence[ModelSummary], *, seed: int = 0) -> dict:
     out: dict = {"models": [], "paired": []}
     for s in summaries:
-        row = {"model": s.model, "n": len(s.scores), "skipped": dict(s.skipped)}
+        row = {"model": s.model, "n": len(s.scores), "skipped": {r: s.skipped[r] for r in SKIP_REASONS if r in s.skipped}}
         for key in ("tscore", "tscore_exact"):
             row[key] = bootstrap_ci([v[key] for v in s.scores.values()], seed=seed)
         if s.gold_pairs or s.gold_mismatch:
