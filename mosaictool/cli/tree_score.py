@@ -59,7 +59,7 @@ def tree_score_cli(
 
       mosaictool tree-score captions.jsonl --checkpoint runs/m1/final.pt -o trees.jsonl
 
-      mosaictool tree-score captions.jsonl --checkpoint a.pt --checkpoint b.pt --report ts.md -o /dev/null
+      mosaictool tree-score captions.jsonl --checkpoint a.pt --checkpoint b.pt --report ts.md -o trees.jsonl
 
       mosaictool tree-score coco.jsonl --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --limit 1000
     """

@@ -149,7 +149,7 @@ def _run_blocks(tower: TextTower, x, layers: Iterable[int], masks):
 def _pad(seqs: Sequence, width: int, dtype):
     import torch
 
-    out = torch.zeros(len(seqs), max(len(s) for s in seqs), width, dtype=dtype)
+    out = torch.zeros(len(seqs), max(len(s) for s in seqs), width, dtype=dtype, device=seqs[0].device)
     for r, s in enumerate(seqs):
         out[r, : len(s)] = s
     return out
@@ -207,7 +207,8 @@ def _embed(tower: TextTower, ids: Sequence[int]):
     import torch
 
     dtype = _cast_dtype(tower)
-    return tower.token_embedding(torch.tensor(ids)).to(dtype) + tower.positional_embedding[: len(ids)].to(dtype)
+    ids = torch.tensor(ids, device=tower.positional_embedding.device)
+    return tower.token_embedding(ids).to(dtype) + tower.positional_embedding[: len(ids)].to(dtype)
 
 
 def _contextual(tower: TextTower, items: Sequence[Prepared], capture_layer: int, max_tokens: int = 8192):
@@ -306,20 +307,20 @@ def charts_per_span(
                 s, e = it.wspan[a][0], it.wspan[b][1]
                 if positions == "original":
                     x = _embed(tower, it.ids)
-                    keys = torch.zeros(len(it.ids), dtype=torch.bool)
+                    keys = torch.zeros(len(it.ids), dtype=torch.bool, device=x.device)
                     keys[0] = True
                     keys[s:e] = True
                     token_ranges.append((s, e))
                 else:
                     x = _embed(tower, [it.ids[0], *it.ids[s:e]])
-                    keys = torch.ones(len(x), dtype=torch.bool)
+                    keys = torch.ones(len(x), dtype=torch.bool, device=x.device)
                     token_ranges.append((1, len(x)))
                 seqs.append(x)
                 keymasks.append(keys)
             x = _pad(seqs, seqs[0].shape[-1], dtype)
             L = x.shape[1]
             causal = tower.causal_mask[:L, :L].to(dtype)
-            bias = torch.full((len(chunk), L), float("-inf"), dtype=dtype)
+            bias = torch.full((len(chunk), L), float("-inf"), dtype=dtype, device=x.device)
             for r, keys in enumerate(keymasks):
                 bias[r, : len(keys)][keys] = 0.0
             span_mask = (causal[None] + bias[:, None, :]).repeat_interleave(tower.heads, 0)
@@ -529,7 +530,7 @@ class ModelSummary:
     model: str
     scores: dict[Any, dict] = field(default_factory=dict)  # caption index -> {tscore, tscore_exact}
     skipped: dict[str, int] = field(default_factory=dict)
-    gold_pairs: list = field(default_factory=list)  # (pred greedy, pred exact, gold, n) bracket sets
+    gold_pairs: list | None = None  # (pred greedy, pred exact, gold, n) bracket sets; None: no gold given
     gold_mismatch: int = 0
 
 
@@ -539,7 +540,7 @@ def summarize(summaries: Sequence[ModelSummary], *, seed: int = 0) -> dict:
         row = {"model": s.model, "n": len(s.scores), "skipped": {r: s.skipped[r] for r in SKIP_REASONS if r in s.skipped}}
         for key in ("tscore", "tscore_exact"):
             row[key] = bootstrap_ci([v[key] for v in s.scores.values()], seed=seed)
-        if s.gold_pairs or s.gold_mismatch:
+        if s.gold_pairs is not None:
             row["gold"] = {
                 "n": len(s.gold_pairs),
                 "mismatched": s.gold_mismatch,
@@ -642,6 +643,8 @@ def score_records(
     check_tokenizer(bundle.tokenizer)
     bundle.model.eval()
     summary = summary if summary is not None else ModelSummary(label)
+    if gold is not None:
+        summary.gold_pairs = []
     for start in range(0, len(records), batch_size):
         batch = records[start : start + batch_size]
         prepared = [
