@@ -1,0 +1,198 @@
+"""Training speed on CPU: our `clip` method vs open_clip's own loop, and MosaiCLIP vs CLIP step time.
+
+    python perf/train_speed.py [--images 256] [--batch-size 32] [--steps 12] [--repeats 2]
+
+1. samples/s, end to end (data loading included), same tiny model (mosaic-tiny), same PNG images,
+   same batch size, fp32, 0 workers:
+     ours      `mosaictool.model.train.train(method="clip")`
+     open_clip `open_clip_train.train.train_one_epoch` (v3.3's loop, ClipLoss, its cosine schedule)
+               fed like its CsvDataset (PIL open + open_clip's preprocess_train + tokenizer per
+               sample); `open_clip_train.main` itself cannot run here (its data module imports
+               pandas, which is not installed). Run twice: with the AdamW its main() builds
+               (torch's default per-tensor implementation) and with fused AdamW (ours), so the
+               loop itself is compared too.
+2. MosaiCLIP step time / CLIP step time at the same total number of texts, two ways:
+     a) end to end: mosaiclip with B images x (pos + neg) texts vs clip with as many images as texts;
+     b) model + loss only, identical encoder work: B images + T texts through our slot layout and
+        MultiPositiveContrastiveLoss vs the same B images + T texts with open_clip's ClipLoss on the
+        first B texts (the extra texts encoded but unused). This isolates our batching/loss overhead.
+Step times are medians over the steps after the first two; runs alternate so that load from other
+processes hits both sides alike. Prints a table; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from train_fixtures import make_world  # noqa: E402
+
+from mosaictool.model import openclip  # noqa: E402
+from mosaictool.model.train import TrainConfig, train  # noqa: E402
+
+
+def median_step(times: list[float]) -> float:
+    steps = [b - a for a, b in zip(times, times[1:])][2:]
+    return statistics.median(steps)
+
+
+def ours(data: Path, out: Path, method: str, batch_size: int, steps: int) -> float:
+    stamps: list[float] = [time.perf_counter()]
+    train(TrainConfig(data=str(data), out=str(out), method=method, batch_size=batch_size, steps=steps, warmup=2,
+                      quiet=True, seed=0), on_step=lambda *_: stamps.append(time.perf_counter()))
+    return median_step(stamps)
+
+
+class CsvLike(torch.utils.data.Dataset):
+    """What open_clip_train.data.CsvDataset does per sample, without pandas."""
+
+    def __init__(self, records, root: Path, transform, tokenizer):
+        self.records, self.root, self.transform, self.tokenizer = records, root, transform, tokenizer
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, i):
+        from PIL import Image
+
+        rec = self.records[i]
+        return self.transform(Image.open(self.root / rec["image"])), self.tokenizer([rec["caption"]])[0]
+
+
+def open_clip_loop(data: Path, batch_size: int, steps: int, fused: bool) -> float:
+    import open_clip
+    from open_clip_train.scheduler import cosine_lr
+    from open_clip_train.train import train_one_epoch
+
+    open_clip.add_model_config(openclip.CONFIG_DIR)
+    torch.manual_seed(0)
+    model, preprocess_train, _ = open_clip.create_model_and_transforms("mosaic-tiny", output_dict=True)
+    tokenizer = open_clip.get_tokenizer("mosaic-tiny")
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    dataset = CsvLike(records, data.parent, preprocess_train, tokenizer)
+    sampler = torch.utils.data.RandomSampler(dataset, num_samples=steps * batch_size)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, num_workers=0)
+    stamps: list[float] = []
+
+    class Timed:
+        num_batches = len(loader)
+        num_samples = steps * batch_size
+
+        def __iter__(self):
+            stamps.append(time.perf_counter())
+            for batch in loader:
+                yield batch
+                stamps.append(time.perf_counter())
+
+    # open_clip_train.main's parameter groups and optimizer
+    exclude = lambda n, p: p.ndim < 2 or "bn" in n or "ln" in n or "bias" in n or "logit_scale" in n  # noqa: E731
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if exclude(n, p)], "weight_decay": 0.0},
+              {"params": [p for n, p in named if not exclude(n, p)], "weight_decay": 0.1}]
+    optimizer = torch.optim.AdamW(groups, lr=5e-4, betas=(0.9, 0.98), eps=1e-6, **({"fused": True} if fused else {}))
+    scheduler = cosine_lr(optimizer, 5e-4, 2, steps)
+    args = SimpleNamespace(device="cpu", precision="fp32", distill=False, accum_freq=1, batch_size=batch_size,
+                           world_size=1, rank=0, local_rank=0, log_local=False, log_every_n_steps=10 ** 9,
+                           horovod=False, grad_clip_norm=1.0, skip_scheduler=False, wandb=False)
+    data_info = {"train": SimpleNamespace(dataloader=Timed(), set_epoch=lambda epoch: None)}
+    loss = open_clip.ClipLoss()
+    train_one_epoch(model, data_info, loss, 0, optimizer, None, scheduler, None, args)
+    return median_step(stamps)
+
+
+def model_and_loss_only(batch_size: int, texts: int, steps: int) -> tuple[float, float]:
+    """Identical encoder work; our slot layout + loss vs open_clip ClipLoss. Returns (ours, theirs) step s."""
+    import open_clip
+
+    from mosaictool.model.batch import Batch
+    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+    from mosaictool.model.train import batch_features
+
+    bundle = openclip.create("mosaic-tiny", seed=0)
+    model = bundle.model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+    g = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (batch_size, 3, 64, 64), dtype=torch.uint8, generator=g)
+    tokens = bundle.tokenizer([f"text number {i}" for i in range(texts)])
+    per_image = texts // batch_size
+    kp, kn = 3, per_image - 3
+    batch = Batch(images=images, pos_tokens=tokens[: batch_size * kp], pos_mask=torch.ones(batch_size, kp, dtype=torch.bool),
+                  neg_tokens=tokens[batch_size * kp: batch_size * per_image], neg_mask=torch.ones(batch_size, kn, dtype=torch.bool),
+                  is_hard=torch.zeros(batch_size, dtype=torch.bool), indices=torch.arange(batch_size))
+    ours_loss = MultiPositiveContrastiveLoss()
+    clip_loss = open_clip.ClipLoss()
+    pp = open_clip.get_model_preprocess_cfg(model)
+    times = {"ours": [], "theirs": []}
+    for _ in range(steps):
+        for side in ("ours", "theirs"):
+            t = time.perf_counter()
+            optimizer.zero_grad()
+            if side == "ours":
+                loss = ours_loss(*batch_features(model, batch, mean=pp["mean"], std=pp["std"], device="cpu"))["loss"]
+            else:
+                from mosaictool.model.data import normalize_images
+
+                img_f, txt_f, scale = model(normalize_images(images, pp["mean"], pp["std"]),
+                                            torch.cat([batch.pos_tokens, batch.neg_tokens]))[:3]
+                loss = clip_loss(img_f, txt_f[:: kp][:batch_size], scale)
+            loss.backward()
+            optimizer.step()
+            times[side].append(time.perf_counter() - t)
+    return statistics.median(times["ours"][2:]), statistics.median(times["theirs"][2:])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))
+    tmp = Path(tempfile.mkdtemp(prefix="train-speed-"))
+    data = make_world(tmp / "world", n=args.images, size=64)
+    b, steps = args.batch_size, args.steps
+    print(f"# CPU threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, model mosaic-tiny, "
+          f"{args.images} PNG images 64 px, batch {b}, fp32, 0 workers")
+
+    rows: dict[str, list[float]] = {}
+    for r in range(args.repeats):
+        rows.setdefault("ours clip", []).append(ours(data, tmp / f"clip{r}", "clip", b, steps))
+        rows.setdefault("open_clip loop (its default AdamW)", []).append(open_clip_loop(data, b, steps, fused=False))
+        rows.setdefault("open_clip loop (fused AdamW)", []).append(open_clip_loop(data, b, steps, fused=True))
+    print("\n## 1. samples/s, clip, end to end")
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    for name, step in med.items():
+        print(f"{name:40s} {step * 1000:8.1f} ms/step {b / step:8.1f} samples/s")
+    print(f"ours / open_clip (default AdamW): {med['open_clip loop (its default AdamW)'] / med['ours clip']:.2f}x; "
+          f"ours / open_clip (fused AdamW): {med['open_clip loop (fused AdamW)'] / med['ours clip']:.2f}x")
+
+    print("\n## 2a. MosaiCLIP vs CLIP at the same total number of texts, end to end")
+    mos = [ours(data, tmp / f"mos{r}", "mosaiclip", b, steps) for r in range(args.repeats)]
+    texts_per_image = json.loads((tmp / "mos0" / "metrics.jsonl").read_text().splitlines()[-1])["texts_per_image"]
+    n_texts = round(b * texts_per_image)
+    clip_same = [ours(data, tmp / f"clipT{r}", "clip", n_texts, steps) for r in range(args.repeats)]
+    print(f"mosaiclip: {b} images x {texts_per_image:.1f} texts = {n_texts} texts: {statistics.median(mos) * 1000:.1f} ms/step")
+    print(f"clip:      {n_texts} images, {n_texts} texts: {statistics.median(clip_same) * 1000:.1f} ms/step")
+    print(f"ratio mosaiclip / clip: {statistics.median(mos) / statistics.median(clip_same):.2f}")
+
+    print("\n## 2b. same encoder work (B images + T texts), our slots + loss vs open_clip ClipLoss")
+    ours_s, theirs_s = model_and_loss_only(b, 9 * b, steps)
+    print(f"{b} images, {9 * b} texts (3 pos + 6 neg): ours {ours_s * 1000:.1f} ms/step, ClipLoss {theirs_s * 1000:.1f} "
+          f"ms/step, ratio {ours_s / theirs_s:.3f}")
+
+
+if __name__ == "__main__":
+    main()
