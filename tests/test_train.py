@@ -141,12 +141,16 @@ def test_accumulation_equals_the_big_batch(world, tmp_path):
         torch.testing.assert_close(acc[name], big[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
-def test_lock_image_keeps_the_image_tower_and_grad_checkpointing_runs(world, tmp_path):
-    final = train(config(world, tmp_path / "r", method="negclip", steps=2, lock_image=True, grad_checkpointing=True))
+def test_lock_towers_grad_checkpointing_and_bf16(world, tmp_path):
     start = openclip.create("test-tiny", model_config_file=world[1], seed=0).model.state_dict()
-    after = weights(final)
+    after = weights(train(config(world, tmp_path / "img", method="negclip", steps=2, lock_image=True,
+                                 grad_checkpointing=True)))
     assert all(torch.equal(start[k], after[k]) for k in start if k.startswith("visual."))
     assert not torch.equal(start["text_projection"], after["text_projection"])
+    after = weights(train(config(world, tmp_path / "txt", method="mosaiclip", steps=2, lock_text=True, precision="bf16")))
+    assert torch.equal(start["text_projection"], after["text_projection"])
+    assert torch.equal(start["token_embedding.weight"], after["token_embedding.weight"])
+    assert not torch.equal(start["visual.proj"], after["visual.proj"])
 
 
 def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
@@ -161,6 +165,10 @@ def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
     mined = json.loads((out / "mined_hard_images.json").read_text())
     assert len(mined) == 12 and all(len(n) == 2 and i not in n for i, n in enumerate(mined))
     assert openclip.read_checkpoint(final)["step"] == 1
+    # a mosaictool checkpoint as the starting point: architecture and activation come from it
+    again = train(config(world, tmp_path / "ft2", method="clip", pretrained=str(final), model_config=None,
+                         model="test-tiny", steps=1))
+    assert openclip.read_checkpoint(again)["model_name"] == "test-tiny"
 
 
 def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):

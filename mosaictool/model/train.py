@@ -85,6 +85,12 @@ class TrainConfig:
             raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if cfg.lr is None:
             cfg.lr = 1e-5 if cfg.pretrained else 5e-4
+        # absolute paths: the stored config must still work when resumed from another folder
+        cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
+        for name in ("image_root", "model_config", "pretrained"):
+            value = getattr(cfg, name)
+            if value and os.path.exists(value):
+                setattr(cfg, name, os.path.abspath(value))
         if cfg.record_hard_images is None:
             cfg.record_hard_images = cfg.method == "negclip"
         for name in ("batch_size", "accum_freq", "log_every", "epochs"):
@@ -315,8 +321,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             rng = _gather_rng(info)
             if info.is_main:
                 extra = {"optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler else None}
+                position = {"micro_batch": step * cfg.accum_freq, "micro_batches_per_epoch": micro_per_epoch}
                 openclip.save_checkpoint(out / "last.pt", bundle, config=dataclasses.asdict(cfg), step=step,
-                                         total_steps=total_steps, rng=rng, **extra)
+                                         total_steps=total_steps, rng=rng, data_position=position, **extra)
         if on_step is not None:
             on_step(step, metrics, model)
     bar.close()
