@@ -13,8 +13,10 @@ numbers) instead of silently running the wrong activation.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -129,9 +131,10 @@ def create(
     if seed is not None:
         torch.manual_seed(seed)
     try:
-        model = open_clip.create_model(
-            model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
-        )
+        with contextlib.nullcontext() if pretrained else _quiet_open_clip():  # random init is what was asked
+            model = open_clip.create_model(
+                model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
+            )
     except RuntimeError as e:
         if pretrained and not os.path.exists(pretrained) and "://" not in pretrained:
             raise MosaicError(
@@ -222,7 +225,8 @@ def load_checkpoint(
         if expected_quick != quick or expect_model.removesuffix("-quickgelu") != name.removesuffix("-quickgelu"):
             raise MosaicError(f"{path}: checkpoint holds a {name} (quick_gelu={quick}), not a {expect_model}")
     _register_configs()
-    model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
+    with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
+        model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
     state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
     try:
         model.load_state_dict(state, strict=True)
@@ -232,6 +236,17 @@ def load_checkpoint(
     bundle = _bundle(model, name, cfg, quick, source=str(path))
     bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
     return bundle
+
+
+@contextlib.contextmanager
+def _quiet_open_clip():
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 def _cfg_overrides(name: str, cfg: dict) -> dict:

@@ -1,0 +1,390 @@
+"""The main job: the whole pipeline on the synthetic world, and the comparison it exists to show.
+
+    world -> parse -> decompose -> negate -> template -> shard
+          -> pretrain a tiny base model once with the plain CLIP loss (cached)
+          -> fine-tune it with CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric at equal steps, several seeds
+          -> WiSE-FT sweep of MosaiCLIP's image tower
+          -> evaluate everything on the world's test split -> table, report.md, plots
+
+It calls the same stage functions the CLI commands call, and keeps every artifact on disk
+(graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.
+Hyperparameters were chosen on the world's validation split (`world-val`), never on test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+
+# (label, train method, extra TrainConfig fields)
+METHODS: list[tuple[str, str, dict]] = [
+    ("CLIP", "clip", {}),
+    ("NegCLIP", "negclip", {}),
+    ("MosaiCLIP", "mosaiclip", {"curriculum": True}),
+    ("MosaiCLIP-NoCurric", "mosaiclip", {"curriculum": False}),
+]
+
+# The columns of the paper's Table 1, scaled down to the world: (column, subtask, metric).
+COLUMNS: list[tuple[str, str, str]] = [
+    ("attribute", "aro/VG-Attribution", "micro_accuracy"),
+    ("relation", "aro/VG-Relation", "accuracy"),
+    ("order", "aro/COCO-Order", "accuracy"),
+    ("seen", "crepe/syst/seen_compounds_in_laion/comp", "R@1"),
+    ("unseen", "crepe/syst/unseen_compounds_in_laion/comp", "R@1"),
+    ("productivity", "crepe/*", "R@1"),
+    ("recognition", "zeroshot/*", "top1"),
+]
+
+
+@dataclass
+class DemoConfig:
+    out: str = "demo-out"
+    cache_dir: str = field(default_factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")))
+    quick: bool = False
+    seeds: int = 3
+    # world
+    world_train: int = 6000
+    twins: bool = True
+    image_size: int = 64
+    eval_scale: float = 0.5
+    world_seed: int = 0
+    # base model: plain CLIP from scratch
+    model: str = "mosaic-tiny"
+    pretrain_steps: int = 1500
+    pretrain_lr: float = 5e-4
+    pretrain_batch: int = 64
+    # fine-tuning: every method gets the same steps and images per step
+    finetune_steps: int = 150
+    finetune_lr: float = 5e-5
+    finetune_batch: int = 64
+    max_pos: int = 3
+    max_neg: int = 6
+    wise_alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    workers: int = 2
+
+    @classmethod
+    def preset(cls, quick: bool, **overrides) -> "DemoConfig":
+        base = cls(quick=True, seeds=1, world_train=600, eval_scale=0.1, pretrain_steps=60,
+                   finetune_steps=15, pretrain_batch=32, finetune_batch=32, wise_alphas=(0.0, 0.5, 1.0)) if quick else cls()
+        return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.steps: list[tuple[str, float]] = []
+
+    def mark(self, name: str, since: float) -> None:
+        self.steps.append((name, time.perf_counter() - since))
+
+
+# ---- the stages ---------------------------------------------------------------------------------
+
+def make_world(cfg: DemoConfig, out: Path) -> Path:
+    from mosaictool.world.generate import generate_world, load_manifest
+
+    world = out / "world"
+    wanted = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins,
+              "image_size": cfg.image_size, "eval_scale": cfg.eval_scale}
+    if (world / "manifest.json").is_file():
+        m = load_manifest(world)
+        if {k: m.get(k) for k in wanted} == wanted:
+            _log(f"world: reusing {world}")
+            return world
+    _log(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")
+    generate_world(world, train=cfg.world_train, seed=cfg.world_seed, twins=cfg.twins, image_size=cfg.image_size,
+                   eval_scale=cfg.eval_scale, workers=cfg.workers, overwrite=True)
+    return world
+
+
+def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
+    """parse -> vocab build -> decompose -> negate -> template, each kept on disk."""
+    from mosaictool.io import read_records, write_records
+    from mosaictool.stages.decompose import decompose
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.parse import parse
+    from mosaictool.stages.template import template
+    from mosaictool.stages.vocab_tools import build_from_graphs
+    from mosaictool.vocab import load as load_vocab
+    from mosaictool.vocab import save as save_vocab
+
+    texts = out / "texts.jsonl"
+    if texts.is_file():
+        _log(f"texts: reusing {texts}")
+        return texts
+    graphs = out / "graphs.parquet"
+    _log("parse: captions -> scene graphs")
+    write_records(graphs, parse(read_records(world / "train" / "captions.jsonl"), workers=cfg.workers))
+    # Negatives drawn from the world's own vocabulary (objects/attributes/relations seen >= 20
+    # times), as MosaiCLIP drew them from Visual Genome's: replacements are then in-distribution.
+    vocab_dir = out / "vocab"
+    save_vocab(build_from_graphs(read_records(graphs), min_count=20), vocab_dir)
+    _log("decompose + negate: sub-graph positives and hard negatives")
+    negatives = out / "negatives.parquet"
+    write_records(negatives, negate(decompose(read_records(graphs), max_subgraphs=3), vocab=str(vocab_dir),
+                                    max_negatives=6, text_methods=("negclip",), workers=cfg.workers))
+    _log("template: sub-graphs -> texts")
+    write_records(texts, template(read_records(negatives), vocab=load_vocab(vocab_dir)))
+    return texts
+
+
+def make_shards(texts: Path, world: Path, out: Path) -> Path:
+    from mosaictool.io import read_records
+    from mosaictool.stages.shard import write_shards
+
+    shards = out / "shards"
+    if (shards / "sizes.json").is_file():
+        _log(f"shards: reusing {shards}")
+        return shards
+    if shards.exists():
+        shutil.rmtree(shards)
+    _log("shard: WebDataset tar shards")
+    write_shards(read_records(texts), out=shards, image_root=world / "train", shard_size=2000)
+    return shards
+
+
+def pretrain_base(cfg: DemoConfig, shards: Path, world: Path, out: Path) -> Path:
+    """The base model, pretrained once with the plain CLIP loss and cached by everything it depends on."""
+    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.world.generate import load_manifest
+
+    key = _digest({"world": load_manifest(world), "model": cfg.model, "steps": cfg.pretrain_steps,
+                   "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch, "v": 1})
+    cached = Path(cfg.cache_dir) / f"base-{key}.pt"
+    link = out / "base.pt"
+    if not cached.is_file():
+        _log(f"pretrain: base model, plain CLIP loss, {cfg.pretrain_steps} steps (cached as {cached})")
+        run = out / "runs" / "base"
+        if run.exists():
+            shutil.rmtree(run)
+        final = train(TrainConfig(data=str(shards), out=str(run), method="clip", model=cfg.model,
+                                  steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
+                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty()))
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.copyfile(final, tmp)
+        os.replace(tmp, cached)
+    else:
+        _log(f"pretrain: reusing cached base model {cached}")
+    if link.exists() or link.is_symlink():
+        link.unlink()
+    shutil.copyfile(cached, link)
+    return link
+
+
+def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
+    from mosaictool.model.train import TrainConfig, train
+
+    runs: dict[str, list[Path]] = defaultdict(list)
+    for seed in range(cfg.seeds):
+        for label, method, extra in METHODS:
+            run = out / "runs" / f"{label.lower()}-seed{seed}"
+            final = run / "final.pt"
+            if not final.is_file():
+                if run.exists():
+                    shutil.rmtree(run)
+                _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps")
+                train(TrainConfig(data=str(shards), out=str(run), method=method, model=cfg.model, pretrained=str(base),
+                                  steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.finetune_batch,
+                                  warmup=min(50, cfg.finetune_steps // 10), max_pos=cfg.max_pos, max_neg=cfg.max_neg,
+                                  seed=seed, quiet=not sys.stderr.isatty(), **extra))
+            runs[label].append(final)
+    return runs
+
+
+def wise_sweep(cfg: DemoConfig, base: Path, finetuned: Path, out: Path) -> list[Path]:
+    from mosaictool.model.wise_ft import wise_ft
+
+    _log(f"wise-ft: MosaiCLIP image tower, alpha in {list(cfg.wise_alphas)}")
+    return wise_ft(str(base), str(finetuned), list(cfg.wise_alphas), out=out / "wise", scope="visual")
+
+
+def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str) -> list[dict]:
+    from mosaictool.bench import get
+    from mosaictool.bench.engine import EngineOptions, evaluate
+    from mosaictool.model.openclip import load_checkpoint
+
+    bench = get(split_bench)
+    loaded = ((label, load_checkpoint(path)) for label, path in models)
+    return list(evaluate([(bench, None)], loaded, world, EngineOptions(quiet=True)))
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+def column_value(rows: list[dict], model: str, subtask: str, metric: str) -> float:
+    """One model's value of a column; `prefix/*` = mean over the non-detail subtasks under prefix."""
+    if subtask.endswith("/*"):
+        prefix = subtask[:-1]
+        vals = [r["value"] for r in rows if r["model"] == model and r["subtask"].startswith(prefix)
+                and r["metric"] == metric and not r.get("detail") and "/syst/" not in r["subtask"]]
+    else:
+        vals = [r["value"] for r in rows if r["model"] == model and r["subtask"] == subtask and r["metric"] == metric]
+    vals = [v for v in vals if v is not None and not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval over seeds (0 with one seed)."""
+    values = [v for v in values if not math.isnan(v)]
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan")
+    mean = sum(values) / n
+    if n == 1:
+        return mean, 0.0
+    t95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 1.96)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, t95 * sd / math.sqrt(n)
+
+
+def summarise(rows: list[dict], groups: dict[str, list[str]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """{method: {column: (mean, ci)}} over each method's models (its seeds)."""
+    return {
+        method: {col: mean_ci([column_value(rows, m, sub, metric) for m in models]) for col, sub, metric in COLUMNS}
+        for method, models in groups.items()
+    }
+
+
+def table_markdown(summary: dict[str, dict[str, tuple[float, float]]], seeds: int) -> str:
+    head = "| method | " + " | ".join(c for c, _, _ in COLUMNS) + " |"
+    sep = "|---|" + "---|" * len(COLUMNS)
+    lines = [head, sep]
+    for method, cols in summary.items():
+        cells = []
+        for col, _, _ in COLUMNS:
+            mean, ci = cols[col]
+            cells.append("–" if math.isnan(mean) else (f"{100 * mean:.1f} ± {100 * ci:.1f}" if seeds > 1 else f"{100 * mean:.1f}"))
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_methods(summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [c for c, _, _ in COLUMNS]
+    methods = list(summary)
+    width = 0.8 / max(1, len(methods))
+    fig, ax = plt.subplots(figsize=(11, 4))
+    for i, method in enumerate(methods):
+        means = [100 * summary[method][c][0] for c in cols]
+        cis = [100 * summary[method][c][1] for c in cols]
+        xs = [j + (i - (len(methods) - 1) / 2) * width for j in range(len(cols))]
+        ax.bar(xs, means, width, yerr=cis, capsize=2, label=method)
+    ax.set_xticks(range(len(cols)), cols)
+    ax.set_ylabel("accuracy / R@1 (%)")
+    ax.set_title("Synthetic world, test split: mean ± 95% CI over seeds")
+    ax.legend(fontsize=8, ncol=len(methods))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_wise(points: list[tuple[float, float, float]], path: Path) -> None:
+    """Compositionality vs recognition across WiSE-FT alphas."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    xs = [100 * p[2] for p in points]
+    ys = [100 * p[1] for p in points]
+    ax.plot(xs, ys, "o-")
+    for alpha, y, x in points:
+        ax.annotate(f"α={alpha:g}", (100 * x, 100 * y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("recognition (zero-shot top-1, %)")
+    ax.set_ylabel("compositionality (mean of attribute, relation, order, %)")
+    ax.set_title("WiSE-FT of MosaiCLIP's image tower")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def comp_score(rows: list[dict], model: str) -> float:
+    vals = [column_value(rows, model, sub, metric) for col, sub, metric in COLUMNS if col in ("attribute", "relation", "order")]
+    vals = [v for v in vals if not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+# ---- the whole job ------------------------------------------------------------------------------
+
+def run_demo(cfg: DemoConfig, log: Callable[[str], None] = _log) -> dict:
+    from mosaictool.io import write_records
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+    t0 = time.perf_counter()
+    world = make_world(cfg, out)
+    texts = make_texts(cfg, world, out)
+    shards = make_shards(texts, world, out)
+    base = pretrain_base(cfg, shards, world, out)
+    runs = finetune_all(cfg, shards, base, out)
+    wise = wise_sweep(cfg, base, runs["MosaiCLIP"][0], out)
+
+    models = [("base", base)]
+    groups: dict[str, list[str]] = {"base (CLIP pretrain)": ["base"]}
+    for label, finals in runs.items():
+        groups[label] = []
+        for seed, path in enumerate(finals):
+            models.append((f"{label}-s{seed}", path))
+            groups[label].append(f"{label}-s{seed}")
+    alphas = list(cfg.wise_alphas)
+    models += [(f"wise-a{a:g}", p) for a, p in zip(alphas, wise)]
+    log(f"evaluate: {len(models)} checkpoints on the world's test split")
+    rows = evaluate_all(models, world, "world")
+    write_records(out / "results.jsonl", rows)
+
+    summary = summarise(rows, groups)
+    table = table_markdown(summary, cfg.seeds)
+    wise_points = [(a, comp_score(rows, f"wise-a{a:g}"), column_value(rows, f"wise-a{a:g}", "zeroshot/*", "top1")) for a in alphas]
+    plot_methods(summary, out / "methods.png")
+    plot_wise(wise_points, out / "wise_ft.png")
+    minutes = (time.perf_counter() - t0) / 60
+    report = "\n".join([
+        "# mosaictool demo: the synthetic world",
+        "",
+        f"{cfg.seeds} seed(s) per method; {cfg.finetune_steps} fine-tuning steps of {cfg.finetune_batch} images from a "
+        f"base pretrained {cfg.pretrain_steps} steps with the plain CLIP loss; test split; mean ± 95% CI over seeds.",
+        "attribute = VG-Attribution-style swap (micro accuracy), relation = VG-Relation-style swap, order = COCO-Order-style "
+        "(1 true + 4 shuffled captions), seen/unseen = CREPE systematicity R@1 (comp negatives), productivity = CREPE "
+        "productivity R@1 (mean over atom/swap/negate × complexity), recognition = zero-shot top-1 (mean over tasks).",
+        "",
+        table,
+        "",
+        "WiSE-FT (MosaiCLIP seed 0, image tower): alpha -> compositionality / recognition",
+        "",
+        "| alpha | comp | recognition |",
+        "|---|---|---|",
+        *[f"| {a:g} | {100 * c:.1f} | {100 * r:.1f} |" for a, c, r in wise_points],
+        "",
+        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, negatives.parquet, texts.jsonl, shards/, runs/, wise/, results.jsonl).",
+        "",
+    ])
+    (out / "report.md").write_text(report)
+    print(table)
+    log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
+    return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes}
