@@ -32,13 +32,13 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
     import open_clip
 
     from mosaictool.model import openclip
+    from mosaictool.model.batch import ContrastiveForward, batch_features
     from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
     from mosaictool.model.distributed import DistInfo, mean_over_ranks
     from mosaictool.model.losses import MultiPositiveContrastiveLoss
-    from mosaictool.model.train import batch_features
 
     bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=0)
-    model = bundle.model
+    model = ContrastiveForward(bundle.model)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     pp = open_clip.get_model_preprocess_cfg(bundle.model)

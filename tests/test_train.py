@@ -237,3 +237,27 @@ def test_missing_images_are_reported_or_skipped(world, tmp_path, runner):
     ok = runner.invoke(app, args + ["--out", str(tmp_path / "b"), "--skip-bad"])
     assert ok.exit_code == 0, ok.output
     assert "skipped 1 bad record" in ok.stderr
+
+
+def test_trimmed_text_forward_equals_open_clip_encode_text(world):
+    """Cutting tokens after the longest text changes neither features nor gradients (causal mask)."""
+    from mosaictool.model.batch import ContrastiveForward
+
+    bundle = openclip.create("test-tiny", model_config_file=world[1], seed=0)
+    tokens = bundle.tokenizer(["a red circle", "a blue square left of a yellow circle", "x"])
+    assert int((tokens != 0).sum(1).max()) < tokens.shape[1]
+    images = torch.randn(2, 3, 32, 32)
+    forward = ContrastiveForward(bundle.model)
+    assert forward.trim
+    ours = forward(images, tokens)
+    (ours[1] * torch.arange(32.0)).sum().backward()
+    ours_grad = {n: p.grad.clone() for n, p in bundle.model.named_parameters() if p.grad is not None}
+    bundle.model.zero_grad()
+    reference = bundle.model.encode_text(tokens, normalize=True)
+    (reference * torch.arange(32.0)).sum().backward()
+    torch.testing.assert_close(ours[1], reference, rtol=1e-5, atol=1e-6)
+    for name, grad in ours_grad.items():
+        if not name.startswith("visual."):
+            reference_grad = bundle.model.get_parameter(name).grad
+            scale = reference_grad.abs().max().item()
+            torch.testing.assert_close(grad, reference_grad, rtol=1e-4, atol=1e-5 * scale + 1e-8, msg=name)

@@ -19,6 +19,7 @@ the captions of both. `is_hard` marks them (for statistics only; the loss does n
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -69,3 +70,56 @@ def fill_slots(features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     Differentiable; empty slots are zero and must be masked by the loss."""
     slots = features.new_zeros(mask.numel(), features.shape[-1])
     return slots.index_put((mask.reshape(-1).nonzero()[:, 0],), features)
+
+
+class ContrastiveForward(torch.nn.Module):
+    """images, tokens -> (normalised image features, normalised text features, exp(logit_scale)).
+
+    For open_clip's `CLIP` text tower (causal mask; argmax/eos/first pooling) the tokens are cut after
+    the longest text of the batch: under the causal mask no position after a text's end token reaches
+    its pooled feature, so features and gradients are unchanged while the tower runs on that length
+    instead of the whole context (48 or 77): several times less text compute for captions and
+    sub-graph texts. Other text towers run the model's own encode_text. DDP wraps this module.
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.trim = (
+            type(model).__name__ == "CLIP"
+            and getattr(model, "attn_mask", None) is not None
+            and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
+        )
+
+    def forward(self, images: torch.Tensor, tokens: torch.Tensor):
+        m = self.model
+        image_f = m.encode_image(images, normalize=True)
+        if not self.trim or tokens.shape[0] == 0:
+            return image_f, m.encode_text(tokens, normalize=True), m.logit_scale.exp()
+        from open_clip.transformer import text_global_pool
+
+        length = int((tokens != 0).sum(1).max())  # the tokenizer pads with 0 after the end token
+        tokens = tokens[:, :length]
+        cast = m.transformer.get_cast_dtype()
+        x = m.token_embedding(tokens).to(cast) + m.positional_embedding[:length].to(cast)
+        x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
+        x = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
+        x = m.text_projection(x) if isinstance(m.text_projection, torch.nn.Linear) else x @ m.text_projection
+        return image_f, torch.nn.functional.normalize(x, dim=-1), m.logit_scale.exp()
+
+
+def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext):
+    """One forward pass over a micro-batch (images + all filled text slots as one text batch):
+    (image features, positive slots, positive mask, negative slots, negative mask, logit scale), the
+    loss's argument order. `model` is a ContrastiveForward, possibly DDP-wrapped."""
+    from mosaictool.model.data import normalize_images
+
+    images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
+    tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
+    with autocast():
+        image_f, text_f, scale = model(images, tokens)
+    image_f, text_f = image_f.float(), text_f.float()
+    n_pos = batch.pos_tokens.shape[0]
+    pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
+    pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
+    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()

@@ -123,6 +123,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     from mosaictool.model.data import (
         BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset, make_loader, mine_hard_images,
     )
+    from mosaictool.model.batch import ContrastiveForward, batch_features
     from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
     # ---- run folder, config, resume state -------------------------------------------------
@@ -231,10 +232,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         if info.is_main:
             _truncate_metrics(out / "metrics.jsonl", step)
 
-    train_model = model
+    train_model = ContrastiveForward(model)
     if info.distributed:
         ddp_kwargs = {"device_ids": [device]} if device_type == "cuda" else {}
-        train_model = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+        train_model = torch.nn.parallel.DistributedDataParallel(train_model, **ddp_kwargs)
     loss_fn = MultiPositiveContrastiveLoss(local_loss=cfg.local_loss, rank=info.rank, world_size=info.world_size)
 
     dataset = TrainDataset(data, sampler_cfg, ImageTransform(image_size, augment=cfg.augment), bundle.tokenizer)
@@ -343,26 +344,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-
-
-def batch_features(model, batch, *, mean, std, device, autocast=contextlib.nullcontext):
-    """One forward pass over a micro-batch (images + the filled text slots in one text batch):
-    (image features, positive slots, positive mask, negative slots, negative mask, logit scale),
-    the loss's argument order. `model` may be DDP-wrapped: its forward is what DDP hooks."""
-    import torch
-
-    from mosaictool.model.batch import fill_slots
-    from mosaictool.model.data import normalize_images
-
-    images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
-    tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
-    with autocast():
-        image_f, text_f, scale = model(images, tokens)[:3]
-    image_f, text_f = image_f.float(), text_f.float()
-    n_pos = batch.pos_tokens.shape[0]
-    pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
-    pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
-    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()
 
 
 def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]:
