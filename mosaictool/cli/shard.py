@@ -28,8 +28,10 @@ def shard_cli(
 
     Examples:
 
+      \b
       mosaictool shard texts.jsonl --image-root imgs/ --out shards/ --shard-size 1000
 
+      \b
       mosaictool train --data shards/ --method mosaiclip --out runs/m1
     """
     from mosaictool.io import Skips, progress, read_records

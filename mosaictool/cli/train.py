@@ -77,13 +77,17 @@ def train_cli(
 
     Examples:
 
+      \b
       mosaictool train --data shards/ --method mosaiclip --out runs/m1
 
+      \b
       mosaictool train --data world/train/captions.jsonl --method negclip --steps 200 --out runs/n1
 
+      \b
       torchrun --nproc_per_node 8 -m mosaictool train --data 'shards/{000000..000099}.tar' \\
           --method mosaiclip --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --out runs/m2
 
+      \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
     from mosaictool.model.train import TrainConfig, train

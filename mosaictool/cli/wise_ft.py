@@ -33,9 +33,11 @@ def wise_ft_cli(
 
     Examples:
 
+      \b
       mosaictool wise-ft --zeroshot /weights/openai.pt --finetuned runs/m2/final.pt \\
           --alpha 0,0.25,0.5,0.75,1 --scope visual --out runs/m2/wise/
 
+      \b
       mosaictool wise-ft --zeroshot runs/pre/final.pt --finetuned runs/m1/final.pt --out runs/m1/wise
     """
     from mosaictool.model.wise_ft import wise_ft
