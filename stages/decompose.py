@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from mosaictool.errors import RecordError
-from mosaictool.stages.subgraph import graph_key, is_pronoun, object_node, record_rng
+from mosaictool.stages.subgraph import is_pronoun, node_key, object_node, record_rng
 
 DEFAULT_MAX = 3  # the paper's M
 
@@ -48,29 +48,30 @@ def make_check(text_key: str = "caption", keep_caption: bool = True):
 def candidate_subgraphs(graph: dict) -> list[dict]:
     """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated."""
     nodes = [None if is_pronoun(e) else object_node(e, i) for i, e in enumerate(graph["entities"])]
+    keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
-
-    def add(sg: dict) -> None:
-        key = graph_key(sg)
-        if key not in seen:
-            seen.add(key)
-            out.append(sg)
-
-    for node in nodes:
+    # The graph_key of each sub-graph, from the node keys computed once.
+    for node, key in zip(nodes, keys):
         if node is None:  # "it", "that": nothing to show on its own
             continue
-        add({"kind": "object", "text": None, "objects": [node], "relations": []})
+        identity = ((key,), ())
+        if identity not in seen:
+            seen.add(identity)
+            out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     for rel in graph["relations"]:
         s, o = rel["subject"], rel["object"]
         if s == o or nodes[s] is None or nodes[o] is None:  # self-loops the parser rarely makes; pronouns
             continue
         relation = " ".join(rel["relation"].lower().split())
-        add({
-            "kind": "relation",
-            "text": None,
-            "objects": [nodes[s], nodes[o]],
-            "relations": [{"subject": 0, "object": 1, "relation": relation}],
-        })
+        identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
+        if identity not in seen:
+            seen.add(identity)
+            out.append({
+                "kind": "relation",
+                "text": None,
+                "objects": [nodes[s], nodes[o]],
+                "relations": [{"subject": 0, "object": 1, "relation": relation}],
+            })
     return out
 
 

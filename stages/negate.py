@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+from bisect import bisect
 from collections import deque
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import accumulate, islice
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.stages.subgraph import check_subgraphs, graph_key, normalize_text, record_rng
+from mosaictool.stages.subgraph import check_subgraphs, graph_identity, node_key, normalize_text, record_rng
 from mosaictool.vocab import UNKNOWN
 
 CATEGORIES = ("obj", "attr", "rel")
@@ -95,30 +96,36 @@ def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption"):
 class _Sampler:
     def __init__(self, vocab, rng, type_aware: bool):
         self.vocab, self.rng, self.type_aware = vocab, rng, type_aware
+        # The draw behind rng.choice and rng.randrange, without their argument checks.
+        self.below = rng._randbelow
 
     def _pick(self, kind: str, pool: tuple[str, ...], everything: tuple[str, ...], exclude: set[str]) -> str | None:
-        if not self.type_aware or kind == UNKNOWN or not set(pool) - exclude:
+        # Exclusions are a handful of names: the first pool entry outside them usually settles it.
+        if not self.type_aware or kind == UNKNOWN or exclude.issuperset(pool):
             pool = everything
+        if not pool:
+            return None
+        below, n = self.below, len(pool)
         for _ in range(8):  # rejection first: pools are large and exclusions few
-            choice = self.rng.choice(pool)
+            choice = pool[below(n)]
             if choice not in exclude:
                 return choice
         left = [p for p in pool if p not in exclude]
-        return self.rng.choice(left) if left else None
+        return left[below(len(left))] if left else None
 
     def attribute(self, current: str, exclude: set[str]) -> str | None:
         v = self.vocab
-        kind = v.category(current)
+        kind = v.attributes.get(current.lower(), UNKNOWN)  # v.category(current)
         return self._pick(kind, v.attributes_by_category.get(kind, ()), v.attribute_names, exclude | {current})
 
     def object(self, lemma: str, exclude: set[str]) -> str | None:
         v = self.vocab
-        kind = v.group(lemma)
+        kind = v.objects.get(lemma.lower(), UNKNOWN)  # v.group(lemma)
         return self._pick(kind, v.objects_by_group.get(kind, ()), v.object_names, exclude | {lemma})
 
     def relation(self, current: str) -> str | None:
         v = self.vocab
-        kind = v.relation_type(current)
+        kind = v.relations.get(current.lower(), UNKNOWN)  # v.relation_type(current)
         return self._pick(kind, v.relations_by_type.get(kind, ()), v.relation_names, {current})
 
 
@@ -136,79 +143,107 @@ def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(),
     }
 
 
-def _copy(sg: dict) -> dict:
-    return {
-        "objects": [{**o, "attributes": list(o["attributes"])} for o in sg["objects"]],
-        "relations": [dict(r) for r in sg["relations"]],
-    }
+# A candidate is drawn in full (every RNG draw, in the order the transforms are listed) but built
+# only once sampling picks it: a draft is (subgraph index, category, transform, slot, from, change),
+# where `change` says how the negative's graph differs from the positive's.
+_Draft = tuple
 
 
-def _candidate(index, category, transform, slot, before, after, graph) -> dict:
-    return {
+def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
+    """Append to `pools` the drafts of every negative the three transforms make of one positive."""
+    objects, relations = sg["objects"], sg["relations"]
+    if len(objects) == 1 and not relations:
+        category, transform = "obj", "f_obj"
+    elif len(objects) == 2 and len(relations) == 1:
+        category, transform = "attr", "f_attr:replace"
+        s, o = objects
+        if s["attributes"] != o["attributes"]:
+            before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
+            pools["attr"].append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
+    else:
+        return
+    pool = pools[category]
+    for i, obj in enumerate(objects):  # f_obj, f_attr:replace: each attribute in turn
+        attributes = obj["attributes"]
+        for j, attr in enumerate(attributes):
+            new = sampler.attribute(attr, set(attributes))
+            if new is not None:
+                pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+    if category == "obj":
+        return
+
+    pool = pools["rel"]
+    rel = relations[0]
+    subj, obj = objects[rel["subject"]]["noun"], objects[rel["object"]]["noun"]
+    pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
+    lemmas = {x["lemma"] for x in objects}
+    for i, node in enumerate(objects):
+        new = sampler.object(node["lemma"], lemmas)
+        if new is not None:
+            pool.append((index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+    new = sampler.relation(rel["relation"])
+    if new is not None:
+        pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
+    # join: a random attributed object, tied to one of the two through a random relation
+    rng, vocab = sampler.rng, sampler.vocab
+    noun, attribute = rng.choice(vocab.object_names), rng.choice(vocab.attribute_names)
+    anchor, edge = sampler.below(2), rng.choice(vocab.relation_names)
+    pool.append((index, "rel", "f_rel:join", "relations[1]", None, ("join", noun, attribute, anchor, edge)))
+
+
+def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tuple]:
+    """The negative a draft describes, and its graph_key given the positive's node keys. Nodes and
+    relations it leaves alone are the positive's own dicts (as decompose shares nodes between
+    sub-graphs); changed ones are new."""
+    index, category, transform, slot, before, change = draft
+    objects, relations, keys = list(sg["objects"]), list(sg["relations"]), list(keys)
+    op = change[0]
+    if op == "attribute":
+        _, i, j, after = change
+        attributes = list(objects[i]["attributes"])
+        attributes[j] = after
+        objects[i] = {**objects[i], "attributes": attributes}
+        keys[i] = node_key(objects[i])
+    elif op == "swap_attributes":
+        s, o = objects
+        objects = [{**s, "attributes": list(o["attributes"])}, {**o, "attributes": list(s["attributes"])}]
+        keys = [node_key(x) for x in objects]
+        after = f"{' '.join(o['attributes'])}|{' '.join(s['attributes'])}"
+    elif op == "swap_objects":
+        rel = relations[0]
+        relations[0] = {**rel, "subject": rel["object"], "object": rel["subject"]}
+        after = f"{objects[rel['object']]['noun']}|{objects[rel['subject']]['noun']}"
+    elif op == "object":
+        _, i, new = change
+        node = objects[i]
+        objects[i] = _node(
+            new, vocab, plural=node["plural"], count=node["count"], attributes=node["attributes"], determiner=node["determiner"],
+        )
+        keys[i] = node_key(objects[i])
+        after = objects[i]["noun"]
+    elif op == "relation":
+        after = change[1]
+        relations[0] = {**relations[0], "relation": after}
+    else:  # join
+        _, noun, attribute, anchor, edge = change
+        extra = _node(noun, vocab, attributes=[attribute])
+        objects.append(extra)
+        keys.append(node_key(extra))
+        relations.append({"subject": anchor, "object": 2, "relation": edge})
+        after = f"{edge} {attribute} {extra['noun']}"
+    negative = {
         "subgraph": index, "kind": "graph", "category": category, "transform": transform,
-        "slot": slot, "from": before, "to": after, "graph": graph, "text": None,
+        "slot": slot, "from": before, "to": after, "graph": {"objects": objects, "relations": relations}, "text": None,
     }
+    return negative, graph_identity(keys, relations)
 
 
 def graph_candidates(index: int, sg: dict, sampler: _Sampler) -> dict[str, list[dict]]:
     """Every negative the three transforms make of one positive sub-graph, by category."""
-    pools: dict[str, list[dict]] = {c: [] for c in CATEGORIES}
-    objects, relations = sg["objects"], sg["relations"]
-
-    def replace_attributes(category: str, transform: str) -> None:
-        for i, obj in enumerate(objects):
-            for j, attr in enumerate(obj["attributes"]):
-                new = sampler.attribute(attr, set(obj["attributes"]))
-                if new is None:
-                    continue
-                g = _copy(sg)
-                g["objects"][i]["attributes"][j] = new
-                pools[category].append(_candidate(index, category, transform, f"objects[{i}].attributes[{j}]", attr, new, g))
-
-    if len(objects) == 1 and not relations:
-        replace_attributes("obj", "f_obj")
-    if len(objects) == 2 and len(relations) == 1:
-        s, o = objects
-        if s["attributes"] != o["attributes"]:
-            g = _copy(sg)
-            g["objects"][0]["attributes"], g["objects"][1]["attributes"] = list(o["attributes"]), list(s["attributes"])
-            before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
-            after = f"{' '.join(o['attributes'])}|{' '.join(s['attributes'])}"
-            pools["attr"].append(_candidate(index, "attr", "f_attr:swap", "attributes", before, after, g))
-        replace_attributes("attr", "f_attr:replace")
-
-        rel = relations[0]
-        g = _copy(sg)
-        g["relations"][0]["subject"], g["relations"][0]["object"] = rel["object"], rel["subject"]
-        subj, obj = objects[rel["subject"]]["noun"], objects[rel["object"]]["noun"]
-        pools["rel"].append(_candidate(index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", f"{obj}|{subj}", g))
-        lemmas = {x["lemma"] for x in objects}
-        for i, node in enumerate(objects):
-            new = sampler.object(node["lemma"], lemmas)
-            if new is None:
-                continue
-            g = _copy(sg)
-            replaced = _node(
-                new, sampler.vocab, plural=node["plural"], count=node["count"], attributes=node["attributes"],
-                determiner=node["determiner"],
-            )
-            g["objects"][i] = replaced
-            pools["rel"].append(_candidate(index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], replaced["noun"], g))
-        new = sampler.relation(rel["relation"])
-        if new is not None:
-            g = _copy(sg)
-            g["relations"][0]["relation"] = new
-            pools["rel"].append(_candidate(index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], new, g))
-        # join: a random attributed object, tied to one of the two through a random relation
-        rng, vocab = sampler.rng, sampler.vocab
-        extra = _node(rng.choice(vocab.object_names), vocab, attributes=[rng.choice(vocab.attribute_names)])
-        anchor, edge = rng.randrange(2), rng.choice(vocab.relation_names)
-        g = _copy(sg)
-        g["objects"].append(extra)
-        g["relations"].append({"subject": anchor, "object": 2, "relation": edge})
-        added = f"{edge} {extra['attributes'][0]} {extra['noun']}"
-        pools["rel"].append(_candidate(index, "rel", "f_rel:join", "relations[1]", None, added, g))
-    return pools
+    keys = [node_key(o) for o in sg["objects"]]
+    pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
+    _drafts(index, sg, sampler, pools)
+    return {c: [_build(d, sg, keys, sampler.vocab)[0] for d in drafts] for c, drafts in pools.items()}
 
 
 def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int, type_aware: bool) -> list[dict]:
@@ -218,21 +253,27 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         return []
     rng = record_rng(seed, record["id"], "graph")
     sampler = _Sampler(vocab, rng, type_aware)
-    pools: dict[str, list[dict]] = {c: [] for c in CATEGORIES}
+    pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
-        for category, candidates in graph_candidates(i, sg, sampler).items():
-            pools[category].extend(candidates)
-    taken = {graph_key(sg) for _, sg in positives}
+        _drafts(i, sg, sampler, pools)
+    node_keys = {i: [node_key(o) for o in sg["objects"]] for i, sg in positives}
+    taken = {graph_identity(node_keys[i], sg["relations"]) for i, sg in positives}
     chosen = []
-    weights = dict(zip(CATEGORIES, probs))
+    live: list[str] = []  # the categories with drafts left; pools only shrink
     while len(chosen) < max_negatives:
-        live = [c for c in CATEGORIES if pools[c] and weights[c] > 0]
         if not live:
-            break
-        category = rng.choices(live, weights=[weights[c] for c in live])[0]
+            live = [c for c, p in zip(CATEGORIES, probs) if pools[c] and p > 0]
+            if not live:
+                break
+            cumulative = list(accumulate(p for c, p in zip(CATEGORIES, probs) if c in live))
+        # Random.choices(live, weights) with the weights summed once per set of live categories:
+        # the same single random() draw and bisection.
+        category = live[bisect(cumulative, rng.random() * (cumulative[-1] + 0.0), 0, len(live) - 1)]
         pool = pools[category]
-        candidate = pool.pop(rng.randrange(len(pool)))
-        key = graph_key(candidate["graph"])
+        draft = pool.pop(sampler.below(len(pool)))
+        if not pool:
+            live = []
+        candidate, key = _build(draft, subgraphs[draft[0]], node_keys[draft[0]], vocab)
         if key not in taken:
             taken.add(key)
             chosen.append(candidate)

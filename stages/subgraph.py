@@ -35,7 +35,6 @@ PRONOUNS = frozenset(
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
 SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
-_PUNCT = str.maketrans(".,", "  ")
 
 
 def record_rng(seed: int, record_id, purpose: str) -> random.Random:
@@ -48,7 +47,7 @@ def record_rng(seed: int, record_id, purpose: str) -> random.Random:
 def normalize_text(text: str) -> str:
     """The form texts are compared in: lower case, no '.' or ',', single spaces (NegCLIP's check_same,
     case-insensitive)."""
-    return " ".join(text.lower().translate(_PUNCT).split())
+    return " ".join(text.lower().replace(".", " ").replace(",", " ").split())
 
 
 def is_pronoun(entity: dict) -> bool:
@@ -63,17 +62,25 @@ def object_node(entity: dict, index: int | None) -> dict:
     attributes = entity.get("attributes")
     if attributes is None:
         attributes = [m.get("span", "") for m in modifiers if m.get("dep") == "amod"]
-    attributes = [str(a).lower() for a in attributes]
-    counts = [str(m.get("span", "")).lower() for m in modifiers if m.get("dep") == "nummod"]
+    counts, dets = [], []
+    for m in modifiers:
+        dep = m.get("dep")
+        if dep == "nummod":
+            counts.append(str(m.get("span", "")).lower())
+        elif dep == "det":
+            dets.append(str(m.get("span", "")).lower())
     # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma.
     plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun != lemma
-    quantifiers = [a for a in attributes if a in QUANTIFIERS]
-    attributes = [a for a in attributes if a not in QUANTIFIERS]
-    if plural:
-        counts += quantifiers
-    dets = [str(m.get("span", "")).lower() for m in modifiers if m.get("dep") == "det"]
+    if attributes:
+        attributes = [str(a).lower() for a in attributes]
+        if not QUANTIFIERS.isdisjoint(attributes):
+            if plural:
+                counts += [a for a in attributes if a in QUANTIFIERS]
+            attributes = [a for a in attributes if a not in QUANTIFIERS]
+    else:
+        attributes = []
     first_word = str(entity.get("span") or "").split(" ", 1)[0].lower()
-    if first_word in DEFINITE or any(d in DEFINITE for d in dets):
+    if first_word in DEFINITE or not DEFINITE.isdisjoint(dets):
         determiner = "the"
     elif dets or first_word in INDEFINITE or counts:
         determiner = "a"
@@ -97,11 +104,12 @@ def node_key(node: dict) -> tuple:
 def graph_key(graph: dict) -> tuple:
     """What makes two sub-graphs the same scene: their objects (ignoring order, where they came
     from and article style) and relations (between objects, not list positions)."""
-    keys = [node_key(o) for o in graph["objects"]]
-    return (
-        tuple(sorted(keys)),
-        tuple(sorted((keys[r["subject"]], r["relation"], keys[r["object"]]) for r in graph["relations"])),
-    )
+    return graph_identity([node_key(o) for o in graph["objects"]], graph["relations"])
+
+
+def graph_identity(keys: list[tuple], relations: list[dict]) -> tuple:
+    """graph_key from the objects' node_keys, for callers that reuse them across related graphs."""
+    return (tuple(sorted(keys)), tuple(sorted([(keys[r["subject"]], r["relation"], keys[r["object"]]) for r in relations])))
 
 
 def check_subgraphs(record: dict) -> None:

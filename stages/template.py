@@ -55,15 +55,21 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
-    words: list[str] = []
-    previous = None
-    for attr, category in ordered_attributes(node["attributes"], vocab):
-        if category == "colour" and previous == "colour":
-            words.append("and")
-        words.append(attr)
-        previous = category
-    words.append(node["noun"])
-    body = " ".join(words)
+    attributes = node["attributes"]
+    if not attributes:
+        body = node["noun"]
+    elif len(attributes) == 1:
+        body = f"{attributes[0]} {node['noun']}"
+    else:
+        words: list[str] = []
+        previous = None
+        for attr, category in ordered_attributes(attributes, vocab):
+            if category == "colour" and previous == "colour":
+                words.append("and")
+            words.append(attr)
+            previous = category
+        words.append(node["noun"])
+        body = " ".join(words)
     if node.get("count"):
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
@@ -73,25 +79,56 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     return f"{indefinite_article(body)} {body}"
 
 
-def render_graph(graph: dict, vocab) -> str:
-    """One sentence for a sub-graph of any shape."""
-    objects, relations = graph["objects"], graph["relations"]
-    mentioned: set[int] = set()
-    parts = []
+class _Phrases:
+    """noun_phrase, remembered: a record's negatives repeat most of its positives' noun phrases,
+    and captions repeat common ones ("a man", "the table"). Pure, so the output is the same
+    whatever was rendered before; bounded, so a long stream does not grow it without end."""
 
-    def mention(i: int) -> str:
-        phrase = noun_phrase(objects[i], vocab, definite=i in mentioned)
-        mentioned.add(i)
+    LIMIT = 100_000
+
+    def __init__(self, vocab):
+        self.vocab = vocab
+        self.known: dict[tuple, str] = {}
+
+    def __call__(self, node: dict) -> str:
+        count = node.get("count")
+        if count is not None and not isinstance(count, str):  # 2 and 2.0 would share a key
+            return noun_phrase(node, self.vocab)
+        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"])
+        phrase = self.known.get(key)
+        if phrase is None:
+            if len(self.known) >= self.LIMIT:
+                self.known.clear()
+            phrase = self.known[key] = noun_phrase(node, self.vocab)
         return phrase
 
+
+def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
+    """One sentence for a sub-graph of any shape."""
+    objects, relations = graph["objects"], graph["relations"]
+    phrase = phrases or (lambda node: noun_phrase(node, vocab))
+    if not relations and len(objects) == 1:
+        return phrase(objects[0])
+    mentioned: set[int] = set()
+    parts = []
     for rel in relations:
-        parts.append(f"{mention(rel['subject'])} {rel['relation']} {mention(rel['object'])}")
-    parts.extend(mention(i) for i in range(len(objects)) if i not in mentioned)
+        s, o = rel["subject"], rel["object"]
+        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase(objects[s])
+        mentioned.add(s)
+        obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
+        mentioned.add(o)
+        parts.append(f"{subject} {rel['relation']} {obj}")
+    parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
 
 
 def frame_text(frame: str, body: str, first_plural: bool) -> str:
     return frame.replace("{be}", "are" if first_plural else "is").replace("{}", body)
+
+
+def _framed(frame: str, graph: dict, vocab, phrases: _Phrases) -> str:
+    body = render_graph(graph, vocab, phrases)
+    return body if frame == "{}" else frame_text(frame, body, _first_plural(graph))
 
 
 def _first_plural(graph: dict) -> bool:
@@ -123,7 +160,8 @@ def make_check():
     return check
 
 
-def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0) -> dict:
+def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
+    phrases = phrases or _Phrases(vocab)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -135,7 +173,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0)
             if style == "varied":
                 frame = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
             frames[i] = frame
-            text = frame_text(frame, render_graph(sg, vocab), _first_plural(sg))
+            text = _framed(frame, sg, vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -148,8 +186,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0)
     for neg in record.get("negatives") or []:
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
-            graph = neg["graph"]
-            text = frame_text(frames.get(index, "{}"), render_graph(graph, vocab), _first_plural(graph))
+            text = _framed(frames.get(index, "{}"), neg["graph"], vocab, phrases)
         else:
             text = neg["text"]
         norm = normalize_text(text)
@@ -169,5 +206,6 @@ def template(records: Iterable[dict], *, vocab=None, style: str = "plain", seed:
     from mosaictool.vocab import load
 
     vocab = vocab or load()
+    phrases = _Phrases(vocab)
     for record in records:
-        yield template_record(record, vocab, style=style, seed=seed)
+        yield template_record(record, vocab, style=style, seed=seed, phrases=phrases)
