@@ -41,7 +41,6 @@ UNKNOWN_RANK = ATTRIBUTE_RANK["state"]
 STYLES = ("plain", "varied")
 # Frames for "varied"; {be} agrees with the first noun phrase.
 FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
-NEGATIVE_KEYS = ("kind", "category", "transform", "slot", "from", "to")
 
 
 def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
@@ -92,7 +91,7 @@ class _Phrases:
 
     def __call__(self, node: dict) -> str:
         count = node.get("count")
-        if count is not None and not isinstance(count, str):  # 2 and 2.0 would share a key
+        if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
         key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"])
         phrase = self.known.get(key)
@@ -124,11 +123,6 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
 
 def frame_text(frame: str, body: str, first_plural: bool) -> str:
     return frame.replace("{be}", "are" if first_plural else "is").replace("{}", body)
-
-
-def _framed(frame: str, graph: dict, vocab, phrases: _Phrases) -> str:
-    body = render_graph(graph, vocab, phrases)
-    return body if frame == "{}" else frame_text(frame, body, _first_plural(graph))
 
 
 def _first_plural(graph: dict) -> bool:
@@ -165,15 +159,15 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
+    varied = style == "varied"
     for i, sg in enumerate(record["subgraphs"]):
         if sg.get("kind") == "caption":
             text = sg["text"].strip()
+        elif varied:
+            frame = frames[i] = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
+            text = frame_text(frame, render_graph(sg, vocab, phrases), _first_plural(sg))
         else:
-            frame = "{}"
-            if style == "varied":
-                frame = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
-            frames[i] = frame
-            text = _framed(frame, sg, vocab, phrases)
+            text = render_graph(sg, vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -186,7 +180,10 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     for neg in record.get("negatives") or []:
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
-            text = _framed(frames.get(index, "{}"), neg["graph"], vocab, phrases)
+            graph = neg["graph"]
+            text = render_graph(graph, vocab, phrases)
+            if index in frames:  # "varied": the positive's frame
+                text = frame_text(frames[index], text, _first_plural(graph))
         else:
             text = neg["text"]
         norm = normalize_text(text)
@@ -196,7 +193,12 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         negatives.append({
             "text": text,
             "positive": position_of.get(index) if index is not None else None,
-            **{key: neg.get(key) for key in NEGATIVE_KEYS},
+            "kind": neg.get("kind"),
+            "category": neg.get("category"),
+            "transform": neg.get("transform"),
+            "slot": neg.get("slot"),
+            "from": neg.get("from"),
+            "to": neg.get("to"),
         })
     return {**record, "texts": {"positives": positives, "negatives": negatives}}
 
