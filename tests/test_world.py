@@ -18,6 +18,7 @@ from mosaictool.world import generate_world
 from mosaictool.world.captions import holds, plan_caption, render_caption, twin_pair
 from mosaictool.world.scene import sample_scene, twin
 from mosaictool.world.vocab import (
+    COLOURS,
     HELD_OUT_OBJECTS,
     RELATION_WORDS,
     SHAPE_WORDS,
@@ -26,7 +27,7 @@ from mosaictool.world.vocab import (
     held_out_relation_facts,
 )
 
-SMALL = dict(train=120, twins=True, eval_scale=0.04)
+SMALL = dict(train=120, twins=True, binding_twins=True, eval_scale=0.04)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_other_seed_other_world(world, tmp_path):
 
 def test_twins_only_add_records(world, tmp_path):
     plain = tmp_path / "plain"
-    generate_world(plain, seed=0, train=SMALL["train"], twins=False, eval_scale=SMALL["eval_scale"])
+    generate_world(plain, seed=0, train=SMALL["train"], eval_scale=SMALL["eval_scale"])
     with_twins = {r["id"]: r for r in train_records(world) if r["twin_of"] is None}
     for r in train_records(plain):
         assert r["hard_images"] is None
@@ -72,7 +73,9 @@ def test_manifest_counts_match_files(world):
     recs = train_records(world)
     assert info["generator"] and info["seed"] == 0
     assert info["counts"]["train"]["scenes"] == SMALL["train"]
-    assert info["counts"]["train"]["records"] == len(recs) == SMALL["train"] + info["counts"]["train"]["twins"]
+    c = info["counts"]["train"]
+    assert c["records"] == len(recs) == SMALL["train"] + c["twins"] + c["binding_twins"]
+    assert c["binding_twins"] > 0
     assert info["counts"]["train"]["twins"] > SMALL["train"] // 2
     assert len({r["id"] for r in recs}) == len(recs)
     for r in recs:
@@ -193,11 +196,11 @@ def test_held_out_compounds_never_in_train(world):
 
 def test_twins_are_counterfactuals(world):
     recs = {r["id"]: r for r in train_records(world)}
-    twins = [r for r in recs.values() if r["twin_of"]]
+    twins = [r for r in recs.values() if r["twin_kind"] == "arrangement"]
     assert twins
     for t in twins:
         orig = recs[t["twin_of"]]
-        assert orig["hard_images"] == [t["id"]] and t["hard_images"] == [orig["id"]]
+        assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
         key = lambda o: (o["shape"], o["colour"], o["size"], o["texture"])  # noqa: E731
         a, b = orig["scene"]["objects"], t["scene"]["objects"]
         assert [key(o) for o in a] == [key(o) for o in b]
@@ -210,6 +213,25 @@ def test_twins_are_counterfactuals(world):
         m = orig["mentions"]["mentions"]
         fact = {"subject": m[rel["subject"]]["object"], "relation": rel["relation"], "object": m[rel["object"]]["object"]}
         assert fact in orig["scene"]["relations"] and fact not in t["scene"]["relations"]
+
+
+def test_binding_twins_trade_colours(world):
+    recs = {r["id"]: r for r in train_records(world)}
+    twins = [r for r in recs.values() if r["twin_kind"] == "binding"]
+    assert twins
+    for t in twins:
+        orig = recs[t["twin_of"]]
+        assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
+        a, b = orig["scene"]["objects"], t["scene"]["objects"]
+        assert [(o["shape"], o["size"], o["texture"], o["cell"], o["bbox"]) for o in a] == \
+            [(o["shape"], o["size"], o["texture"], o["cell"], o["bbox"]) for o in b]
+        changed = [k for k in range(len(a)) if a[k]["colour"] != b[k]["colour"]]
+        assert len(changed) == 2 and a[changed[0]]["colour"] == b[changed[1]]["colour"]
+        assert sorted(o["colour"] for o in a) == sorted(o["colour"] for o in b)
+        x, y = orig["caption"].split(), t["caption"].split()
+        assert x != y and len(x) == len(y)
+        assert all(u == v or {u, v} <= set(COLOURS) | {"a", "an"} for u, v in zip(x, y))  # only colour words differ
+        assert orig["scene"]["relations"] == t["scene"]["relations"]
 
 
 WORDS = {**{w: ("shape", s) for s, ws in SHAPE_WORDS.items() for w in ws},

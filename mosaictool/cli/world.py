@@ -18,6 +18,9 @@ def world_cli(
     twins: Annotated[
         bool, typer.Option("--twins", help="Also render each train scene's counterfactual twin (objects trade places) as its own record, linked by hard_images.")
     ] = False,
+    binding_twins: Annotated[
+        bool, typer.Option("--binding-twins", help="Also render each train scene's binding twin (the two related objects trade colours), linked the same way.")
+    ] = False,
     image_size: Annotated[int, typer.Option(help="Image side in pixels.")] = 64,
     eval_scale: Annotated[float, typer.Option(help="Multiply the val/test split sizes (0.1 for a quick look; groups keep >=1 item).")] = 1.0,
     workers: Annotated[int, typer.Option(help="Worker processes; the files never depend on it.")] = 1,
@@ -34,7 +37,7 @@ def world_cli(
 
       mosaictool world --out world/ --train 20000 --seed 0
 
-      mosaictool world --out small/ --train 500 --twins --eval-scale 0.1
+      mosaictool world --out small/ --train 500 --twins --binding-twins --eval-scale 0.1
     """
     from mosaictool.io import progress
     from mosaictool.world.generate import generate_world, total_items
@@ -43,13 +46,13 @@ def world_cli(
         raise MosaicError("--workers must be at least 1")
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
-        info = generate_world(out, train=train, seed=seed, twins=twins, image_size=image_size, eval_scale=eval_scale,
+        info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, image_size=image_size, eval_scale=eval_scale,
                               workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None))
     finally:
         if hasattr(bar, "close"):
             bar.close()
     c = info["counts"]
-    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} twins), "
+    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
 
 

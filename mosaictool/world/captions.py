@@ -165,6 +165,25 @@ def twin_pair(plan: dict) -> tuple[int, int] | None:
     return None
 
 
+def swap_colours(plan: dict, a: int, b: int, scene: dict) -> dict:
+    """The plan for a binding twin: the same clauses, with objects a and b's colour words traded."""
+    colour = {a: scene["objects"][b]["colour"], b: scene["objects"][a]["colour"]}
+
+    def fix(desc: dict, obj: int) -> dict:
+        return {**desc, "colour": colour[obj]} if obj in colour and "colour" in desc else desc
+
+    clauses = []
+    for c in plan["clauses"]:
+        if c[0] == "np":
+            c = [c[0], c[1], fix(c[2], c[1])]
+        elif c[0] == "rel":
+            c = [c[0], c[1], c[2], c[3], fix(c[4], c[1]), fix(c[5], c[2]), c[6]]
+        elif c[0] == "list":
+            c = [c[0], c[1], [fix(d, k) for k, d in zip(c[1], c[2])], c[3]]
+        clauses.append(c)  # counts by colour or shape are unchanged by a colour trade
+    return {"clauses": clauses}
+
+
 # --- train captions: render ------------------------------------------------------------------------
 
 

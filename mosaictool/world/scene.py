@@ -26,7 +26,7 @@ from mosaictool.world.vocab import (
 )
 
 GRID = 3
-SIZE_FRACTION = {"small": 0.5, "big": 0.82}  # of a cell's side
+SIZE_FRACTION = {"small": 0.62, "big": 0.9}  # of a cell's side
 ALL_COMPOUNDS = tuple((c, s) for c in COLOURS for s in SHAPES)
 SEEN_COMPOUNDS = tuple(cs for cs in ALL_COMPOUNDS if cs not in HELD_OUT_OBJECTS)
 HELD_OUT_FACTS = held_out_relation_facts()
@@ -133,3 +133,13 @@ def twin(scene: dict, a: int, b: int) -> dict:
         objs[src]["cell"] = list(scene["objects"][dst]["cell"])
         objs[src]["bbox"] = [nx, ny, nx + side, ny + side]
     return make_scene(objs, size)
+
+
+def binding_twin(scene: dict, a: int, b: int) -> dict | None:
+    """The binding twin: everything in place, but objects a and b trade colours (None when their
+    colours are the same). It shows the same colours, shapes and places, bound differently."""
+    objs = [dict(o) for o in scene["objects"]]
+    if objs[a]["colour"] == objs[b]["colour"]:
+        return None
+    objs[a]["colour"], objs[b]["colour"] = objs[b]["colour"], objs[a]["colour"]
+    return make_scene(objs, scene["image_size"])

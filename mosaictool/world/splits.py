@@ -16,6 +16,7 @@ from mosaictool.world.captions import (
     noun_phrase,
     plan_caption,
     render_caption,
+    swap_colours,
     twin_pair,
 )
 from mosaictool.world.render import encode, render
@@ -24,6 +25,7 @@ from mosaictool.world.scene import (
     HELD_OUT_FACTS,
     SEEN_COMPOUNDS,
     arrange,
+    binding_twin,
     sample_objects,
     sample_scene,
     shows_held_out,
@@ -59,10 +61,11 @@ def save(image, root: Path, rel: str, fmt: str = "png") -> None:
 # --- train -------------------------------------------------------------------------------------------
 
 
-def train_item(seed: int, index: int, image_size: int, twins: bool, *, root: Path) -> list[dict]:
-    """A train record, followed by its counterfactual twin's when `twins` (and the caption states a
-    relation). Scenes whose twin would show a held-out compound are redrawn whether or not twins are
-    written, so --twins only adds records."""
+def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twins: bool = False, *, root: Path) -> list[dict]:
+    """A train record, followed by its counterfactual twins' records when asked (and when the caption
+    states a relation): the arrangement twin (the first relation's two objects trade places) and the
+    binding twin (they trade colours). Scenes whose arrangement twin would show a held-out compound
+    are redrawn whether or not twins are written, so twin options only add records."""
     rng = stream(seed, "train", index)
     while True:
         n = rng.choices(TRAIN_OBJECT_COUNTS, TRAIN_OBJECT_WEIGHTS)[0]
@@ -76,17 +79,26 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, *, root: Pat
     rid = f"train-{index:06d}"
     caption, mentions = render_caption(plan, scene, random.Random(surface))
     record = {"id": rid, "image": f"images/{index:06d}.png", "caption": caption, "scene": scene,
-              "mentions": mentions, "hard_images": None, "twin_of": None}
+              "mentions": mentions, "hard_images": None, "twin_of": None, "twin_kind": None}
     save(render(scene), root, record["image"])
-    if not (twins and twin_scene is not None):
-        return [record]
-    tid = f"{rid}-twin"
-    twin_caption, twin_mentions = render_caption(plan, twin_scene, random.Random(surface))
-    record["hard_images"] = [tid]
-    twin_record = {"id": tid, "image": f"images/{index:06d}_twin.png", "caption": twin_caption, "scene": twin_scene,
-                   "mentions": twin_mentions, "hard_images": [rid], "twin_of": rid}
-    save(render(twin_scene), root, twin_record["image"])
-    return [record, twin_record]
+    out = [record]
+    if twins and twin_scene is not None:
+        text, graph = render_caption(plan, twin_scene, random.Random(surface))
+        out.append({"id": f"{rid}-twin", "image": f"images/{index:06d}_twin.png", "caption": text, "scene": twin_scene,
+                    "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "arrangement"})
+    first = next((c for c in plan["clauses"] if c[0] == "rel"), None)
+    said_both = first is not None and "colour" in first[4] and "colour" in first[5]  # a pure binding swap
+    bound = binding_twin(scene, *pair) if binding_twins and said_both else None
+    if bound is not None and not shows_held_out(bound):
+        text, graph = render_caption(swap_colours(plan, *pair, scene), bound, random.Random(surface))
+        if text != caption:
+            out.append({"id": f"{rid}-bind", "image": f"images/{index:06d}_bind.png", "caption": text, "scene": bound,
+                        "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "binding"})
+    for rec in out[1:]:
+        save(render(rec["scene"]), root, rec["image"])
+    if len(out) > 1:
+        record["hard_images"] = [rec["id"] for rec in out[1:]]
+    return out
 
 
 # --- ARO ---------------------------------------------------------------------------------------------
