@@ -132,7 +132,9 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
     kp, kn = 3, per_image - 3
     batch = Batch(images=images, pos_tokens=tokens[: batch_size * kp], pos_mask=torch.ones(batch_size, kp, dtype=torch.bool),
                   neg_tokens=tokens[batch_size * kp: batch_size * per_image], neg_mask=torch.ones(batch_size, kn, dtype=torch.bool),
-                  is_hard=torch.zeros(batch_size, dtype=torch.bool), indices=torch.arange(batch_size))
+                  is_hard=torch.zeros(batch_size, dtype=torch.bool), indices=torch.arange(batch_size),
+                  pos_ids=torch.arange(batch_size * kp).view(batch_size, kp),
+                  neg_ids=-1 - torch.arange(batch_size * kn).view(batch_size, kn))
     ours_loss = MultiPositiveContrastiveLoss()
     clip_loss = open_clip.ClipLoss()
     trimmed, full = ContrastiveForward(model), ContrastiveForward(model)

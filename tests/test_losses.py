@@ -148,3 +148,46 @@ def test_gradient_matches_autograd_of_brute_force_expression():
     t2i = [-(scale * t @ img2[o] - torch.logsumexp(scale * img2 @ t, 0)) for t, o in pos_list]
     ((torch.stack(i2t).mean() + torch.stack(t2i).mean()) / 2).backward()
     torch.testing.assert_close(ours, img2.grad, rtol=1e-10, atol=1e-12)
+
+
+def brute_force_with_ids(img, pos, pos_mask, neg, neg_mask, pos_ids, neg_ids, scale):
+    """Equal ids = the same text: P(i) = positive columns whose text i owns; negatives equal to one of
+    i's positives leave i's row; images owning a text leave that text's t2i denominator."""
+    b, kp = pos_mask.shape
+    kn = neg_mask.shape[1]
+    pos_cols = [(pos[i * kp + k], int(pos_ids[i, k]), i) for i in range(b) for k in range(kp) if pos_mask[i, k]]
+    neg_cols = [(neg[i * kn + k], int(neg_ids[i, k])) for i in range(b) for k in range(kn) if neg_mask[i, k]]
+    owned = [{int(pos_ids[i, k]) for k in range(kp) if pos_mask[i, k]} for i in range(b)]
+    i2t_terms, t2i_terms = [], []
+    for i in range(b):
+        columns = [(t, tid, True) for t, tid, _ in pos_cols] + [(t, tid, False) for t, tid in neg_cols if tid not in owned[i]]
+        denom = math.log(sum(math.exp(scale * float(img[i] @ t)) for t, _, _ in columns))
+        mine = [scale * float(img[i] @ t) - denom for t, tid, is_pos in columns if is_pos and tid in owned[i]]
+        if mine:
+            i2t_terms.append(-sum(mine) / len(mine))
+    for t, tid, owner in pos_cols:
+        images = [j for j in range(b) if j == owner or tid not in owned[j]]
+        denom = math.log(sum(math.exp(scale * float(img[j] @ t)) for j in images))
+        t2i_terms.append(-(scale * float(img[owner] @ t) - denom))
+    return (sum(i2t_terms) / len(i2t_terms) + sum(t2i_terms) / len(t2i_terms)) / 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_equal_texts_are_the_same_positive(seed):
+    img, pos, pm, neg, nm = random_case(seed, b=5, kp=3, kn=3)
+    g = torch.Generator().manual_seed(100 + seed)
+    # few distinct texts, so that images share positives and negatives equal other images' positives
+    pos_ids = torch.randint(0, 6, pm.shape, generator=g)
+    neg_ids = torch.randint(3, 9, nm.shape, generator=g)
+    for i in range(5):  # within one image texts are unique (contract A)
+        pos_ids[i] = torch.randperm(6, generator=g)[:3]
+        neg_ids[i] = torch.tensor([x for x in torch.randperm(9, generator=g).tolist() if x not in pos_ids[i].tolist()][:3])
+    # equal ids must mean equal features
+    bank = F.normalize(torch.randn(9, 8, generator=g, dtype=torch.float64), dim=-1)
+    pos = torch.where(pm.reshape(-1, 1), bank[pos_ids.reshape(-1)], 0.0)
+    neg = torch.where(nm.reshape(-1, 1), bank[neg_ids.reshape(-1)], 0.0)
+    scale = torch.tensor(6.0, dtype=torch.float64)
+    out = MultiPositiveContrastiveLoss()(img, pos, pm, neg, nm, scale, pos_ids, neg_ids)
+    assert float(out["loss"]) == pytest.approx(brute_force_with_ids(img, pos, pm, neg, nm, pos_ids, neg_ids, 6.0), rel=1e-10)
+    distinct = MultiPositiveContrastiveLoss()(img, pos, pm, neg, nm, scale)
+    assert float(distinct["loss"]) == pytest.approx(brute_force(img, pos, pm, neg, nm, 6.0), rel=1e-10)

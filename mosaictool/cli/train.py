@@ -59,6 +59,9 @@ def train_cli(
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
     local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
+    merge_equal_texts: Annotated[
+        bool, typer.Option(help="Equal texts in a batch are one sub-graph: positives of every image owning them, never its negatives.")
+    ] = True,
     seed: Annotated[int, typer.Option(help="Seed of the initialisation, the data order and every random draw.")] = 0,
     device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
     num_workers: Annotated[int, typer.Option(help="Data loader worker processes.")] = 0,
@@ -108,7 +111,8 @@ def train_cli(
             batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, wd=wd, warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
             grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, augment=augment,
-            local_loss=local_loss, seed=seed, device=device, num_workers=num_workers, save_every=save_every,
+            local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
+            num_workers=num_workers, save_every=save_every,
             log_every=log_every, quiet=quiet,
         )
         final = train(cfg)

@@ -12,6 +12,9 @@ the same tensor shapes, which `all_gather` needs, and make the owner of a positi
     negclip      1           1   (+ hard images: extra samples, each with its own texts)
     mosaiclip    --max-pos   --max-neg   (curriculum stage 1: 1 and 1)
 
+`pos_ids` / `neg_ids` identify each slot's text (a stable hash), so the loss can treat equal texts
+of different images as the same sub-graph.
+
 Hard-negative images (NegCLIP) are ordinary samples of the batch: an image with its own caption
 and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
 the captions of both. `is_hard` marks them (for statistics only; the loss does not care).
@@ -34,6 +37,8 @@ class Batch:
     neg_mask: torch.Tensor  # (B, Kn) bool; Kn may be 0
     is_hard: torch.Tensor  # (B,) bool: appended hard-negative image
     indices: torch.Tensor  # (B,) long: dataset index of each image (for tests and debugging)
+    pos_ids: torch.Tensor  # (B, Kp) int64: a stable hash of each slot's text (0 for empty slots)
+    neg_ids: torch.Tensor  # (B, Kn) int64
 
     def __post_init__(self) -> None:
         b = self.images.shape[0]
@@ -108,10 +113,18 @@ class ContrastiveForward(torch.nn.Module):
         return image_f, torch.nn.functional.normalize(x, dim=-1), m.logit_scale.exp()
 
 
-def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext):
+def text_id(text: str) -> int:
+    """A 63-bit hash that is the same in every process (Python's hash() is salted per process)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1 or 1
+
+
+def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext, text_ids: bool = True):
     """One forward pass over a micro-batch (images + all filled text slots as one text batch):
-    (image features, positive slots, positive mask, negative slots, negative mask, logit scale), the
-    loss's argument order. `model` is a ContrastiveForward, possibly DDP-wrapped."""
+    (image features, positive slots, positive mask, negative slots, negative mask, logit scale,
+    positive ids, negative ids), the loss's argument order. `model` is a ContrastiveForward,
+    possibly DDP-wrapped. `text_ids=False` passes no ids: every slot is a distinct text."""
     from mosaictool.model.data import normalize_images
 
     images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
@@ -122,4 +135,5 @@ def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextli
     n_pos = batch.pos_tokens.shape[0]
     pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
     pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
-    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float()
+    ids = (batch.pos_ids.to(device), batch.neg_ids.to(device)) if text_ids else (None, None)
+    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float(), *ids

@@ -40,7 +40,7 @@ import torch
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, is_parquet, read_records
-from mosaictool.model.batch import Batch
+from mosaictool.model.batch import Batch, text_id
 
 METHODS = ("clip", "negclip", "mosaiclip")
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
@@ -471,6 +471,7 @@ class TrainDataset(torch.utils.data.Dataset):
         self.tokenizer = tokenizer
         self._image_cache: dict[int, torch.Tensor] = {}
         self._token_cache: dict[str, torch.Tensor] = {}
+        self._id_cache: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.data)
@@ -510,11 +511,15 @@ class TrainDataset(torch.utils.data.Dataset):
         kn = max(s["kn"] for s in samples)
         pos_mask = torch.zeros(len(samples), kp, dtype=torch.bool)
         neg_mask = torch.zeros(len(samples), kn, dtype=torch.bool)
+        pos_ids = torch.zeros(len(samples), kp, dtype=torch.long)
+        neg_ids = torch.zeros(len(samples), kn, dtype=torch.long)
         pos_texts: list[str] = []
         neg_texts: list[str] = []
         for i, s in enumerate(samples):
             pos_mask[i, : len(s["pos"])] = True
             neg_mask[i, : len(s["neg"])] = True
+            pos_ids[i, : len(s["pos"])] = torch.tensor([self._text_id(t) for t in s["pos"]], dtype=torch.long)
+            neg_ids[i, : len(s["neg"])] = torch.tensor([self._text_id(t) for t in s["neg"]], dtype=torch.long)
             pos_texts.extend(s["pos"])
             neg_texts.extend(s["neg"])
         return Batch(
@@ -525,7 +530,15 @@ class TrainDataset(torch.utils.data.Dataset):
             neg_mask=neg_mask,
             is_hard=torch.tensor([s["is_hard"] for s in samples], dtype=torch.bool),
             indices=torch.tensor([s["index"] for s in samples], dtype=torch.long),
+            pos_ids=pos_ids,
+            neg_ids=neg_ids,
         )
+
+    def _text_id(self, text: str) -> int:
+        tid = self._id_cache.get(text)
+        if tid is None:
+            tid = self._id_cache[text] = text_id(text)
+        return tid
 
 
 def normalize_images(images: torch.Tensor, mean: Sequence[float], std: Sequence[float], dtype=torch.float32) -> torch.Tensor:

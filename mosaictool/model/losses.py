@@ -12,6 +12,13 @@ Negatives only ever appear in the i2t denominators. With one positive and no neg
 image this is exactly open_clip's ClipLoss; with one positive and one negative it is NegCLIP's.
 The paper writes sums; means keep the learning rate independent of the batch size.
 
+Equal texts (`pos_ids` / `neg_ids`, a hash per text) are the same sub-graph: the paper's P(i) is
+every positive text of the batch whose sub-graph is in image i's graph, so a positive text of image
+j that equals one of i's positives is a positive of i too; a negative equal to one of i's positives
+is not a negative for i; and in t2i, images that also own a positive text are left out of its
+denominator. Short sub-graph texts ("a red circle") repeat across images; without this they would
+be pushed apart from images they describe. Without ids every slot is distinct (the formulas above).
+
 Distributed: features are gathered with gradient and laid out as [positives of rank 0, 1, ...;
 negatives of rank 0, 1, ...], so the owner of positive slot j is still j // Kp (ranks' images are
 concatenated in rank order too). With `local_loss` a rank computes only its own images' rows and
@@ -42,54 +49,75 @@ class MultiPositiveContrastiveLoss(nn.Module):
         neg_features: torch.Tensor,  # (B*Kn, D)
         neg_mask: torch.Tensor,  # (B, Kn) bool
         logit_scale: torch.Tensor,  # scalar, already exp()'d
+        pos_ids: torch.Tensor | None = None,  # (B, Kp) int64 text identities; None: every slot distinct
+        neg_ids: torch.Tensor | None = None,  # (B, Kn)
     ) -> dict[str, torch.Tensor]:
         b, kp = pos_mask.shape
+        kn = neg_mask.shape[1]
         world = self.world_size
+        local = self.local_loss and world > 1
+        device = image_features.device
+        if pos_ids is None or neg_ids is None:  # distinct ids, unique across ranks too
+            first_slot = self.rank * b
+            pos_ids = (first_slot * kp + torch.arange(b * kp, device=device)).view(b, kp)
+            neg_ids = -1 - (first_slot * kn + torch.arange(b * kn, device=device)).view(b, kn)
         if world > 1:
             all_images = all_gather_with_grad(image_features)
             all_pos = all_gather_with_grad(pos_features)
             all_neg = all_gather_with_grad(neg_features)
-            all_pos_mask = all_gather_no_grad(pos_mask)
-            all_neg_mask = all_gather_no_grad(neg_mask)
+            all_pos_mask, all_neg_mask = all_gather_no_grad(pos_mask), all_gather_no_grad(neg_mask)
+            all_pos_ids, all_neg_ids = all_gather_no_grad(pos_ids), all_gather_no_grad(neg_ids)
         else:
-            all_images, all_pos, all_neg, all_pos_mask, all_neg_mask = (
-                image_features, pos_features, neg_features, pos_mask, neg_mask
-            )
+            all_images, all_pos, all_neg = image_features, pos_features, neg_features
+            all_pos_mask, all_neg_mask, all_pos_ids, all_neg_ids = pos_mask, neg_mask, pos_ids, neg_ids
+        n_images = all_images.shape[0]
         texts = torch.cat([all_pos, all_neg])
         text_valid = torch.cat([all_pos_mask.reshape(-1), all_neg_mask.reshape(-1)])
+        n_pos_columns = all_pos.shape[0]
+        is_pos_column = torch.arange(texts.shape[0], device=device) < n_pos_columns
 
-        if self.local_loss and world > 1:
-            rows_images, rows_pos, rows_pos_mask = image_features, pos_features, pos_mask
-            first_image = self.rank * b
-        else:
-            rows_images, rows_pos, rows_pos_mask = all_images, all_pos, all_pos_mask
-            first_image = 0
-        n_rows = rows_images.shape[0]
+        # owns[i, u]: image i has a (filled) positive whose text is u; equal texts = the same sub-graph
+        text_uid = torch.unique(torch.cat([all_pos_ids.reshape(-1), all_neg_ids.reshape(-1)]), return_inverse=True)[1]
+        owns = torch.zeros(n_images, int(text_uid.max()) + 1, dtype=torch.bool, device=device)
+        owner_of_slot = torch.arange(n_images, device=device).repeat_interleave(kp)
+        filled = all_pos_mask.reshape(-1)
+        owns[owner_of_slot[filled], text_uid[:n_pos_columns][filled]] = True
 
-        # image -> texts: row i's positives sit at columns (first_image + i) * Kp + k
-        logits_i2t = logit_scale * rows_images @ texts.T
-        logits_i2t = logits_i2t.masked_fill(~text_valid, float("-inf"))
+        first_image = self.rank * b if local else 0
+        rows = slice(first_image, first_image + b) if local else slice(0, n_images)
+        row_images = image_features if local else all_images
+        n_rows = row_images.shape[0]
+
+        # image -> texts. Positives of image i: every positive column whose text i owns (its own slots
+        # and equal texts of other images); a negative column equal to one of i's positives is left out.
+        match = owns[rows][:, text_uid] & text_valid
+        positive = match & is_pos_column
+        excluded = ~text_valid | (match & ~is_pos_column)
+        logits_i2t = (logit_scale * row_images @ texts.T).masked_fill(excluded, float("-inf"))
         logp_i2t = logits_i2t.log_softmax(dim=1)
-        pos_cols = (first_image * kp + torch.arange(n_rows * kp, device=texts.device)).view(n_rows, kp)
-        logp_pos = logp_i2t.gather(1, pos_cols)
-        n_pos_per_image = rows_pos_mask.sum(1)
-        has_pos = n_pos_per_image > 0
-        per_image = torch.where(rows_pos_mask, logp_pos, 0.0).sum(1) / n_pos_per_image.clamp(min=1)
+        n_positive = positive.sum(1)
+        per_image = torch.where(positive, logp_i2t, 0.0).sum(1) / n_positive.clamp(min=1)
+        has_pos = n_positive > 0
         i2t_sum = -per_image[has_pos].sum()
 
-        # positive text -> images: column k's owner is first_image + k // Kp
-        logits_t2i = logit_scale * rows_pos @ all_images.T
-        owners = first_image + torch.arange(n_rows * kp, device=texts.device) // kp
+        # positive text -> images: target = its owner; other images owning the same text are left out
+        col_slots = torch.arange(first_image * kp, (first_image + n_rows) * kp, device=device)
+        col_features = pos_features if local else all_pos
+        col_valid = filled[col_slots]
+        owners = col_slots // kp
+        also_owner = owns[:, text_uid[col_slots]].T  # (columns, images)
+        also_owner[torch.arange(col_slots.shape[0], device=device), owners] = False
+        logits_t2i = (logit_scale * col_features @ all_images.T).masked_fill(also_owner, float("-inf"))
         logp_t2i = logits_t2i.log_softmax(dim=1).gather(1, owners[:, None])[:, 0]
-        t2i_sum = -logp_t2i[rows_pos_mask.reshape(-1)].sum()
+        t2i_sum = -logp_t2i[col_valid].sum()
 
-        n_images = has_pos.sum().to(logits_i2t.dtype)
-        n_texts = rows_pos_mask.sum().to(logits_i2t.dtype)
+        n_rows_with_pos = has_pos.sum().to(logits_i2t.dtype)
+        n_columns = col_valid.sum().to(logits_i2t.dtype)
         scale = 1.0
-        if self.local_loss and world > 1:
-            n_images, n_texts = all_reduce_sum(torch.stack([n_images, n_texts]).detach())
+        if local:
+            n_rows_with_pos, n_columns = all_reduce_sum(torch.stack([n_rows_with_pos, n_columns]).detach())
             scale = float(world)  # DDP averages over ranks; the sum of the ranks' terms is the global loss
-        i2t = i2t_sum / n_images.clamp(min=1)
-        t2i = t2i_sum / n_texts.clamp(min=1)
+        i2t = i2t_sum / n_rows_with_pos.clamp(min=1)
+        t2i = t2i_sum / n_columns.clamp(min=1)
         loss = scale * (i2t + t2i) / 2
         return {"loss": loss, "i2t": scale * i2t, "t2i": scale * t2i}

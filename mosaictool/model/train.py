@@ -69,6 +69,7 @@ class TrainConfig:
     lock_text: bool = False
     augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
     local_loss: bool = False
+    merge_equal_texts: bool = True  # equal texts in a batch = the same sub-graph (see losses.py)
     seed: int = 0
     # runtime
     device: str | None = None  # default: cuda if available
@@ -244,7 +245,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     batches = iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=device_type == "cuda"))
 
     def encode(batch):
-        return batch_features(train_model, batch, mean=mean, std=std, device=device, autocast=autocast)
+        return batch_features(train_model, batch, mean=mean, std=std, device=device, autocast=autocast,
+                              text_ids=cfg.merge_equal_texts)
 
     def backward(loss):
         (scaler.scale(loss) if scaler is not None else loss).backward()
@@ -280,7 +282,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
                     parts = [live if m == j else cached[m] for m in range(len(micro))]
                     joined = [torch.cat([p[f] for p in parts]) for f in range(5)]
                     scale = live[5] if last else live[5].detach()  # logit_scale's gradient counted once
-                    losses = loss_fn(*joined, scale)
+                    ids = [torch.cat([p[f] for p in parts]) if live[f] is not None else None for f in (6, 7)]
+                    losses = loss_fn(*joined, scale, *ids)
                     backward(losses["loss"])
         if scaler is not None:
             scaler.unscale_(optimizer)
