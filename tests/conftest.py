@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch is imported)
+
 import json
 import os
 from pathlib import Path
