@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mosaictool.errors import MosaicError
 
 # (label, train method, extra TrainConfig fields)
 METHODS: list[tuple[str, str, dict]] = [

@@ -61,7 +61,8 @@ def main() -> None:
 
     import sng_parser
 
-    from mosaictool.stages.parse import load_nlp, parse, resolve_model
+    from mosaictool.nlp import load_nlp, resolve_model
+    from mosaictool.stages.parse import parse
 
     caps = real_captions()
     n_loop = 300 if args.quick else 1000

@@ -283,6 +283,7 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
 def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, doc=None) -> list[dict]:
     """Caption-level negatives in a fixed order: negclip, replace, shuffle, order; each distinct
     from the caption and from each other after `normalize_text`."""
+    from mosaictool.perturb import ORDER_FUNCTIONS
     from mosaictool.stages import text_negatives as tn
 
     caption = record[text_key]
@@ -301,7 +302,7 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
             made.append(("shuffle:bigram", "text", None, None, None, text))
     original = normalize_text(caption)
     if "order" in methods:
-        for transform, fn in tn.ORDER_FUNCTIONS.items():
+        for transform, fn in ORDER_FUNCTIONS.items():
             source = doc if transform in ("order:nouns_adj", "order:allbut_nouns_adj") else caption
             rng = record_rng(seed, rid, transform)
             for _ in range(ORDER_TRIES):  # a draw can give the caption back (two nouns: one time in two)
@@ -337,7 +338,7 @@ def _setup(options: dict) -> None:
     _STATE["options"] = options
     _STATE["vocab"] = load(options["vocab"])
     if SPACY_METHODS & set(options["text_methods"]):
-        from mosaictool.stages.parse import load_nlp
+        from mosaictool.nlp import load_nlp
 
         _STATE["nlp"] = load_nlp(options["model"])
 

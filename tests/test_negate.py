@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
+from mosaictool import perturb
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import _Sampler, graph_candidates, graph_negatives, negate, parse_probs, parse_text_methods
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
@@ -40,7 +41,7 @@ def read_jsonl(path):
 
 @pytest.fixture(scope="module")
 def nlp():
-    from mosaictool.stages.parse import load_nlp
+    from mosaictool.nlp import load_nlp
 
     return load_nlp()
 
@@ -124,37 +125,37 @@ def test_option_parsing():
 
 
 def test_word_tokenize_follows_treebank_conventions():
-    assert tn.word_tokenize("A dog's ball isn't red, it's big.") == [
+    assert perturb.word_tokenize("A dog's ball isn't red, it's big.") == [
         "A", "dog", "'s", "ball", "is", "n't", "red", ",", "it", "'s", "big", "."]
 
 
 def test_trigram_functions_keep_tokens_and_chunks():
     text = "remarkable scene with a blue ball behind a green chair"
-    tokens = tn.word_tokenize(text)
+    tokens = perturb.word_tokenize(text)
     rng = random.Random(0)
-    within = tn.shuffle_within_trigrams(text, rng).split()
-    assert [sorted(c) for c in tn.trigrams(within)] == [sorted(c) for c in tn.trigrams(tokens)]
-    shuffled = tn.shuffle_trigrams(text, rng).split()
-    assert sorted(map(tuple, tn.trigrams(tokens))) == sorted(map(tuple, [shuffled[i:i + 3] for i in (0, 3, 6)] + [shuffled[9:]])) or \
+    within = perturb.shuffle_within_trigrams(text, rng).split()
+    assert [sorted(c) for c in perturb.trigrams(within)] == [sorted(c) for c in perturb.trigrams(tokens)]
+    shuffled = perturb.shuffle_trigrams(text, rng).split()
+    assert sorted(map(tuple, perturb.trigrams(tokens))) == sorted(map(tuple, [shuffled[i:i + 3] for i in (0, 3, 6)] + [shuffled[9:]])) or \
         sorted(shuffled) == sorted(tokens)
-    assert tn.trigrams(list("abcdefgh")) == [["a", "b", "c"], ["d", "e", "f"], ["g", "h"]]
+    assert perturb.trigrams(list("abcdefgh")) == [["a", "b", "c"], ["d", "e", "f"], ["g", "h"]]
 
 
 def test_aro_tag_shuffles(nlp):
     text = "remarkable scene with a blue ball behind a green chair"
     doc = nlp(text)
     tags = [t.tag_ for t in doc]
-    out = tn.shuffle_nouns_and_adj(text, random.Random(2), nlp).split()
+    out = perturb.shuffle_nouns_and_adj(text, random.Random(2), nlp).split()
     for i, tag in enumerate(tags):  # every non noun/adjective stays in place
-        if tag not in tn.NOUN_TAGS | tn.ADJ_TAGS:
+        if tag not in perturb.NOUN_TAGS | perturb.ADJ_TAGS:
             assert out[i] == doc[i].text
     assert sorted(out) == sorted(t.text for t in doc)
-    rest = tn.shuffle_allbut_nouns_and_adj(doc, random.Random(2)).split()
+    rest = perturb.shuffle_allbut_nouns_and_adj(doc, random.Random(2)).split()
     for i, tag in enumerate(tags):
-        if tag in tn.NOUN_TAGS | tn.ADJ_TAGS:
+        if tag in perturb.NOUN_TAGS | perturb.ADJ_TAGS:
             assert rest[i] == doc[i].text
     # punctuation becomes its own space-separated token, as in ARO
-    assert tn.shuffle_nouns_and_adj("A yak.", random.Random(0), nlp) == "A yak ."
+    assert perturb.shuffle_nouns_and_adj("A yak.", random.Random(0), nlp) == "A yak ."
 
 
 def test_negclip_swaps_on_the_gist_example(nlp):

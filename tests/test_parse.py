@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from mosaictool.cli import app
-from mosaictool.stages.parse import load_nlp, parse, resolve_model, to_record
+from mosaictool.nlp import load_nlp, resolve_model
+from mosaictool.stages.parse import parse, to_record
 
 GRAPH_KEYS_FROM_SNG = ("span", "lemma_span", "head", "lemma_head", "span_bounds", "modifiers", "type")
 

@@ -1,6 +1,6 @@
 """ARO's four word-order perturbations for COCO-Order / Flickr30k-Order, with ARO's random streams.
 
-The perturbations themselves are the `negate` stage's functions (mosaictool.stages.text_negatives;
+The perturbations themselves are the functions the `negate` stage uses (mosaictool.perturb;
 benchmarks.md §1). ARO draws the noun/adjective shuffles from numpy's global generator after
 `np.random.seed(1)` and the trigram shuffles from Python's `random.seed(1)`, consumed in
 annotation order × caption × the four functions. `RandomState.shuffle` on a list makes the same
@@ -27,14 +27,14 @@ class OrderPerturber:
     @property
     def nlp(self):
         if self._nlp is None:
-            from mosaictool.stages.parse import load_nlp
+            from mosaictool.nlp import load_nlp
 
             self._nlp = load_nlp()
         return self._nlp
 
     def perturb_all(self, captions: list[str], batch_size: int = 256) -> list[list[str]]:
         """The four perturbations of each raw caption, in PERTURBATIONS order and ARO's draw order."""
-        from mosaictool.stages import text_negatives as tn
+        from mosaictool import perturb as tn
 
         out = []
         for caption, doc in zip(captions, self.nlp.pipe(captions, batch_size=batch_size)):
