@@ -1,0 +1,56 @@
+"""The main job end to end in its quick form, as CI and a new user run it."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from mosaictool.cli import app
+from mosaictool.demo import COLUMNS, METHODS, column_value, mean_ci, table_markdown
+
+
+def test_mean_ci_uses_the_t_interval():
+    mean, half = mean_ci([0.5, 0.6, 0.7])
+    assert mean == pytest.approx(0.6)
+    assert half == pytest.approx(4.303 * 0.1 / 3**0.5)
+    assert mean_ci([0.4]) == (0.4, 0.0)
+
+
+def test_column_value_averages_a_family_and_skips_nan():
+    rows = [
+        {"model": "m", "subtask": "zeroshot/colour", "metric": "top1", "value": 0.5},
+        {"model": "m", "subtask": "zeroshot/shape", "metric": "top1", "value": 0.7},
+        {"model": "m", "subtask": "zeroshot/shape", "metric": "top5", "value": 1.0},
+        {"model": "m", "subtask": "aro/VG-Attribution", "metric": "micro_accuracy", "value": float("nan")},
+    ]
+    assert column_value(rows, "m", "zeroshot/*", "top1") == pytest.approx(0.6)
+    assert column_value(rows, "m", "aro/VG-Attribution", "micro_accuracy") != column_value(rows, "m", "aro/VG-Attribution", "micro_accuracy")
+
+
+def test_table_has_a_row_per_method_and_a_column_per_split():
+    summary = {"A": {c: (0.5, 0.01) for c, _, _ in COLUMNS}}
+    table = table_markdown(summary, seeds=3)
+    assert table.splitlines()[0].count("|") == len(COLUMNS) + 2
+    assert "| A | 50.0 ± 1.0 |" in table
+
+
+@pytest.mark.slow
+def test_demo_quick_end_to_end(runner, tmp_path):
+    out, cache = tmp_path / "demo", tmp_path / "cache"
+    result = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS)
+    for artifact in ("graphs.parquet", "negatives.parquet", "texts.jsonl", "shards/sizes.json", "base.pt",
+                     "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
+        assert (out / artifact).is_file(), artifact
+    rows = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
+    models = {r["model"] for r in rows}
+    assert {"base", "CLIP-s0", "NegCLIP-s0", "MosaiCLIP-s0", "MosaiCLIP-NoCurric-s0"} <= models
+    assert len(list(cache.glob("base-*.pt"))) == 1
+
+    # A second run reuses the world, the texts, the shards, the cached base and the runs.
+    again = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache)])
+    assert again.exit_code == 0, again.stderr
+    assert "reusing cached base model" in again.stderr
+    assert again.stdout == result.stdout  # same seeds and flags: same table
