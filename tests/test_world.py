@@ -27,7 +27,7 @@ from mosaictool.world.vocab import (
     held_out_relation_facts,
 )
 
-SMALL = dict(train=120, twins=True, binding_twins=True, eval_scale=0.04)
+SMALL = dict(train=120, twins=True, binding_twins=True, shape_twins=True, eval_scale=0.04)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +74,8 @@ def test_manifest_counts_match_files(world):
     assert info["generator"] and info["seed"] == 0
     assert info["counts"]["train"]["scenes"] == SMALL["train"]
     c = info["counts"]["train"]
-    assert c["records"] == len(recs) == SMALL["train"] + c["twins"] + c["binding_twins"]
-    assert c["binding_twins"] > 0
+    assert c["records"] == len(recs) == SMALL["train"] + c["twins"] + c["binding_twins"] + c["shape_twins"]
+    assert c["binding_twins"] > 0 and c["shape_twins"] > 0
     assert info["counts"]["train"]["twins"] > SMALL["train"] // 2
     assert len({r["id"] for r in recs}) == len(recs)
     for r in recs:
@@ -232,6 +232,20 @@ def test_binding_twins_trade_colours(world):
         assert x != y and len(x) == len(y)
         assert all(u == v or {u, v} <= set(COLOURS) | {"a", "an"} for u, v in zip(x, y))  # only colour words differ
         assert orig["scene"]["relations"] == t["scene"]["relations"]
+
+
+def test_shape_twins_change_one_shape(world):
+    recs = {r["id"]: r for r in train_records(world)}
+    twins = [r for r in recs.values() if r["twin_kind"] == "shape"]
+    assert twins
+    for t in twins:
+        orig = recs[t["twin_of"]]
+        assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
+        a, b = orig["scene"]["objects"], t["scene"]["objects"]
+        changed = [k for k in range(len(a)) if a[k] != b[k]]
+        assert len(changed) == 1 and a[changed[0]]["shape"] != b[changed[0]]["shape"]
+        assert {**a[changed[0]], "shape": None} == {**b[changed[0]], "shape": None}
+        assert orig["caption"] != t["caption"]
 
 
 WORDS = {**{w: ("shape", s) for s, ws in SHAPE_WORDS.items() for w in ws},

@@ -21,6 +21,9 @@ def world_cli(
     binding_twins: Annotated[
         bool, typer.Option("--binding-twins", help="Also render each train scene's binding twin (the two related objects trade colours), linked the same way.")
     ] = False,
+    shape_twins: Annotated[
+        bool, typer.Option("--shape-twins", help="Also render each train scene's shape twin (the first related object changes shape), linked the same way.")
+    ] = False,
     image_size: Annotated[int, typer.Option(help="Image side in pixels.")] = 64,
     eval_scale: Annotated[float, typer.Option(help="Multiply the val/test split sizes (0.1 for a quick look; groups keep >=1 item).")] = 1.0,
     workers: Annotated[int, typer.Option(help="Worker processes; the files never depend on it.")] = 1,
@@ -46,13 +49,13 @@ def world_cli(
         raise MosaicError("--workers must be at least 1")
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
-        info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, image_size=image_size, eval_scale=eval_scale,
+        info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale,
                               workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None))
     finally:
         if hasattr(bar, "close"):
             bar.close()
     c = info["counts"]
-    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding twins), "
+    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
 
 

@@ -184,6 +184,24 @@ def swap_colours(plan: dict, a: int, b: int, scene: dict) -> dict:
     return {"clauses": clauses}
 
 
+def change_shape(plan: dict, a: int, shape: str) -> dict:
+    """The plan for a shape twin: the same clauses, with object a's noun naming its new shape."""
+
+    def fix(desc: dict, obj: int) -> dict:
+        return {**desc, "shape": shape} if obj == a and "shape" in desc else desc
+
+    clauses = []
+    for c in plan["clauses"]:
+        if c[0] == "np":
+            c = [c[0], c[1], fix(c[2], c[1])]
+        elif c[0] == "rel":
+            c = [c[0], c[1], c[2], c[3], fix(c[4], c[1]), fix(c[5], c[2]), c[6]]
+        elif c[0] == "list":
+            c = [c[0], c[1], [fix(d, k) for k, d in zip(c[1], c[2])], c[3]]
+        clauses.append(c)
+    return {"clauses": clauses}
+
+
 # --- train captions: render ------------------------------------------------------------------------
 
 

@@ -154,11 +154,11 @@ def _write_eval_split(root: Path, results: dict[str, list]) -> dict[str, int]:
     return counts
 
 
-def manifest(seed: int, train: int, twins: bool, binding_twins: bool, image_size: int, eval_scale: float, counts: dict) -> dict:
+def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twins: bool, image_size: int, eval_scale: float, counts: dict) -> dict:
     return {
         "generator": GENERATOR_VERSION,
         "seed": seed,
-        "options": {"train": train, "twins": twins, "binding_twins": binding_twins, "image_size": image_size,
+        "options": {"train": train, "twins": twins, "binding_twins": binding_twins, "shape_twins": shape_twins, "image_size": image_size,
                     "eval_scale": eval_scale},
         "counts": counts,
         "held_out": {
@@ -178,7 +178,8 @@ def manifest(seed: int, train: int, twins: bool, binding_twins: bool, image_size
     }
 
 
-def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False, image_size: int = 64,
+def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
+                   shape_twins: bool = False, image_size: int = 64,
                    eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None) -> dict:
     """Write the world to `out`; returns the manifest."""
     out = Path(out)
@@ -198,7 +199,7 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp's 0700 would follow the world to its final place
     try:
-        jobs = [("train_item", seed, k, image_size, twins, binding_twins) for k in range(train)]
+        jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins) for k in range(train)]
         train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
         (tmp / "train").mkdir(parents=True, exist_ok=True)
         with open(tmp / "train" / "captions.jsonl", "wb") as f:
@@ -206,13 +207,14 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
                 f.write(orjson.dumps(r) + b"\n")
         counts = {"train": {"records": len(train_records), "scenes": train,
                             "twins": sum(r["twin_kind"] == "arrangement" for r in train_records),
-                            "binding_twins": sum(r["twin_kind"] == "binding" for r in train_records)}}
+                            "binding_twins": sum(r["twin_kind"] == "binding" for r in train_records),
+                            "shape_twins": sum(r["twin_kind"] == "shape" for r in train_records)}}
         n = eval_sizes(eval_scale)
         for split in EVAL_SPLITS:
             root = tmp / split
             results = {name: _run_jobs(jobs, root, workers, progress) for name, jobs in _eval_jobs(seed, split, image_size, n).items()}
             counts[split] = _write_eval_split(root, results)
-        info = manifest(seed, train, twins, binding_twins, image_size, eval_scale, counts)
+        info = manifest(seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, counts)
         _write_json(tmp / "manifest.json", info)
         if out.exists():
             shutil.rmtree(out)

@@ -6,7 +6,8 @@ A scene is a plain dict (it goes into records as the true scene graph):
      "objects": [{"shape", "colour", "size", "texture", "cell": [row, col], "bbox": [x0, y0, x1, y1]}, ...],
      "relations": [{"subject": i, "relation": "to the left of", "object": j}, ...]}
 
-Objects sit inside their own grid cell, so their boxes never overlap and every relation is drawn
+Objects sit centred in their own grid cell (cells are whole multiples of the ViT patch, see
+`cell_side`), so their boxes never overlap and every relation is drawn
 without ambiguity: i is "to the left of" j iff i's column is left of j's (whatever the rows), and
 "above" j iff i's row is higher. `relations` lists every true one, converses included. Within a
 scene no two objects share both colour and shape, so "the red circle" always names one object.
@@ -32,20 +33,32 @@ SEEN_COMPOUNDS = tuple(cs for cs in ALL_COMPOUNDS if cs not in HELD_OUT_OBJECTS)
 HELD_OUT_FACTS = held_out_relation_facts()
 
 
+PATCH = 8  # the tiny model's ViT patch side at 64 px
+
+
+def cell_side(image_size: int) -> int:
+    """Cells are whole multiples of the ViT patch (16 px at 64 px), so an object looks the same, patch
+    for patch, in every cell: the patch tokens of a red circle do not depend on where it is, only the
+    position embeddings do. That makes shape and colour cheap to learn and position easy to read."""
+    return max(PATCH, image_size // (GRID * PATCH) * PATCH)
+
+
 def cell_bounds(image_size: int, index: int) -> tuple[int, int]:
-    return round(index * image_size / GRID), round((index + 1) * image_size / GRID)
+    side = cell_side(image_size)
+    margin = (image_size - GRID * side) // 2 // PATCH * PATCH
+    return margin + index * side, margin + (index + 1) * side
 
 
 def object_side(image_size: int, size: str) -> int:
-    return max(5, round(SIZE_FRACTION[size] * image_size / GRID))
+    return max(5, round(SIZE_FRACTION[size] * cell_side(image_size)))
 
 
-def place(rng: random.Random, image_size: int, cell: tuple[int, int], size: str) -> list[int]:
-    """A box for an object of `size` somewhere inside `cell` (1-px margin), jittered."""
+def place(image_size: int, cell: tuple[int, int], size: str) -> list[int]:
+    """The object's box: centred in its cell, without jitter (see cell_side)."""
     side = object_side(image_size, size)
     (y0, y1), (x0, x1) = cell_bounds(image_size, cell[0]), cell_bounds(image_size, cell[1])
-    x = x0 + 1 + rng.randint(0, max(0, x1 - x0 - 2 - side))
-    y = y0 + 1 + rng.randint(0, max(0, y1 - y0 - 2 - side))
+    x = x0 + (x1 - x0 - side) // 2
+    y = y0 + (y1 - y0 - side) // 2
     return [x, y, x + side, y + side]
 
 
@@ -103,7 +116,7 @@ def arrange(rng: random.Random, objects: list[dict], image_size: int, cells: lis
         cells = [divmod(k, GRID) for k in rng.sample(range(GRID * GRID), len(objects))]
     placed = []
     for obj, cell in zip(objects, cells):
-        placed.append({**obj, "cell": list(cell), "bbox": place(rng, image_size, cell, obj["size"])})
+        placed.append({**obj, "cell": list(cell), "bbox": place(image_size, cell, obj["size"])})
     return make_scene(placed, image_size)
 
 
@@ -119,19 +132,12 @@ def sample_scene(rng: random.Random, n: int, image_size: int, *, train: bool, tr
 
 
 def twin(scene: dict, a: int, b: int) -> dict:
-    """The counterfactual twin: the same objects, with objects a and b trading places (their boxes
-    are re-centred on each other's centres, inside each other's cells)."""
+    """The counterfactual twin: the same objects, with objects a and b trading cells."""
     objs = [dict(o) for o in scene["objects"]]
     size = scene["image_size"]
-    for src, dst in ((a, b), (b, a)):
-        x0, y0, x1, y1 = scene["objects"][dst]["bbox"]
-        cx, cy = (x0 + x1) // 2, (y0 + y1) // 2
-        side = object_side(size, objs[src]["size"])
-        (cy0, cy1), (cx0, cx1) = cell_bounds(size, scene["objects"][dst]["cell"][0]), cell_bounds(size, scene["objects"][dst]["cell"][1])
-        nx = min(max(cx - side // 2, cx0 + 1), cx1 - 1 - side)
-        ny = min(max(cy - side // 2, cy0 + 1), cy1 - 1 - side)
-        objs[src]["cell"] = list(scene["objects"][dst]["cell"])
-        objs[src]["bbox"] = [nx, ny, nx + side, ny + side]
+    objs[a]["cell"], objs[b]["cell"] = list(scene["objects"][b]["cell"]), list(scene["objects"][a]["cell"])
+    for k in (a, b):
+        objs[k]["bbox"] = place(size, tuple(objs[k]["cell"]), objs[k]["size"])
     return make_scene(objs, size)
 
 
@@ -142,4 +148,16 @@ def binding_twin(scene: dict, a: int, b: int) -> dict | None:
     if objs[a]["colour"] == objs[b]["colour"]:
         return None
     objs[a]["colour"], objs[b]["colour"] = objs[b]["colour"], objs[a]["colour"]
+    return make_scene(objs, scene["image_size"])
+
+
+def shape_twin(scene: dict, a: int, rng: random.Random) -> dict | None:
+    """The shape twin: everything in place, but object a has another shape (one that keeps colour-shape
+    compounds distinct and seen). It shows the same colours and places with a different object."""
+    objs = [dict(o) for o in scene["objects"]]
+    taken = {(o["colour"], o["shape"]) for o in objs}
+    options = [s for s in SHAPES if (objs[a]["colour"], s) in SEEN_COMPOUNDS and (objs[a]["colour"], s) not in taken]
+    if not options:
+        return None
+    objs[a]["shape"] = options[rng.randrange(len(options))]
     return make_scene(objs, scene["image_size"])

@@ -16,6 +16,7 @@ from mosaictool.world.captions import (
     noun_phrase,
     plan_caption,
     render_caption,
+    change_shape,
     swap_colours,
     twin_pair,
 )
@@ -26,6 +27,7 @@ from mosaictool.world.scene import (
     SEEN_COMPOUNDS,
     arrange,
     binding_twin,
+    shape_twin,
     sample_objects,
     sample_scene,
     shows_held_out,
@@ -61,10 +63,11 @@ def save(image, root: Path, rel: str, fmt: str = "png") -> None:
 # --- train -------------------------------------------------------------------------------------------
 
 
-def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twins: bool = False, *, root: Path) -> list[dict]:
+def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twins: bool = False, shape_twins: bool = False,
+               *, root: Path) -> list[dict]:
     """A train record, followed by its counterfactual twins' records when asked (and when the caption
     states a relation): the arrangement twin (the first relation's two objects trade places) and the
-    binding twin (they trade colours). Scenes whose arrangement twin would show a held-out compound
+    binding twin (they trade colours) and the shape twin (the first object changes shape). Scenes whose arrangement twin would show a held-out compound
     are redrawn whether or not twins are written, so twin options only add records."""
     rng = stream(seed, "train", index)
     while True:
@@ -88,12 +91,20 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
                     "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "arrangement"})
     first = next((c for c in plan["clauses"] if c[0] == "rel"), None)
     said_both = first is not None and "colour" in first[4] and "colour" in first[5]  # a pure binding swap
+    said_shape = first is not None and "shape" in first[4]
     bound = binding_twin(scene, *pair) if binding_twins and said_both else None
     if bound is not None and not shows_held_out(bound):
         text, graph = render_caption(swap_colours(plan, *pair, scene), bound, random.Random(surface))
         if text != caption:
             out.append({"id": f"{rid}-bind", "image": f"images/{index:06d}_bind.png", "caption": text, "scene": bound,
                         "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "binding"})
+    # The shape twin has its own stream: asking for it never changes the other records.
+    shaped = shape_twin(scene, pair[0], stream(seed, "train-shape", index)) if shape_twins and said_shape else None
+    if shaped is not None and not shows_held_out(shaped) and not any(c[0] == "count" for c in plan["clauses"]):
+        text, graph = render_caption(change_shape(plan, pair[0], shaped["objects"][pair[0]]["shape"]), shaped, random.Random(surface))
+        if text != caption:
+            out.append({"id": f"{rid}-shape", "image": f"images/{index:06d}_shape.png", "caption": text, "scene": shaped,
+                        "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "shape"})
     for rec in out[1:]:
         save(render(rec["scene"]), root, rec["image"])
     if len(out) > 1:
