@@ -261,9 +261,10 @@ def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, di
             sentences.append([f"{a} {word} {b}", f"there is {a} {word} {b}", f"{a} {word} {b}", f"{a} sits {word} {b}"][form])
         elif kind == "list":
             _, order, descs, counted = clause
+            head = f"{w.plural({}, len(order))}: " if counted else ""  # mentions stay in text order
             phrases = [w.np(d, k)[0] for k, d in zip(order, descs)]
             listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
-            sentences.append(f"{w.plural({}, len(order))}: {listed}" if counted else listed)
+            sentences.append(head + listed)
         else:  # count
             _, desc, count = clause
             text = w.plural(desc, count)

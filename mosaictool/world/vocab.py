@@ -30,10 +30,10 @@ SHAPE_WORDS = {
     "triangle": ("triangle",),
     "diamond": ("diamond", "diamond", "rhombus"),
     "star": ("star",),
-    "cross": ("cross", "cross", "plus"),
+    "cross": ("cross",),  # not "plus": spaCy reads it as a conjunction
 }
 SHAPE_PLURALS = {"circle": "circles", "disc": "discs", "square": "squares", "box": "boxes", "triangle": "triangles",
-                 "diamond": "diamonds", "rhombus": "rhombuses", "star": "stars", "cross": "crosses", "plus": "pluses",
+                 "diamond": "diamonds", "rhombus": "rhombuses", "star": "stars", "cross": "crosses",
                  "shape": "shapes", "object": "objects"}
 SIZE_WORDS = {"small": ("small", "small", "little", "tiny"), "big": ("big", "big", "large")}
 TEXTURE_WORDS = {"solid": ("solid", "plain"), "striped": ("striped", "striped", "stripy"), "dotted": ("dotted", "dotted", "spotted")}
