@@ -19,6 +19,7 @@ def demo_cli(
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-tiny-rn).")] = None,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
@@ -38,7 +39,7 @@ def demo_cli(
     from mosaictool.demo import DemoConfig, run_demo
 
     cfg = DemoConfig.preset(quick, out=out, seeds=seeds, finetune_steps=finetune_steps, pretrain_steps=pretrain_steps,
-                            world_train=world_train, cache_dir=cache_dir, workers=workers)
+                            world_train=world_train, cache_dir=cache_dir, workers=workers, model=model)
     run_demo(cfg)
 
 
