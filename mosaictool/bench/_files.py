@@ -24,7 +24,7 @@ def read_json(path: Path, bench: str):
         with open(path, "rb") as f:
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise MosaicError(f"{bench}: {path} is not valid JSON ({e}); download the file again") from e
+        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from e
 
 
 def require_files(paths: Iterable[Path], bench: str, layout: str) -> None:

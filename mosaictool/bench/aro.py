@@ -23,6 +23,7 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
+from mosaictool.bench._files import read_json
 from mosaictool.errors import MosaicError
 
 VG_RELATION, VG_ATTRIBUTION, COCO_ORDER, FLICKR_ORDER = "VG-Relation", "VG-Attribution", "COCO-Order", "Flickr30k-Order"
@@ -62,13 +63,6 @@ def pre_caption(caption: str, max_words: int = MAX_WORDS) -> str:
     return " ".join(caption.split(" ")[:max_words])
 
 
-def _read_json(path: Path, what: str):
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON ({what}): {e}") from e
-
-
 def _check_fields(path: Path, rec, i: int, fields: tuple[str, ...]) -> None:
     if not isinstance(rec, dict):
         raise MosaicError(f"{path}: record {i} is not an object")
@@ -79,7 +73,7 @@ def _check_fields(path: Path, rec, i: int, fields: tuple[str, ...]) -> None:
 
 def load_vg(root: Path, subtask: str, limit: int | None = None) -> list[Item]:
     path = root / ANNOTATIONS[subtask]
-    data = _read_json(path, subtask)
+    data = read_json(path, "aro")
     key = "relation_name" if subtask == VG_RELATION else "attributes"
     images = root / IMAGE_DIRS[subtask]
     items = []
@@ -101,7 +95,7 @@ def load_order(root: Path, subtask: str, limit: int | None = None) -> list[Item]
     from mosaictool.bench._order import OrderPerturber
 
     path = root / ANNOTATIONS[subtask]
-    data = _read_json(path, subtask)
+    data = read_json(path, "aro")
     images = root / IMAGE_DIRS[subtask]
     cases = []
     for i, rec in enumerate(data):

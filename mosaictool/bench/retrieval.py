@@ -11,13 +11,13 @@ when word order is destroyed, i.e. the model behaves like a bag of words).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
 from mosaictool.bench import metrics
 from mosaictool.bench.aro import ORDER_SEED, pre_caption
 from mosaictool.bench.base import ImageRef, Item, row
+from mosaictool.bench._files import read_json
 from mosaictool.errors import MosaicError
 
 DATASETS = {"coco": ("aro/coco_karpathy_test.json", "coco"), "flickr30k": ("aro/flickr30k_test.json", "flickr30k")}
@@ -35,10 +35,7 @@ def _read(root: Path, dataset: str, limit: int | None) -> tuple[list[str], list[
     path = root / ann
     if not path.is_file():
         raise MosaicError(f"retrieval: {path} not found; expected:\n{LAYOUT}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON: {e}") from e
+    data = read_json(path, "retrieval")
     images, captions, owner = [], [], []
     for i, rec in enumerate(data[:limit] if limit else data):
         if not isinstance(rec, dict) or "image" not in rec or "caption" not in rec:

@@ -9,7 +9,6 @@ Nov 2023 fix, so its keys are not contiguous).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
+from mosaictool.bench._files import read_json
 from mosaictool.errors import MosaicError
 
 SUBTASKS = ["add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"]
@@ -39,10 +39,7 @@ def load_subset(root: Path, subset: str, limit: int | None = None) -> list[Item]
     path = annotation_path(root, subset)
     if not path.is_file():
         raise MosaicError(f"sugarcrepe: {path} not found; get it from github.com/RAIVNLab/sugar-crepe (data/{subset}.json)")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON: {e}") from e
+    data = read_json(path, "sugarcrepe")
     if not isinstance(data, dict):
         raise MosaicError(f"{path}: expected an object keyed by case index (SugarCrepe's format)")
     items = []
