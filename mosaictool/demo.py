@@ -246,14 +246,14 @@ def column_value(rows: list[dict], model: str, subtask: str, metric: str) -> flo
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% t-interval over seeds (0 with one seed)."""
+    """Mean and the half-width of its 95% t-interval over seeds (NaN with a single value)."""
     values = [v for v in values if not math.isnan(v)]
     n = len(values)
     if n == 0:
         return float("nan"), float("nan")
     mean = sum(values) / n
     if n == 1:
-        return mean, 0.0
+        return mean, float("nan")
     t95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 1.96)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     return mean, t95 * sd / math.sqrt(n)
@@ -267,7 +267,7 @@ def summarise(rows: list[dict], groups: dict[str, list[str]]) -> dict[str, dict[
     }
 
 
-def table_markdown(summary: dict[str, dict[str, tuple[float, float]]], seeds: int) -> str:
+def table_markdown(summary: dict[str, dict[str, tuple[float, float]]]) -> str:
     head = "| method | " + " | ".join(c for c, _, _ in COLUMNS) + " |"
     sep = "|---|" + "---|" * len(COLUMNS)
     lines = [head, sep]
@@ -275,7 +275,7 @@ def table_markdown(summary: dict[str, dict[str, tuple[float, float]]], seeds: in
         cells = []
         for col, _, _ in COLUMNS:
             mean, ci = cols[col]
-            cells.append("–" if math.isnan(mean) else (f"{100 * mean:.1f} ± {100 * ci:.1f}" if seeds > 1 else f"{100 * mean:.1f}"))
+            cells.append("–" if math.isnan(mean) else f"{100 * mean:.1f}" + ("" if math.isnan(ci) else f" ± {100 * ci:.1f}"))
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -292,7 +292,7 @@ def plot_methods(summary: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(11, 4))
     for i, method in enumerate(methods):
         means = [100 * summary[method][c][0] for c in cols]
-        cis = [100 * summary[method][c][1] for c in cols]
+        cis = [0.0 if math.isnan(summary[method][c][1]) else 100 * summary[method][c][1] for c in cols]
         xs = [j + (i - (len(methods) - 1) / 2) * width for j in range(len(cols))]
         ax.bar(xs, means, width, yerr=cis, capsize=2, label=method)
     ax.set_xticks(range(len(cols)), cols)
@@ -361,7 +361,7 @@ def run_demo(cfg: DemoConfig, log: Callable[[str], None] = _log) -> dict:
     write_records(out / "results.jsonl", rows)
 
     summary = summarise(rows, groups)
-    table = table_markdown(summary, cfg.seeds)
+    table = table_markdown(summary)
     wise_points = [(a, comp_score(rows, f"wise-a{a:g}"), column_value(rows, f"wise-a{a:g}", "zeroshot/*", "top1")) for a in alphas]
     plot_methods(summary, out / "methods.png")
     plot_wise(wise_points, out / "wise_ft.png")
