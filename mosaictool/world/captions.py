@@ -165,13 +165,8 @@ def twin_pair(plan: dict) -> tuple[int, int] | None:
     return None
 
 
-def swap_colours(plan: dict, a: int, b: int, scene: dict) -> dict:
-    """The plan for a binding twin: the same clauses, with objects a and b's colour words traded."""
-    colour = {a: scene["objects"][b]["colour"], b: scene["objects"][a]["colour"]}
-
-    def fix(desc: dict, obj: int) -> dict:
-        return {**desc, "colour": colour[obj]} if obj in colour and "colour" in desc else desc
-
+def _rewrite_descriptions(plan: dict, fix) -> dict:
+    """The plan with every object description `desc` of object `obj` replaced by fix(desc, obj)."""
     clauses = []
     for c in plan["clauses"]:
         if c[0] == "np":
@@ -180,26 +175,21 @@ def swap_colours(plan: dict, a: int, b: int, scene: dict) -> dict:
             c = [c[0], c[1], c[2], c[3], fix(c[4], c[1]), fix(c[5], c[2]), c[6]]
         elif c[0] == "list":
             c = [c[0], c[1], [fix(d, k) for k, d in zip(c[1], c[2])], c[3]]
-        clauses.append(c)  # counts by colour or shape are unchanged by a colour trade
+        clauses.append(c)  # "count" clauses are kept as they are
     return {"clauses": clauses}
+
+
+def swap_colours(plan: dict, a: int, b: int, scene: dict) -> dict:
+    """The plan for a binding twin: the same clauses, with objects a and b's colour words traded."""
+    colour = {a: scene["objects"][b]["colour"], b: scene["objects"][a]["colour"]}
+    return _rewrite_descriptions(
+        plan, lambda desc, obj: {**desc, "colour": colour[obj]} if obj in colour and "colour" in desc else desc
+    )
 
 
 def change_shape(plan: dict, a: int, shape: str) -> dict:
     """The plan for a shape twin: the same clauses, with object a's noun naming its new shape."""
-
-    def fix(desc: dict, obj: int) -> dict:
-        return {**desc, "shape": shape} if obj == a and "shape" in desc else desc
-
-    clauses = []
-    for c in plan["clauses"]:
-        if c[0] == "np":
-            c = [c[0], c[1], fix(c[2], c[1])]
-        elif c[0] == "rel":
-            c = [c[0], c[1], c[2], c[3], fix(c[4], c[1]), fix(c[5], c[2]), c[6]]
-        elif c[0] == "list":
-            c = [c[0], c[1], [fix(d, k) for k, d in zip(c[1], c[2])], c[3]]
-        clauses.append(c)
-    return {"clauses": clauses}
+    return _rewrite_descriptions(plan, lambda desc, obj: {**desc, "shape": shape} if obj == a and "shape" in desc else desc)
 
 
 # --- train captions: render ------------------------------------------------------------------------
