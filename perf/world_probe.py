@@ -44,7 +44,7 @@ def load_images(paths: list[Path], size: int) -> torch.Tensor:
             im = im.convert("RGB")
             if im.size != (size, size):
                 im = im.resize((size, size), Image.Resampling.BICUBIC)
-            out[k] = torch.from_numpy(np.asarray(im)).permute(2, 0, 1)
+            out[k] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
     return out
 
 
@@ -220,8 +220,8 @@ def main() -> None:
         t_train += time.time() - t1
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             row = probe.scores(model)
-            history.append({"step": step + 1, "loss": float(loss), **row})
-            print(f"{step + 1:5d} {float(loss):6.3f} " + " ".join(f"{v:9.3f}" for v in row.values())
+            history.append({"step": step + 1, "loss": loss.item(), **row})
+            print(f"{step + 1:5d} {loss.item():6.3f} " + " ".join(f"{v:9.3f}" for v in row.values())
                   + f"   {t_train / (step + 1):.3f}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "history": history}, indent=1))
