@@ -22,7 +22,6 @@ import shutil
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,15 +87,6 @@ def _log(message: str) -> None:
 
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-class Timer:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-        self.steps: list[tuple[str, float]] = []
-
-    def mark(self, name: str, since: float) -> None:
-        self.steps.append((name, time.perf_counter() - since))
 
 
 # ---- the stages ---------------------------------------------------------------------------------
@@ -333,7 +323,7 @@ def comp_score(rows: list[dict], model: str) -> float:
 
 # ---- the whole job ------------------------------------------------------------------------------
 
-def run_demo(cfg: DemoConfig, log: Callable[[str], None] = _log) -> dict:
+def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
 
     out = Path(cfg.out)
@@ -356,7 +346,7 @@ def run_demo(cfg: DemoConfig, log: Callable[[str], None] = _log) -> dict:
             groups[label].append(f"{label}-s{seed}")
     alphas = list(cfg.wise_alphas)
     models += [(f"wise-a{a:g}", p) for a, p in zip(alphas, wise)]
-    log(f"evaluate: {len(models)} checkpoints on the world's test split")
+    _log(f"evaluate: {len(models)} checkpoints on the world's test split")
     rows = evaluate_all(models, world, "world")
     write_records(out / "results.jsonl", rows)
 
@@ -388,5 +378,5 @@ def run_demo(cfg: DemoConfig, log: Callable[[str], None] = _log) -> dict:
     ])
     (out / "report.md").write_text(report)
     print(table)
-    log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
+    _log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
     return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes}

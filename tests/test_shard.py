@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 import json
 import sys
 import tarfile

@@ -241,14 +241,7 @@ class Encoder:
                     emb = self.model.encode_image(batch.to(self.device), normalize=True)
                     chunks.append(emb.float().cpu().numpy())
             out[todo] = np.concatenate(chunks)
-        if self.cache:
-            for i, k in enumerate(keys):
-                if k in table:
-                    out[i] = table[k]
-                else:
-                    table[k] = out[i]
-            if todo:
-                self.cache.save("image", table)
+        self._fill_and_save("image", keys, out, table, changed=bool(todo))
         return out
 
     def texts(self, texts: Sequence[str], desc: str) -> np.ndarray:
@@ -265,15 +258,20 @@ class Encoder:
                     idx = todo[s : s + step]
                     tokens = self.bundle.tokenizer([texts[i] for i in idx]).to(self.device)
                     out[idx] = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()
-        if self.cache:
-            for i, t in enumerate(texts):
-                if t in table:
-                    out[i] = table[t]
-                else:
-                    table[t] = out[i]
-            if todo:
-                self.cache.save("text", table)
+        self._fill_and_save("text", texts, out, table, changed=bool(todo))
         return out
+
+    def _fill_and_save(self, kind: str, keys: Sequence[str], out: np.ndarray, table: dict, changed: bool) -> None:
+        """Cached rows into `out`, freshly encoded rows into the cache (saved if any were new)."""
+        if not self.cache:
+            return
+        for i, k in enumerate(keys):
+            if k in table:
+                out[i] = table[k]
+            else:
+                table[k] = out[i]
+        if changed:
+            self.cache.save(kind, table)
 
     def _dim(self) -> int:
         proj = getattr(self.model, "text_projection", None)

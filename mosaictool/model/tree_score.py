@@ -171,8 +171,6 @@ def _forward(tower: TextTower, seqs: Sequence, start_layer: int, capture_layer: 
     changes nothing): its padded length depends only on its own length (right padding, hidden by
     the causal mask), and every call is large enough that the BLAS picks its regular kernel (tiny
     matrices take another path with another fp32 summation order)."""
-    import torch
-
     groups: dict[int, list[int]] = {}
     for r, x in enumerate(seqs):
         groups.setdefault(-(-len(x) // BUCKET) * BUCKET, []).append(r)
