@@ -248,6 +248,26 @@ def test_shape_twins_change_one_shape(world):
         assert orig["caption"] != t["caption"]
 
 
+def test_plain_captions_are_true_and_follow_their_twins(world):
+    recs = {r["id"]: r for r in train_records(world)}
+    for r in recs.values():
+        clauses = r["plain_caption"].split(" and ")
+        if r["mentions"]["relations"]:  # "a C S <relation> a C S", true of the scene
+            words = r["plain_caption"].split()
+            subj = {"colour": words[1], "shape": words[2]}
+            obj = {"colour": words[-2], "shape": words[-1]}
+            pred = " ".join(words[3:-3])
+            assert pred in RELATION_WORDS and holds([subj, obj], [(0, pred, 1)], r["scene"]), r["plain_caption"]
+        else:  # "a C S and a C S ...": each names an object of the scene
+            for c in clauses:
+                _, colour, shape = c.split()
+                assert holds([{"colour": colour, "shape": shape}], [], r["scene"]), r["plain_caption"]
+    for t in recs.values():
+        if t["twin_kind"] == "arrangement":  # the same words but the relation's
+            a, b = recs[t["twin_of"]]["plain_caption"].split(), t["plain_caption"].split()
+            assert a != b and a[:3] == b[:3] and a[-3:] == b[-3:]
+
+
 WORDS = {**{w: ("shape", s) for s, ws in SHAPE_WORDS.items() for w in ws},
          **{w: ("size", s) for s, ws in SIZE_WORDS.items() for w in ws},
          **{w: ("texture", s) for s, ws in TEXTURE_WORDS.items() for w in ws}}

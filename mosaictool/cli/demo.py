@@ -19,12 +19,14 @@ def demo_cli(
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-tiny-rn).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
+    split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
     world -> parse -> decompose -> negate -> template -> shard -> pretrain a tiny base model
-    with the plain CLIP loss (once, cached) -> fine-tune it with CLIP, NegCLIP, MosaiCLIP and
+    with the plain CLIP loss (once, cached; first on the world's plain captions of one- and
+    two-object scenes, then on the varied captions) -> fine-tune it with CLIP, NegCLIP, MosaiCLIP and
     MosaiCLIP-NoCurric at equal steps and several seeds -> WiSE-FT sweep -> evaluate on the world's
     test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
     recognition; mean ± 95% CI over seeds) and writes OUT/report.md, OUT/methods.png and
@@ -35,11 +37,13 @@ def demo_cli(
       mosaictool demo
 
       mosaictool demo --quick --out /tmp/demo
+
+      mosaictool demo --split val --finetune-steps 120   # choosing settings: never on test
     """
     from mosaictool.demo import DemoConfig, run_demo
 
     cfg = DemoConfig.preset(quick, out=out, seeds=seeds, finetune_steps=finetune_steps, pretrain_steps=pretrain_steps,
-                            world_train=world_train, cache_dir=cache_dir, workers=workers, model=model)
+                            world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
 
 

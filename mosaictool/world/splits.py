@@ -14,6 +14,7 @@ from mosaictool.world.captions import (
     canonical_np,
     holds,
     noun_phrase,
+    plain_caption,
     plan_caption,
     render_caption,
     change_shape,
@@ -81,13 +82,14 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
     surface = rng.getrandbits(64)
     rid = f"train-{index:06d}"
     caption, mentions = render_caption(plan, scene, random.Random(surface))
-    record = {"id": rid, "image": f"images/{index:06d}.png", "caption": caption, "scene": scene,
-              "mentions": mentions, "hard_images": None, "twin_of": None, "twin_kind": None}
+    record = {"id": rid, "image": f"images/{index:06d}.png", "caption": caption, "plain_caption": plain_caption(mentions, scene),
+              "scene": scene, "mentions": mentions, "hard_images": None, "twin_of": None, "twin_kind": None}
     save(render(scene), root, record["image"])
     out = [record]
     if twins and twin_scene is not None:
         text, graph = render_caption(plan, twin_scene, random.Random(surface))
-        out.append({"id": f"{rid}-twin", "image": f"images/{index:06d}_twin.png", "caption": text, "scene": twin_scene,
+        out.append({"id": f"{rid}-twin", "image": f"images/{index:06d}_twin.png", "caption": text,
+                    "plain_caption": plain_caption(graph, twin_scene), "scene": twin_scene,
                     "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "arrangement"})
     first = next((c for c in plan["clauses"] if c[0] == "rel"), None)
     said_both = first is not None and "colour" in first[4] and "colour" in first[5]  # a pure binding swap
@@ -96,14 +98,16 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
     if bound is not None and not shows_held_out(bound):
         text, graph = render_caption(swap_colours(plan, *pair, scene), bound, random.Random(surface))
         if text != caption:
-            out.append({"id": f"{rid}-bind", "image": f"images/{index:06d}_bind.png", "caption": text, "scene": bound,
+            out.append({"id": f"{rid}-bind", "image": f"images/{index:06d}_bind.png", "caption": text,
+                        "plain_caption": plain_caption(graph, bound), "scene": bound,
                         "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "binding"})
     # The shape twin has its own stream: asking for it never changes the other records.
     shaped = shape_twin(scene, pair[0], stream(seed, "train-shape", index)) if shape_twins and said_shape else None
     if shaped is not None and not shows_held_out(shaped) and not any(c[0] == "count" for c in plan["clauses"]):
         text, graph = render_caption(change_shape(plan, pair[0], shaped["objects"][pair[0]]["shape"]), shaped, random.Random(surface))
         if text != caption:
-            out.append({"id": f"{rid}-shape", "image": f"images/{index:06d}_shape.png", "caption": text, "scene": shaped,
+            out.append({"id": f"{rid}-shape", "image": f"images/{index:06d}_shape.png", "caption": text,
+                        "plain_caption": plain_caption(graph, shaped), "scene": shaped,
                         "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "shape"})
     for rec in out[1:]:
         save(render(rec["scene"]), root, rec["image"])
