@@ -12,7 +12,7 @@ import pytest
 
 from mosaictool.cli import app
 from mosaictool.nlp import load_nlp, resolve_model
-from mosaictool.stages.parse import parse, to_record
+from mosaictool.stages.parse import merge_spatial_compounds, parse, to_record
 
 GRAPH_KEYS_FROM_SNG = ("span", "lemma_span", "head", "lemma_head", "span_bounds", "modifiers", "type")
 
@@ -51,9 +51,44 @@ def test_graph_fields_and_attributes():
 
 def test_equals_scenegraphparser_on_real_captions_sample(sng, real_captions):
     sample = real_captions[::40]  # ~110 varied real captions
-    ours = list(parse(records(sample), batch_size=16))
+    ours = list(parse(records(sample), batch_size=16, spatial_compounds=False))
     for rec, caption in zip(ours, sample):
         assert without_derived(rec["graph"]) == reference_graph(sng, caption), caption
+
+
+def test_spatial_compounds_become_one_relation(sng):
+    caps = ["a red circle to the left of a blue square", "a cat at the bottom of the stairs",
+            "a dog on top of a car", "the left side of the road"]
+    graphs = [r["graph"] for r in parse(records(caps))]
+
+    def triples(g):
+        spans = [e["span"] for e in g["entities"]]
+        return [(spans[r["subject"]], r["relation"], spans[r["object"]]) for r in g["relations"]]
+
+    assert triples(graphs[0]) == [("a red circle", "to the left of", "a blue square")]
+    assert triples(graphs[1]) == [("a cat", "at the bottom of", "the stairs")]
+    assert triples(graphs[2]) == [("a dog", "on top of", "a car")]
+    assert triples(graphs[3]) == [("the left side", "of", "the road")]  # "left" is an attribute here: kept
+    # the raw sng graph had the spatial noun as an entity; the merge is the only difference
+    raw = reference_graph(sng, caps[0])
+    assert [e["lemma_head"] for e in raw["entities"]] == ["circle", "left", "square"]
+    assert without_derived(graphs[0]) == without_derived(merge_spatial_compounds({**raw, "entities": [
+        {**e, "attributes": []} for e in raw["entities"]]}))
+
+
+def test_spatial_merge_keeps_nouns_in_other_relations():
+    ent = lambda head: {"span": head, "lemma_span": head, "head": head, "lemma_head": head}  # noqa: E731
+    rel = lambda s, r, o: {"subject": s, "object": o, "relation": r, "lemma_relation": r}  # noqa: E731
+    # "left" is also the subject of a third relation: not a bare spatial noun, nothing merges
+    g = {"entities": [ent("cup"), ent("left"), ent("plate"), ent("table")],
+         "relations": [rel(0, "to", 1), rel(1, "of", 2), rel(1, "near", 3)]}
+    assert merge_spatial_compounds(g) == g
+    # two chains in one graph: indices renumbered, order kept
+    g = {"entities": [ent("cup"), ent("left"), ent("plate"), ent("top"), ent("table")],
+         "relations": [rel(0, "to", 1), rel(1, "of", 2), rel(2, "on", 3), rel(3, "of", 4)]}
+    out = merge_spatial_compounds(g)
+    assert [e["head"] for e in out["entities"]] == ["cup", "plate", "table"]
+    assert [(r["subject"], r["relation"], r["object"]) for r in out["relations"]] == [(0, "to left of", 1), (1, "on top of", 2)]
 
 
 def _reference_chunk(captions):
@@ -65,7 +100,7 @@ def _reference_chunk(captions):
 
 @pytest.mark.slow
 def test_equals_scenegraphparser_on_all_real_captions(real_captions):
-    ours = [without_derived(r["graph"]) for r in parse(records(real_captions), workers=2)]
+    ours = [without_derived(r["graph"]) for r in parse(records(real_captions), workers=2, spatial_compounds=False)]
     half = len(real_captions) // 2
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         left, right = pool.map(_reference_chunk, [real_captions[:half], real_captions[half:]])

@@ -21,6 +21,9 @@ def parse_cli(
     batch_size: Annotated[int, typer.Option(help="Captions per spaCy nlp.pipe batch.")] = 256,
     workers: Annotated[int, typer.Option(help="Worker processes; output order never depends on it.")] = 1,
     max_chars: Annotated[int, typer.Option(help="Reject (or with --skip-bad, skip) longer captions.")] = 2000,
+    spatial_compounds: Annotated[bool, typer.Option(
+        help="Merge SceneGraphParser's X -to-> 'the left' -of-> Y into one relation 'to the left of' "
+             "(also right/top/front/bottom/back/side/middle). --no-spatial-compounds: sng's graph exactly.")] = True,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,
@@ -29,7 +32,8 @@ def parse_cli(
 
     Reads records with an `id` and a caption; writes each record with a `graph` field added:
     entities (span, head, lemma_head, modifiers, attributes, ...) and relations (subject, object,
-    relation). The graphs equal `sng_parser.Parser('spacy', model=M).parse(caption)`.
+    relation). The graphs equal `sng_parser.Parser('spacy', model=M).parse(caption)`, except that
+    "X to the left of Y" becomes one relation (see --spatial-compounds).
 
     Examples:
 
@@ -45,7 +49,8 @@ def parse_cli(
         input=input,
         output=output,
         check=make_check(text_key, max_chars),
-        transform=lambda recs: parse(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers),
+        transform=lambda recs: parse(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
+                                     spatial_compounds=spatial_compounds),
         skip_bad=skip_bad,
         quiet=quiet,
         assign_ids=assign_ids,
