@@ -217,21 +217,26 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
 
 
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
+    """Every method x seed from the base; a run is reused only when its base and settings are the same
+    (its folder is named by their digest), so changing a flag never returns a stale run."""
     from mosaictool.model.train import TrainConfig, train
 
+    base_sha = hashlib.sha256(base.read_bytes()).hexdigest()
     runs: dict[str, list[Path]] = defaultdict(list)
     for seed in range(cfg.seeds):
         for label, method, extra in METHODS:
-            run = out / "runs" / f"{label.lower()}-seed{seed}"
+            tc = TrainConfig(data=str(shards), out="", method=method, model=cfg.model, pretrained=str(base),
+                             augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.finetune_batch,
+                             warmup=min(50, cfg.finetune_steps // 10), max_pos=cfg.max_pos, max_neg=cfg.max_neg,
+                             seed=seed, quiet=not sys.stderr.isatty(), **extra)
+            key = _digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha})
+            run = out / "runs" / f"{label.lower()}-seed{seed}-{key}"
             final = run / "final.pt"
             if not final.is_file():
                 if run.exists():
                     shutil.rmtree(run)
                 _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps")
-                train(TrainConfig(data=str(shards), out=str(run), method=method, model=cfg.model, pretrained=str(base),
-                                  augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.finetune_batch,
-                                  warmup=min(50, cfg.finetune_steps // 10), max_pos=cfg.max_pos, max_neg=cfg.max_neg,
-                                  seed=seed, quiet=not sys.stderr.isatty(), **extra))
+                train(dataclasses.replace(tc, out=str(run)))
             runs[label].append(final)
     return runs
 
