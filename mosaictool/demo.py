@@ -1,10 +1,10 @@
 """The main job: the whole pipeline on the synthetic world, and the comparison it exists to show.
 
-    world -> parse -> decompose -> negate -> template -> shard
-          -> pretrain a tiny base model once with the plain CLIP loss (cached)
+    world -> parse -> decompose -> negate -> template -> shard   (every image with both its captions)
+          -> pretrain a tiny base model once with the plain CLIP loss on plain captions (cached)
           -> fine-tune it with CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric at equal steps, several seeds
           -> WiSE-FT sweep of MosaiCLIP's image tower
-          -> evaluate everything on the world's test split -> table, report.md, plots
+          -> evaluate everything on the world's test (or, to choose settings, val) split -> table, report.md, plots
 
 It calls the same stage functions the CLI commands call, and keeps every artifact on disk
 (graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.
@@ -172,7 +172,7 @@ def make_shards(records, world: Path, shards: Path) -> Path:
 
 
 def plain_records(world: Path):
-    """The first pretraining stage's data: the world's scenes of one or two objects and their
+    """The base's pretraining data: the world's scenes of one or two objects and their
     arrangement twins (the only hard images kept), each with its plain caption as the caption.
     With 1-4 objects from the start, 500 steps left shape recognition at chance (0.22 vs 0.62 on
     val); with binding and shape twins in the batch too, relation stayed at 0.52 after 1,200 steps."""
