@@ -60,3 +60,9 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert again.exit_code == 0, again.stderr
     assert "reusing cached base model" in again.stderr
     assert again.stdout == result.stdout  # same seeds and flags: same table
+    assert "fine-tune:" not in again.stderr
+
+    # Other fine-tuning settings: new runs from the same cached base, never the old ones.
+    other = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])
+    assert other.exit_code == 0, other.stderr
+    assert "reusing cached base model" in other.stderr and other.stderr.count("fine-tune:") == len(METHODS)
