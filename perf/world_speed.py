@@ -9,7 +9,7 @@ stage) with the caption's `mentions`, the graph the generator knows it wrote:
   attributes - and each entity's adjectives are exactly the mentioned ones
   relations  - every stated relation is a parsed relation between the right two entities, with the
                right preposition (split by axis: SceneGraphParser reads "above"/"below"/"over"/
-               "under"/"beneath" but turns "to the left of" into an entity "left")
+               "under"/"beneath"; "to the left of" only through parse's spatial-compound merge)
 """
 
 from __future__ import annotations
