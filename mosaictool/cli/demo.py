@@ -16,6 +16,7 @@ def demo_cli(
     seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 3; 1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
     finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate (default 2e-4).")] = None,
+    max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
@@ -43,7 +44,7 @@ def demo_cli(
     """
     from mosaictool.demo import DemoConfig, run_demo
 
-    cfg = DemoConfig.preset(quick, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, pretrain_steps=pretrain_steps,
+    cfg = DemoConfig.preset(quick, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
 
