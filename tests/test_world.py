@@ -194,13 +194,18 @@ def test_held_out_compounds_never_in_train(world):
             assert (objs[rel["subject"]]["shape"], rel["relation"], objs[rel["object"]]["shape"]) not in facts
 
 
-def test_twins_are_counterfactuals(world):
+def twin_pairs(world, kind: str) -> list[tuple[dict, dict]]:
+    """(original, twin) records for every twin of `kind`, each checked to be linked both ways."""
     recs = {r["id"]: r for r in train_records(world)}
-    twins = [r for r in recs.values() if r["twin_kind"] == "arrangement"]
-    assert twins
-    for t in twins:
-        orig = recs[t["twin_of"]]
+    pairs = [(recs[t["twin_of"]], t) for t in recs.values() if t["twin_kind"] == kind]
+    assert pairs
+    for orig, t in pairs:
         assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
+    return pairs
+
+
+def test_twins_are_counterfactuals(world):
+    for orig, t in twin_pairs(world, "arrangement"):
         key = lambda o: (o["shape"], o["colour"], o["size"], o["texture"])  # noqa: E731
         a, b = orig["scene"]["objects"], t["scene"]["objects"]
         assert [key(o) for o in a] == [key(o) for o in b]
@@ -216,12 +221,7 @@ def test_twins_are_counterfactuals(world):
 
 
 def test_binding_twins_trade_colours(world):
-    recs = {r["id"]: r for r in train_records(world)}
-    twins = [r for r in recs.values() if r["twin_kind"] == "binding"]
-    assert twins
-    for t in twins:
-        orig = recs[t["twin_of"]]
-        assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
+    for orig, t in twin_pairs(world, "binding"):
         a, b = orig["scene"]["objects"], t["scene"]["objects"]
         assert [(o["shape"], o["size"], o["texture"], o["cell"], o["bbox"]) for o in a] == \
             [(o["shape"], o["size"], o["texture"], o["cell"], o["bbox"]) for o in b]
@@ -235,12 +235,7 @@ def test_binding_twins_trade_colours(world):
 
 
 def test_shape_twins_change_one_shape(world):
-    recs = {r["id"]: r for r in train_records(world)}
-    twins = [r for r in recs.values() if r["twin_kind"] == "shape"]
-    assert twins
-    for t in twins:
-        orig = recs[t["twin_of"]]
-        assert t["id"] in orig["hard_images"] and t["hard_images"] == [orig["id"]]
+    for orig, t in twin_pairs(world, "shape"):
         a, b = orig["scene"]["objects"], t["scene"]["objects"]
         changed = [k for k in range(len(a)) if a[k] != b[k]]
         assert len(changed) == 1 and a[changed[0]]["shape"] != b[changed[0]]["shape"]
@@ -249,8 +244,7 @@ def test_shape_twins_change_one_shape(world):
 
 
 def test_plain_captions_are_true_and_follow_their_twins(world):
-    recs = {r["id"]: r for r in train_records(world)}
-    for r in recs.values():
+    for r in train_records(world):
         clauses = r["plain_caption"].split(" and ")
         if r["mentions"]["relations"]:  # "a C S <relation> a C S", true of the scene
             words = r["plain_caption"].split()
@@ -262,10 +256,9 @@ def test_plain_captions_are_true_and_follow_their_twins(world):
             for c in clauses:
                 _, colour, shape = c.split()
                 assert holds([{"colour": colour, "shape": shape}], [], r["scene"]), r["plain_caption"]
-    for t in recs.values():
-        if t["twin_kind"] == "arrangement":  # the same words but the relation's
-            a, b = recs[t["twin_of"]]["plain_caption"].split(), t["plain_caption"].split()
-            assert a != b and a[:3] == b[:3] and a[-3:] == b[-3:]
+    for orig, t in twin_pairs(world, "arrangement"):  # the same words but the relation's
+        a, b = orig["plain_caption"].split(), t["plain_caption"].split()
+        assert a != b and a[:3] == b[:3] and a[-3:] == b[-3:]
 
 
 WORDS = {**{w: ("shape", s) for s, ws in SHAPE_WORDS.items() for w in ws},

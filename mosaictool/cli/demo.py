@@ -28,9 +28,9 @@ def demo_cli(
 
     world -> parse -> decompose -> negate -> template -> shard -> pretrain a tiny base model
     with the plain CLIP loss (once, cached; on the world's plain captions of one- and two-object
-    scenes, each with its arrangement twin in the batch) -> fine-tune it with CLIP, NegCLIP, MosaiCLIP and
-    MosaiCLIP-NoCurric at equal steps and several seeds, on every image with both its captions -> WiSE-FT sweep -> evaluate on the world's
-    test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
+    scenes, each with its arrangement twin in the batch) -> fine-tune it with CLIP, NegCLIP,
+    MosaiCLIP and MosaiCLIP-NoCurric at equal steps and several seeds, on every image with both
+    its captions -> WiSE-FT sweep -> evaluate on the world's test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
     recognition; mean ± 95% CI over seeds) and writes OUT/report.md, OUT/methods.png and
     OUT/wise_ft.png. Every artifact stays in OUT for inspection.
 
