@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from mosaictool import __version__
-from mosaictool.cli import decompose, demo, evaluate, negate, parse, shard, template, train, tree_score, vocab, wise_ft, world
+from mosaictool.cli import decompose, demo, evaluate, negate, parse, probe, shard, template, train, tree_score, vocab, wise_ft, world
 
 app = typer.Typer(
     name="mosaictool",
@@ -21,7 +21,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo):
+for module in (parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
     module.register(app)
 
 

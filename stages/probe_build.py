@@ -1,0 +1,644 @@
+"""probe_build: the Probe paper's three benchmarks (seed 004 Sec. 3, App. A) from the annotation files a
+user brings, since the paper released none. Each builder returns an iterator of JSONL records (the layout
+`mosaictool.bench.probe_r / probe_c / probe_b` read) and fills a `Counts` with what it kept and skipped.
+
+- Probe-R (`build_probe_r`), from Visual Genome relationships.json (+ optional objects.json,
+  image_data.json): per anchor image one relation R1 = <s, r, o>, a predicate swap R2 = <s, r~, o> with
+  r~ never annotated between s and o anywhere in the file, a subject swap R3 = <s~, r, o> with s~ never
+  the subject of r with o, the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that show
+  s but no other object of the anchor. Relation aliases are cleaned as App. A.1 says (lower case, leading
+  "is/are/..." and articles dropped, so "are standing next to" = "standing next to"; repeats merge);
+  a VG relationship_alias.txt can merge more.
+- Probe-C (`build_probe_c`), from COCO captions parsed with our `parse`: adjective-noun compositions per
+  image; the composition split pairs an image of (a, n) with one of (a~, n), a~ an antonym of a from the
+  shipped map, neither image showing the other's composition; the object split pairs (a, n1) with
+  (a, n2), n1 != n2, neither image mentioning the other's noun.
+- Probe-B (`build_probe_b`), from COCO instances (polygon and RLE masks, decoded with pycocotools):
+  split MR keeps x0 = the image, x0~ = x0 with a filler patch that overlaps no annotated box, x1~ = every
+  object kept on the filler (background removed); split R (images whose boxes do not overlap) keeps
+  x0 = the objects on the filler, x0~ = that with a patch, x1~ = one object alone on the filler. Fillers:
+  black, gray, Gaussian noise, a scene image from a folder the user supplies.
+
+Every draw comes from a random stream keyed by (seed, benchmark, item), so output depends only on the
+inputs, the seed and the flags. The annotation files are single JSON documents (VG's and COCO's format),
+so they are read whole; records are written as they are made.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import orjson
+
+from mosaictool.errors import MosaicError
+
+FILLERS = ("black", "gray", "noise", "scene")
+BE_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "being", "am", "'s"})
+ARTICLES = frozenset({"a", "an", "the"})
+MAX_SUBJECT_IMAGES = 10
+VG_IMAGE_DIRS = ("", "VG_100K", "VG_100K_2", "images")
+
+
+@dataclass
+class Counts:
+    """What a builder kept and skipped, by reason; printed on stderr by the CLI."""
+
+    kept: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+
+    def lines(self, name: str) -> list[str]:
+        out = [f"{name}: wrote " + ", ".join(f"{v} {k}" for k, v in sorted(self.kept.items()))]
+        if self.skipped:
+            out.append(f"{name}: skipped " + ", ".join(f"{v} {k}" for k, v in sorted(self.skipped.items())))
+        return out
+
+
+def stream(seed: int, *key) -> random.Random:
+    return random.Random("/".join(["mosaic-probe", str(seed), *map(str, key)]))
+
+
+def article(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
+# --- reading annotation files ---------------------------------------------------------------------------
+
+
+def read_json(path: str | Path, what: str, flag: str):
+    path = Path(path)
+    if not path.is_file():
+        raise MosaicError(f"{path}: {what} not found; pass the file with {flag}")
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise MosaicError(f"{path}: invalid JSON ({e}); is this {what}? ({flag})") from e
+
+
+def need(obj, fields: tuple[str, ...], path, where: str, what: str) -> None:
+    """A clear error naming the file, the entry and the missing field."""
+    if not isinstance(obj, dict):
+        raise MosaicError(f"{path}: {where}: expected an object, got {type(obj).__name__} (not {what})")
+    for f in fields:
+        if f not in obj:
+            raise MosaicError(f"{path}: {where}: missing field {f!r} (not {what})")
+
+
+def need_list(obj, path, where: str, what: str) -> list:
+    if not isinstance(obj, list):
+        raise MosaicError(f"{path}: {where}: expected a list, got {type(obj).__name__} (not {what})")
+    return obj
+
+
+# --- Probe-R ---------------------------------------------------------------------------------------------
+
+
+def clean_name(name: str) -> str:
+    words = re.sub(r"[^a-z0-9' ]", " ", str(name).lower()).split()
+    while words and words[0] in ARTICLES:
+        words.pop(0)
+    return " ".join(words)
+
+
+def clean_predicate(pred: str, aliases: dict[str, str] | None = None) -> str:
+    """App. A.1: "are standing next to" -> "standing next to"; "is on top of a" -> "on top of"."""
+    words = re.sub(r"[^a-z' ]", " ", str(pred).lower()).split()
+    while words and words[0] in BE_WORDS:
+        words.pop(0)
+    text = " ".join(w for w in words if w not in ARTICLES)
+    return (aliases or {}).get(text, text)
+
+
+def read_aliases(path: str | Path) -> dict[str, str]:
+    """VG's relationship_alias.txt: comma-separated aliases per line, all mapped to the first."""
+    out = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        names = [clean_predicate(p) for p in line.split(",") if p.strip()]
+        for n in names[1:]:
+            out[n] = names[0]
+    return out
+
+
+def _vg_name(obj: dict, path, where: str) -> str:
+    if "name" in obj:
+        return clean_name(obj["name"])
+    names = obj.get("names")
+    if isinstance(names, list) and names:
+        return clean_name(names[0])
+    raise MosaicError(f"{path}: {where}: missing field 'name' or 'names' (not VG relationships.json / objects.json)")
+
+
+def vg_image_files(image_data_path: str | Path | None) -> dict:
+    """image_id -> the file's path under the images folder, from image_data.json's url (VG_100K_2/1.jpg)."""
+    if image_data_path is None:
+        return {}
+    what = "VG image_data.json (a list of {image_id, url, ...})"
+    data = need_list(read_json(image_data_path, what, "--vg-image-data"), image_data_path, "top level", what)
+    out = {}
+    for i, rec in enumerate(data):
+        if isinstance(rec, dict) and "id" in rec and "image_id" not in rec:
+            rec = {**rec, "image_id": rec["id"]}  # VG 1.0 names the field `id`
+        need(rec, ("image_id", "url"), image_data_path, f"entry {i}", what)
+        parts = str(rec["url"]).rstrip("/").split("/")
+        out[rec["image_id"]] = "/".join(parts[-2:])
+    return out
+
+
+class ImageFinder:
+    """Where an image file is (or None), looked up under `root`, remembered per name."""
+
+    def __init__(self, root: str | Path, candidates):
+        self.root, self.candidates, self.seen = Path(root), candidates, {}
+
+    def __call__(self, key) -> Path | None:
+        if key not in self.seen:
+            self.seen[key] = next((p for p in (self.root / c for c in self.candidates(key)) if p.is_file()), None)
+        return self.seen[key]
+
+
+def _rel(path: Path, base: Path) -> str:
+    import os
+
+    return os.path.relpath(path, base)
+
+
+def _sample_not_in(rng: random.Random, pool: list[str], banned: set[str], tries: int = 200) -> str | None:
+    """Uniform over pool minus banned, by rejection (pool is large, banned small); None if none is found."""
+    if not pool:
+        return None
+    for _ in range(tries):
+        c = pool[rng.randrange(len(pool))]
+        if c not in banned:
+            return c
+    rest = [c for c in pool if c not in banned]
+    return rng.choice(rest) if rest else None
+
+
+def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | Path, *, objects: str | Path | None = None,
+                  image_data: str | Path | None = None, aliases: str | Path | None = None, seed: int = 0,
+                  max_groups: int | None = 100_000, subject_images: int = MAX_SUBJECT_IMAGES, min_count: int = 1,
+                  counts: Counts | None = None) -> Iterator[dict]:
+    """Probe-R records (see the module docstring); image paths relative to `out_dir`."""
+    counts = counts if counts is not None else Counts()
+    what = "VG relationships.json (a list of {image_id, relationships: [{predicate, subject, object}]})"
+    data = need_list(read_json(relationships, what, "--vg-relationships"), relationships, "top level", what)
+    alias_map = read_aliases(aliases) if aliases else {}
+    files = vg_image_files(image_data)
+    finder = ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
+                         + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
+    # pass 1: what the dataset says can go together
+    preds_of_pair: dict[tuple[str, str], set[str]] = defaultdict(set)
+    subjects_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    image_objects: dict = defaultdict(set)
+    pred_count: Counter = Counter()
+    subj_count: Counter = Counter()
+    per_image: list[tuple[object, list[tuple]]] = []
+    for i, entry in enumerate(data):
+        need(entry, ("image_id", "relationships"), relationships, f"entry {i}", what)
+        iid = entry["image_id"]
+        triples = []
+        for j, rel in enumerate(need_list(entry["relationships"], relationships, f"entry {i}: relationships", what)):
+            where = f"entry {i} (image {iid}): relationship {j}"
+            need(rel, ("predicate", "subject", "object"), relationships, where, what)
+            s, o = _vg_name(rel["subject"], relationships, f"{where}: subject"), _vg_name(rel["object"], relationships, f"{where}: object")
+            r = clean_predicate(rel["predicate"], alias_map)
+            if not (s and o):
+                continue
+            image_objects[iid].update((s, o))
+            if not r or s == o:
+                counts.skipped["relationships without a usable predicate"] += 1
+                continue
+            preds_of_pair[(s, o)].add(r)
+            subjects_of[(r, o)].add(s)
+            pred_count[r] += 1
+            subj_count[s] += 1
+            triples.append((s, r, o, rel.get("relationship_id", j)))
+        per_image.append((iid, triples))
+    if objects is not None:
+        what_o = "VG objects.json (a list of {image_id, objects: [{names, ...}]})"
+        odata = need_list(read_json(objects, what_o, "--vg-objects"), objects, "top level", what_o)
+        for i, entry in enumerate(odata):
+            need(entry, ("image_id", "objects"), objects, f"entry {i}", what_o)
+            for j, obj in enumerate(need_list(entry["objects"], objects, f"entry {i}: objects", what_o)):
+                name = _vg_name(obj, objects, f"entry {i}: object {j}")
+                if name:
+                    image_objects[entry["image_id"]].add(name)
+    del data
+    images_with: dict[str, list] = defaultdict(list)
+    for iid in image_objects:  # insertion order = file order: deterministic
+        for name in sorted(image_objects[iid]):
+            images_with[name].append(iid)
+    pred_pool = sorted(p for p, c in pred_count.items() if c >= min_count)
+    subj_pool = sorted(s for s, c in subj_count.items() if c >= min_count)
+    out_dir = Path(out_dir)
+    # pass 2: one group per anchor image
+    made = 0
+    for iid, triples in per_image:
+        if max_groups is not None and made >= max_groups:
+            break
+        if not triples:
+            continue
+        rng = stream(seed, "probe-r", iid)
+        order = list(range(len(triples)))
+        rng.shuffle(order)
+        group = None
+        for k in order:
+            s, r, o, rid = triples[k]
+            r2 = _sample_not_in(rng, pred_pool, preds_of_pair[(s, o)] | {r})
+            s3 = _sample_not_in(rng, subj_pool, subjects_of[(r, o)] | {s, o})
+            if r2 and s3:
+                group = (s, r, o, rid, r2, s3)
+                break
+        if group is None:
+            counts.skipped["anchor images without an unseen predicate or subject"] += 1
+            continue
+        anchor = finder(iid)
+        if anchor is None:
+            counts.skipped["anchor images missing"] += 1
+            continue
+        s, r, o, rid, r2, s3 = group
+        others = image_objects[iid] - {s}
+        pool = images_with[s]
+        picked: list = []
+        tried: set = set()
+        for _ in range(min(len(pool), 20 * subject_images)):
+            if len(picked) >= subject_images:
+                break
+            cand = pool[rng.randrange(len(pool))]
+            if cand == iid or cand in tried:
+                continue
+            tried.add(cand)
+            if image_objects[cand] & others:
+                continue
+            path = finder(cand)
+            if path is None:
+                counts.skipped["subject-only images missing"] += 1
+                continue
+            picked.append((cand, path))
+        made += 1
+        counts.kept["groups"] += 1
+        counts.kept["subject-only images"] += len(picked)
+        yield {
+            "id": f"probe-r-{iid}-{rid}", "image_id": iid, "image": _rel(anchor, out_dir), "relationship_id": rid,
+            "relation": [s, r, o], "predicate_swap": r2, "subject_swap": s3,
+            "texts": {"R1": f"a photo of {article(s)} {r} {article(o)}", "R2": f"a photo of {article(s)} {r2} {article(o)}",
+                      "R3": f"a photo of {article(s3)} {r} {article(o)}", "O1": f"a photo of {article(s)}",
+                      "O3": f"a photo of {article(s3)}"},
+            "subject_image_ids": [c for c, _ in picked], "subject_images": [_rel(p, out_dir) for _, p in picked],
+        }
+
+
+# --- Probe-C ---------------------------------------------------------------------------------------------
+
+
+def load_antonyms(path: str | Path | None = None) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """(attribute -> antonyms, attribute -> category) from the shipped map or a user's TSV."""
+    if path is None:
+        text = resources.files("mosaictool.bench").joinpath("data/probe_c_antonyms.tsv").read_text(encoding="utf-8")
+        where = "probe_c_antonyms.tsv"
+    else:
+        if not Path(path).is_file():
+            raise MosaicError(f"{path}: antonym map not found (--antonyms)")
+        text, where = Path(path).read_text(encoding="utf-8"), str(path)
+    antonyms: dict[str, set[str]] = defaultdict(set)
+    category: dict[str, str] = {}
+    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.startswith("#")]
+    for n, line in lines[1:]:  # the first is the header
+        cols = line.split("\t")
+        if len(cols) != 3:
+            raise MosaicError(f"{where}:{n}: expected 3 tab-separated columns (attribute, antonym, category)")
+        a, b, cat = (c.strip().lower() for c in cols)
+        antonyms[a].add(b)
+        antonyms[b].add(a)
+        category.setdefault(a, cat)
+        category.setdefault(b, cat)
+    return dict(antonyms), category
+
+
+def coco_caption_records(path: str | Path) -> tuple[list[dict], dict]:
+    """(caption records {id, image_id, caption}, image_id -> file_name) from a COCO captions file."""
+    what = "COCO captions (captions_*.json: {images: [{id, file_name}], annotations: [{image_id, caption}]})"
+    data = read_json(path, what, "--coco-captions")
+    need(data, ("images", "annotations"), path, "top level", what)
+    files = {}
+    for i, img in enumerate(need_list(data["images"], path, "images", what)):
+        need(img, ("id", "file_name"), path, f"images[{i}]", what)
+        files[img["id"]] = img["file_name"]
+    recs = []
+    for i, ann in enumerate(need_list(data["annotations"], path, "annotations", what)):
+        need(ann, ("image_id", "caption"), path, f"annotations[{i}]", what)
+        recs.append({"id": ann.get("id", i), "image_id": ann["image_id"], "caption": str(ann["caption"])})
+    return recs, files
+
+
+def compositions(graph_records, antonyms: dict[str, set[str]]) -> tuple[dict, dict]:
+    """From parsed caption records: image_id -> {(attribute, noun)} (attributes of the map only) and
+    image_id -> {nouns}."""
+    comps: dict = defaultdict(set)
+    nouns: dict = defaultdict(set)
+    for rec in graph_records:
+        for ent in rec["graph"]["entities"]:
+            noun = clean_name(ent.get("lemma_head") or ent.get("head") or "")
+            if not noun:
+                continue
+            nouns[rec["image_id"]].add(noun)
+            for a in ent.get("attributes", []):
+                a = a.strip().lower()
+                if a in antonyms:
+                    comps[rec["image_id"]].add((a, noun))
+    return comps, nouns
+
+
+def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path, *, antonyms: str | Path | None = None,
+                  seed: int = 0, pairs_per_composition: int = 5, model: str | None = None, workers: int = 1,
+                  batch_size: int = 256, counts: Counts | None = None, parsed=None) -> Iterator[dict]:
+    """Probe-C records: the composition split, then the object split. `parsed` (records with image_id and
+    graph) replaces parsing the captions, for callers that parsed them already."""
+    counts = counts if counts is not None else Counts()
+    ant, category = load_antonyms(antonyms)
+    recs, files = coco_caption_records(captions)
+    if parsed is None:
+        from mosaictool.stages.parse import parse
+
+        parsed = parse(recs, text_key="caption", model=model, batch_size=batch_size, workers=workers)
+    comps, nouns = compositions(parsed, ant)
+    finder = ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")])
+    out_dir = Path(out_dir)
+    present: dict = defaultdict(list)  # (a, n) -> image ids, sorted
+    for iid in sorted(comps, key=str):
+        for c in comps[iid]:
+            present[c].append(iid)
+    missing_seen: set = set()
+
+    def exists(iid) -> Path | None:
+        p = finder(iid)
+        if p is None and iid not in missing_seen:
+            missing_seen.add(iid)
+            counts.skipped["images missing"] += 1
+        return p
+
+    def record(split, k, i1, i2, c1, c2, p1, p2):
+        counts.kept[f"{split} groups"] += 1
+        return {"id": f"probe-c-{split}-{k:06d}", "split": split, "category": category.get(c1[0], "other"),
+                "image_ids": [i1, i2], "images": [_rel(p1, out_dir), _rel(p2, out_dir)],
+                "compositions": [list(c1), list(c2)],
+                "texts": [f"a photo of {article(c1[0])} {c1[1]}", f"a photo of {article(c2[0])} {c2[1]}"]}
+
+    k = 0
+    for a, n in sorted(present):  # composition split: (a, n) vs (a~, n)
+        for b in sorted(ant.get(a, ())):
+            if b < a or (b, n) not in present:
+                continue  # each unordered antonym pair once
+            pool1 = [i for i in present[(a, n)] if (b, n) not in comps[i]]
+            pool2 = [i for i in present[(b, n)] if (a, n) not in comps[i]]
+            rng = stream(seed, "probe-c", "composition", a, b, n)
+            rng.shuffle(pool1)
+            made = 0
+            for i1 in pool1:
+                if made >= pairs_per_composition or not pool2:
+                    break
+                i2 = pool2[rng.randrange(len(pool2))]
+                p1, p2 = exists(i1), exists(i2)
+                if p1 is None or p2 is None:
+                    continue
+                yield record("composition", k, i1, i2, (a, n), (b, n), p1, p2)
+                k += 1
+                made += 1
+    by_attribute: dict[str, list[str]] = defaultdict(list)
+    for a, n in sorted(present):
+        by_attribute[a].append(n)
+    k = 0
+    for a, n1 in sorted(present):  # object split: (a, n1) vs (a, n2)
+        others = [n for n in by_attribute[a] if n != n1]
+        if not others:
+            continue
+        rng = stream(seed, "probe-c", "object", a, n1)
+        pool1 = list(present[(a, n1)])
+        rng.shuffle(pool1)
+        made = 0
+        for i1 in pool1:
+            if made >= pairs_per_composition:
+                break
+            for _ in range(20):
+                n2 = others[rng.randrange(len(others))]
+                if n2 in nouns[i1]:
+                    continue
+                pool2 = [i for i in present[(a, n2)] if n1 not in nouns[i]]
+                if pool2:
+                    break
+            else:
+                continue
+            i2 = pool2[rng.randrange(len(pool2))]
+            p1, p2 = exists(i1), exists(i2)
+            if p1 is None or p2 is None:
+                continue
+            yield record("object", k, i1, i2, (a, n1), (a, n2), p1, p2)
+            k += 1
+            made += 1
+
+
+# --- Probe-B ---------------------------------------------------------------------------------------------
+
+
+def coco_instances(path: str | Path) -> tuple[dict, dict, list[str]]:
+    """(image_id -> image entry, image_id -> its annotations, category names in id order)."""
+    what = "COCO instances (instances_*.json: {images, annotations: [{image_id, category_id, segmentation, bbox}], categories})"
+    data = read_json(path, what, "--coco-instances")
+    need(data, ("images", "annotations", "categories"), path, "top level", what)
+    cats = {}
+    for i, c in enumerate(need_list(data["categories"], path, "categories", what)):
+        need(c, ("id", "name"), path, f"categories[{i}]", what)
+        cats[c["id"]] = c["name"]
+    imgs = {}
+    for i, img in enumerate(need_list(data["images"], path, "images", what)):
+        need(img, ("id", "file_name", "width", "height"), path, f"images[{i}]", what)
+        imgs[img["id"]] = img
+    anns: dict = defaultdict(list)
+    for i, ann in enumerate(need_list(data["annotations"], path, "annotations", what)):
+        need(ann, ("image_id", "category_id", "segmentation", "bbox"), path, f"annotations[{i}]", what)
+        if ann["category_id"] not in cats:
+            raise MosaicError(f"{path}: annotations[{i}]: category_id {ann['category_id']} is not in categories")
+        anns[ann["image_id"]].append({**ann, "category": cats[ann["category_id"]]})
+    return imgs, anns, [cats[c] for c in sorted(cats)]
+
+
+def decode_mask(segmentation, height: int, width: int):
+    """A COCO segmentation (polygons, uncompressed or compressed RLE) as a bool (height, width) array."""
+    try:
+        from pycocotools import mask as mask_utils
+    except ImportError as e:
+        raise MosaicError("Probe-B needs pycocotools to decode COCO masks: pip install pycocotools "
+                          "(or pip install 'mosaictool[probe]')") from e
+    if isinstance(segmentation, list):
+        rles = mask_utils.frPyObjects(segmentation, height, width)
+        rle = mask_utils.merge(rles)
+    elif isinstance(segmentation, dict) and isinstance(segmentation.get("counts"), list):
+        rle = mask_utils.frPyObjects(segmentation, height, width)
+    else:
+        rle = dict(segmentation)
+        if isinstance(rle.get("counts"), str):
+            rle["counts"] = rle["counts"].encode()
+    return mask_utils.decode(rle).astype(bool)
+
+
+def filler_image(kind: str, height: int, width: int, rng: random.Random, scenes: list[Path]):
+    """A (height, width, 3) uint8 filler: black, gray (128), Gaussian noise (mean 128, sd 64) or a scene."""
+    import numpy as np
+    from PIL import Image
+
+    if kind == "black":
+        return np.zeros((height, width, 3), np.uint8)
+    if kind == "gray":
+        return np.full((height, width, 3), 128, np.uint8)
+    if kind == "noise":
+        g = np.random.default_rng(rng.getrandbits(64))
+        return np.clip(g.normal(128, 64, (height, width, 3)), 0, 255).astype(np.uint8)
+    if kind == "scene":
+        path = scenes[rng.randrange(len(scenes))]
+        try:
+            with Image.open(path) as im:
+                return np.asarray(im.convert("RGB").resize((width, height), Image.BILINEAR))
+        except OSError as e:
+            raise MosaicError(f"{path}: cannot read scene image ({e}); fix --scenes") from e
+    raise MosaicError(f"unknown filler {kind!r}; choose from {', '.join(FILLERS)} (--fillers)")
+
+
+def patch_box(rng: random.Random, height: int, width: int, boxes: list, frac: float, tries: int = 50):
+    """A square patch (side = frac x the shorter side) overlapping none of the (x, y, w, h) boxes, or None."""
+    side = max(1, int(round(frac * min(height, width))))
+    if side >= min(height, width):
+        return None
+    for _ in range(tries):
+        x, y = rng.randrange(width - side + 1), rng.randrange(height - side + 1)
+        if all(x + side <= bx or bx + bw <= x or y + side <= by or by + bh <= y for bx, by, bw, bh in boxes):
+            return x, y, side
+    return None
+
+
+def _overlap(a, b) -> bool:
+    return not (a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1])
+
+
+def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path, *, fillers=("black", "gray", "noise"),
+                  scenes: str | Path | None = None, splits=("MR", "R"), seed: int = 0, max_images: int | None = None,
+                  min_removed: float = 0.2, min_object: float = 0.05, max_object: float = 0.5, patch: float = 0.2,
+                  image_format: str = "png", counts: Counts | None = None) -> Iterator[dict]:
+    """Probe-B records; writes the modified images under out_dir/images/<split>/<filler>/."""
+    import numpy as np
+    from PIL import Image
+
+    counts = counts if counts is not None else Counts()
+    bad = [f for f in fillers if f not in FILLERS]
+    if bad:
+        raise MosaicError(f"unknown filler(s) {', '.join(bad)}; choose from {', '.join(FILLERS)} (--fillers)")
+    scene_files: list[Path] = []
+    if "scene" in fillers:
+        if scenes is None or not Path(scenes).is_dir():
+            raise MosaicError("the scene filler needs a folder of scene images without COCO objects: pass --scenes DIR")
+        scene_files = sorted(p for p in Path(scenes).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+        if not scene_files:
+            raise MosaicError(f"{scenes}: no .jpg/.png scene images (--scenes)")
+    imgs, anns, classes = coco_instances(instances)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "classes.txt").write_text("\n".join(classes) + "\n", encoding="utf-8")  # the prompts' classes
+    ext = "jpg" if image_format in ("jpg", "jpeg") else "png"
+    made = 0
+    for iid in sorted(imgs):
+        if max_images is not None and made >= max_images:
+            break
+        objs = [a for a in anns.get(iid, []) if not a.get("iscrowd", 0)]
+        if not objs:
+            counts.skipped["images without objects"] += 1
+            continue
+        meta = imgs[iid]
+        src = Path(images) / meta["file_name"]
+        if not src.is_file():
+            counts.skipped["images missing"] += 1
+            continue
+        made += 1
+        with Image.open(src) as im:
+            x0 = np.asarray(im.convert("RGB"))
+        h, w = x0.shape[:2]
+        masks = [decode_mask(a["segmentation"], h, w) for a in objs]
+        union = np.logical_or.reduce(masks)
+        boxes = [a["bbox"] for a in objs]
+        labels = sorted({a["category"] for a in objs})
+        rng = stream(seed, "probe-b", iid)
+        place = patch_box(rng, h, w, boxes, patch)
+        targets = {}
+        if "R" in splits:
+            sizes = [m.mean() for m in masks]
+            no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
+            fit = [i for i, s in enumerate(sizes) if min_object <= s <= max_object
+                   and sum(o["category"] == objs[i]["category"] for o in objs) == 1]
+            if not no_overlap:
+                counts.skipped["R: images with overlapping boxes"] += 1
+            elif not fit:
+                counts.skipped["R: images without a single object of the size range"] += 1
+            else:
+                targets["R"] = fit[rng.randrange(len(fit))]
+        mr_ok = "MR" in splits and (1 - union.mean()) >= min_removed
+        if "MR" in splits and not mr_ok:
+            counts.skipped["MR: images with too little background"] += 1
+        if place is None and (mr_ok or targets):
+            counts.skipped["images without room for a patch"] += 1
+            continue
+        for filler in fillers:
+            fill = filler_image(filler, h, w, stream(seed, "probe-b-filler", iid, filler), scene_files)
+            px, py, side = place
+
+            def patched(img):
+                out = img.copy()
+                out[py:py + side, px:px + side] = fill[py:py + side, px:px + side]
+                return out
+
+            def save(arr, split, tag) -> str:
+                rel = f"images/{split}/{filler}/{iid}_{tag}.{ext}"
+                path = out_dir / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                Image.fromarray(arr).save(path, quality=95) if ext == "jpg" else Image.fromarray(arr).save(path)
+                return rel
+
+            objects_only = np.where(union[..., None], x0, fill)
+            if mr_ok:
+                counts.kept[f"MR groups ({filler})"] += 1
+                yield {"id": f"probe-b-MR-{iid}-{filler}", "split": "MR", "filler": filler, "image_id": iid,
+                       "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0), "MR", "patch"),
+                                  "x1": save(objects_only, "MR", "nobg")},
+                       "labels": labels, "target": None}
+            if "R" in targets:
+                t = targets["R"]
+                one = np.where(masks[t][..., None], x0, fill)
+                cat = objs[t]["category"]
+                counts.kept[f"R groups ({filler})"] += 1
+                yield {"id": f"probe-b-R-{iid}-{filler}", "split": "R", "filler": filler, "image_id": iid,
+                       "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only), "R", "patch"),
+                                  "x1": save(one, "R", "one")},
+                       "labels": labels, "target": cat}
+
+
+def write_jsonl(records, path: str | Path) -> int:
+    """Write records to `path` atomically (temp file beside it, replaced on success)."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    n = 0
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for rec in records:
+                f.write(orjson.dumps(rec) + b"\n")
+                n += 1
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return n
