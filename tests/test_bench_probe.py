@@ -1,0 +1,190 @@
+"""Probe-R / Probe-C / Probe-B scoring (seed 004 Sec. 3.4) on tiny files in the documented layout, with
+hand-built similarity matrices and hand-computed expected values; and `evaluate` end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import orjson
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from mosaictool.bench import get
+from mosaictool.bench.base import HEADLINE
+from mosaictool.bench.probe_b import average_precision
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+
+
+def sig(x: float) -> float:
+    """Two-way softmax probability of the option whose logit is x above the other's."""
+    return 1 / (1 + math.exp(-x))
+
+
+def by_key(rows):
+    return {(r["subtask"], r["metric"]): r["value"] for r in rows}
+
+
+def _jsonl(path, recs):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def _img(path, colour=(200, 0, 0)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (24, 24), colour).save(path)
+
+
+# --- Probe-R -----------------------------------------------------------------------------------------
+
+TEXTS = {"R1": "a photo of a man riding a horse", "R2": "a photo of a man eating a horse", "R3": "a photo of a cloud riding a horse",
+         "O1": "a photo of a man", "O3": "a photo of a cloud"}
+
+
+def test_probe_r_scores(tmp_path):
+    _jsonl(tmp_path / "probe_r" / "probe_r.jsonl", [
+        {"id": "a", "image": "1.jpg", "texts": TEXTS, "subject_images": ["2.jpg", "3.jpg"]},
+        {"id": "b", "image": "4.jpg", "texts": TEXTS, "subject_images": []},
+    ])
+    bench = get("probe_r")
+    items = bench.load(tmp_path)
+    assert [it.meta["subtask"] for it in items] == ["anchor", "subject", "anchor"]
+    assert items[0].texts == [TEXTS["R1"], TEXTS["R2"], TEXTS["R3"]] and items[1].texts == [TEXTS["O1"], TEXTS["R1"], TEXTS["O3"]]
+    assert items[1].images[1].path == str(tmp_path / "probe_r" / "3.jpg")
+    sims = [np.array([[0.30, 0.29, 0.31]]),  # R2 lower (right), R3 higher (wrong)
+            np.array([[0.3, 0.2, 0.1], [0.2, 0.25, 0.2]]),  # image 2: O1 < R1 (wrong), O1 == O3 (tie: wrong)
+            np.array([[0.3, 0.3, 0.1]])]  # R1 == R2 (tie: wrong), R3 lower (right)
+    got = by_key(bench.score(items, sims, logit_scale=100.0))
+    assert got[("R1_vs_R2", "accuracy")] == 0.5 and got[("R1_vs_R3", "accuracy")] == 0.5
+    assert got[("O1_vs_R1", "accuracy")] == 0.5 and got[("O1_vs_O3", "accuracy")] == 0.5
+    assert got[("R1_vs_R2", "mu_c")] == pytest.approx((sig(1) + 0.5) / 2)
+    assert got[("R1_vs_R3", "mu_c")] == pytest.approx((sig(-1) + sig(20)) / 2)
+    assert got[("O1_vs_R1", "mu_c")] == pytest.approx((sig(10) + sig(-5)) / 2)
+    assert got[("O1_vs_O3", "mu_c")] == pytest.approx((sig(20) + 0.5) / 2)
+    assert got[(HEADLINE, "mu_c")] == got[("R1_vs_R2", "mu_c")]
+    assert len(bench.load(tmp_path, limit=1)) == 2
+
+
+def test_probe_r_bad_file(tmp_path):
+    (tmp_path / "probe_r").mkdir()
+    (tmp_path / "probe_r" / "probe_r.jsonl").write_text('{"id": "a", "image": "1.jpg", "texts": {}}\n')
+    with pytest.raises(MosaicError, match=r"probe_r.jsonl:1: missing field\(s\) subject_images"):
+        get("probe_r").load(tmp_path)
+    with pytest.raises(MosaicError, match="probe build r"):
+        get("probe_r").load(tmp_path / "nowhere")
+
+
+# --- Probe-C -----------------------------------------------------------------------------------------
+
+
+def test_probe_c_scores(tmp_path):
+    def g(i, split, cat):
+        return {"id": i, "split": split, "category": cat, "images": [f"{i}1.jpg", f"{i}2.jpg"], "texts": [f"{i} one", f"{i} two"]}
+
+    _jsonl(tmp_path / "probe_c" / "probe_c.jsonl", [g("a", "composition", "size"), g("b", "composition", "color"), g("c", "object", "size")])
+    bench = get("probe_c")
+    items = bench.load(tmp_path)
+    sims = [np.array([[0.3, 0.2], [0.1, 0.4]]),  # all right
+            np.array([[0.3, 0.2], [0.35, 0.3]]),  # text wrong (.3 < .35), image wrong (.3 < .35)
+            np.array([[0.2, 0.2], [0.1, 0.3]])]  # text: tie (wrong); image right
+    got = by_key(bench.score(items, sims, logit_scale=100.0))
+    assert (got[("composition", "text")], got[("composition", "image")], got[("composition", "group")]) == (0.5, 0.5, 0.5)
+    assert (got[("object", "text")], got[("object", "image")], got[("object", "group")]) == (0.0, 1.0, 0.0)
+    mu_a, mu_b = (sig(10) + sig(30)) / 2, (sig(10) + sig(-5)) / 2
+    assert got[("composition", "mu_c")] == pytest.approx((mu_a + mu_b) / 2)
+    assert got[("object", "mu_c")] == pytest.approx((0.5 + sig(20)) / 2)
+    assert got[("composition/size", "group")] == 1.0 and got[("composition/color", "group")] == 0.0
+    assert got[(HEADLINE, "mu_c")] == got[("composition", "mu_c")]
+    assert [it.meta["subtask"] for it in bench.load(tmp_path, subtasks=["object"])] == ["object"]
+
+
+# --- Probe-B -----------------------------------------------------------------------------------------
+
+
+def test_average_precision_by_hand():
+    assert average_precision(np.array([0.9, 0.8, 0.7]), np.array([0, 1, 1])) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert average_precision(np.array([0.5, 0.5]), np.array([0, 1])) == 0.5  # a tie keeps file order
+
+
+def _softmax(row, k):
+    e = np.exp(100 * (np.asarray(row) - max(row)))
+    return e[k] / e.sum()
+
+
+def test_probe_b_scores(tmp_path):
+    folder = tmp_path / "probe_b"
+    folder.mkdir()
+    (folder / "classes.txt").write_text("dog\ncat\ncar\n")
+    views = {"x0": "a.png", "x0_patch": "b.png", "x1": "c.png"}
+    _jsonl(folder / "probe_b.jsonl", [
+        {"id": "1", "split": "MR", "filler": "black", "images": views, "labels": ["dog"], "target": None},
+        {"id": "2", "split": "MR", "filler": "black", "images": views, "labels": ["cat", "car"], "target": None},
+        {"id": "3", "split": "R", "filler": "black", "images": views, "labels": ["dog", "cat"], "target": "dog"},
+    ])
+    bench = get("probe_b")
+    items = bench.load(tmp_path)
+    assert items[0].texts == ["a photo of a dog.", "a photo of a cat.", "a photo of a car."]
+    assert items[2].texts == ["a photo of a dog.", "a photo of a car."]  # R: target + classes not in the image
+    r1 = np.array([[0.3, 0.1, 0.2], [0.3, 0.1, 0.2], [0.1, 0.2, 0.3]])
+    r2 = np.array([[0.1, 0.3, 0.2], [0.2, 0.3, 0.1], [0.3, 0.2, 0.1]])
+    r3 = np.array([[0.3, 0.2], [0.2, 0.3], [0.3, 0.3]])
+    got = by_key(bench.score(items, [r1, r2, r3], logit_scale=100.0))
+    # x0: dog AP 1, cat AP 1, car tie (r1 first) AP 1/2; x0_patch: 1, 1, 1/2; x1: 1/2, 1/2 (tie), 1/2
+    assert got[("MR/black", "mAP_x0")] == pytest.approx(2.5 / 3) and got[("MR/black", "mAP_x0_patch")] == pytest.approx(2.5 / 3)
+    assert got[("MR/black", "mAP_x1")] == pytest.approx(0.5)
+    assert got[("MR/black", "robustness_x0_x1")] == pytest.approx(0.6) and got[("MR/black", "robustness_x0_x0_patch")] == 1.0
+    pairs = [(r1, 0), (r2, 1), (r2, 2)]
+    expected = np.mean([_softmax(m[0], k) - _softmax(m[2], k) for m, k in pairs])
+    assert got[("MR/black", "confidence_change_x0_x1")] == pytest.approx(expected)
+    assert got[("R/black", "accuracy_x0")] == 1.0 and got[("R/black", "accuracy_x0_patch")] == 0.0 and got[("R/black", "accuracy_x1")] == 0.0
+    assert got[("R/black", "robustness_x0_x1")] == 0.0 and math.isnan(got[("R/black", "robustness_x0_patch_x1")])
+    assert got[("R/black", "confidence_change_x0_x0_patch")] == pytest.approx(sig(10) - sig(-10))
+    assert got[("MR", "mAP_x1")] == got[(HEADLINE, "mAP_x1")] == pytest.approx(0.5)
+
+
+def test_probe_b_unknown_class(tmp_path):
+    folder = tmp_path / "probe_b"
+    folder.mkdir()
+    (folder / "classes.txt").write_text("dog\n")
+    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": {}, "labels": ["cow"], "target": None}])
+    with pytest.raises(MosaicError, match="cow not in classes.txt"):
+        get("probe_b").load(tmp_path)
+
+
+# --- end to end: build from tiny VG / COCO files, then evaluate --------------------------------------
+
+
+def test_build_then_evaluate(tmp_path):
+    from mosaictool.model.openclip import create, save_checkpoint
+    from mosaictool.stages import probe_build as pb
+
+    ckpt = tmp_path / "tiny.pt"
+    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+    vg = [{"image_id": i, "relationships": [{"predicate": p, "subject": {"name": s}, "object": {"name": o}}]}
+          for i, (s, p, o) in enumerate([("man", "riding", "horse"), ("man", "near", "tree"), ("dog", "on", "grass")], 1)]
+    (tmp_path / "rel.json").write_text(json.dumps(vg))
+    for i in (1, 2, 3):
+        _img(tmp_path / "vg" / f"{i}.jpg", (60 * i, 0, 0))
+    data = tmp_path / "data"
+    pb.write_jsonl(pb.build_probe_r(tmp_path / "rel.json", tmp_path / "vg", data / "probe_r"), data / "probe_r" / "probe_r.jsonl")
+    parsed = [{"image_id": 1, "graph": {"entities": [{"lemma_head": "dog", "attributes": ["small"]}]}},
+              {"image_id": 2, "graph": {"entities": [{"lemma_head": "dog", "attributes": ["big"]}]}}]
+    (tmp_path / "caps.json").write_text(json.dumps({"images": [{"id": i, "file_name": f"{i}.jpg"} for i in (1, 2)],
+                                                    "annotations": [{"image_id": i, "caption": "x"} for i in (1, 2)]}))
+    pb.write_jsonl(pb.build_probe_c(tmp_path / "caps.json", tmp_path / "vg", data / "probe_c", parsed=parsed),
+                   data / "probe_c" / "probe_c.jsonl")
+    inst = {"images": [{"id": 1, "file_name": "1.jpg", "width": 24, "height": 24}], "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "cat"}],
+            "annotations": [{"image_id": 1, "category_id": 1, "segmentation": [[2, 2, 10, 2, 10, 10, 2, 10]], "bbox": [2, 2, 8, 8]}]}
+    (tmp_path / "inst.json").write_text(json.dumps(inst))
+    pb.write_jsonl(pb.build_probe_b(tmp_path / "inst.json", tmp_path / "vg", data / "probe_b", fillers=("gray",), min_object=0.01),
+                   data / "probe_b" / "probe_b.jsonl")
+    out = tmp_path / "r.jsonl"
+    res = CliRunner().invoke(app, ["evaluate", "--bench", "probe_r,probe_c,probe_b", "-c", str(ckpt), "--data-root", str(data), "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    rows = [orjson.loads(x) for x in out.read_text().splitlines()]
+    heads = {r["benchmark"]: r for r in rows if r["subtask"] == HEADLINE}
+    assert set(heads) == {"probe_r", "probe_c", "probe_b"}
+    assert all(0 <= r["value"] <= 1 for r in heads.values())
