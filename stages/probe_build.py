@@ -16,7 +16,8 @@ user brings, since the paper released none. Each builder returns an iterator of 
 - Probe-B (`build_probe_b`), from COCO instances (polygon and RLE masks, decoded with pycocotools):
   split MR keeps x0 = the image, x0~ = x0 with a filler patch that overlaps no annotated box, x1~ = every
   object kept on the filler (background removed); split R (images whose boxes do not overlap) keeps
-  x0 = the objects on the filler, x0~ = that with a patch, x1~ = one object alone on the filler. Fillers:
+  x0 = the objects on the filler, x0~ = that with a patch from a second draw of the filler (visible for
+  noise and scene, invisible for black and gray), x1~ = one object alone on the filler. Fillers:
   black, gray, Gaussian noise, a scene image from a folder the user supplies.
 
 Every draw comes from a random stream keyed by (seed, benchmark, item), so output depends only on the
@@ -591,11 +592,13 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
             continue
         for filler in fillers:
             fill = filler_image(filler, h, w, stream(seed, "probe-b-filler", iid, filler), scene_files)
+            # R's x0 already lies on the filler: its patch is a second draw (visible for noise and scene)
+            second = filler_image(filler, h, w, stream(seed, "probe-b-patch", iid, filler), scene_files) if "R" in targets else fill
             px, py, side = place
 
-            def patched(img):
+            def patched(img, source):
                 out = img.copy()
-                out[py:py + side, px:px + side] = fill[py:py + side, px:px + side]
+                out[py:py + side, px:px + side] = source[py:py + side, px:px + side]
                 return out
 
             def save(arr, split, tag) -> str:
@@ -609,7 +612,7 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
             if mr_ok:
                 counts.kept[f"MR groups ({filler})"] += 1
                 yield {"id": f"probe-b-MR-{iid}-{filler}", "split": "MR", "filler": filler, "image_id": iid,
-                       "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0), "MR", "patch"),
+                       "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0, fill), "MR", "patch"),
                                   "x1": save(objects_only, "MR", "nobg")},
                        "labels": labels, "target": None}
             if "R" in targets:
@@ -618,7 +621,7 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
                 cat = objs[t]["category"]
                 counts.kept[f"R groups ({filler})"] += 1
                 yield {"id": f"probe-b-R-{iid}-{filler}", "split": "R", "filler": filler, "image_id": iid,
-                       "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only), "R", "patch"),
+                       "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only, second), "R", "patch"),
                                   "x1": save(one, "R", "one")},
                        "labels": labels, "target": cat}
 

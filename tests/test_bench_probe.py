@@ -188,3 +188,71 @@ def test_build_then_evaluate(tmp_path):
     heads = {r["benchmark"]: r for r in rows if r["subtask"] == HEADLINE}
     assert set(heads) == {"probe_r", "probe_c", "probe_b"}
     assert all(0 <= r["value"] <= 1 for r in heads.values())
+
+
+# --- the world's versions ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_world(tmp_path_factory):
+    from mosaictool.world.generate import generate_world
+
+    out = tmp_path_factory.mktemp("pw") / "world"
+    generate_world(out, seed=0, train=0, eval_scale=0.1)
+    return out
+
+
+def test_world_probe_c_pairs_are_antonym_or_object_swaps(small_world):
+    from mosaictool.stages.probe_build import load_antonyms
+
+    ant, _ = load_antonyms()
+    recs = [json.loads(x) for x in (small_world / "test" / "probe_c" / "probe_c.jsonl").read_text().splitlines()]
+    info = json.loads((small_world / "manifest.json").read_text())["counts"]["test"]
+    assert len(recs) == info["probe_c_composition"] + info["probe_c_object"] == 12
+    for r in recs:
+        (a1, n1), (a2, n2) = r["compositions"]
+        if r["split"] == "composition":
+            assert n1 == n2 and a2 in ant[a1]  # the world's pairs are in the shipped map
+        else:
+            assert a1 == a2 and n1 != n2
+        s1, s2 = r["scenes"]
+        assert [o for o in s1["objects"][1:]] == [o for o in s2["objects"][1:]]  # only the target differs
+        assert all(o["shape"] not in (n1, n2) for o in s1["objects"][1:])
+        assert (small_world / "test" / "probe_c" / r["images"][0]).read_bytes() != (small_world / "test" / "probe_c" / r["images"][1]).read_bytes()
+
+
+def test_world_probe_b_images(small_world):
+    folder = small_world / "test" / "probe_b"
+    recs = [json.loads(x) for x in (folder / "probe_b.jsonl").read_text().splitlines()]
+    assert {(r["split"], r["filler"]) for r in recs} == {(s, f) for s in ("MR", "R") for f in ("black", "gray", "noise", "scene")}
+    assert (folder / "prompts.txt").read_text().splitlines()[0] == "a circle."
+    mr = next(r for r in recs if r["split"] == "MR" and r["filler"] == "black")
+    x0, x0p, x1 = (np.asarray(Image.open(folder / mr["images"][v])) for v in ("x0", "x0_patch", "x1"))
+    changed = (x0 != x0p).any(axis=2)
+    assert changed.any() and (x0p[changed] == 0).all()  # a black patch ...
+    for o in mr["scene"]["objects"]:  # ... hiding no object
+        bx0, by0, bx1, by1 = o["bbox"]
+        assert not changed[by0:by1, bx0:bx1].any()
+    inside = np.zeros(x1.shape[:2], bool)
+    for o in mr["scene"]["objects"]:
+        bx0, by0, bx1, by1 = o["bbox"]
+        inside[by0:by1, bx0:bx1] = True
+    assert (x1[~inside] == 0).all() and (x1[inside] != 0).any()
+    r = next(r for r in recs if r["split"] == "R")
+    assert r["target"] in r["labels"] and len(r["labels"]) == len(r["scene"]["objects"])
+
+
+def test_world_bench_scores_the_probes(small_world, tmp_path):
+    from mosaictool.model.openclip import create, save_checkpoint
+
+    ckpt = tmp_path / "tiny.pt"
+    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+    out = tmp_path / "r.jsonl"
+    res = CliRunner().invoke(app, ["evaluate", "--bench", "world:probe_c+probe_b+aro", "-c", str(ckpt), "--data-root", str(small_world), "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    rows = {(r["subtask"], r["metric"]): r for r in (orjson.loads(x) for x in out.read_text().splitlines())}
+    assert rows[("probe_c/composition", "group")]["n"] == 6 and ("probe_c/object", "mu_c") in rows
+    assert rows[("probe_b/MR/black", "mAP_x1")]["n"] == 2 and ("probe_b/R", "accuracy_x1") in rows
+    # the probes stay out of the world's headline: it is still the mean of the ARO accuracies here
+    aro_acc = [r["value"] for k, r in rows.items() if k[1] == "accuracy" and k[0] in ("aro/VG-Relation", "aro/VG-Attribution", "aro/COCO-Order")]
+    assert rows[(HEADLINE, "accuracy")]["value"] == pytest.approx(np.mean([v for v in aro_acc if v is not None]))

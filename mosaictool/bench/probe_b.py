@@ -3,7 +3,7 @@ that `mosaictool probe build b` writes from COCO instances (or `mosaictool world
 
 Per record three images: x0, x0~ (x0 with a filler patch that hides no object) and x1~ (background
 replaced by the filler). Split MR: x0 is the photo, x1~ keeps every object; prompts "a photo of a
-<class>." for every class of classes.txt; h = mAP: per class, average precision of the images ranked by
+<class>." (or the line of prompts.txt) for every class of classes.txt; h = mAP: per class, average precision of the images ranked by
 cosine (ties in file order), over the split's records, averaged over the classes present in any of
 them. Split R: x0 keeps every object on the filler, x1~ only the target; prompts = the target and the
 classes not in the original image; h = accuracy (target strictly above every other prompt).
@@ -37,7 +37,7 @@ PAIRS = (("x0", "x1"), ("x0", "x0_patch"), ("x0_patch", "x1"))
 FIELDS = ("id", "split", "filler", "images", "labels", "target")
 
 LAYOUT = """\
-  probe_b/classes.txt     one class name per line (the prompts "a photo of a <class>.")
+  probe_b/classes.txt     one class name per line (prompt "a photo of a <class>.", or line i of probe_b/prompts.txt if present)
   probe_b/probe_b.jsonl   one record per line: {id, split: MR|R, filler, images: {x0, x0_patch, x1}, labels: [classes present],
                           target: class (R) or null}; image paths relative to probe_b/ (written by `mosaictool probe build b`)
   per <split>/<filler>: mAP (MR) or accuracy (R) of x0, x0_patch, x1; relative robustness and confidence change;
@@ -48,15 +48,26 @@ def prompt(c: str) -> str:
     return f"a photo of {'an' if c[:1] in 'aeiou' else 'a'} {c}."
 
 
-def read_classes(folder: Path, name: str) -> list[str]:
-    path = folder / "classes.txt"
-    if not path.is_file():
-        raise MosaicError(f"{name}: {path} not found; build it with `mosaictool probe build b --out <data root>` or fix --data-root")
+def _lines(path: Path) -> list[str]:
     return [c.strip() for c in path.read_text(encoding="utf-8").splitlines() if c.strip()]
 
 
+def read_classes(folder: Path, name: str) -> tuple[list[str], dict[str, str]]:
+    """Class names, and each one's prompt (prompts.txt, line for line, when present)."""
+    path = folder / "classes.txt"
+    if not path.is_file():
+        raise MosaicError(f"{name}: {path} not found; build it with `mosaictool probe build b --out <data root>` or fix --data-root")
+    classes = _lines(path)
+    prompts = [prompt(c) for c in classes]
+    if (folder / "prompts.txt").is_file():
+        prompts = _lines(folder / "prompts.txt")
+        if len(prompts) != len(classes):
+            raise MosaicError(f"{name}: {folder / 'prompts.txt'} has {len(prompts)} lines for {len(classes)} classes; one prompt per class")
+    return classes, dict(zip(classes, prompts))
+
+
 def load_records(folder: Path, name: str, limit: int | None = None, subtasks=None) -> list[Item]:
-    classes = read_classes(folder, name)
+    classes, prompts = read_classes(folder, name)
     path = folder / "probe_b.jsonl"
     items: list[Item] = []
     per: dict[str, int] = defaultdict(int)
@@ -72,13 +83,13 @@ def load_records(folder: Path, name: str, limit: int | None = None, subtasks=Non
         per[sub] += 1
         images = [ImageRef(str(folder / rec["images"][v])) for v in VIEWS]
         if rec["split"] == "MR":
-            texts = [prompt(c) for c in classes]
+            texts = [prompts[c] for c in classes]
             meta = {"labels": [classes.index(c) for c in rec["labels"]]}
         else:
             if not rec["target"]:
                 raise MosaicError(f"{name}: {path}: record {rec['id']}: split R needs a target class")
             cands = [rec["target"]] + [c for c in classes if c not in rec["labels"]]
-            texts = [prompt(c) for c in cands]
+            texts = [prompts[c] for c in cands]
             meta = {"labels": [0]}
         items.append(Item(images, texts, {"subtask": sub, "split": rec["split"], "id": rec["id"], **meta}))
     return items
@@ -112,7 +123,8 @@ def _score_group(split: str, mats: list[np.ndarray], labels: list[list[int]], lo
             h[view] = mean_ap(scores, positive)
             out[f"mAP_{view}"] = h[view]
         else:
-            h[view] = metrics.choice_accuracy(np.stack([m[v] for m in mats]), 0, "strict")
+            # R records have different numbers of prompts: one row at a time
+            h[view] = float(np.mean([metrics.choice_correct(m[v][None], 0, "strict")[0] for m in mats]))
             out[f"accuracy_{view}"] = h[view]
     conf = {view: [metrics.confidence(np.repeat(m[v][None], len(ls), 0), ls, logit_scale) for m, ls in zip(mats, labels)]
             for v, view in enumerate(VIEWS)}

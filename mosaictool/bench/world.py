@@ -6,6 +6,9 @@ CREPE (crepe/), zero-shot classification (zeroshot/) and, when the Karpathy-styl
 there, retrieval. Subtasks are prefixed with their family: `aro/VG-Relation`, `crepe/atom`,
 `zeroshot/<task>`, `retrieval/coco`.
 
+Probe-C and Probe-B (seed 004; families `probe_c`, `probe_b`) are scored when the split has them; their rows
+are reported but stay out of the headline, which therefore means what it meant before they existed.
+
 Headline: the mean over the compositional scores present — the ARO accuracies and the CREPE
 productivity R@1 of atom / swap / negate (a score that is NaN, e.g. VG-Attribution of a very small
 world with no attribute pair of >= 25 cases, is left out). Zero-shot and retrieval are left out of it: they measure
@@ -18,17 +21,18 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from mosaictool.bench import aro, crepe, metrics, retrieval, zeroshot
+from mosaictool.bench import aro, crepe, metrics, probe_b, probe_c, retrieval, zeroshot
 from mosaictool.bench.base import HEADLINE, Item, row
 from mosaictool.errors import MosaicError
 
-FAMILIES = ["aro", "crepe", "zeroshot", "retrieval"]
+FAMILIES = ["aro", "crepe", "zeroshot", "retrieval", "probe_c", "probe_b"]
 
 LAYOUT_TEMPLATE = """\
   manifest.json                        written by `mosaictool world --out W`
   {split}/aro/..., {split}/coco/...      ARO layout (see `aro`)
   {split}/crepe/...                      CREPE layout (see `crepe`)
-  {split}/zeroshot/<task>/...            zero-shot layout (see `zeroshot`)"""
+  {split}/zeroshot/<task>/...            zero-shot layout (see `zeroshot`)
+  {split}/probe_c/..., {split}/probe_b/...  Probe-C / Probe-B layouts (see `probe_c`, `probe_b`)"""
 
 
 def _prefixed(items: list[Item], family: str) -> list[Item]:
@@ -46,6 +50,11 @@ def load_split(split_dir: Path, limit: int | None = None, families: list[str] | 
         items += _prefixed([it for t in zeroshot.tasks(split_dir) for it in zeroshot.load_task(split_dir, t, limit)], "zeroshot")
     if "retrieval" in wanted and (split_dir / retrieval.DATASETS["coco"][0]).is_file():
         items += _prefixed(retrieval.load_dataset(split_dir, "coco", limit), "retrieval")
+    # the Probe paper's benchmarks (seed 004), in worlds made since they were added
+    if "probe_c" in wanted and (split_dir / "probe_c" / "probe_c.jsonl").is_file():
+        items += _prefixed(probe_c.load_groups(split_dir / "probe_c", "world probe_c", limit), "probe_c")
+    if "probe_b" in wanted and (split_dir / "probe_b" / "probe_b.jsonl").is_file():
+        items += _prefixed(probe_b.load_records(split_dir / "probe_b", "world probe_b", limit), "probe_b")
     return items
 
 
@@ -69,6 +78,10 @@ def score_split(items: list[Item], sims, logit_scale: float) -> list[dict]:
             compositional += [r for r in got if r["metric"] == "R@1" and r["subtask"] in crepe.PROD_TYPES]
         elif family == "zeroshot":
             got = [r for k, it in enumerate(fam_items) for r in zeroshot.score_item(it, fam_sims[k], it.meta["subtask"])]
+        elif family == "probe_c":
+            got = [r for r in probe_c.score_rows(fam_items, fam_sims, logit_scale) if r["subtask"] != HEADLINE]
+        elif family == "probe_b":
+            got = [r for r in probe_b.score_rows(fam_items, fam_sims, logit_scale) if r["subtask"] != HEADLINE]
         else:
             got = retrieval.score_rows(fam_items, fam_sims)
         rows += [{**r, "subtask": f"{family}/{r['subtask']}"} for r in got]

@@ -7,6 +7,7 @@
     W/{val,test}/crepe/syst_vg_hard_negs_{seen,unseen}_compounds_in_laion.csv, prod_hard_negatives/{atom,swap,negate}/*.csv,
                      VG_100K/*.jpg
     W/{val,test}/zeroshot/{shape,colour,object}/classnames.txt, templates.txt, test/<class>/*.png
+    W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (seed 004)
 
 Items are made in chunks, in worker processes when --workers > 1; each item has its own seeded
 random stream and its own files, and rows are gathered in item order, so the bytes never depend on
@@ -50,7 +51,8 @@ EVAL_SPLITS = ("val", "test")
 # atom/swap/negate files; zero-shot: per class.
 EVAL_SIZES = {"attribution_per_group": 30, "relation_per_predicate": 150, "order_images": 150,
               "syst_seen": 200, "syst_unseen": 200, "prod_per_complexity": 40,
-              "zs_shape_per_class": 30, "zs_colour_per_class": 30, "zs_object_per_class": 5}
+              "zs_shape_per_class": 30, "zs_colour_per_class": 30, "zs_object_per_class": 5,
+              "probe_c_per_split": 60, "probe_b_scenes_per_split": 20}
 # Numeric CREPE image ids (VG's are numbers): one range per file family.
 SYST_SEEN_BASE, SYST_UNSEEN_BASE, PROD_BASE = 1_000_000, 2_000_000, 3_000_000
 CHUNK = 64
@@ -119,6 +121,10 @@ def _eval_jobs(seed: int, split: str, size: int, n: dict) -> dict[str, list[tupl
         "prod": [("productivity_item", seed, split, c, k, size, PROD_BASE + 1000 * c + k)
                  for c in splits.COMPLEXITIES for k in range(n["prod_per_complexity"])],
     }
+    for which in ("composition", "object"):
+        jobs[f"probe_c_{which}"] = [("probe_c_item", seed, split, which, k, size) for k in range(n["probe_c_per_split"])]
+    for which in ("MR", "R"):
+        jobs[f"probe_b_{which}"] = [("probe_b_item", seed, split, which, k, size) for k in range(n["probe_b_scenes_per_split"])]
     for task in ("shape", "colour", "object"):
         per_class = n[f"zs_{task}_per_class"]
         jobs[f"zs_{task}"] = [("zeroshot_item", seed, split, task, k, size)
@@ -151,6 +157,7 @@ def _write_eval_split(root: Path, results: dict[str, list]) -> dict[str, int]:
               "crepe_prod_per_type": len(results["prod"])}
     for task in ("shape", "colour", "object"):
         counts[f"zeroshot_{task}"] = len(results[f"zs_{task}"])
+    counts.update(splits.write_probe_files(root, results))
     return counts
 
 

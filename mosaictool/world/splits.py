@@ -28,6 +28,8 @@ from mosaictool.world.scene import (
     SEEN_COMPOUNDS,
     arrange,
     binding_twin,
+    cell_bounds,
+    make_scene,
     shape_twin,
     sample_objects,
     sample_scene,
@@ -369,3 +371,177 @@ def zeroshot_item(seed: int, split: str, task: str, index: int, image_size: int,
     rel = f"test/{label:02d}/{index:05d}.png"
     save(render(scene), root / "zeroshot" / task, rel)
     return rel
+
+
+# --- Probe-C and Probe-B (seed 004) -------------------------------------------------------------------
+# No Probe-R: its swaps are relations and subjects that are implausible because the data never pairs
+# them (a man "garnished with" snow). The world's four predicates are geometric, so every predicate is
+# possible between any two shapes, and the only never-seen triples are the held-out compounds, which
+# the world makes plausible on purpose (CREPE's unseen files test them). A swap false of the image is
+# ARO VG-Relation, which the world already writes.
+
+PROBE_C_PAIRS = (("size", "big", "small"), ("texture", "solid", "striped"), ("texture", "solid", "dotted"),
+                 ("colour", "red", "green"), ("colour", "blue", "orange"), ("colour", "yellow", "purple"))
+PROBE_C_CATEGORY = {"size": "size", "texture": "pattern", "colour": "color"}
+PROBE_B_FILLERS = ("black", "gray", "noise", "scene")
+BACKDROPS = ("checker", "bands", "blotches")
+
+
+def _probe_objects(rng: random.Random, image_size: int, target: dict, variant: dict, avoid: set[str]):
+    """Two scenes, the same but for the target object (first) being `target` or `variant`: other objects
+    (0-2) have shapes outside `avoid`; no held-out compound in either; or None."""
+    others = [o for o in sample_objects(rng, 3, SEEN_COMPOUNDS) if o["shape"] not in avoid][:rng.choice((0, 1, 2))]
+    objs = [[target, *others], [variant, *others]]
+    for o in objs:
+        compounds = [(x["colour"], x["shape"]) for x in o]
+        if len(set(compounds)) < len(compounds) or any(c not in SEEN_COMPOUNDS for c in compounds):
+            return None
+    cells = [divmod(k, 3) for k in rng.sample(range(9), len(objs[0]))]
+    scenes = [arrange(rng, o, image_size, cells) for o in objs]
+    return None if any(shows_held_out(s) for s in scenes) else scenes
+
+
+def probe_c_item(seed: int, split: str, which: str, index: int, image_size: int, *, root: Path) -> dict:
+    """A Probe-C group: `composition` = the same shape with antonym attributes ("a big circle" / "a small
+    circle"), `object` = the same attribute on two shapes ("a big circle" / "a big square"); the two
+    images differ only in the target object, and no other object has its shape(s)."""
+    rng = stream(seed, split, "probe-c", which, index)
+    while True:
+        base = {"shape": rng.choice(SHAPES), "colour": rng.choice(COLOURS), "size": rng.choice(SIZES), "texture": rng.choice(TEXTURES)}
+        if which == "composition":
+            kind, a, b = PROBE_C_PAIRS[index % len(PROBE_C_PAIRS)]
+            first, second = {**base, kind: a}, {**base, kind: b}
+            words = [[a, base["shape"]], [b, base["shape"]]]
+        else:
+            kind = ("size", "texture", "colour")[index % 3]
+            shapes = rng.sample(SHAPES, 2)
+            first, second = {**base, "shape": shapes[0]}, {**base, "shape": shapes[1]}
+            words = [[base[kind], shapes[0]], [base[kind], shapes[1]]]
+        scenes = _probe_objects(rng, image_size, first, second, {first["shape"], second["shape"]})
+        if scenes is not None:
+            break
+    names = [f"images/{which}_{index:05d}_{k}.png" for k in (1, 2)]
+    for scene, name in zip(scenes, names):
+        save(render(scene), root / "probe_c", name)
+    return {"id": f"probe-c-{which}-{index:05d}", "split": which, "category": PROBE_C_CATEGORY[kind], "images": names,
+            "texts": [noun_phrase(w, "a") for w in words], "compositions": words, "scenes": scenes}
+
+
+def backdrop(kind: str, size: int, rng: random.Random):
+    """A textured background of muted colours: a checkerboard, horizontal bands or soft blotches."""
+    from PIL import Image, ImageDraw
+
+    def muted():
+        return tuple(rng.randrange(60, 180) for _ in range(3))
+
+    if kind == "blotches":
+        small = Image.new("RGB", (4, 4))
+        small.putdata([muted() for _ in range(16)])
+        return small.resize((size, size), Image.Resampling.BILINEAR)
+    img = Image.new("RGB", (size, size), muted())
+    draw = ImageDraw.Draw(img)
+    if kind == "checker":
+        other, side = muted(), rng.choice((4, 6))
+        for y in range(0, size, side):
+            for x in range(0, size, side):
+                if (x // side + y // side) % 2:
+                    draw.rectangle((x, y, x + side - 1, y + side - 1), fill=other)
+    else:  # bands
+        y = 0
+        while y < size:
+            h = rng.randrange(3, 10)
+            draw.rectangle((0, y, size - 1, y + h - 1), fill=muted())
+            y += h
+    return img
+
+
+def compose(scene: dict, base):
+    """The scene's objects drawn over `base` (a background image) instead of the flat world background."""
+    from mosaictool.world.render import shape_mask, texture_fill
+
+    canvas = base.copy()
+    for obj in scene["objects"]:
+        box = tuple(obj["bbox"])
+        canvas.paste(texture_fill(obj["colour"], obj["texture"], scene["image_size"]).crop(box), box, shape_mask(obj["shape"], box[2] - box[0]))
+    return canvas
+
+
+def _filler(kind: str, size: int, rng: random.Random, avoid: str):
+    import numpy as np
+    from PIL import Image
+
+    if kind == "black":
+        return Image.new("RGB", (size, size), (0, 0, 0))
+    if kind == "gray":
+        return Image.new("RGB", (size, size), (128, 128, 128))
+    if kind == "noise":
+        g = np.random.default_rng(rng.getrandbits(64))
+        return Image.fromarray(np.clip(g.normal(128, 64, (size, size, 3)), 0, 255).astype(np.uint8))
+    return backdrop(rng.choice([b for b in BACKDROPS if b != avoid]), size, rng)  # another scene than x0's
+
+
+def probe_b_item(seed: int, split: str, which: str, index: int, image_size: int, *, root: Path) -> list[dict]:
+    """Probe-B records of one scene, one per filler. MR: x0 = the scene on a textured backdrop, x0~ = x0
+    with a filler patch in an empty grid cell (objects never leave their cells, so it hides none),
+    x1~ = the objects on the filler. R (2-3 objects of distinct shapes): x0 = the objects on the filler,
+    x0~ = that with a patch of a second draw of the same filler (so black and gray patches are invisible),
+    x1~ = the target object alone on the filler."""
+    from PIL import Image
+
+    rng = stream(seed, split, "probe-b", which, index)
+    while True:
+        scene = sample_scene(rng, rng.choice((2, 3) if which == "R" else (2, 3, 4)), image_size, train=True)
+        if len({o["shape"] for o in scene["objects"]}) == len(scene["objects"]):
+            break
+    kind = BACKDROPS[index % len(BACKDROPS)]
+    x0_bg = compose(scene, backdrop(kind, image_size, rng))
+    used = {tuple(o["cell"]) for o in scene["objects"]}
+    cell = rng.choice([divmod(k, 3) for k in range(9) if divmod(k, 3) not in used])
+    (y0, y1), (x0, x1) = cell_bounds(image_size, cell[0]), cell_bounds(image_size, cell[1])
+    target = rng.randrange(len(scene["objects"]))
+    labels = sorted({o["shape"] for o in scene["objects"]})
+    folder = root / "probe_b"
+    out = []
+    x0_name = f"images/MR/x0/{index:05d}.png"
+    if which == "MR":
+        save(x0_bg, folder, x0_name)
+    for filler in PROBE_B_FILLERS:
+        fill = _filler(filler, image_size, stream(seed, split, "probe-b-fill", which, index, filler), kind)
+        # R's x0 already lies on the filler: its patch is a second draw (visible for noise and scene)
+        patch = fill if which == "MR" else _filler(filler, image_size, stream(seed, split, "probe-b-patch", index, filler), kind)
+
+        def patched(img: Image.Image) -> Image.Image:
+            img = img.copy()
+            img.paste(patch.crop((x0, y0, x1, y1)), (x0, y0))
+            return img
+
+        on_fill = compose(scene, fill)
+        names = {v: f"images/{which}/{filler}/{index:05d}_{v}.png" for v in ("x0", "x0_patch", "x1")}
+        if which == "MR":
+            names["x0"] = x0_name
+            images = {"x0_patch": patched(x0_bg), "x1": on_fill}
+        else:
+            alone = make_scene([scene["objects"][target]], image_size)
+            images = {"x0": on_fill, "x0_patch": patched(on_fill), "x1": compose(alone, fill)}
+        for v, img in images.items():
+            save(img, folder, names[v])
+        out.append({"id": f"probe-b-{which}-{index:05d}-{filler}", "split": which, "filler": filler, "images": names,
+                    "labels": labels, "target": scene["objects"][target]["shape"] if which == "R" else None,
+                    "backdrop": kind, "scene": scene})
+    return out
+
+
+def write_probe_files(root: Path, results: dict[str, list]) -> dict[str, int]:
+    """probe_c/probe_c.jsonl, probe_b/probe_b.jsonl + classes.txt / prompts.txt (the benches' layouts)."""
+    import orjson
+
+    (root / "probe_c").mkdir(parents=True, exist_ok=True)
+    (root / "probe_b").mkdir(parents=True, exist_ok=True)
+    groups = results["probe_c_composition"] + results["probe_c_object"]
+    (root / "probe_c" / "probe_c.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in groups))
+    recs = [r for rs in results["probe_b_MR"] + results["probe_b_R"] for r in rs]
+    (root / "probe_b" / "probe_b.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    (root / "probe_b" / "classes.txt").write_text("\n".join(SHAPES) + "\n")
+    (root / "probe_b" / "prompts.txt").write_text("\n".join(f"{noun_phrase([s], 'a')}." for s in SHAPES) + "\n")
+    return {"probe_c_composition": len(results["probe_c_composition"]), "probe_c_object": len(results["probe_c_object"]),
+            "probe_b_records": len(recs)}
