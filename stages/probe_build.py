@@ -27,6 +27,7 @@ so they are read whole; records are written as they are made.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections import Counter, defaultdict
@@ -163,8 +164,6 @@ class ImageFinder:
 
 
 def _rel(path: Path, base: Path) -> str:
-    import os
-
     return os.path.relpath(path, base)
 
 
@@ -566,6 +565,9 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
         with Image.open(src) as im:
             x0 = np.asarray(im.convert("RGB"))
         h, w = x0.shape[:2]
+        if (h, w) != (meta["height"], meta["width"]):
+            counts.skipped["images whose size differs from the annotation"] += 1
+            continue
         masks = [decode_mask(a["segmentation"], h, w) for a in objs]
         union = np.logical_or.reduce(masks)
         boxes = [a["bbox"] for a in objs]
@@ -628,7 +630,6 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
 
 def write_jsonl(records, path: str | Path) -> int:
     """Write records to `path` atomically (temp file beside it, replaced on success)."""
-    import os
     import tempfile
 
     path = Path(path)
