@@ -109,7 +109,7 @@ def clean_name(name: str) -> str:
 
 def clean_predicate(pred: str, aliases: dict[str, str] | None = None) -> str:
     """App. A.1: "are standing next to" -> "standing next to"; "is on top of a" -> "on top of"."""
-    words = re.sub(r"[^a-z' ]", " ", str(pred).lower()).split()
+    words = re.sub(r"[^a-z0-9' ]", " ", str(pred).lower()).split()
     while words and words[0] in BE_WORDS:
         words.pop(0)
     text = " ".join(w for w in words if w not in ARTICLES)
