@@ -41,7 +41,46 @@ from torch import nn
 
 from mosaictool.model.distributed import all_reduce_sum
 
-DEFAULTS = {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02}
+DEFAULTS = {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02, "hn_per_image": 3}
+# the HN kinds of App. A.1, by the `transform` prefix `negate --text` writes: negclip:* swaps,
+# replace:obj|att|rel, shuffle:bigram
+HN_KINDS = ("negclip", "replace", "shuffle")
+NEGATE_HINT = "mosaictool negate --text negclip,replace,shuffle (then template)"
+
+
+def hn_kind(negative: dict) -> str | None:
+    """Which of HN_KINDS a `texts.negatives` entry is (None: not an FSC-CLIP HN text)."""
+    if negative.get("kind") != "text":
+        return None
+    kind = str(negative.get("transform") or "").partition(":")[0]
+    return kind if kind in HN_KINDS else None
+
+
+def select_hn_texts(record: dict, rng, k: int) -> list[str]:
+    """The HN texts of one image for one step: slots filled in turn from negclip, replace, shuffle
+    (K = 3: one of each, the paper's batch), a random unused candidate of the kind each time; kinds
+    the record lacks are skipped, so an image may get fewer than K (none: masked out)."""
+    pools: dict[str, list[str]] = {kind: [] for kind in HN_KINDS}
+    for negative in (record.get("texts") or {}).get("negatives") or []:
+        kind = hn_kind(negative)
+        if kind is not None:
+            pools[kind].append(negative["text"])
+    chosen: list[str] = []
+    while len(chosen) < k and any(pools.values()):
+        for kind in HN_KINDS:
+            if pools[kind] and len(chosen) < k:
+                chosen.append(pools[kind].pop(rng.randrange(len(pools[kind]))))
+    return chosen
+
+
+def hn_kinds_present(records) -> dict[str, int]:
+    """How many records have at least one HN text of each kind."""
+    counts = dict.fromkeys(HN_KINDS, 0)
+    for record in records:
+        kinds = {hn_kind(n) for n in (record.get("texts") or {}).get("negatives") or []}
+        for kind in HN_KINDS:
+            counts[kind] += kind in kinds
+    return counts
 
 
 def hn_logits_global(image_features: torch.Tensor, pos_features: torch.Tensor, neg_features: torch.Tensor,
