@@ -57,19 +57,20 @@ def hn_kind(negative: dict) -> str | None:
 
 
 def select_hn_texts(record: dict, rng, k: int) -> list[str]:
-    """The HN texts of one image for one step: slots filled in turn from negclip, replace, shuffle
-    (K = 3: one of each, the paper's batch), a random unused candidate of the kind each time; kinds
-    the record lacks are skipped, so an image may get fewer than K (none: masked out)."""
+    """The HN texts of one image for one step. Slot j is of kind HN_KINDS[j % 3], so K = 3 is one
+    negclip swap, one replace and one shuffle (the paper's batch); each kind gives a random distinct
+    candidate per slot while it has one. A kind the record lacks leaves its slot empty (the paper's
+    "no counterpart"): an image may get fewer than K texts, or none (masked out of the HN losses)."""
     pools: dict[str, list[str]] = {kind: [] for kind in HN_KINDS}
     for negative in (record.get("texts") or {}).get("negatives") or []:
         kind = hn_kind(negative)
         if kind is not None:
             pools[kind].append(negative["text"])
     chosen: list[str] = []
-    while len(chosen) < k and any(pools.values()):
-        for kind in HN_KINDS:
-            if pools[kind] and len(chosen) < k:
-                chosen.append(pools[kind].pop(rng.randrange(len(pools[kind]))))
+    for j in range(k):
+        pool = pools[HN_KINDS[j % len(HN_KINDS)]]
+        if pool:
+            chosen.append(pool.pop(rng.randrange(len(pool))))
     return chosen
 
 
