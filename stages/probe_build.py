@@ -524,13 +524,107 @@ def _overlap(a, b) -> bool:
     return not (a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1])
 
 
+@dataclass(frozen=True)
+class _BOptions:
+    images: str
+    out_dir: str
+    fillers: tuple
+    scene_files: tuple
+    splits: tuple
+    seed: int
+    min_removed: float
+    min_object: float
+    max_object: float
+    patch: float
+    ext: str
+
+
+def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
+    """One annotated image's records (and written images), with what was kept and skipped."""
+    import numpy as np
+    from PIL import Image
+
+    iid, meta, objs, o = job
+    kept, skipped = Counter(), Counter()
+    out_dir = Path(o.out_dir)
+    src = Path(o.images) / meta["file_name"]
+    if not src.is_file():
+        skipped["images missing"] += 1
+        return [], kept, skipped
+    with Image.open(src) as im:
+        x0 = np.asarray(im.convert("RGB"))
+    h, w = x0.shape[:2]
+    if (h, w) != (meta["height"], meta["width"]):
+        skipped["images whose size differs from the annotation"] += 1
+        return [], kept, skipped
+    masks = [decode_mask(a["segmentation"], h, w) for a in objs]
+    union = np.logical_or.reduce(masks)
+    boxes = [a["bbox"] for a in objs]
+    labels = sorted({a["category"] for a in objs})
+    rng = stream(o.seed, "probe-b", iid)
+    place = patch_box(rng, h, w, boxes, o.patch)
+    target = None
+    if "R" in o.splits:
+        sizes = [m.mean() for m in masks]
+        no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
+        fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object
+               and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
+        if not no_overlap:
+            skipped["R: images with overlapping boxes"] += 1
+        elif not fit:
+            skipped["R: images without a single object of the size range"] += 1
+        else:
+            target = fit[rng.randrange(len(fit))]
+    mr_ok = "MR" in o.splits and (1 - union.mean()) >= o.min_removed
+    if "MR" in o.splits and not mr_ok:
+        skipped["MR: images with too little background"] += 1
+    if place is None and (mr_ok or target is not None):
+        skipped["images without room for a patch"] += 1
+        return [], kept, skipped
+    records = []
+    for filler in o.fillers:
+        fill = filler_image(filler, h, w, stream(o.seed, "probe-b-filler", iid, filler), list(o.scene_files))
+        # R's x0 already lies on the filler: its patch is a second draw (visible for noise and scene)
+        second = filler_image(filler, h, w, stream(o.seed, "probe-b-patch", iid, filler), list(o.scene_files)) if target is not None else fill
+        px, py, side = place
+
+        def patched(img, source):
+            out = img.copy()
+            out[py:py + side, px:px + side] = source[py:py + side, px:px + side]
+            return out
+
+        def save(arr, split, tag) -> str:
+            rel = f"images/{split}/{filler}/{iid}_{tag}.{o.ext}"
+            path = out_dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(arr).save(path, **({"quality": 95} if o.ext == "jpg" else {}))
+            return rel
+
+        objects_only = np.where(union[..., None], x0, fill)
+        if mr_ok:
+            kept[f"MR groups ({filler})"] += 1
+            records.append({"id": f"probe-b-MR-{iid}-{filler}", "split": "MR", "filler": filler, "image_id": iid,
+                            "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0, fill), "MR", "patch"),
+                                       "x1": save(objects_only, "MR", "nobg")},
+                            "labels": labels, "target": None})
+        if target is not None:
+            one = np.where(masks[target][..., None], x0, fill)
+            kept[f"R groups ({filler})"] += 1
+            records.append({"id": f"probe-b-R-{iid}-{filler}", "split": "R", "filler": filler, "image_id": iid,
+                            "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only, second), "R", "patch"),
+                                       "x1": save(one, "R", "one")},
+                            "labels": labels, "target": objs[target]["category"]})
+    return records, kept, skipped
+
+
 def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path, *, fillers=("black", "gray", "noise"),
                   scenes: str | Path | None = None, splits=("MR", "R"), seed: int = 0, max_images: int | None = None,
                   min_removed: float = 0.2, min_object: float = 0.05, max_object: float = 0.5, patch: float = 0.2,
-                  image_format: str = "png", counts: Counts | None = None) -> Iterator[dict]:
-    """Probe-B records; writes the modified images under out_dir/images/<split>/<filler>/."""
-    import numpy as np
-    from PIL import Image
+                  image_format: str = "png", workers: int = 1, counts: Counts | None = None) -> Iterator[dict]:
+    """Probe-B records in image-id order; writes the modified images under out_dir/images/<split>/<filler>/.
+    Images are independent (each its own random stream), so `workers` processes give the same output."""
+    import multiprocessing
+    import sys
 
     counts = counts if counts is not None else Counts()
     bad = [f for f in fillers if f not in FILLERS]
@@ -547,85 +641,33 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "classes.txt").write_text("\n".join(classes) + "\n", encoding="utf-8")  # the prompts' classes
-    ext = "jpg" if image_format in ("jpg", "jpeg") else "png"
-    made = 0
-    for iid in sorted(imgs):
-        if max_images is not None and made >= max_images:
-            break
-        objs = [a for a in anns.get(iid, []) if not a.get("iscrowd", 0)]
-        if not objs:
-            counts.skipped["images without objects"] += 1
-            continue
-        meta = imgs[iid]
-        src = Path(images) / meta["file_name"]
-        if not src.is_file():
-            counts.skipped["images missing"] += 1
-            continue
-        made += 1
-        with Image.open(src) as im:
-            x0 = np.asarray(im.convert("RGB"))
-        h, w = x0.shape[:2]
-        if (h, w) != (meta["height"], meta["width"]):
-            counts.skipped["images whose size differs from the annotation"] += 1
-            continue
-        masks = [decode_mask(a["segmentation"], h, w) for a in objs]
-        union = np.logical_or.reduce(masks)
-        boxes = [a["bbox"] for a in objs]
-        labels = sorted({a["category"] for a in objs})
-        rng = stream(seed, "probe-b", iid)
-        place = patch_box(rng, h, w, boxes, patch)
-        targets = {}
-        if "R" in splits:
-            sizes = [m.mean() for m in masks]
-            no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
-            fit = [i for i, s in enumerate(sizes) if min_object <= s <= max_object
-                   and sum(o["category"] == objs[i]["category"] for o in objs) == 1]
-            if not no_overlap:
-                counts.skipped["R: images with overlapping boxes"] += 1
-            elif not fit:
-                counts.skipped["R: images without a single object of the size range"] += 1
-            else:
-                targets["R"] = fit[rng.randrange(len(fit))]
-        mr_ok = "MR" in splits and (1 - union.mean()) >= min_removed
-        if "MR" in splits and not mr_ok:
-            counts.skipped["MR: images with too little background"] += 1
-        if place is None and (mr_ok or targets):
-            counts.skipped["images without room for a patch"] += 1
-            continue
-        for filler in fillers:
-            fill = filler_image(filler, h, w, stream(seed, "probe-b-filler", iid, filler), scene_files)
-            # R's x0 already lies on the filler: its patch is a second draw (visible for noise and scene)
-            second = filler_image(filler, h, w, stream(seed, "probe-b-patch", iid, filler), scene_files) if "R" in targets else fill
-            px, py, side = place
+    opts = _BOptions(str(images), str(out_dir), tuple(fillers), tuple(map(str, scene_files)), tuple(splits), seed, min_removed,
+                     min_object, max_object, patch, "jpg" if image_format in ("jpg", "jpeg") else "png")
 
-            def patched(img, source):
-                out = img.copy()
-                out[py:py + side, px:px + side] = source[py:py + side, px:px + side]
-                return out
+    def jobs():
+        made = 0
+        for iid in sorted(imgs):
+            objs = [a for a in anns.get(iid, []) if not a.get("iscrowd", 0)]
+            if not objs:
+                counts.skipped["images without objects"] += 1
+                continue
+            if max_images is not None and made >= max_images:
+                return
+            made += 1
+            yield iid, imgs[iid], objs, opts
 
-            def save(arr, split, tag) -> str:
-                rel = f"images/{split}/{filler}/{iid}_{tag}.{ext}"
-                path = out_dir / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                Image.fromarray(arr).save(path, quality=95) if ext == "jpg" else Image.fromarray(arr).save(path)
-                return rel
+    def collect(results):
+        for records, kept, skipped in results:
+            counts.kept.update(kept)
+            counts.skipped.update(skipped)
+            yield from records
 
-            objects_only = np.where(union[..., None], x0, fill)
-            if mr_ok:
-                counts.kept[f"MR groups ({filler})"] += 1
-                yield {"id": f"probe-b-MR-{iid}-{filler}", "split": "MR", "filler": filler, "image_id": iid,
-                       "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0, fill), "MR", "patch"),
-                                  "x1": save(objects_only, "MR", "nobg")},
-                       "labels": labels, "target": None}
-            if "R" in targets:
-                t = targets["R"]
-                one = np.where(masks[t][..., None], x0, fill)
-                cat = objs[t]["category"]
-                counts.kept[f"R groups ({filler})"] += 1
-                yield {"id": f"probe-b-R-{iid}-{filler}", "split": "R", "filler": filler, "image_id": iid,
-                       "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only, second), "R", "patch"),
-                                  "x1": save(one, "R", "one")},
-                       "labels": labels, "target": cat}
+    if workers <= 1:
+        yield from collect(map(_probe_b_image, jobs()))
+        return
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ctx.Pool(workers) as pool:
+        yield from collect(pool.imap(_probe_b_image, jobs(), chunksize=4))  # imap keeps image order
 
 
 def write_jsonl(records, path: str | Path) -> int:
