@@ -78,12 +78,36 @@ class DemoConfig:
     wise_alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     split: str = "test"  # "val" to choose hyperparameters; the reported table is test's
     workers: int = 2
+    # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
+    # mosaictool.model.device) and the DataLoader processes that decode shards for train and
+    # evaluate (None: 0 on CPU, where they would compete with the step for the cores; on a GPU
+    # up to 8, so that decoding overlaps the GPU's step)
+    device: str | None = None
+    loader_workers: int | None = None
 
     @classmethod
-    def preset(cls, quick: bool, **overrides) -> "DemoConfig":
-        base = cls(quick=True, seeds=1, world_train=600, eval_scale=0.1, pretrain_steps=40,
-                   finetune_steps=15, pretrain_batch=16, finetune_batch=16, wise_alphas=(0.0, 0.5, 1.0)) if quick else cls()
+    def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":
+        """quick: a check of the pipeline (minutes on CPU); gpu: a larger world and longer runs sized
+        for one GPU (issue 14's configuration); neither: the default, sized for a CPU machine."""
+        if quick and gpu:
+            raise MosaicError("--quick and --preset gpu are different sizes: choose one")
+        if quick:
+            base = cls(quick=True, seeds=1, world_train=600, eval_scale=0.1, pretrain_steps=40,
+                       finetune_steps=15, pretrain_batch=16, finetune_batch=16, wise_alphas=(0.0, 0.5, 1.0))
+        elif gpu:
+            base = cls(seeds=3, world_train=20000, pretrain_steps=4000, pretrain_batch=128, finetune_steps=500, finetune_batch=64)
+        else:
+            base = cls()
         return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+    def runtime(self) -> tuple[str, int]:
+        """The resolved device and loader workers."""
+        from mosaictool.model.device import resolve_device
+
+        device = resolve_device(self.device)
+        if self.loader_workers is not None:
+            return device, self.loader_workers
+        return device, (min(8, os.cpu_count() or 1) if device.startswith("cuda") else 0)
 
 
 def _log(message: str) -> None:
@@ -192,6 +216,7 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     from mosaictool.model.train import TrainConfig, train
     from mosaictool.world.generate import load_manifest
 
+    device, workers = cfg.runtime()
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "model": cfg.model,
               "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch, "twins_in_batch": True}
     cached = Path(cfg.cache_dir) / f"base-{_digest(recipe)}.pt"
@@ -204,7 +229,8 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
             shutil.rmtree(run)
         final = train(TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=True,
                                   augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
-                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty()))
+                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
+                                  device=device, num_workers=workers))
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
         shutil.copyfile(final, tmp)
@@ -221,6 +247,7 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
     (its folder is named by their digest), so changing a flag never returns a stale run."""
     from mosaictool.model.train import TrainConfig, train
 
+    device, workers = cfg.runtime()
     base_sha = hashlib.sha256(base.read_bytes()).hexdigest()
     runs: dict[str, list[Path]] = defaultdict(list)
     for seed in range(cfg.seeds):
@@ -236,7 +263,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
                 if run.exists():
                     shutil.rmtree(run)
                 _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps")
-                train(dataclasses.replace(tc, out=str(run)))
+                # device and loader workers are runtime: not in the run's digest
+                train(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
             runs[label].append(final)
     return runs
 
@@ -248,14 +276,15 @@ def wise_sweep(cfg: DemoConfig, base: Path, finetuned: Path, out: Path) -> list[
     return wise_ft(str(base), str(finetuned), list(cfg.wise_alphas), out=out / "wise", scope="visual")
 
 
-def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str) -> list[dict]:
+def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0) -> list[dict]:
     from mosaictool.bench import get
     from mosaictool.bench.engine import EngineOptions, evaluate
     from mosaictool.model.openclip import load_checkpoint
 
     bench = get(split_bench)
-    loaded = ((label, load_checkpoint(path)) for label, path in models)
-    return list(evaluate([(bench, None)], loaded, world, EngineOptions(quiet=True)))
+    loaded = ((label, load_checkpoint(path, device=device)) for label, path in models)
+    batch = 256 if device.startswith("cuda") else 64
+    return list(evaluate([(bench, None)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch)))
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -364,6 +393,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import read_records, write_records
 
     out = Path(cfg.out)
+    device, _ = cfg.runtime()  # a missing GPU is an error before any work
+    _log(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
@@ -387,7 +418,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     if cfg.split not in ("val", "test"):
         raise MosaicError(f"--split {cfg.split!r}: choose val (for choosing hyperparameters) or test")
     _log(f"evaluate: {len(models)} checkpoints on the world's {cfg.split} split")
-    rows = evaluate_all(models, world, "world" if cfg.split == "test" else "world-val")
+    device, workers = cfg.runtime()
+    rows = evaluate_all(models, world, "world" if cfg.split == "test" else "world-val", device=device, workers=workers)
     write_records(out / "results.jsonl", rows)
 
     summary = summarise(rows, groups)

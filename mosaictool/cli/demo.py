@@ -23,6 +23,9 @@ def demo_cli(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate.")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
+    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 3 seeds).")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
+    loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
@@ -41,10 +44,18 @@ def demo_cli(
       mosaictool demo --quick --out /tmp/demo
 
       mosaictool demo --split val --finetune-steps 120   # choosing settings: never on test
+
+      mosaictool demo --preset gpu --device cuda:0
     """
     from mosaictool.demo import DemoConfig, run_demo
+    from mosaictool.errors import MosaicError
+    from mosaictool.model.device import resolve_device
 
-    cfg = DemoConfig.preset(quick, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, max_pos=max_pos, pretrain_steps=pretrain_steps,
+    if preset not in (None, "gpu"):
+        raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
+    if loader_workers is not None and loader_workers < 0:
+        raise MosaicError("--loader-workers must be at least 0")
+    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
 

@@ -68,7 +68,7 @@ def evaluate_cli(
     limit: Annotated[Optional[int], typer.Option(help="Score only the first N cases of each subtask (quick runs).")] = None,
     perturb: Annotated[bool, typer.Option("--perturb", help="Retrieval also with ARO's four order perturbations of every caption.")] = False,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", help="Skip (and report) cases whose image files are missing.")] = False,
-    device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1, mps.")] = "cpu",
+    device: Annotated[Optional[str], typer.Option(help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; else cpu).")] = None,
     batch_size: Annotated[int, typer.Option(help="Images per forward pass.")] = 64,
     workers: Annotated[int, typer.Option(help="Image decoding processes (DataLoader workers).")] = 0,
     cache_dir: Annotated[Optional[str], typer.Option(help="Cache embeddings here, keyed by model weights and image file.")] = None,
@@ -107,6 +107,9 @@ def evaluate_cli(
         raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
     if not os.path.isdir(os.path.expanduser(data_root)):
         raise MosaicError(f"--data-root {data_root}: no such folder")
+    from mosaictool.model.device import resolve_device
+
+    device = resolve_device(device)
     specs = _model_specs(checkpoint or [], model, pretrained, model_config)
     benches = []
     for name, subs in parse_bench_spec(bench):

@@ -39,7 +39,7 @@ def tree_score_cli(
         Optional[str], typer.Option(help="Gold trees (records with id and `tree`, unlabeled brackets): adds bracket P/R/F1.")
     ] = None,
     report: Annotated[Optional[str], typer.Option(help="Write a Markdown summary here.")] = None,
-    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
+    device: Annotated[Optional[str], typer.Option(help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; else cpu).")] = None,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,
@@ -65,8 +65,10 @@ def tree_score_cli(
     """
     from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
     from mosaictool.model import tree_score as ts
+    from mosaictool.model.device import resolve_device
     from mosaictool.model.openclip import load_model
 
+    device = resolve_device(device)
     if batch_size < 1 or max_words < 2 or (limit is not None and limit < 0):
         raise MosaicError("--batch-size must be at least 1, --max-words at least 2, --limit non-negative")
     if positions not in ts.POSITIONS:

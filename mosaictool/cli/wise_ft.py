@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -24,6 +24,7 @@ def wise_ft_cli(
     out: Annotated[str, typer.Option(help="Folder for wise_ft_alpha_<alpha>.pt checkpoints.")],
     alpha: Annotated[str, typer.Option(help="Comma-separated alphas: 0 = zero-shot, 1 = fine-tuned.")] = "0.5",
     scope: Annotated[str, typer.Option(help="all | visual | text: which tower is interpolated (the rest stays fine-tuned).")] = "all",
+    device: Annotated[Optional[str], typer.Option(help="Where the weights are mixed: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
 ) -> None:
     """Weight-space ensembles (WiSE-FT): theta = (1 - alpha) * zero-shot + alpha * fine-tuned.
 
@@ -40,9 +41,11 @@ def wise_ft_cli(
       \b
       mosaictool wise-ft --zeroshot runs/pre/final.pt --finetuned runs/m1/final.pt --out runs/m1/wise
     """
+    from mosaictool.model.device import resolve_device
     from mosaictool.model.wise_ft import wise_ft
 
-    for path in wise_ft(zeroshot, finetuned, parse_alphas(alpha), out=out, scope=scope):
+    device = resolve_device(device)
+    for path in wise_ft(zeroshot, finetuned, parse_alphas(alpha), out=out, scope=scope, device=device):
         typer.echo(str(path))
 
 

@@ -33,18 +33,21 @@ class DistInfo:
 
 
 def init(device: str | None = None) -> DistInfo:
-    """Join the process group torchrun describes (if any) and choose this rank's device."""
+    """Join the process group torchrun describes (if any) and choose this rank's device
+    (mosaictool.model.device.resolve_device: by default the GPU of this rank, else cpu)."""
+    from mosaictool.model.device import resolve_device
+
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = resolve_device(device)
     if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise MosaicError("--device cuda requested but no CUDA GPU is visible; use --device cpu")
-        if world > 1:
-            device = f"cuda:{local_rank}"
-        torch.cuda.set_device(torch.device(device))
+        if world > 1 and device != f"cuda:{local_rank}":
+            raise MosaicError(
+                f"--device {device} under torchrun with {world} ranks: each rank uses the GPU of its "
+                f"LOCAL_RANK (this one cuda:{local_rank}); pass --device cuda or leave --device out"
+            )
+        torch.cuda.set_device(torch.device(device))  # always indexed: set_device refuses a bare "cuda"
     if world > 1:
         import torch.distributed as dist
 

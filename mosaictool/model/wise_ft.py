@@ -75,8 +75,10 @@ def wise_ft(
     *,
     out: str | os.PathLike,
     scope: str = "all",
+    device: str = "cpu",
 ) -> list[Path]:
-    """Write one checkpoint per alpha to `out/wise_ft_alpha_<alpha>.pt`; returns their paths."""
+    """Write one checkpoint per alpha to `out/wise_ft_alpha_<alpha>.pt`; returns their paths.
+    The weights are mixed on `device` and written back from the CPU (readable anywhere)."""
     from mosaictool.model import openclip
 
     if scope not in SCOPES:
@@ -88,8 +90,8 @@ def wise_ft(
         raise MosaicError(f"--alpha {bad[0]}: alphas lie in [0, 1] (0 = zero-shot, 1 = fine-tuned)")
     ft_bundle = openclip.load_checkpoint(finetuned)
     ft_ckpt = openclip.read_checkpoint(finetuned)
-    theta1 = {k: v.clone() for k, v in ft_bundle.model.state_dict().items()}
-    theta0 = _zeroshot_state(zeroshot, finetuned, ft_ckpt)
+    theta1 = {k: v.to(device, copy=True) for k, v in ft_bundle.model.state_dict().items()}
+    theta0 = {k: v.to(device) for k, v in _zeroshot_state(zeroshot, finetuned, ft_ckpt).items()}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     keep = {k: v for k, v in ft_ckpt.items() if k in ("config", "method", "step", "total_steps")}

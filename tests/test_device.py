@@ -1,0 +1,226 @@
+"""The device rule of every command, proven on CPU with torch.cuda faked at its lowest level.
+
+Only torch's C entry points and the queries that need a driver are replaced (`is_available`,
+`device_count`, `current_device`, `torch._C._cuda_setDevice`): `torch.cuda.set_device` itself stays
+real torch code, so a bare `torch.device("cuda")` is refused exactly as on a GPU machine
+(issue 14: "Expected a torch.device with a specified index or an integer, but got:cuda").
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from mosaictool.model import distributed as dist
+from mosaictool.model.device import resolve_device
+
+runner = CliRunner()
+
+
+class FakeCuda:
+    """GPUs that are visible but never touched: records what set_device selected."""
+
+    def __init__(self, monkeypatch, count: int = 2, current: int = 0):
+        self.count, self.current, self.selected = count, current, []
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: self.count)
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: self.current)
+        monkeypatch.setattr(torch._C, "_cuda_setDevice", self._set, raising=False)
+
+    def _set(self, index: int) -> None:
+        if not 0 <= index < self.count:  # what the driver answers: "invalid device ordinal"
+            raise RuntimeError("CUDA error: invalid device ordinal")
+        self.selected.append(index)
+        self.current = index
+
+
+@pytest.fixture
+def no_torchrun(monkeypatch):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def cuda(monkeypatch, no_torchrun):
+    return FakeCuda(monkeypatch)
+
+
+@pytest.fixture
+def no_cuda(monkeypatch, no_torchrun):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+def test_fake_cuda_refuses_an_unindexed_device_like_real_torch(cuda):
+    with pytest.raises(ValueError, match="Expected a torch.device with a specified index or an integer, but got:cuda"):
+        torch.cuda.set_device(torch.device("cuda"))
+    torch.cuda.set_device(torch.device("cuda:1"))
+    assert cuda.selected == [1]
+
+
+def test_default_is_the_current_gpu(cuda):
+    assert resolve_device(None) == "cuda:0"
+    cuda.current = 1
+    assert resolve_device(None) == "cuda:1"
+    assert resolve_device("cuda") == "cuda:1"
+    assert resolve_device("auto") == "cuda:1"
+
+
+def test_explicit_index_and_cpu(cuda):
+    assert resolve_device("cuda:1") == "cuda:1"
+    assert resolve_device("CUDA:0") == "cuda:0"
+    assert resolve_device("cpu") == "cpu"
+
+
+def test_default_without_gpu_is_cpu(no_cuda):
+    assert resolve_device(None) == "cpu"
+    assert dist.init(None).device == "cpu"
+
+
+@pytest.mark.parametrize("requested", ["cuda", "cuda:0"])
+def test_missing_gpu_names_the_flag(no_cuda, requested):
+    with pytest.raises(MosaicError, match="no CUDA GPU is visible here; use --device cpu"):
+        resolve_device(requested)
+
+
+def test_gpu_index_out_of_range(cuda):
+    with pytest.raises(MosaicError, match=r"--device cuda:2: GPU 2 does not exist, 2 visible.*cuda:0 \.\. cuda:1 or --device cpu"):
+        resolve_device("cuda:2")
+
+
+def test_not_a_device(cuda):
+    with pytest.raises(MosaicError, match="--device 'gpu': not a torch device"):
+        resolve_device("gpu")
+
+
+def test_torchrun_takes_the_local_rank(cuda, monkeypatch):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert resolve_device(None) == "cuda:1"
+    assert resolve_device("cuda") == "cuda:1"
+    monkeypatch.setenv("LOCAL_RANK", "3")  # more ranks per node than GPUs
+    with pytest.raises(MosaicError, match=r"GPU 3 \(LOCAL_RANK 3\) does not exist"):
+        resolve_device(None)
+
+
+@pytest.mark.parametrize("requested", [None, "cuda"])
+def test_init_sets_an_indexed_device(cuda, requested):
+    """The crash of issue 14: init() called set_device(torch.device("cuda")); now always indexed."""
+    cuda.current = 1
+    info = dist.init(requested)
+    assert info.device == "cuda:1" and cuda.selected == [1]
+
+
+def test_init_one_rank_torchrun(cuda, monkeypatch):
+    """`torchrun --nproc_per_node 1`: world size 1, LOCAL_RANK 0; no process group is needed."""
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    cuda.current = 1
+    info = dist.init(None)
+    assert info.device == "cuda:0" and cuda.selected == [0] and not info.distributed
+
+
+def test_init_rank_on_another_gpu_is_refused(cuda, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(MosaicError, match=r"--device cuda:0 under torchrun with 2 ranks.*cuda:1"):
+        dist.init("cuda:0")
+    assert cuda.selected == []
+
+
+# ---- every command follows the rule ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def commands(tmp_path_factory):
+    """Each command's arguments, with everything it checks before its device valid."""
+    from mosaictool.model.openclip import create, save_checkpoint
+
+    tmp_path = tmp_path_factory.mktemp("device")
+    ckpt = str(tmp_path / "m.pt")
+    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+    captions = tmp_path / "c.jsonl"
+    captions.write_text('{"id": "a", "caption": "a red cube"}\n')
+    (tmp_path / "sugarcrepe").mkdir()
+    (tmp_path / "sugarcrepe" / "add_att.json").write_text(
+        json.dumps({"0": {"filename": "red.jpg", "caption": "a red square", "negative_caption": "a blue square"}}))
+    (tmp_path / "coco" / "val2017").mkdir(parents=True)
+    Image.new("RGB", (24, 24), "red").save(tmp_path / "coco" / "val2017" / "red.jpg")
+    return {
+        "train": ["train", "--data", str(captions), "--out", str(tmp_path / "run"), "--steps", "1"],
+        "evaluate": ["evaluate", "--bench", "sugarcrepe:add_att", "-c", ckpt, "--data-root", str(tmp_path)],
+        "tree-score": ["tree-score", str(captions), "--checkpoint", ckpt],
+        "wise-ft": ["wise-ft", "--zeroshot", ckpt, "--finetuned", ckpt, "--out", str(tmp_path / "w")],
+        "demo": ["demo", "--quick", "--out", str(tmp_path / "demo")],
+    }
+
+
+COMMANDS = ["train", "evaluate", "tree-score", "wise-ft", "demo"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("requested", ["cuda", "cuda:0"])
+def test_every_command_refuses_a_missing_gpu(no_cuda, commands, command, requested):
+    result = runner.invoke(app, [*commands[command], "--device", requested])
+    assert result.exit_code == 1, result.output
+    assert "no CUDA GPU is visible here; use --device cpu" in result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_refuses_a_bad_index(cuda, commands, command):
+    result = runner.invoke(app, [*commands[command], "--device", "cuda:7"])
+    assert result.exit_code == 1, result.output
+    assert "--device cuda:7: GPU 7 does not exist, 2 visible" in result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("requested", [None, "cuda"])
+def test_every_command_picks_the_indexed_gpu(cuda, commands, monkeypatch, command, requested):
+    """With a GPU visible, no --device and --device cuda reach the work as cuda:<current>: the
+    first place each command would put a tensor on the device is stopped there and asked."""
+    seen = []
+
+    class Reached(Exception):
+        pass
+
+    def stop(*args, device=None, **kwargs):
+        seen.append(device)
+        raise Reached
+
+    import mosaictool.model.openclip as openclip
+    import mosaictool.model.wise_ft as wise_ft
+
+    monkeypatch.setattr(openclip, "create", stop)  # train
+    monkeypatch.setattr(openclip, "load_model", stop)  # evaluate, tree-score
+    monkeypatch.setattr(wise_ft, "wise_ft", stop)
+    import mosaictool.demo as demo
+
+    monkeypatch.setattr(demo, "run_demo", lambda cfg: stop(device=cfg.device))
+    cuda.current = 1
+    args = commands[command] + ([] if requested is None else ["--device", requested])
+    result = runner.invoke(app, args)
+    assert isinstance(result.exception, Reached), result.output
+    assert seen == ["cuda:1"]
+
+
+def test_demo_gpu_preset_and_loader_defaults(cuda, no_torchrun):
+    import os
+
+    from mosaictool.demo import DemoConfig
+
+    cfg = DemoConfig.preset(gpu=True)
+    assert (cfg.world_train, cfg.pretrain_steps, cfg.pretrain_batch, cfg.finetune_steps, cfg.finetune_batch, cfg.seeds) == (
+        20000, 4000, 128, 500, 64, 3)
+    assert cfg.runtime() == ("cuda:0", min(8, os.cpu_count()))
+    assert DemoConfig.preset(device="cpu").runtime() == ("cpu", 0)
+    assert DemoConfig.preset(gpu=True, loader_workers=2).runtime() == ("cuda:0", 2)
+    with pytest.raises(MosaicError, match="choose one"):
+        DemoConfig.preset(quick=True, gpu=True)
+    result = runner.invoke(app, ["demo", "--preset", "tpu"])
+    assert result.exit_code == 1 and "--preset 'tpu'" in result.output
