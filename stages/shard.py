@@ -1,7 +1,9 @@
 """`shard`: records + images -> WebDataset tar shards that `train` reads.
 
-Each sample of a shard is `<key>.<ext>` (the image file's bytes, unchanged) plus `<key>.json` (the
-whole record: id, caption, texts, hard_images, image path, ...). Keys are the record's position,
+Each sample of a shard is `<key>.<ext>` (the image file's bytes, unchanged), `<key>.json` (the
+whole record: id, caption, texts, hard_images, image path, ...) and `<key>.txt` (the caption, UTF-8:
+the img2dataset / open_clip_train webdataset convention, so `python -m open_clip_train.main
+--dataset-type webdataset` trains on these shards; written when the record has a string caption). Keys are the record's position,
 zero-padded (WebDataset splits member names at the first dot, and ids may contain dots). Shards are
 `000000.tar`, `000001.tar`, ... with `--shard-size` samples each, and `sizes.json` maps each shard's
 name to its sample count (open_clip's convention), so a reader knows the dataset size up front.
@@ -92,7 +94,10 @@ def write_shards(
                 continue
             if writer is None:
                 writer = wds.ShardWriter(str(staging / "%06d.tar"), maxcount=shard_size, verbose=0, mtime=0)
-            writer.write({"__key__": f"{count:09d}", ext: data, "json": json.dumps(record, ensure_ascii=False).encode()})
+            sample = {"__key__": f"{count:09d}", ext: data, "json": json.dumps(record, ensure_ascii=False).encode()}
+            if isinstance(record.get("caption"), str):
+                sample["txt"] = record["caption"].encode()
+            writer.write(sample)
             sizes[f"{count // shard_size:06d}.tar"] = sizes.get(f"{count // shard_size:06d}.tar", 0) + 1
             count += 1
         if writer is None:

@@ -37,10 +37,12 @@ def test_layout_sizes_and_members(sharded):
     assert json.loads((shards / "sizes.json").read_text()) == {"000000.tar": 5, "000001.tar": 5, "000002.tar": 2}
     with tarfile.open(shards / "000000.tar") as tar:
         names = tar.getnames()
-        assert names[:2] == ["000000000.json", "000000000.png"]
+        assert names[:3] == ["000000000.json", "000000000.png", "000000000.txt"]
         member = json.loads(tar.extractfile("000000000.json").read())
+        caption = tar.extractfile("000000000.txt").read().decode()
     first = json.loads(Path(data).read_text().splitlines()[0])
     assert member == first  # every record field is kept, texts and hard_images included
+    assert caption == first["caption"]  # the webdataset convention (img2dataset, open_clip_train)
 
 
 def test_train_reads_folder_glob_and_brace_pattern_like_the_jsonl(sharded):
