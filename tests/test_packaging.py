@@ -47,9 +47,17 @@ def test_wheel_installs_and_parses_in_a_fresh_venv(tmp_path):
     assert "mosaictool/stages/parse.py" in names
     assert not any(n.startswith(("stages/", "vocab/")) for n in names), "stages/vocab must not be top-level packages"
 
+    # A clean venv that sees the *running* environment's packages (torch, spaCy, ...), whether that is a
+    # user's venv or the system interpreter: system_site_packages would show the base interpreter's
+    # instead. Paths listed in a .pth are appended after the venv's own site-packages (so the wheel wins)
+    # and their own .pth files are not run (so an editable install of the repo stays invisible).
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    env_site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    running = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    (Path(env_site) / "_running_env.pth").write_text("\n".join(running) + "\n")
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
     where = subprocess.run([py, "-c", "import mosaictool, mosaictool.stages.parse as p; print(p.__file__)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout
