@@ -143,6 +143,7 @@ def test_probe_b_scores(tmp_path):
     assert got[("R/black", "robustness_x0_x1")] == 0.0 and math.isnan(got[("R/black", "robustness_x0_patch_x1")])
     assert got[("R/black", "confidence_change_x0_x0_patch")] == pytest.approx(sig(10) - sig(-10))
     assert got[("MR", "mAP_x1")] == got[(HEADLINE, "mAP_x1")] == pytest.approx(0.5)
+    assert got[("R", "accuracy_x0")] == 1.0 and math.isnan(got[("R", "robustness_x0_patch_x1")])
 
 
 def test_probe_b_unknown_class(tmp_path):

@@ -12,7 +12,7 @@ Rows per subtask, for each image v in (x0, x0_patch, x1): `mAP_<v>` or `accuracy
 (a, b) in ((x0, x1), (x0, x0_patch), (x0_patch, x1)): `robustness_<a>_<b>` = gamma_r = 1 - (h(a) - h(b)) / h(a)
 = h(b) / h(a) (1 = unchanged; printed as percent), and `confidence_change_<a>_<b>` = mean over the
 (record, present object) pairs of c(a) - c(b), c = the object's softmax probability over the prompts
-(logit_scale x cosine). Rows `MR` and `R` average the fillers. Headline: MR mAP on x1 (objects on a
+(logit_scale x cosine). Rows `MR` and `R` average the fillers (NaNs left out). Headline: MR mAP on x1 (objects on a
 filler, background gone), averaged over the fillers present.
 """
 
@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench._files import mean_row
 from mosaictool.bench._probe import read_jsonl
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
@@ -151,7 +150,9 @@ def score_rows(items: list[Item], sims, logit_scale: float = metrics.CLIP_LOGIT_
         per_split[split].append(got)
     for split, parts in per_split.items():
         for k in range(len(parts[0])):
-            rows.append(mean_row(split, parts[0][k]["metric"], [p[k] for p in parts]))
+            # a filler whose h(x) is 0 has no robustness (NaN): the split's mean is over the others
+            values = [p[k]["value"] for p in parts if not np.isnan(p[k]["value"])]
+            rows.append(row(split, parts[0][k]["metric"], float(np.mean(values)) if values else float("nan"), sum(p[k]["n"] for p in parts)))
     head = [r for r in rows if r["subtask"] == "MR" and r["metric"] == "mAP_x1"]
     if head:
         rows.append(row(HEADLINE, "mAP_x1", head[0]["value"], head[0]["n"]))
