@@ -73,3 +73,25 @@ def make_world(folder: Path, n: int = 12, size: int = 40, seed: int = 0, hard_im
     path = folder / "captions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def add_fsc_negatives(path: Path, without_hn: tuple[int, ...] = ()) -> Path:
+    """Give every record of a make_world file the replace and shuffle negatives of
+    `negate --text negclip,replace,shuffle` (it has negclip swaps already); records whose index is in
+    `without_hn` lose all their text negatives. Rewrites the file; returns it."""
+    records = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    for i, rec in enumerate(records):
+        words = rec["caption"].split()  # "a <colour> <shape> left of a <colour> <shape>"
+        c1 = words[1]
+        extra = [
+            {"text": rec["caption"].replace(c1, "purple", 1), "positive": 0, "kind": "text", "category": "attr",
+             "transform": "replace:att", "slot": "attr", "from": c1, "to": "purple"},
+            {"text": " ".join(words[2:4] + words[:2] + words[4:]), "positive": 0, "kind": "text", "category": "text",
+             "transform": "shuffle:bigram", "slot": None, "from": None, "to": None},
+        ]
+        negatives = rec["texts"]["negatives"] + extra
+        if i in without_hn:
+            negatives = [n for n in negatives if n["kind"] != "text"]
+        rec["texts"]["negatives"] = negatives
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return Path(path)

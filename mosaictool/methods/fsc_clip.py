@@ -84,6 +84,20 @@ def hn_kinds_present(records) -> dict[str, int]:
     return counts
 
 
+def check_hn_data(records, source: str) -> dict[str, int]:
+    """Refuse training data without FSC-CLIP's HN kinds; return how many records have each kind."""
+    from mosaictool.errors import MosaicError
+
+    counts = hn_kinds_present(records)
+    missing = [kind for kind, n in counts.items() if n == 0]
+    if missing:
+        raise MosaicError(
+            f"{source}: no record has {', '.join(missing)} hard-negative texts (texts.negatives with transform "
+            f"{' / '.join(k + ':*' for k in missing)}), which --method fsc-clip needs; build them with `{NEGATE_HINT}`"
+        )
+    return counts
+
+
 def hn_logits_global(image_features: torch.Tensor, pos_features: torch.Tensor, neg_features: torch.Tensor,
                      logit_scale: torch.Tensor) -> torch.Tensor:
     """log S_g of each image with its caption and its K HN slots: (B, 1+K).
