@@ -413,6 +413,7 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
     for a, n in sorted(present):
         by_attribute[a].append(n)
     k = 0
+    used: set = set()  # (attribute, unordered image pair): a pair drawn from both of its nouns counts once
     for a, n1 in sorted(present):  # object split: (a, n1) vs (a, n2)
         others = [n for n in by_attribute[a] if n != n1]
         if not others:
@@ -434,9 +435,13 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
             else:
                 continue
             i2 = pool2[rng.randrange(len(pool2))]
+            key = (a, frozenset((i1, i2)))
+            if key in used:
+                continue
             p1, p2 = exists(i1), exists(i2)
             if p1 is None or p2 is None:
                 continue
+            used.add(key)
             yield record("object", k, i1, i2, (a, n1), (a, n2), p1, p2)
             k += 1
             made += 1

@@ -164,6 +164,7 @@ def test_probe_c_pairs_follow_the_paper(coco_caps):
         (a1, n1), (a2, n2) = r["compositions"]
         assert a1 == a2 and n1 != n2
     assert {(1, 4), (4, 1)} & pairs and {(5, 7), (7, 5)} & pairs
+    assert len({frozenset(p) for p in pairs}) == len(obj)  # an image pair once, whichever noun drew it
     assert counts.kept["composition groups"] == 1 and counts.kept["object groups"] == len(obj)
 
 
