@@ -10,6 +10,12 @@ needed to rebuild the model: architecture name, the full model config, whether Q
 the open_clip version, the run's resolved config. Loading rebuilds from that record and refuses a
 request that contradicts it (the GELU/QuickGELU mix-up that skewed published ARO and SugarCrepe
 numbers) instead of silently running the wrong activation.
+
+Checkpoints hold only tensors, plain Python values and the config, and are read with
+`torch.load(weights_only=True)`: a downloaded file cannot run code on `evaluate`, `wise-ft`, `tree-score`
+or `train --resume`; one that carries a pickled object is refused. Writes are atomic (temp file, then
+os.replace); `keep_previous=True` first moves the old file to `NAME.prev.pt`, which
+`read_resume_checkpoint` falls back to when the newest one is unreadable.
 """
 
 from __future__ import annotations
@@ -150,17 +156,52 @@ def create(
 def is_mosaictool_checkpoint(path: str | os.PathLike) -> bool:
     import torch
 
+    import pickle
+
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
-    except Exception:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as e:  # no loader here or in open_clip would run it: say why now
+        raise _refused(path, e) from None
+    except Exception:  # not a torch zip file (e.g. a TorchScript archive): open_clip decides
         return False
     return isinstance(ckpt, dict) and ckpt.get("format") == CHECKPOINT_FORMAT
 
 
-def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, **extra: Any) -> None:
+def _refused(path, error: Exception) -> MosaicError:
+    first = str(error).strip().splitlines()
+    unsupported = next((line.strip() for line in first if "Unsupported global" in line), first[0] if first else "")
+    return MosaicError(
+        f"{path}: refused: the checkpoint carries a pickled Python object ({unsupported}); checkpoints are "
+        "read with torch.load(weights_only=True) so a file cannot run code. mosaictool checkpoints hold only "
+        "tensors, plain values and the config; if you trust this file, re-save its tensors (state_dict) alone"
+    )
+
+
+def _plain(value: Any) -> Any:
+    """What weights_only loading accepts: numpy arrays become tensors, numpy scalars and paths plain values
+    (np.random.get_state() holds an array; np.random.set_state takes the tensor back as it is)."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, *, keep_previous: bool = False, **extra: Any) -> None:
     """Write a mosaictool checkpoint atomically (temp file beside the target, then os.replace).
 
-    `extra` carries what the writer wants to keep: the run config, step, optimizer state, ...
+    `extra` carries what the writer wants to keep: the run config, step, optimizer state, RNG states, ...
+    (numpy arrays are stored as tensors: see `_plain`). With `keep_previous`, an existing file is first
+    moved to `NAME.prev.pt`, the fallback of `read_resume_checkpoint`.
     """
     import torch
 
@@ -172,7 +213,7 @@ def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, **extra: Any) 
         "quick_gelu": bundle.meta["quick_gelu"],
         "open_clip_version": bundle.meta["open_clip_version"],
         "state_dict": model.state_dict(),
-        **extra,
+        **_plain(extra),
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,27 +221,64 @@ def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, **extra: Any) 
     os.close(fd)
     try:
         torch.save(payload, tmp)
+        with open(tmp, "rb+") as f:  # on disk before it replaces anything
+            os.fsync(f.fileno())
+        if keep_previous and path.exists():
+            os.replace(path, previous_checkpoint(path))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
+def previous_checkpoint(path: str | os.PathLike) -> Path:
+    """`last.pt` -> `last.prev.pt`: where `save_checkpoint(keep_previous=True)` keeps the one before."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
 def read_checkpoint(path: str | os.PathLike) -> dict:
+    """Read a mosaictool checkpoint safely (weights_only: tensors, plain values, no code)."""
+    import pickle
+
     import torch
 
     if not os.path.isfile(path):
         raise MosaicError(f"{path}: checkpoint not found")
+    if os.path.getsize(path) == 0:
+        raise MosaicError(f"{path}: empty checkpoint (0 bytes): the write that made it did not finish")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise _refused(path, e) from None
     except Exception as e:
-        raise MosaicError(f"{path}: not a readable checkpoint: {e}") from e
+        raise MosaicError(f"{path}: truncated or corrupt checkpoint, cannot be read ({type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})") from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise MosaicError(
             f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "
             f"--model NAME --pretrained {path} (with a -quickgelu name for OpenAI-derived weights)"
         )
     return ckpt
+
+
+def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
+    """The checkpoint to resume from: `path`, or when it is unreadable (truncated, corrupt) the previous
+    good one (`NAME.prev.pt`), with a note on stderr. None when neither exists."""
+    import sys
+
+    path, previous = Path(path), previous_checkpoint(path)
+    if not path.exists():
+        return read_checkpoint(previous) if previous.exists() else None
+    try:
+        return read_checkpoint(path)
+    except MosaicError as e:
+        if "refused" in str(e) or not previous.exists():
+            raise
+        ckpt = read_checkpoint(previous)
+        print(f"note: {e}; resuming from the previous checkpoint {previous} (step {ckpt.get('step')})",
+              file=sys.stderr)
+        return ckpt
 
 
 def load_checkpoint(
