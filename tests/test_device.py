@@ -224,3 +224,73 @@ def test_demo_gpu_preset_and_loader_defaults(cuda, no_torchrun):
         DemoConfig.preset(quick=True, gpu=True)
     result = runner.invoke(app, ["demo", "--preset", "tpu"])
     assert result.exit_code == 1 and "--preset 'tpu'" in result.output
+
+
+# ---- perf/gpu_train.py: arguments, the no-GPU path, and its measured runs on CPU ----------------
+
+def _gpu_train():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "perf" / "gpu_train.py"
+    spec = importlib.util.spec_from_file_location("gpu_train", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_train_arguments():
+    import os
+
+    gt = _gpu_train()
+    args = gt.parse_args([])
+    assert (args.model, args.batch_size, args.precision, args.workers) == ("ViT-B-32-quickgelu", 256, "amp_bf16", min(12, os.cpu_count()))
+    assert set(args.methods) >= {"clip", "negclip", "mosaiclip"}
+    assert gt.parse_args(["--methods", "clip, mosaiclip", "--compile"]).methods == ["clip", "mosaiclip"]
+    for bad in (["--methods", "simclr"], ["--steps", "0"], ["--steps", "5", "--skip", "4"], ["--precision", "fp8"], ["--workers", "-1"]):
+        with pytest.raises(SystemExit) as e:
+            gt.parse_args(bad)
+        assert e.value.code == 2
+
+
+def test_gpu_train_without_gpu_says_so_and_exits_0(no_cuda, capsys):
+    gt = _gpu_train()
+    assert gt.main([]) == 0
+    assert gt.main(["--device", "cuda"]) == 0
+    assert "no CUDA GPU visible: nothing measured" in capsys.readouterr().out
+
+
+def test_gpu_train_bad_gpu_index(cuda, capsys):
+    assert _gpu_train().main(["--device", "cuda:7"]) == 1
+    assert "GPU 7 does not exist" in capsys.readouterr().err
+
+
+def test_gpu_train_single_gpu_env(monkeypatch):
+    gt = _gpu_train()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gt.single_gpu_env("cuda:1")["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert gt.single_gpu_env("cuda:1")["CUDA_VISIBLE_DEVICES"] == "6"
+
+
+@pytest.mark.slow
+def test_gpu_train_measured_runs_work_on_cpu(tmp_path):
+    """The two measured sides, each in its own process as on a GPU, here on the CPU with a tiny model."""
+    import os
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from train_fixtures import write_tiny_model
+
+    gt = _gpu_train()
+    jsonl, csv = gt.make_data(tmp_path / "data", 12, 32)
+    assert csv.read_text().splitlines()[1].split("\t")[0] == str(tmp_path / "data" / "images" / "000.png")
+    base = {"model": "test-tiny", "model_config": str(write_tiny_model(tmp_path)), "device": "cpu", "batch_size": 4,
+            "precision": "fp32", "workers": 0, "steps": 3, "skip": 0, "compile": False}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    theirs = gt.run_child({**base, "side": "open_clip", "csv": str(csv), "out": str(tmp_path / "oc")}, env)
+    ours = gt.run_child({**base, "side": "ours", "method": "mosaiclip", "data": str(jsonl), "out": str(tmp_path / "m")}, env)
+    assert "error" not in theirs and "error" not in ours, (theirs, ours)
+    assert theirs["samples_per_s"] > 0 and theirs["texts_per_image"] == 1.0 and theirs["peak_bytes"] is None
+    assert ours["samples_per_s"] > 0 and ours["texts_per_image"] > 2 and ours["images_per_step"] >= 4
