@@ -2,16 +2,18 @@
 
 Shared by the `negate` stage (order negatives) and `evaluate` (COCO / Flickr30k-Order), so both use
 the very same functions. ARO's noun/adjective shuffles follow spaCy tags and join tokens with
-spaces; its trigram shuffles tokenise with `nltk.word_tokenize`, whose punkt data cannot be
-installed offline, so `word_tokenize` here is a regex tokeniser following the same Treebank
-conventions for captions (punctuation and clitics such as 's and n't become their own tokens).
+spaces; its trigram shuffles tokenise with `nltk.word_tokenize`, i.e. NLTK's Treebank word tokenizer
+applied to each sentence that NLTK's punkt model finds. `word_tokenize` here is that same tokenizer
+(`NLTKWordTokenizer`) on the whole caption: it needs no downloaded data (punkt does), and a caption
+is one sentence, so the tokens are ARO's. (A caption of several sentences would differ only in a
+period inside it: punkt makes "dog." two tokens, the tokenizer alone splits only the final one.)
 Every function takes a `random.Random` (or anything with `.shuffle`, e.g. numpy's RandomState).
 """
 
 from __future__ import annotations
 
+import functools
 import random
-import re
 
 NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 ADJ_TAGS = frozenset({"JJ", "JJR", "JJS"})
@@ -19,21 +21,17 @@ ADJ_TAGS = frozenset({"JJ", "JJR", "JJS"})
 
 # --- tokenisation -------------------------------------------------------------------------------
 
-_TOKEN = re.compile(
-    r"""(?:[A-Za-z]+(?=n't\b))     # 'do' of "don't"
-      | n't\b | '(?:s|m|d|ll|re|ve)\b   # clitics
-      | \d+(?:[.,]\d+)*            # numbers, 1,000 and 3.5
-      | \w+(?:-\w+)*               # words, hyphenated words
-      | \.\.\. | --                # ellipsis, dash
-      | [^\w\s]                    # any other symbol on its own
-    """,
-    re.VERBOSE | re.IGNORECASE,
-)
+
+@functools.lru_cache(maxsize=1)
+def _treebank():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
 
 
 def word_tokenize(text: str) -> list[str]:
-    """Treebank-style word tokens without NLTK: "A dog's ball." -> ['A', 'dog', "'s", 'ball', '.']."""
-    return _TOKEN.findall(text)
+    """NLTK's Treebank word tokens: "A dog's ball." -> ['A', 'dog', "'s", 'ball', '.']."""
+    return _treebank().tokenize(text)
 
 
 def _doc(text_or_doc, nlp):
