@@ -9,14 +9,24 @@ Reads `graph` (from `parse`) and the caption; writes `subgraphs` (schema in
   kept in graph order;
 - first, unless `keep_caption` is False, the whole caption as the coarsest positive
   (kind "caption"); it does not count towards `max_subgraphs`.
+
+Each sub-graph gets its canonical `key` (the caption: the whole graph's), and the record gets
+`subgraph_keys`: the keys of EVERY sub-graph the decomposition can produce, sampled or not, and of
+their weaker readings (attribute subsets, hypernym nouns, count dropped), the whole caption's key
+first, at most `max_keys` (`subgraph.subgraph_keys`). A text is a positive of an image exactly
+when its key is in the image's `subgraph_keys` (MosaiCLIP's P(i)). Keys use `vocab`'s synonym
+groups: give decompose, negate and template the same vocabulary.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 
 from mosaictool.errors import RecordError
-from mosaictool.stages.subgraph import is_pronoun, node_key, object_node, record_rng
+from mosaictool.stages.subgraph import (
+    MAX_KEYS, canonical_key, caption_key, is_pronoun, node_key, object_node, record_rng, subgraph_keys,
+)
 
 DEFAULT_MAX = 3  # the paper's M
 
@@ -76,22 +86,36 @@ def candidate_subgraphs(graph: dict) -> list[dict]:
 
 
 def decompose_record(
-    record: dict, *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption"
+    record: dict, *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption",
+    vocab=None, max_keys: int = MAX_KEYS,
 ) -> dict:
-    candidates = candidate_subgraphs(record["graph"])
+    if vocab is None:
+        from mosaictool.vocab import load
+
+        vocab = load()
+    graph = record["graph"]
+    candidates = candidate_subgraphs(graph)
     if len(candidates) > max_subgraphs:
         rng = record_rng(seed, record["id"], "decompose")
         candidates = [candidates[i] for i in sorted(rng.sample(range(len(candidates)), max_subgraphs))]
     subgraphs = []
     if keep_caption:
-        subgraphs.append({"kind": "caption", "text": record[text_key], "objects": [], "relations": []})
-    subgraphs.extend(candidates)
-    return {**record, "subgraphs": subgraphs}
+        subgraphs.append({"kind": "caption", "text": record[text_key], "objects": [], "relations": [], "key": caption_key(graph, vocab)})
+    subgraphs.extend({**sg, "key": canonical_key(sg, vocab)} for sg in candidates)
+    return {**record, "subgraphs": subgraphs, "subgraph_keys": subgraph_keys(graph, vocab, max_keys)}
 
 
 def decompose(
-    records: Iterable[dict], *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption"
+    records: Iterable[dict], *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption",
+    vocab=None, max_keys: int = MAX_KEYS,
 ) -> Iterator[dict]:
-    """Add `subgraphs` to every record (one record out per record in, order kept)."""
+    """Add `subgraphs` and `subgraph_keys` to every record (one record out per record in, order
+    kept); `vocab` is a loaded Vocab or a vocabulary folder (None: the shipped one)."""
+    from mosaictool.vocab import load
+
+    if vocab is None or isinstance(vocab, (str, os.PathLike)):
+        vocab = load(vocab)
     for record in records:
-        yield decompose_record(record, max_subgraphs=max_subgraphs, keep_caption=keep_caption, seed=seed, text_key=text_key)
+        yield decompose_record(
+            record, max_subgraphs=max_subgraphs, keep_caption=keep_caption, seed=seed, text_key=text_key, vocab=vocab, max_keys=max_keys,
+        )

@@ -6,7 +6,7 @@ Reads `subgraphs` (from `decompose`), and for text negatives the caption and `gr
 
     {subgraph: int|null, kind: "graph"|"text", category: "obj"|"attr"|"rel"|"text",
      transform: str, slot: str|null, from: str|null, to: str|null,
-     graph: {objects, relations}|null, text: str|null}
+     graph: {objects, relations}|null, text: str|null, key: str|null}
 
 `subgraph` indexes `subgraphs`: the positive that was perturbed (for text negatives, the caption's
 entry, or null when decompose dropped it). Graph negatives carry the perturbed sub-graph (rendered
@@ -23,11 +23,17 @@ Graph transforms (App. B), on every positive sub-graph:
   ("f_rel:replace_relation"), and the sub-graph joined through a random relation to a random
   attributed object ("f_rel:join").
 Replacements stay within the replaced word's group / category / type when the vocabulary knows it
-("minimally perturbed"; a colour for a colour, a spatial relation for a spatial one), or come from
-the whole vocabulary with `type_aware=False` (the paper's uniform sampling). Then categories are
+("minimally perturbed"; a colour for a colour, a spatial relation for a spatial one; a spatial
+relation by its opposites on the same axis, "to the left of" -> "to the right of", when the
+vocabulary's antonyms name them, since "above" may hold as well), or come from the whole vocabulary
+with `type_aware=False` (the paper's uniform sampling). Either way a replacement is never from the
+word's synonym group, its hypernyms or its hyponyms (`Vocab.unsafe`: "star" -> "shape", "diamond"
+-> "rhombus", "above" -> "over" would not be false). Then categories are
 drawn with probabilities `probs` (obj, attr, rel) among those that have candidates left, a
 candidate uniformly within the category, until `max_negatives` distinct negatives that equal no
-positive are chosen. Text negatives come on top of those.
+positive are chosen; a candidate whose canonical key is one of the caption's own sub-graph keys
+(`subgraph_keys`, recomputed from `graph` with this vocabulary) is entailed by the caption and is
+dropped for the next draw. Graph negatives carry their canonical `key` (text negatives: null). Text negatives come on top of those.
 
 Randomness comes from RNGs seeded by (seed, id, purpose) alone, so the output does not depend on
 batch size, workers, or which other negatives were asked for.
@@ -43,7 +49,9 @@ from collections.abc import Iterable, Iterator
 from itertools import accumulate, islice
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.stages.subgraph import check_subgraphs, graph_identity, node_key, normalize_text, record_rng
+from mosaictool.stages.subgraph import (
+    canonical_key, check_subgraphs, graph_identity, node_key, normalize_text, record_rng, subgraph_keys,
+)
 from mosaictool.vocab import UNKNOWN
 
 CATEGORIES = ("obj", "attr", "rel")
@@ -98,6 +106,7 @@ class _Sampler:
         self.vocab, self.rng, self.type_aware = vocab, rng, type_aware
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
+        self._axis: dict[str, tuple[str, ...]] = {}
 
     def _pick(self, kind: str, pool: tuple[str, ...], everything: tuple[str, ...], exclude: set[str]) -> str | None:
         # Exclusions are a handful of names: the first pool entry outside them usually settles it.
@@ -116,17 +125,37 @@ class _Sampler:
     def attribute(self, current: str, exclude: set[str]) -> str | None:
         v = self.vocab
         kind = v.attributes.get(current.lower(), UNKNOWN)  # v.category(current)
-        return self._pick(kind, v.attributes_by_category.get(kind, ()), v.attribute_names, exclude | {current})
+        unsafe = v.unsafe("attributes", current.lower())  # "little" for "small" could be true too
+        return self._pick(kind, v.attributes_by_category.get(kind, ()), v.attribute_names, exclude | unsafe | {current})
 
     def object(self, lemma: str, exclude: set[str]) -> str | None:
         v = self.vocab
         kind = v.objects.get(lemma.lower(), UNKNOWN)  # v.group(lemma)
-        return self._pick(kind, v.objects_by_group.get(kind, ()), v.object_names, exclude | {lemma})
+        unsafe = v.unsafe("objects", lemma.lower())  # "rhombus" or "shape" for "diamond" is no negative
+        return self._pick(kind, v.objects_by_group.get(kind, ()), v.object_names, exclude | unsafe | {lemma})
 
     def relation(self, current: str) -> str | None:
         v = self.vocab
-        kind = v.relations.get(current.lower(), UNKNOWN)  # v.relation_type(current)
-        return self._pick(kind, v.relations_by_type.get(kind, ()), v.relation_names, {current})
+        current = current.lower()
+        kind = v.relations.get(current, UNKNOWN)  # v.relation_type(current)
+        exclude = set(v.unsafe("relations", current)) | {current}
+        if self.type_aware and kind == "spatial":
+            # A spatial relation on the other axis ("above" for "to the left of") may hold as well:
+            # replace within the axis, by the opposites the vocabulary knows (and their synonyms).
+            pool = self._same_axis(current)
+            if pool:
+                return self._pick(kind, pool, pool, exclude)
+        return self._pick(kind, v.relations_by_type.get(kind, ()), v.relation_names, exclude)
+
+    def _same_axis(self, current: str) -> tuple[str, ...]:
+        if current not in self._axis:
+            v = self.vocab
+            head = v.head("relations", current)
+            group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
+            opposites = {a for m in group for a in v.antonyms.get(m, ())}
+            opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
+            self._axis[current] = tuple(sorted(n for n in opposites if n in v.relations))
+        return self._axis[current]
 
 
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
@@ -258,6 +287,11 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         _drafts(i, sg, sampler, pools)
     node_keys = {i: [node_key(o) for o in sg["objects"]] for i, sg in positives}
     taken = {graph_identity(node_keys[i], sg["relations"]) for i, sg in positives}
+    # What the caption itself says (every sub-graph and weaker reading, synonyms included): a
+    # candidate with one of these keys is true of the image, so it is dropped and another drawn.
+    entailed = set(record.get("subgraph_keys") or ())
+    if isinstance(record.get("graph"), dict) and isinstance(record["graph"].get("entities"), list):
+        entailed.update(subgraph_keys(record["graph"], vocab, max_keys=1 << 30))
     chosen = []
     live: list[str] = []  # the categories with drafts left; pools only shrink
     while len(chosen) < max_negatives:
@@ -274,8 +308,11 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         if not pool:
             live = []
         candidate, key = _build(draft, subgraphs[draft[0]], node_keys[draft[0]], vocab)
-        if key not in taken:
-            taken.add(key)
+        if key in taken:
+            continue
+        taken.add(key)
+        candidate["key"] = canonical_key(candidate["graph"], vocab)
+        if candidate["key"] not in entailed:
             chosen.append(candidate)
     return chosen
 
@@ -319,7 +356,7 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
         seen.add(norm)
         out.append({
             "subgraph": caption_index, "kind": "text", "category": category, "transform": transform,
-            "slot": slot, "from": before, "to": after, "graph": None, "text": text,
+            "slot": slot, "from": before, "to": after, "graph": None, "text": text, "key": None,
         })
     return out
 

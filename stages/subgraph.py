@@ -148,3 +148,119 @@ def indefinite_article(phrase: str) -> str:
     if word[0].isdigit():
         return "an" if word.startswith(("8", "11", "18")) else "a"
     return "an" if word[0] in "aeiou" else "a"
+
+
+# --- canonical keys (what MosaiCLIP's P(i) compares) ----------------------------------------------
+# A key names a sub-graph by meaning: each object as `noun#count[attr,attr]` (the noun's and the
+# attributes' synonym heads, attributes sorted and deduplicated, `#count` only when the caption
+# counted), each relation as `subject >relation> object` with the relation's synonym head; a key
+# is its relations, then the objects outside any relation, each part sorted, joined by " & ":
+#     "star[red]"    "circle[blue,small] >to the left of> square"    "shape#two[red]"
+MAX_KEYS = 256  # per record; see subgraph_keys
+_KEY_ATTRIBUTE_SUBSETS = 4  # an object with more attributes adds only its single-attribute subsets
+
+
+def _node_string(noun: str, count, attributes) -> str:
+    out = noun if count is None else f"{noun}#{count}"
+    return f"{out}[{','.join(sorted(set(attributes)))}]" if attributes else out
+
+
+def _graph_string(nodes: list[str], relations: list[tuple[int, str, int]]) -> str:
+    linked = {i for s, _, o in relations for i in (s, o)}
+    parts = sorted(f"{nodes[s]} >{rel}> {nodes[o]}" for s, rel, o in relations)
+    return " & ".join(parts + sorted(nodes[i] for i in range(len(nodes)) if i not in linked))
+
+
+def _node_parts(node: dict, vocab) -> tuple[str, object, tuple[str, ...]]:
+    noun = vocab.head("objects", " ".join(str(node.get("lemma") or node.get("noun") or "").lower().split()))
+    count = node.get("count")
+    count = None if count in (None, "") else str(count).lower()
+    attributes = tuple(vocab.head("attributes", " ".join(str(a).lower().split())) for a in node.get("attributes") or ())
+    return noun, count, attributes
+
+
+def _relation_head(relation: str, vocab) -> str:
+    return vocab.head("relations", " ".join(str(relation).lower().split()))
+
+
+def canonical_key(subgraph: dict, vocab) -> str:
+    """The canonical key of a sub-graph ({objects, relations}, the schema above): equal meaning
+    under `vocab`'s synonym groups gives equal keys, whatever the word order, articles or plural."""
+    nodes = [_node_string(*_node_parts(o, vocab)) for o in subgraph["objects"]]
+    relations = [(r["subject"], _relation_head(r["relation"], vocab), r["object"]) for r in subgraph["relations"]]
+    return _graph_string(nodes, relations)
+
+
+def graph_nodes(graph: dict) -> list[dict | None]:
+    """The sub-graph nodes of a parsed graph's entities (None for pronouns), as decompose makes them."""
+    return [None if is_pronoun(e) else object_node(e, i) for i, e in enumerate(graph["entities"])]
+
+
+def caption_key(graph: dict, vocab) -> str | None:
+    """The key of the whole caption graph (pronouns and the relations touching them left out)."""
+    nodes = graph_nodes(graph)
+    index = {i: k for k, i in enumerate(i for i, n in enumerate(nodes) if n is not None)}
+    if not index:
+        return None
+    relations = [
+        {"subject": index[r["subject"]], "object": index[r["object"]], "relation": r["relation"]}
+        for r in graph["relations"]
+        if r["subject"] != r["object"] and r["subject"] in index and r["object"] in index
+    ]
+    return canonical_key({"objects": [n for n in nodes if n is not None], "relations": relations}, vocab)
+
+
+def _variants(node: dict, vocab) -> list[tuple[int, str]]:
+    """(words dropped, node string) for every weaker reading of a node: its noun or a hypernym,
+    with or without its count, with any subset of its attributes (capped, see
+    _KEY_ATTRIBUTE_SUBSETS)."""
+    from itertools import combinations
+
+    noun, count, attributes = _node_parts(node, vocab)
+    attributes = tuple(sorted(set(attributes)))
+    if len(attributes) <= _KEY_ATTRIBUTE_SUBSETS:
+        subsets = [c for k in range(len(attributes), -1, -1) for c in combinations(attributes, k)]
+    else:
+        subsets = [attributes] + [(a,) for a in attributes] + [()]
+    out = []
+    for n_drop, name in enumerate((noun, *vocab.broader("objects", noun))):
+        for c_drop, c in enumerate((count, None) if count is not None else (None,)):
+            for subset in subsets:
+                out.append((min(n_drop, 1) + c_drop + len(attributes) - len(subset), _node_string(name, c, subset)))
+    return out
+
+
+def subgraph_keys(graph: dict, vocab, max_keys: int = MAX_KEYS) -> list[str]:
+    """The keys of every sub-graph the decomposition can produce from a parsed graph, and of
+    every weaker reading of one (attribute subsets, the noun's hypernyms, the count dropped, the
+    relation's hypernyms): one object, or two objects and one relation; the whole caption's key
+    first. When there are more than `max_keys`, those that drop the fewest words are kept (then
+    graph order), so the exact sub-graphs always are."""
+    nodes = graph_nodes(graph)
+    ranked: dict[str, tuple[int, int]] = {}
+    order = 0
+
+    def add(key: str, dropped: int) -> None:
+        nonlocal order
+        if key not in ranked or dropped < ranked[key][0]:
+            ranked[key] = (dropped, ranked[key][1] if key in ranked else order)
+            order += 1
+
+    whole = caption_key(graph, vocab)
+    if whole is not None:
+        add(whole, -1)
+    variants = [None if n is None else _variants(n, vocab) for n in nodes]
+    for v in variants:
+        for dropped, name in v or ():
+            add(name, dropped)
+    for rel in graph["relations"]:
+        s, o = rel["subject"], rel["object"]
+        if s == o or variants[s] is None or variants[o] is None:
+            continue
+        head = _relation_head(rel["relation"], vocab)
+        for r_drop, name in enumerate((head, *vocab.broader("relations", head))):
+            for ds, vs in variants[s]:
+                for do, vo in variants[o]:
+                    add(f"{vs} >{name}> {vo}", ds + do + min(r_drop, 1))
+    keys = sorted(ranked, key=lambda k: ranked[k])
+    return keys[:max_keys]

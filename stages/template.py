@@ -3,11 +3,15 @@
 Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none). Writes
 
     texts: {
-      positives: [{text, kind: "caption"|"object"|"relation", subgraph: int|null}],
+      positives: [{text, kind: "caption"|"object"|"relation", subgraph: int|null, key: str|null}],
       negatives: [{text, positive: int|null, kind: "graph"|"text", category, transform,
-                   slot, from, to}]
+                   slot, from, to, key: str|null}]
     }
 
+- `key`: the canonical key of the text's (sub-)graph (`subgraph.canonical_key`): the one decompose
+  or negate wrote, else computed with this vocabulary; the caption's is its whole graph's; null for
+  caption-level text negatives and for a caption without a graph. A text is a positive of an image
+  when its key is in the image's `subgraph_keys`.
 - The caption positive is the caption as written (subgraph null); sub-graph positives say which
   `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
 - Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories;
@@ -31,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from mosaictool.errors import RecordError
-from mosaictool.stages.subgraph import check_subgraphs, indefinite_article, normalize_text, record_rng
+from mosaictool.stages.subgraph import canonical_key, caption_key, check_subgraphs, indefinite_article, normalize_text, record_rng
 
 ATTRIBUTE_ORDER = (
     "position", "quality", "emotion", "size", "age", "state", "shape", "texture", "colour", "pattern", "material",
@@ -174,7 +178,14 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             continue
         norms[norm] = position_of[i] = len(positives)
         kind = sg.get("kind") if sg.get("kind") in ("caption", "object", "relation") else "object"
-        positives.append({"text": text, "kind": kind, "subgraph": None if kind == "caption" else i})
+        if "key" in sg:
+            key = sg["key"]
+        elif kind == "caption":
+            graph = record.get("graph")
+            key = caption_key(graph, vocab) if isinstance(graph, dict) and isinstance(graph.get("entities"), list) else None
+        else:
+            key = canonical_key(sg, vocab)
+        positives.append({"text": text, "kind": kind, "subgraph": None if kind == "caption" else i, "key": key})
 
     negatives, seen = [], set(norms)
     for neg in record.get("negatives") or []:
@@ -199,6 +210,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             "slot": neg.get("slot"),
             "from": neg.get("from"),
             "to": neg.get("to"),
+            "key": (neg.get("key") or canonical_key(neg["graph"], vocab)) if neg["kind"] == "graph" else None,
         })
     return {**record, "texts": {"positives": positives, "negatives": negatives}}
 

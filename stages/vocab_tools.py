@@ -2,7 +2,13 @@
 annotation files (`vocab import-vg`, as MosaiCLIP App. B: names with at least 30 instances).
 
 Groups, categories and types come from a base vocabulary (the shipped one by default); names it
-does not know get "other". Antonym pairs are kept when both sides are in the new vocabulary.
+does not know get "other" (or are left out with `only_known`). Antonym pairs are kept when both
+sides are in the new vocabulary; the base's synonym and hypernym rows for every kept name are kept.
+
+`vocab build` leaves out what a parser makes of words that are no objects or relations (`debris`):
+spatial nouns ("to the right of" read as an entity "right"), colour words as objects ("an orange
+cross" read as the compound noun "orange cross", or a bare "purple"), and bare prepositions as
+relations ("of", "to").
 """
 
 from __future__ import annotations
@@ -19,6 +25,26 @@ from mosaictool.vocab import load as load_vocab
 
 VG_FILES = ("objects.json", "attributes.json", "relationships.json")
 _SPACE = re.compile(r"\s+")
+SPATIAL_NOUNS = frozenset("left right top bottom front back side middle center centre rear edge corner".split())
+BARE_PREPOSITIONS = frozenset("of to for from as than about like per via".split())
+# Colour words the parser may make nouns of, on top of the base vocabulary's colour attributes.
+COLOUR_WORDS = frozenset(
+    "red green blue yellow purple orange white black grey gray brown pink violet cyan magenta beige tan".split()
+)
+
+
+def is_debris(kind: str, name: str, base: Vocab) -> bool:
+    """Whether a parsed name is parser debris rather than a word of its kind (module docstring)."""
+    words = name.split()
+    if kind == "relations":
+        return name in BARE_PREPOSITIONS
+    if kind == "attributes":
+        return name in SPATIAL_NOUNS
+    colours = COLOUR_WORDS | {n for n, c in base.attributes.items() if c == "colour"}
+    if name in colours or not SPATIAL_NOUNS.isdisjoint(words):
+        return True
+    # "orange cross": a colour and a noun the parser fused; the noun alone is the object
+    return len(words) > 1 and words[0] in colours
 
 
 def clean_name(name) -> str:
@@ -28,15 +54,24 @@ def clean_name(name) -> str:
     return _SPACE.sub(" ", name).strip().lower()
 
 
-def _assemble(counts: dict[str, Counter], min_count: int, base: Vocab, top_relations: int | None = None) -> Vocab:
-    def keep(counter: Counter, limit: int | None = None) -> dict[str, int]:
-        items = sorted(((n, c) for n, c in counter.items() if n and c >= min_count), key=lambda x: (-x[1], x[0]))
+def _assemble(
+    counts: dict[str, Counter], min_count: int, base: Vocab, top_relations: int | None = None,
+    drop_debris: bool = False, only_known: bool = False,
+) -> Vocab:
+    def keep(kind: str, limit: int | None = None) -> dict[str, int]:
+        known = getattr(base, kind)
+        items = sorted(
+            ((n, c) for n, c in counts[kind].items()
+             if n and c >= min_count and not (drop_debris and is_debris(kind, n, base)) and not (only_known and n not in known)),
+            key=lambda x: (-x[1], x[0]),
+        )
         return dict(items[:limit] if limit else items)
 
-    objects = keep(counts["objects"])
-    attributes = keep(counts["attributes"])
-    relations = keep(counts["relations"], top_relations)
+    objects = keep("objects")
+    attributes = keep("attributes")
+    relations = keep("relations", top_relations)
     names = set(objects) | set(attributes) | set(relations)
+    kept = {"objects": objects, "attributes": attributes, "relations": relations}
     return Vocab(
         objects={n: base.objects.get(n, UNKNOWN) for n in objects},
         attributes={n: base.attributes.get(n, UNKNOWN) for n in attributes},
@@ -44,6 +79,8 @@ def _assemble(counts: dict[str, Counter], min_count: int, base: Vocab, top_relat
         antonym_pairs=[(a, b) for a, b in base.antonym_pairs if a in names and b in names],
         plurals=dict(base.plurals),
         counts={"objects": objects, "attributes": attributes, "relations": relations},
+        synonyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.synonyms.items()},
+        hypernyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.hypernyms.items()},
     )
 
 
@@ -53,9 +90,12 @@ def check_graph(record: dict) -> None:
         raise RecordError("missing 'graph' with 'entities' (run `mosaictool parse` first)")
 
 
-def build_from_graphs(records: Iterable[dict], *, min_count: int = 30, base: Vocab | None = None) -> Vocab:
+def build_from_graphs(
+    records: Iterable[dict], *, min_count: int = 30, base: Vocab | None = None, keep_debris: bool = False, only_known: bool = False,
+) -> Vocab:
     """Objects (lemma of each entity's head), attributes and relations (as written) seen at least
-    `min_count` times in `parse` output."""
+    `min_count` times in `parse` output; parser debris left out unless `keep_debris`; with
+    `only_known`, only the names `base` knows (a closed vocabulary, such as the world's)."""
     base = base or load_vocab()
     counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
     for record in records:
@@ -64,7 +104,7 @@ def build_from_graphs(records: Iterable[dict], *, min_count: int = 30, base: Voc
             counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
             counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
         counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
-    return _assemble(counts, min_count, base)
+    return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known)
 
 
 def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:

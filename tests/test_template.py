@@ -79,12 +79,12 @@ def test_texts_schema_indices_and_dedup():
     }
     texts = template_record(rec, VOCAB)["texts"]
     assert texts["positives"] == [
-        {"text": "A red car.", "kind": "caption", "subgraph": None},
-        {"text": "a tree", "kind": "object", "subgraph": 2},
+        {"text": "A red car.", "kind": "caption", "subgraph": None, "key": None},  # no graph: no key
+        {"text": "a tree", "kind": "object", "subgraph": 2, "key": "tree"},
     ]
     assert texts["negatives"] == [
         {"text": "a blue car", "positive": 0, "kind": "graph", "category": "obj", "transform": "f_obj",
-         "slot": "objects[0].attributes[0]", "from": "red", "to": "blue"},
+         "slot": "objects[0].attributes[0]", "from": "red", "to": "blue", "key": "car[blue]"},
     ]
 
 
@@ -191,6 +191,8 @@ def test_pipeline_end_to_end(tmp_path):
     out = [json.loads(x) for x in data.splitlines()]
     assert [r["id"] for r in out] == [0, 1]
     for r in out:
-        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None}
+        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None, "key": r["subgraph_keys"][0]}
+        assert all(p["key"] in r["subgraph_keys"] for p in r["texts"]["positives"])
+        assert all((n["key"] is None) == (n["kind"] == "text") for n in r["texts"]["negatives"])
         kinds = {n["kind"] for n in r["texts"]["negatives"]}
         assert kinds == {"graph", "text"}

@@ -8,6 +8,14 @@ A vocabulary is a folder of tab-separated files, each with a header line:
     relations.tsv    name  type      [count]   type = spatial, action, possessive, comparative
     antonyms.tsv     a     b                   optional; symmetric pairs of any of the three kinds
     plurals.tsv      singular  plural          optional; irregular plurals (the shipped list if absent)
+    synonyms.tsv     kind  name  head          optional; `name` means the same as `head` (kind: objects,
+                                               attributes or relations); a head stands for its group
+    hypernyms.tsv    kind  name  hypernym      optional; `hypernym` is true of every `name` ("star" ->
+                                               "shape"), transitively
+
+Synonym groups and hypernyms keep negatives false: `negate` never replaces a word by one of its own
+group, its hypernyms or its hyponyms (`Vocab.unsafe`), and canonical sub-graph keys name a word by
+its group's head (`Vocab.head`), so that equal meaning gives equal keys.
 
 Names are lower-case; relations are written as they read between two noun phrases ("next to",
 "sitting on"). This folder holds the default vocabulary, written for mosaictool (no WordNet):
@@ -30,7 +38,7 @@ UNKNOWN = "other"  # group / category / type of a name whose kind is not known
 _KINDS = (("objects", "group"), ("attributes", "category"), ("relations", "type"))
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: its lookups are cached per instance
 class Vocab:
     objects: dict[str, str]  # name -> group
     attributes: dict[str, str]  # name -> category
@@ -39,6 +47,72 @@ class Vocab:
     plurals: dict[str, str] = field(default_factory=dict)  # irregular singular -> plural
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> name -> count
     source: str = ""
+    synonyms: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> name -> head
+    hypernyms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # kind -> name -> hypernyms
+
+    def head(self, kind: str, name: str) -> str:
+        """The head of `name`'s synonym group (the name itself when it has none)."""
+        return self._heads(kind).get(name, name)
+
+    def broader(self, kind: str, name: str) -> tuple[str, ...]:
+        """The heads of every hypernym of `name`, transitively, in a fixed order."""
+        return self._broader(kind).get(self.head(kind, name), ())
+
+    def unsafe(self, kind: str, name: str) -> frozenset[str]:
+        """Every word that may be true whenever `name` is, or that `name` may be true of: its synonym
+        group, its hypernyms' groups and its hyponyms' groups. A replacement drawn from these would
+        not make a negative."""
+        return self._unsafe(kind).get(self.head(kind, name), frozenset((name,)))
+
+    @functools.lru_cache(maxsize=None)
+    def _heads(self, kind: str) -> dict[str, str]:
+        table = self.synonyms.get(kind, {})
+        heads = {}
+        for name in table:
+            head, seen = name, set()
+            while head in table and head not in seen:  # chains resolve to their end; cycles stop
+                seen.add(head)
+                head = table[head]
+            heads[name] = head
+        return heads
+
+    @functools.lru_cache(maxsize=None)
+    def _members(self, kind: str) -> dict[str, frozenset[str]]:
+        out: dict[str, set[str]] = {}
+        for name, head in self._heads(kind).items():
+            out.setdefault(head, {head}).add(name)
+        return {h: frozenset(m) for h, m in out.items()}
+
+    @functools.lru_cache(maxsize=None)
+    def _broader(self, kind: str) -> dict[str, tuple[str, ...]]:
+        direct: dict[str, set[str]] = {}
+        for name, hypers in self.hypernyms.get(kind, {}).items():
+            direct.setdefault(self.head(kind, name), set()).update(self.head(kind, h) for h in hypers)
+        out = {}
+        for start in direct:
+            found, todo = [], [start]
+            while todo:
+                for h in sorted(direct.get(todo.pop(), ())):
+                    if h != start and h not in found:
+                        found.append(h)
+                        todo.append(h)
+            out[start] = tuple(found)
+        return out
+
+    @functools.lru_cache(maxsize=None)
+    def _unsafe(self, kind: str) -> dict[str, frozenset[str]]:
+        members = self._members(kind)
+        related: dict[str, set[str]] = {}
+        for head, hypers in self._broader(kind).items():
+            for h in hypers:
+                related.setdefault(head, {head}).add(h)
+                related.setdefault(h, {h}).add(head)  # the hyponym side
+        for head in members:
+            related.setdefault(head, {head})
+        return {
+            head: frozenset(w for h in heads for w in members.get(h, (h,)))
+            for head, heads in related.items()
+        }
 
     # Sorted tuples, so that sampling with a seeded RNG is reproducible across runs and machines.
     @functools.cached_property
@@ -184,6 +258,15 @@ def _load(folder: Path) -> Vocab:
     if not plurals_path.exists():
         plurals_path = DEFAULT_DIR / "plurals.tsv"
     plurals = {r["singular"].lower(): r["plural"].lower() for r in _read_tsv(plurals_path, ("singular", "plural"))}
+    synonyms: dict[str, dict[str, str]] = {}
+    if (folder / "synonyms.tsv").exists():
+        for r in _read_tsv(folder / "synonyms.tsv", ("kind", "name", "head")):
+            synonyms.setdefault(_kind(r["kind"], folder / "synonyms.tsv"), {})[r["name"].lower()] = r["head"].lower()
+    hypernyms: dict[str, dict[str, tuple[str, ...]]] = {}
+    if (folder / "hypernyms.tsv").exists():
+        for r in _read_tsv(folder / "hypernyms.tsv", ("kind", "name", "hypernym")):
+            table = hypernyms.setdefault(_kind(r["kind"], folder / "hypernyms.tsv"), {})
+            table[r["name"].lower()] = table.get(r["name"].lower(), ()) + (r["hypernym"].lower(),)
     return Vocab(
         objects=tables["objects"],
         attributes=tables["attributes"],
@@ -192,7 +275,15 @@ def _load(folder: Path) -> Vocab:
         plurals=plurals,
         counts=counts,
         source=str(folder),
+        synonyms=synonyms,
+        hypernyms=hypernyms,
     )
+
+
+def _kind(value: str, path: Path) -> str:
+    if value not in ("objects", "attributes", "relations"):
+        raise MosaicError(f"{path}: kind {value!r} must be objects, attributes or relations")
+    return value
 
 
 def save(vocab: Vocab, folder: str | os.PathLike) -> None:
@@ -212,6 +303,12 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
         _write_text(folder / f"{kind}.tsv", "\n".join(lines) + "\n")
     _write_text(folder / "antonyms.tsv", "a\tb\n" + "".join(f"{a}\t{b}\n" for a, b in vocab.antonym_pairs))
     _write_text(folder / "plurals.tsv", "singular\tplural\n" + "".join(f"{s}\t{p}\n" for s, p in vocab.plurals.items()))
+    _write_text(folder / "synonyms.tsv", "kind\tname\thead\n" + "".join(
+        f"{kind}\t{name}\t{head}\n" for kind in sorted(vocab.synonyms) for name, head in sorted(vocab.synonyms[kind].items())
+    ))
+    _write_text(folder / "hypernyms.tsv", "kind\tname\thypernym\n" + "".join(
+        f"{kind}\t{name}\t{h}\n" for kind in sorted(vocab.hypernyms) for name, hs in sorted(vocab.hypernyms[kind].items()) for h in hs
+    ))
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -20,6 +20,11 @@ def decompose_cli(
     ] = True,
     seed: Annotated[int, typer.Option(help="Seed of the per-caption sample.")] = 0,
     text_key: Annotated[str, typer.Option(help="Field holding the caption.")] = "caption",
+    vocab: Annotated[
+        Optional[str],
+        typer.Option("--vocab", help="Vocabulary folder whose synonym groups name the keys (default: shipped); use negate's and template's."),
+    ] = None,
+    max_keys: Annotated[int, typer.Option(help="Most sub-graph keys per record (those dropping the fewest words are kept).")] = 256,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -28,23 +33,34 @@ def decompose_cli(
     Reads the output of `mosaictool parse`; adds `subgraphs`: every object with its attributes and
     every pair of objects joined by one relation (with attributes), deduplicated, at most --max of
     them, after the whole caption (kind "caption") unless --no-caption. `mosaictool template`
-    turns them into sentences.
+    turns them into sentences. Every sub-graph gets its canonical `key`, and the record
+    `subgraph_keys`: the keys of all its sub-graphs (not only the sampled ones) and their weaker
+    readings, which decide which batch texts are positives of the image (MosaiCLIP's P(i)).
 
     Examples:
 
       mosaictool parse caps.jsonl | mosaictool decompose --max 3 > subgraphs.jsonl
 
       mosaictool decompose --max 5 --no-caption graphs.jsonl -o subgraphs.parquet
+
+      mosaictool decompose --vocab worldvocab/ graphs.jsonl -o subgraphs.jsonl
     """
     from mosaictool.stages.decompose import decompose, make_check
 
+    from mosaictool.vocab import load
+
     if max_subgraphs < 1:
         raise MosaicError("--max must be at least 1")
+    if max_keys < 1:
+        raise MosaicError("--max-keys must be at least 1")
+    loaded = load(vocab)
     run_record_stage(
         input=input,
         output=output,
         check=make_check(text_key, caption),
-        transform=lambda recs: decompose(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed, text_key=text_key),
+        transform=lambda recs: decompose(
+            recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed, text_key=text_key, vocab=loaded, max_keys=max_keys,
+        ),
         skip_bad=skip_bad,
         quiet=quiet,
         desc="decompose",

@@ -59,18 +59,32 @@ def build_cli(
     output: OutDirOpt,
     min_count: Annotated[int, typer.Option(help="Keep names seen at least this many times.")] = 30,
     base: Annotated[
-        Optional[str], typer.Option(help="Vocabulary whose groups / categories / types label the new names (default: shipped).")
+        Optional[str],
+        typer.Option(help="Vocabulary whose groups / categories / types, synonyms and hypernyms label the new names "
+                          "(default: shipped; 'world': the synthetic world's own words)."),
     ] = None,
+    only_known: Annotated[
+        bool, typer.Option("--only-known", help="Keep only names the base vocabulary knows (a closed vocabulary such as the world's).")
+    ] = False,
+    keep_debris: Annotated[
+        bool, typer.Option("--keep-debris", help="Keep parser debris: spatial nouns, colour words as objects, bare prepositions as relations.")
+    ] = False,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Build a vocabulary from your own parsed captions (the output of `mosaictool parse`).
 
     Objects are entity head lemmas, attributes the entities' adjectives, relations as written.
+    Parser debris is left out (objects "right", "purple", "orange cross"; relations "of", "to")
+    unless --keep-debris. The base's synonym and hypernym rows of the kept names are written too
+    (synonyms.tsv, hypernyms.tsv), so that negate never replaces a word by one that means the same
+    or more.
 
-    Example:
+    Examples:
 
       mosaictool parse caps.jsonl | mosaictool vocab build - --min-count 30 -o myvocab/
+
+      mosaictool vocab build world-graphs.jsonl --base world --only-known --min-count 20 -o worldvocab/
     """
     from mosaictool.io import Skips, progress, read_records
     from mosaictool.stages.vocab_tools import build_from_graphs, check_graph
@@ -78,10 +92,10 @@ def build_cli(
 
     if min_count < 1:
         raise MosaicError("--min-count must be at least 1")
-    base_vocab = load(base)
+    base_vocab = _base(base)
     skips = Skips(enabled=skip_bad)
     records = progress(read_records(input, skips=skips, check=check_graph), desc="vocab build", unit="caption", quiet=quiet)
-    built = build_from_graphs(records, min_count=min_count, base=base_vocab)
+    built = build_from_graphs(records, min_count=min_count, base=base_vocab, keep_debris=keep_debris, only_known=only_known)
     skips.report()
     save(built, output)
     _report(built, output)
@@ -113,6 +127,16 @@ def import_vg_cli(
     built = import_vg(vg_dir, min_count=min_count, top_relations=top_relations or None, base=load(base))
     save(built, output)
     _report(built, output)
+
+
+def _base(base: str | None):
+    if base == "world":
+        from mosaictool.world.vocab import base_vocab
+
+        return base_vocab()
+    from mosaictool.vocab import load
+
+    return load(base)
 
 
 def _report(v, output: str) -> None:

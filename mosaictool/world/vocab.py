@@ -68,3 +68,55 @@ def held_out_relation_facts() -> frozenset[tuple[str, str, str]]:
         facts.add((s, r, o))
         facts.add((o, CONVERSE[r], s))
     return frozenset(facts)
+
+
+# --- the world's words as a vocabulary (for `vocab build --base world` and the audit) ----------
+# A caption word means one thing in the world: a shape, a colour, a size, a texture or a predicate.
+# "sits above" is "above" (the captions' fourth relation form).
+SITS = "sits "
+
+
+def word_meanings() -> dict[str, dict[str, str]]:
+    """kind -> caption word -> its canonical world word (the first of its synonym list); the generic
+    nouns ("shape", "object") mean "shape": any shape."""
+    objects = {w: shape for shape, words in SHAPE_WORDS.items() for w in words}
+    objects.update({g: "shape" for g in GENERIC_NOUNS})
+    attributes = {c: c for c in COLOURS}
+    for table in (SIZE_WORDS, TEXTURE_WORDS):
+        attributes.update({w: value for value, words in table.items() for w in words})
+    relations = {}
+    for pred, words in RELATION_WORDS.items():
+        for w in words:
+            relations[w] = relations[SITS + w] = pred
+    return {"objects": objects, "attributes": attributes, "relations": relations}
+
+
+def attribute_kind(word: str) -> str | None:
+    """Which scene attribute a caption adjective names (colour, size, texture), or None."""
+    meaning = word_meanings()["attributes"].get(word)
+    if meaning is None:
+        return None
+    return "colour" if meaning in COLOURS else "size" if meaning in SIZES else "texture"
+
+
+def base_vocab():
+    """The world's own vocabulary, with its synonym groups (SHAPE_WORDS, SIZE_WORDS, TEXTURE_WORDS,
+    RELATION_WORDS), hypernyms (every shape is a "shape" / "object") and antonyms (left / right,
+    above / below: the same axis), as the base of `vocab build --base world`."""
+    from mosaictool.vocab import Vocab, load
+
+    meanings = word_meanings()
+    categories = {"colour": COLOURS, "size": SIZES, "texture": TEXTURES}
+    synonyms = {kind: {w: m for w, m in table.items() if w != m} for kind, table in meanings.items()}
+    synonyms["objects"] = {w: m for w, m in meanings["objects"].items() if w != m and w not in GENERIC_NOUNS}
+    synonyms["objects"]["object"] = "shape"
+    return Vocab(
+        objects={w: "shape" for w in meanings["objects"]},
+        attributes={w: next(c for c, values in categories.items() if m in values) for w, m in meanings["attributes"].items()},
+        relations={w: "spatial" for w in meanings["relations"]},
+        antonym_pairs=[(a, CONVERSE[a]) for a in RELATIONS if RELATIONS.index(a) < RELATIONS.index(CONVERSE[a])],
+        plurals={**load().plurals, **{w: SHAPE_PLURALS[w] for w in SHAPE_PLURALS}},
+        source="world",
+        synonyms=synonyms,
+        hypernyms={"objects": {shape: ("shape",) for shape in SHAPES}},
+    )
