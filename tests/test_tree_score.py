@@ -305,6 +305,8 @@ def test_bootstrap_ci():
     mean, lo, hi = ts.bootstrap_ci(np.random.default_rng(0).normal(1.0, 1.0, size=400), seed=0)
     assert lo < mean < hi and lo < 1.0 < hi and hi - lo == pytest.approx(2 * 1.96 / 20, rel=0.2)
     assert ts.bootstrap_ci([2.0])[0] == 2.0
+    values = np.random.default_rng(1).normal(0.0, 1.0, size=50)
+    assert ts.bootstrap_ci(values, seed=3) == ts.bootstrap_ci(values, seed=3) != ts.bootstrap_ci(values, seed=4)
 
 
 # --- CLI ----------------------------------------------------------------------------------------
