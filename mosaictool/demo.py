@@ -303,6 +303,8 @@ def column_value(rows: list[dict], model: str, subtask: str, metric: str) -> flo
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% t-interval over seeds (NaN with a single value)."""
+    from scipy import stats
+
     values = [v for v in values if not math.isnan(v)]
     n = len(values)
     if n == 0:
@@ -310,9 +312,38 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
     mean = sum(values) / n
     if n == 1:
         return mean, float("nan")
-    t95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 1.96)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean, t95 * sd / math.sqrt(n)
+    return mean, float(stats.t.ppf(0.975, n - 1) * stats.sem(values))
+
+
+def paired_diff(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """b - a paired by seed: mean difference, half-width of its 95% t-interval, and the paired t-test's
+    two-sided p (scipy.stats.ttest_rel); NaN where fewer than two pairs have both values."""
+    from scipy import stats
+
+    pairs = [(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
+    if len(pairs) < 2:
+        return float("nan"), float("nan"), float("nan")
+    x, y = zip(*pairs)
+    test = stats.ttest_rel(y, x)
+    low, high = test.confidence_interval(0.95)
+    return float(sum(y) - sum(x)) / len(pairs), float(high - low) / 2, float(test.pvalue)
+
+
+def paired_markdown(rows: list[dict], groups: dict[str, list[str]], reference: str = "CLIP") -> str:
+    """Each fine-tuned method minus `reference`, paired by seed (seed s of both starts from the same base
+    and sees the same batches), per column: difference ± 95% CI (p of the paired t-test)."""
+    lines = ["| method − " + reference + " | " + " | ".join(c for c, _, _ in COLUMNS) + " |",
+             "|---|" + "---|" * len(COLUMNS)]
+    for method, models in groups.items():
+        if method == reference or len(models) != len(groups.get(reference, [])) or len(models) < 2:
+            continue
+        cells = []
+        for col, sub, metric in COLUMNS:
+            d, half, p = paired_diff([column_value(rows, m, sub, metric) for m in groups[reference]],
+                                     [column_value(rows, m, sub, metric) for m in models])
+            cells.append("–" if math.isnan(d) else f"{100 * d:+.1f} ± {100 * half:.1f} (p={p:.2g})")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def summarise(rows: list[dict], groups: dict[str, list[str]]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -440,6 +471,8 @@ def run_demo(cfg: DemoConfig) -> dict:
         "",
         table,
         "",
+        *([f"Paired by seed ({cfg.seeds} seeds), each method minus CLIP fine-tuning: difference ± 95% CI "
+           "(p of the paired t-test).", "", paired, ""] if (paired := paired_markdown(rows, groups)) else []),
         "WiSE-FT (MosaiCLIP seed 0, image tower): alpha -> compositionality / recognition",
         "",
         "| alpha | comp | recognition |",

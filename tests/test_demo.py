@@ -6,15 +6,36 @@ import orjson
 import pytest
 
 from mosaictool.cli import app
-from mosaictool.demo import COLUMNS, METHODS, column_value, mean_ci, table_markdown
+from mosaictool.demo import COLUMNS, METHODS, column_value, mean_ci, paired_diff, paired_markdown, table_markdown
 
 
 def test_mean_ci_uses_the_t_interval():
     mean, half = mean_ci([0.5, 0.6, 0.7])
     assert mean == pytest.approx(0.6)
-    assert half == pytest.approx(4.303 * 0.1 / 3**0.5)
+    assert half == pytest.approx(4.30265 * 0.1 / 3**0.5, rel=1e-5)  # t(0.975, 2 df)
+    mean, half = mean_ci([i / 10 for i in range(12)])  # past any printed t-table: t(0.975, 11 df), not 1.96
+    assert half == pytest.approx(2.20099 * (13 / 12) ** 0.5 / 10, rel=1e-5)
     mean, half = mean_ci([0.4])
     assert mean == 0.4 and half != half  # one seed: no interval
+
+
+def test_paired_diff_is_the_paired_t_test():
+    # differences 0.10, 0.20, 0.05: mean 0.1167, sd 0.07638, t = 2.6458 on 2 df
+    diff, half, p = paired_diff([0.5, 0.6, 0.7], [0.6, 0.8, 0.75])
+    assert diff == pytest.approx(0.116667, rel=1e-4)
+    assert half == pytest.approx(4.30265 * 0.076376 / 3**0.5, rel=1e-4)
+    assert p == pytest.approx(0.11808, rel=1e-3)
+    assert all(v != v for v in paired_diff([0.5, float("nan")], [0.6, 0.7]))  # one pair left: no test
+
+
+def test_paired_table_compares_each_method_with_clip_by_seed():
+    # NegCLIP - CLIP by seed: 0.10, 0.11, 0.10 -> +10.3 ± 4.30265 * 0.00333 = 1.4 points, t = 31 on 2 df
+    rows = [{"model": f"{m}-s{s}", "subtask": sub, "metric": metric, "value": v + 0.01 * s + (m == "NegCLIP") * 0.01 * (s == 1)}
+            for m, v in (("CLIP", 0.5), ("NegCLIP", 0.6)) for s in range(3) for _, sub, metric in COLUMNS]
+    table = paired_markdown(rows, {"CLIP": ["CLIP-s0", "CLIP-s1", "CLIP-s2"],
+                                   "NegCLIP": ["NegCLIP-s0", "NegCLIP-s1", "NegCLIP-s2"]})
+    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p=0.001)"] * len(COLUMNS)) + " |"
+    assert paired_markdown(rows, {"CLIP": ["CLIP-s0"], "NegCLIP": ["NegCLIP-s0"]}) == ""  # one seed: no table
 
 
 def test_column_value_averages_a_family_and_skips_nan():
