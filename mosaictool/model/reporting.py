@@ -1,0 +1,109 @@
+"""Training loggers for `train --report-to tensorboard,wandb` (off by default), as open_clip_train offers.
+
+The loop hands its per-step metrics dict to `Reporter.log_step`; every number in it is logged under
+`train/` (the loss and each named term of the method's loss, the learning rate, the logit scale,
+samples/s, texts per image), plus texts/s (samples/s x texts per image) and, on CUDA, the GPU memory
+allocated now and at its peak (`gpu/`). `log_eval` logs an evaluation headline under `eval/` for loops
+that evaluate. TensorBoard event files go to `RUN/tensorboard/`; wandb runs are written under `RUN/`
+(its own settings, e.g. WANDB_MODE=offline or WANDB_PROJECT, apply). Only the main rank reports.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+
+TARGETS = ("tensorboard", "wandb")
+_NOT_SCALARS = {"step", "epoch"}  # the x axis, not a curve
+
+
+def parse_report_to(value: str | None) -> list[str]:
+    """'tensorboard,wandb' -> ['tensorboard', 'wandb']; '' / 'none' / None -> []."""
+    names = [v.strip().lower() for v in (value or "").split(",") if v.strip()]
+    if names == ["none"]:
+        return []
+    bad = [n for n in names if n not in TARGETS]
+    if bad:
+        raise MosaicError(f"--report-to {bad[0]!r}: choose tensorboard, wandb or both (tensorboard,wandb)")
+    return list(dict.fromkeys(names))
+
+
+class Reporter:
+    """Logs one training run to the chosen targets; `Reporter([], ...)` does nothing."""
+
+    def __init__(self, targets: list[str], out: str | os.PathLike, *, config: dict | None = None,
+                 device: str = "cpu", start_step: int = 0):
+        self.targets = list(targets)
+        self.out = Path(out)
+        self.device = device
+        self._tb = None
+        self._wandb = None
+        if "tensorboard" in self.targets:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as e:
+                raise MosaicError(
+                    "--report-to tensorboard needs the tensorboard package: pip install 'mosaictool[log]' "
+                    "(or pip install tensorboard)"
+                ) from e
+            # a resumed run logs the steps after its checkpoint again: purge_step hides the first attempt's
+            self._tb = SummaryWriter(log_dir=str(self.out / "tensorboard"), purge_step=start_step + 1 if start_step else None)
+        if "wandb" in self.targets:
+            try:
+                import wandb
+            except ImportError as e:
+                raise MosaicError("--report-to wandb needs the wandb package: pip install wandb") from e
+            self._wandb = wandb.init(project=os.environ.get("WANDB_PROJECT", "mosaictool"), name=self.out.name,
+                                     dir=str(self.out), config=config or {}, resume="allow", id=_wandb_id(self.out))
+
+    def __bool__(self) -> bool:
+        return bool(self.targets)
+
+    def step_scalars(self, metrics: dict) -> dict[str, float]:
+        """What one step logs: metric name -> value."""
+        scalars = {f"train/{k}": float(v) for k, v in metrics.items()
+                   if k not in _NOT_SCALARS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if "samples_per_s" in metrics and "texts_per_image" in metrics and "texts_per_s" not in metrics:
+            scalars["train/texts_per_s"] = float(metrics["samples_per_s"] * metrics["texts_per_image"])
+        if self.device.startswith("cuda"):
+            import torch
+
+            if torch.cuda.is_available():
+                scalars["gpu/memory_allocated_gb"] = torch.cuda.memory_allocated(self.device) / 2**30
+                scalars["gpu/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(self.device) / 2**30
+        return scalars
+
+    def log_step(self, step: int, metrics: dict) -> None:
+        if self:
+            self._write(step, self.step_scalars(metrics))
+
+    def log_eval(self, step: int, headline: dict[str, float]) -> None:
+        """An evaluation's headline numbers (e.g. {'aro/VG-Relation/accuracy': 0.61}) at `step`."""
+        if self:
+            self._write(step, {f"eval/{k}": float(v) for k, v in headline.items()})
+
+    def _write(self, step: int, scalars: dict[str, float]) -> None:
+        scalars = {k: v for k, v in scalars.items() if not math.isnan(v)}
+        if self._tb is not None:
+            for name, value in scalars.items():
+                self._tb.add_scalar(name, value, step)
+        if self._wandb is not None:
+            self._wandb.log(scalars, step=step)
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
+
+
+def _wandb_id(out: Path) -> str:
+    """One wandb run per run folder, so `--resume` continues the same wandb run."""
+    import hashlib
+
+    return hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:16]
