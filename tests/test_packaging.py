@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +27,24 @@ def test_every_command_has_help(runner):
         result = runner.invoke(app, [name, "--help"])
         assert result.exit_code == 0, name
         assert len(result.stdout.strip().splitlines()) > 3, name
+
+
+def _command_paths(command, path=()):
+    yield list(path)
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _command_paths(sub, (*path, name))
+
+
+def test_every_command_and_subcommand_help_shows_an_example(runner):
+    import typer
+
+    example = re.compile(r"^\s+(\S+\s+\|\s+)?mosaictool\s+\S", re.M)  # an indented invocation, maybe piped into
+    paths = list(_command_paths(typer.main.get_command(app)))
+    assert ["vocab", "build"] in paths and ["train"] in paths
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], prog_name="mosaictool")
+        assert result.exit_code == 0, path
+        assert example.search(result.stdout), f"`mosaictool {' '.join(path)} --help` shows no example"
 
 
 def test_help_is_instant_and_imports_no_torch():

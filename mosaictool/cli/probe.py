@@ -132,9 +132,11 @@ def build_b(
 
 
 def register(app: typer.Typer) -> None:
-    probe = typer.Typer(help="The Probe paper's benchmarks (seed 004): build Probe-R / Probe-C / Probe-B from VG and COCO files.",
-                        no_args_is_help=True)
-    build = typer.Typer(help="Build one benchmark's JSONL (+ images for Probe-B) under --out.", no_args_is_help=True)
+    example = ("\n\nExample:\n\n  mosaictool probe build r --vg-relationships vg/relationships.json "
+               "--vg-image-data vg/image_data.json --images vg --out data")
+    probe = typer.Typer(help="The Probe paper's benchmarks (seed 004): build Probe-R / Probe-C / Probe-B from VG and COCO files."
+                        + example, no_args_is_help=True)
+    build = typer.Typer(help="Build one benchmark's JSONL (+ images for Probe-B) under --out." + example, no_args_is_help=True)
     build.command("r")(build_r)
     build.command("c")(build_c)
     build.command("b")(build_b)

@@ -148,7 +148,8 @@ def _report(v, output: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    sub = typer.Typer(help="Show, build and import the object / attribute / relation vocabularies.", no_args_is_help=True)
+    sub = typer.Typer(help="Show, build and import the object / attribute / relation vocabularies.\n\n"
+                      "Example:\n\n  mosaictool vocab build graphs.jsonl --min-count 30 -o myvocab/", no_args_is_help=True)
     sub.command("show")(show_cli)
     sub.command("build")(build_cli)
     sub.command("import-vg")(import_vg_cli)
