@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +118,19 @@ def test_unpickling_error_type_is_what_torch_raises(tmp_path):
     torch.save({"x": _RunsCode(tmp_path / "m")}, bad)
     with pytest.raises(pickle.UnpicklingError):
         torch.load(bad, weights_only=True)
+
+
+def test_other_files_get_the_right_message(tmp_path):
+    garbage = tmp_path / "notes.pt"
+    garbage.write_bytes(b"hello, this is not a checkpoint")
+    with pytest.raises(MosaicError, match="notes.pt: truncated or corrupt checkpoint"):
+        openclip.read_checkpoint(garbage)
+    archive = tmp_path / "openai-like.pt"  # a TorchScript archive, as OpenAI ships CLIP weights
+    with warnings.catch_warnings(), pytest.raises(MosaicError, match="openai-like.pt: not a mosaictool checkpoint; .* --pretrained"):
+        warnings.simplefilter("ignore")  # torch.jit's deprecation and its "dispatching to torch.jit.load"
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), archive)
+        openclip.read_checkpoint(archive)
+    plain = tmp_path / "plain.pt"
+    torch.save({"state_dict": {"w": torch.zeros(1)}}, plain)
+    with pytest.raises(MosaicError, match="plain.pt: not a mosaictool checkpoint"):
+        openclip.read_checkpoint(plain)
