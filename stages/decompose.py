@@ -4,7 +4,9 @@ Reads `graph` (from `parse`) and the caption; writes `subgraphs` (schema in
 `mosaictool.stages.subgraph`):
 
 - every sub-graph with one object and its attributes (pronouns such as "it" left out), and every sub-graph with two objects joined
-  by one relation (with their attributes), in graph order, duplicates removed;
+  by one relation (with their attributes), in graph order, duplicates removed; the parser's debris
+  is left out or repaired: place nouns as objects ("right"), bare prepositions as relations ("of"
+  for a lost "left of"), colour words fused into a noun ("orange cross" -> "cross", "orange");
 - when there are more than `max_subgraphs`, a sample of that many chosen from (seed, id) alone,
   kept in graph order;
 - first, unless `keep_caption` is False, the whole caption as the coarsest positive
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Iterator
 
 from mosaictool.errors import RecordError
 from mosaictool.stages.subgraph import (
-    MAX_KEYS, canonical_key, caption_key, is_pronoun, node_key, object_node, record_rng, subgraph_keys,
+    MAX_KEYS, canonical_key, caption_key, graph_nodes, node_key, record_rng, subgraph_keys, usable_relations,
 )
 
 DEFAULT_MAX = 3  # the paper's M
@@ -55,9 +57,10 @@ def make_check(text_key: str = "caption", keep_caption: bool = True):
     return check
 
 
-def candidate_subgraphs(graph: dict) -> list[dict]:
-    """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated."""
-    nodes = [None if is_pronoun(e) else object_node(e, i) for i, e in enumerate(graph["entities"])]
+def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
+    """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated,
+    without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`)."""
+    nodes = graph_nodes(graph, vocab)
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
     # The graph_key of each sub-graph, from the node keys computed once.
@@ -68,10 +71,8 @@ def candidate_subgraphs(graph: dict) -> list[dict]:
         if identity not in seen:
             seen.add(identity)
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
-    for rel in graph["relations"]:
+    for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if s == o or nodes[s] is None or nodes[o] is None:  # self-loops the parser rarely makes; pronouns
-            continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
@@ -94,7 +95,7 @@ def decompose_record(
 
         vocab = load()
     graph = record["graph"]
-    candidates = candidate_subgraphs(graph)
+    candidates = candidate_subgraphs(graph, vocab)
     if len(candidates) > max_subgraphs:
         rng = record_rng(seed, record["id"], "decompose")
         candidates = [candidates[i] for i in sorted(rng.sample(range(len(candidates)), max_subgraphs))]

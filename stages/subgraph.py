@@ -35,6 +35,18 @@ PRONOUNS = frozenset(
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
 SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
+# Parser debris (see `clean_node`, `is_bare_preposition`, and `vocab build`): nouns that name a
+# place rather than an object ("to the right of" read with an entity "right"), prepositions that
+# stand alone as a relation ("left of" read as "of"), colour words fused into a noun ("an orange
+# cross" read as the compound "orange cross").
+SPATIAL_NOUNS = frozenset("left right top bottom front back side middle center centre rear edge corner".split())
+BARE_PREPOSITIONS = frozenset("of to for from as than about like per via".split())
+COLOUR_WORDS = frozenset(
+    "red green blue yellow purple orange white black grey gray brown pink violet cyan magenta beige tan".split()
+)
+_DIRECTIONS = frozenset({"left", "right"})  # "star right": the direction of a lost "right of"
+# Of the place nouns, those that never name a part of a thing ("a yellow front" of a train is one).
+PLACE_ONLY = _DIRECTIONS | {"middle", "center", "centre"}
 
 
 def record_rng(seed: int, record_id, purpose: str) -> random.Random:
@@ -191,21 +203,59 @@ def canonical_key(subgraph: dict, vocab) -> str:
     return _graph_string(nodes, relations)
 
 
-def graph_nodes(graph: dict) -> list[dict | None]:
-    """The sub-graph nodes of a parsed graph's entities (None for pronouns), as decompose makes them."""
-    return [None if is_pronoun(e) else object_node(e, i) for i, e in enumerate(graph["entities"])]
+def clean_node(node: dict, colours: frozenset[str] = COLOUR_WORDS) -> dict | None:
+    """A node with the parser's debris taken out: None for a place noun ("right", "the middle");
+    a trailing direction dropped ("star right" -> "star"); leading colour words of a fused compound
+    moved to the attributes ("orange cross" -> "cross" with "orange")."""
+    words = node["lemma"].split()
+    if not words or node["lemma"] in PLACE_ONLY:
+        return None
+    drop_end = 1 if len(words) > 1 and words[-1] in _DIRECTIONS else 0
+    drop_start = 0
+    while drop_start < len(words) - drop_end - 1 and words[drop_start] in colours:
+        drop_start += 1
+    if not (drop_end or drop_start):
+        return node
+    lemma = " ".join(words[drop_start:len(words) - drop_end])
+    noun_words = node["noun"].split()
+    noun = " ".join(noun_words[drop_start:len(noun_words) - drop_end]) or lemma
+    attributes = list(node["attributes"]) + [w for w in words[:drop_start] if w not in node["attributes"]]
+    return {**node, "noun": noun, "lemma": lemma, "attributes": attributes}
+
+
+def is_bare_preposition(relation: str) -> bool:
+    return " ".join(str(relation).lower().split()) in BARE_PREPOSITIONS
+
+
+def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
+    """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns
+    and place nouns, fused colour compounds split (`clean_node`; `vocab`'s colour attributes count
+    as colour words too)."""
+    colours = COLOUR_WORDS
+    if vocab is not None:
+        colours = colours | {n for n, c in vocab.attributes.items() if c == "colour"}
+    return [None if is_pronoun(e) else clean_node(object_node(e, i), colours) for i, e in enumerate(graph["entities"])]
+
+
+def usable_relations(graph: dict, nodes: list[dict | None]) -> list[dict]:
+    """The relations a sub-graph can show: between two different kept nodes, not a bare
+    preposition (the parser's "of" for "left of" says nothing true)."""
+    return [
+        r for r in graph["relations"]
+        if r["subject"] != r["object"] and nodes[r["subject"]] is not None and nodes[r["object"]] is not None
+        and not is_bare_preposition(r["relation"])
+    ]
 
 
 def caption_key(graph: dict, vocab) -> str | None:
-    """The key of the whole caption graph (pronouns and the relations touching them left out)."""
-    nodes = graph_nodes(graph)
+    """The key of the whole caption graph (pronouns, debris and the relations touching them left out)."""
+    nodes = graph_nodes(graph, vocab)
     index = {i: k for k, i in enumerate(i for i, n in enumerate(nodes) if n is not None)}
     if not index:
         return None
     relations = [
         {"subject": index[r["subject"]], "object": index[r["object"]], "relation": r["relation"]}
-        for r in graph["relations"]
-        if r["subject"] != r["object"] and r["subject"] in index and r["object"] in index
+        for r in usable_relations(graph, nodes)
     ]
     return canonical_key({"objects": [n for n in nodes if n is not None], "relations": relations}, vocab)
 
@@ -236,7 +286,7 @@ def subgraph_keys(graph: dict, vocab, max_keys: int = MAX_KEYS) -> list[str]:
     relation's hypernyms): one object, or two objects and one relation; the whole caption's key
     first. When there are more than `max_keys`, those that drop the fewest words are kept (then
     graph order), so the exact sub-graphs always are."""
-    nodes = graph_nodes(graph)
+    nodes = graph_nodes(graph, vocab)
     ranked: dict[str, tuple[int, int]] = {}
     order = 0
 
@@ -253,10 +303,8 @@ def subgraph_keys(graph: dict, vocab, max_keys: int = MAX_KEYS) -> list[str]:
     for v in variants:
         for dropped, name in v or ():
             add(name, dropped)
-    for rel in graph["relations"]:
+    for rel in usable_relations(graph, nodes):
         s, o = rel["subject"], rel["object"]
-        if s == o or variants[s] is None or variants[o] is None:
-            continue
         head = _relation_head(rel["relation"], vocab)
         for r_drop, name in enumerate((head, *vocab.broader("relations", head))):
             for ds, vs in variants[s]:

@@ -20,17 +20,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from mosaictool.errors import MosaicError, RecordError
+from mosaictool.stages.subgraph import BARE_PREPOSITIONS, COLOUR_WORDS, SPATIAL_NOUNS
 from mosaictool.vocab import UNKNOWN, Vocab
 from mosaictool.vocab import load as load_vocab
 
 VG_FILES = ("objects.json", "attributes.json", "relationships.json")
 _SPACE = re.compile(r"\s+")
-SPATIAL_NOUNS = frozenset("left right top bottom front back side middle center centre rear edge corner".split())
-BARE_PREPOSITIONS = frozenset("of to for from as than about like per via".split())
-# Colour words the parser may make nouns of, on top of the base vocabulary's colour attributes.
-COLOUR_WORDS = frozenset(
-    "red green blue yellow purple orange white black grey gray brown pink violet cyan magenta beige tan".split()
-)
 
 
 def is_debris(kind: str, name: str, base: Vocab) -> bool:

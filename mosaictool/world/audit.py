@@ -1,0 +1,244 @@
+"""How truthful a texts file of the world is, measured against the world's own truth (`holds`).
+
+For every record (it carries its `scene`) the texts that `template` wrote are read back as world
+descriptions: a sub-graph's nouns, adjectives and relations through the world's word meanings
+(`vocab.word_meanings`). A word the world has no meaning for ("right" as an object, "of" as a
+relation, "orange cross" as one noun) makes the text *debris*: it cannot be checked, and it teaches
+nothing about the world. The audit counts, per transform:
+
+- negatives true of their own image (a negative should be false);
+- positives false of their own image (a positive should be true);
+- in simulated batches, texts of one image that are true of another image of the batch (what a
+  contrastive loss that treats them as negatives gets wrong), and how many of those the canonical
+  keys catch (the text's `key` is in the other image's `subgraph_keys`, MosaiCLIP's P(i));
+- graph negatives that carry debris.
+
+Caption-level text negatives (NegCLIP swaps, shuffles) have no graph: counted, never checked.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from mosaictool.world.captions import count_matching, holds
+from mosaictool.world.vocab import NUMBERS, attribute_kind, word_meanings
+
+BATCH_SIZE = 32
+BATCHES = 150
+
+
+class _Debris(Exception):
+    """A word the world has no meaning for."""
+
+
+def _words(text) -> str:
+    return " ".join(str(text or "").lower().split())
+
+
+def describe(graph: dict) -> tuple[list[dict], list[tuple], list[tuple[int, object]]] | None:
+    """A sub-graph ({objects, relations}) as `holds`'s descriptions and relations, plus count
+    conditions (object index, count word); None for a description no object can fit ("a red blue
+    star"). Raises _Debris on a word the world does not know."""
+    meanings = word_meanings()
+    descs, counts = [], []
+    for k, node in enumerate(graph["objects"]):
+        noun = _words(node.get("lemma") or node.get("noun"))
+        shape = meanings["objects"].get(noun, meanings["objects"].get(_words(node.get("noun"))))
+        if shape is None:
+            raise _Debris(noun)
+        desc: dict = {} if shape == "shape" else {"shape": shape}
+        for word in node.get("attributes") or ():
+            word = _words(word)
+            kind = attribute_kind(word)
+            if kind is None:
+                raise _Debris(word)
+            value = meanings["attributes"][word]
+            if desc.get(kind, value) != value:
+                return None
+            desc[kind] = value
+        descs.append(desc)
+        if node.get("count") is not None or node.get("plural"):
+            counts.append((k, node.get("count")))
+    rels = []
+    for rel in graph["relations"]:
+        pred = meanings["relations"].get(_words(rel["relation"]))
+        if pred is None:
+            raise _Debris(_words(rel["relation"]))
+        rels.append((rel["subject"], pred, rel["object"]))
+    return descs, rels, counts
+
+
+def is_true(description, scene: dict) -> bool:
+    """Whether a `describe` result holds in a scene: the existential reading, with exact counts
+    ("two circles": exactly two) and plurals without a count meaning at least two."""
+    if description is None:
+        return False
+    descs, rels, counts = description
+    for k, count in counts:
+        n = count_matching(descs[k], scene)
+        word = _words(count)
+        if word in NUMBERS:
+            if n != NUMBERS.index(word):
+                return False
+        elif word.isdigit():
+            if n != int(word):
+                return False
+        elif n < 2:
+            return False
+    # a counted group outside any relation ("two shapes") is checked by its count alone: its
+    # objects may be the ones other phrases name
+    linked = {i for s, _, o in rels for i in (s, o)}
+    counted = {k for k, _ in counts}
+    keep = [k for k in range(len(descs)) if k in linked or k not in counted]
+    index = {k: i for i, k in enumerate(keep)}
+    return holds([descs[k] for k in keep], [(index[s], p, index[o]) for s, p, o in rels], scene)
+
+
+def _mentions_graph(mentions: dict) -> dict:
+    """The caption's own graph, from the world's `mentions` (what a perfect parser would return);
+    two mentions of one scene object are one node."""
+    objects, node_of, where = [], {}, {}
+    for m, mention in enumerate(mentions["mentions"]):
+        obj = mention.get("object")
+        if obj is not None and obj in where:
+            node = objects[where[obj]]
+            node["attributes"] = list(dict.fromkeys(node["attributes"] + list(mention["attributes"])))
+            node_of[m] = where[obj]
+            continue
+        node_of[m] = len(objects)
+        if obj is not None:
+            where[obj] = len(objects)
+        objects.append({"lemma": mention["noun"], "attributes": list(mention["attributes"]), "count": mention.get("count")})
+    relations = [
+        {"subject": node_of[r["subject"]], "object": node_of[r["object"]], "relation": r["relation"]}
+        for r in mentions.get("relations") or ()
+    ]
+    return {"objects": objects, "relations": relations}
+
+
+def _texts(record: dict) -> list[dict]:
+    """Every text of a record with its group, its graph (None: no graph) and its key."""
+    texts = record.get("texts") or {}
+    subgraphs = record.get("subgraphs") or []
+    out = []
+    for p in texts.get("positives") or ():
+        graph = None
+        if p.get("subgraph") is not None and p["subgraph"] < len(subgraphs):
+            graph = subgraphs[p["subgraph"]]
+        elif p.get("kind") == "caption" and isinstance(record.get("mentions"), dict):
+            graph = _mentions_graph(record["mentions"])
+        out.append({"side": "positive", "group": f"positive:{p.get('kind')}", "graph": graph, "key": p.get("key")})
+    # template renders graph negatives in order and drops duplicates: match each text back to the
+    # first unused graph negative with the same provenance
+    pool: dict[tuple, list[dict]] = {}
+    for n in record.get("negatives") or ():
+        if n.get("kind") == "graph":
+            pool.setdefault((n.get("transform"), n.get("slot"), n.get("from"), n.get("to")), []).append(n)
+    for n in texts.get("negatives") or ():
+        graph = None
+        if n.get("kind") == "graph":
+            matches = pool.get((n.get("transform"), n.get("slot"), n.get("from"), n.get("to"))) or []
+            graph = matches.pop(0)["graph"] if matches else None
+        out.append({"side": "negative", "group": n.get("transform") or "?", "kind": n.get("kind"), "graph": graph, "key": n.get("key")})
+    return out
+
+
+def _read(text: dict):
+    """(debris word or None, description or None)."""
+    if text["graph"] is None:
+        return None, None
+    try:
+        return None, describe(text["graph"])
+    except _Debris as e:
+        return str(e), None
+
+
+def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int = BATCHES, seed: int = 0) -> dict:
+    """The audit of a world texts file (module docstring). Deterministic for a given seed."""
+    records = [r for r in records if isinstance(r.get("scene"), dict)]
+    own: dict[str, dict[str, int]] = {}
+    read: list[list[tuple]] = []  # per record: (group, side, description, key) of its checkable texts
+    for record in records:
+        kept = []
+        for text in _texts(record):
+            row = own.setdefault(text["group"], {"n": 0, "graph": 0, "debris": 0, "checked": 0, "wrong": 0})
+            row["n"] += 1
+            if text["graph"] is None:
+                continue
+            row["graph"] += 1
+            debris, description = _read(text)
+            if debris is not None:
+                row["debris"] += 1
+                continue
+            row["checked"] += 1
+            truth = is_true(description, record["scene"])
+            row["wrong"] += truth if text["side"] == "negative" else not truth
+            kept.append((text["group"], text["side"], description, text["key"]))
+        read.append(kept)
+
+    cross: dict[str, dict[str, int]] = {}
+    rng = random.Random(seed)
+    n = len(records)
+    for _ in range(batches if n > 1 else 0):
+        batch = rng.sample(range(n), min(batch_size, n))
+        for i in batch:
+            scene, image = records[i]["scene"], records[i].get("image")
+            keys = set(records[i].get("subgraph_keys") or ())
+            for j in batch:
+                if j == i or (image is not None and records[j].get("image") == image):
+                    continue  # the same picture (its other caption) is no other image
+                for group, _side, description, key in read[j]:
+                    row = cross.setdefault(group, {"pairs": 0, "true": 0, "caught": 0})
+                    row["pairs"] += 1
+                    if is_true(description, scene):
+                        row["true"] += 1
+                        row["caught"] += key is not None and key in keys
+    return {"records": n, "batch_size": batch_size, "batches": batches, "seed": seed, "own": own, "cross": cross,
+            "summary": _summary(own)}
+
+
+def _share(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def _summary(own: dict) -> dict:
+    neg = [r for g, r in own.items() if not g.startswith("positive:")]
+    graph_neg = [r for r in neg if r["graph"]]
+    pos = [r for g, r in own.items() if g.startswith("positive:")]
+    return {
+        "negatives_true": _share(sum(r["wrong"] for r in graph_neg), sum(r["checked"] for r in graph_neg)),
+        "negatives_debris": _share(sum(r["debris"] for r in graph_neg), sum(r["graph"] for r in graph_neg)),
+        "positives_false": _share(sum(r["wrong"] for r in pos), sum(r["checked"] for r in pos)),
+        "positives_debris": _share(sum(r["debris"] for r in pos), sum(r["graph"] for r in pos)),
+        "text_negatives_unchecked": sum(r["n"] - r["graph"] for r in neg),
+    }
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def audit_markdown(result: dict) -> str:
+    """The audit as a markdown table (one row per positive kind / negative transform) and totals."""
+    s = result["summary"]
+    lines = [
+        f"Texts audit against the world's truth ({result['records']} records; cross-image: {result['batches']} batches of "
+        f"{result['batch_size']}): graph negatives true of their own image {_pct(s['negatives_true'])}, graph negatives "
+        f"with debris {_pct(s['negatives_debris'])}, positives false of their own image {_pct(s['positives_false'])}; "
+        f"{s['text_negatives_unchecked']} caption-level text negatives not checked (no graph).",
+        "",
+        "| texts | n | debris | wrong for own image | true of another batch image | of those, caught by keys |",
+        "|---|---|---|---|---|---|",
+    ]
+    groups = sorted(set(result["own"]) | set(result["cross"]), key=lambda g: (not g.startswith("positive:"), g))
+    for g in groups:
+        o = result["own"].get(g, {"n": 0, "graph": 0, "debris": 0, "checked": 0, "wrong": 0})
+        c = result["cross"].get(g, {"pairs": 0, "true": 0, "caught": 0})
+        lines.append(
+            f"| {g} | {o['n']} | {_pct(_share(o['debris'], o['graph']))} | {_pct(_share(o['wrong'], o['checked']))} | "
+            f"{_pct(_share(c['true'], c['pairs']))} | {_pct(_share(c['caught'], c['true']))} |"
+        )
+    lines.append("")
+    lines.append("wrong for own image: a negative that is true, a positive that is false; debris: a word the world has no meaning for.")
+    return "\n".join(lines)
