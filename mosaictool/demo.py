@@ -28,13 +28,14 @@ from pathlib import Path
 from mosaictool.errors import MosaicError
 
 
-# (label, train method, extra TrainConfig fields)
-METHODS: list[tuple[str, str, dict]] = [
-    ("CLIP", "clip", {}),
-    ("NegCLIP", "negclip", {}),
-    ("MosaiCLIP", "mosaiclip", {"curriculum": True}),
-    ("MosaiCLIP-NoCurric", "mosaiclip", {"curriculum": False}),
-]
+def demo_rows() -> list[tuple[str, str, dict]]:
+    """(label, train method, method options) of every row: each registered method's demo_rows."""
+    from mosaictool import methods
+
+    return [(row.label, name, dict(row.options)) for name in methods.names() for row in methods.get(name).demo_rows]
+
+
+METHODS = demo_rows()
 
 # The columns of the paper's Table 1, scaled down to the world: (column, subtask, metric).
 COLUMNS: list[tuple[str, str, str]] = [
@@ -245,17 +246,20 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
     """Every method x seed from the base; a run is reused only when its base and settings are the same
     (its folder is named by their digest), so changing a flag never returns a stale run."""
+    from mosaictool.methods import get as get_method
     from mosaictool.model.train import TrainConfig, train
 
     device, workers = cfg.runtime()
     base_sha = hashlib.sha256(base.read_bytes()).hexdigest()
     runs: dict[str, list[Path]] = defaultdict(list)
     for seed in range(cfg.seeds):
-        for label, method, extra in METHODS:
-            tc = TrainConfig(data=str(shards), out="", method=method, model=cfg.model, pretrained=str(base),
-                             augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.finetune_batch,
-                             warmup=min(50, cfg.finetune_steps // 10), max_pos=cfg.max_pos, max_neg=cfg.max_neg,
-                             seed=seed, quiet=not sys.stderr.isatty(), **extra)
+        for label, method, options in METHODS:
+            declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
+            options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
+            tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
+                             pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr,
+                             batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
+                             seed=seed, quiet=not sys.stderr.isatty())
             key = _digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha})
             run = out / "runs" / f"{label.lower()}-seed{seed}-{key}"
             final = run / "final.pt"

@@ -119,8 +119,8 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
     import open_clip
 
     from mosaictool.model.batch import Batch, ContrastiveForward, batch_features
-    from mosaictool.model.data import normalize_images
-    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+    from mosaictool.model.batch import normalize_images
+    from mosaictool.model.losses import ContrastiveLoss
 
     bundle = openclip.create("mosaic-tiny", seed=0)
     model = bundle.model
@@ -135,7 +135,7 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
                   is_hard=torch.zeros(batch_size, dtype=torch.bool), indices=torch.arange(batch_size),
                   pos_ids=torch.arange(batch_size * kp).view(batch_size, kp),
                   neg_ids=-1 - torch.arange(batch_size * kn).view(batch_size, kn))
-    ours_loss = MultiPositiveContrastiveLoss()
+    ours_loss = ContrastiveLoss()
     clip_loss = open_clip.ClipLoss()
     trimmed, full = ContrastiveForward(model), ContrastiveForward(model)
     full.trim = False
@@ -151,7 +151,7 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
                 loss = clip_loss(img_f, txt_f[::kp][:batch_size], scale)
             else:
                 forward = trimmed if side.startswith("ours (trimmed") else full
-                loss = ours_loss(*batch_features(forward, batch, mean=pp["mean"], std=pp["std"], device="cpu"))["loss"]
+                loss = ours_loss(batch_features(forward, batch, mean=pp["mean"], std=pp["std"], device="cpu"))["loss"]
             loss.backward()
             optimizer.step()
             times[side].append(time.perf_counter() - t)

@@ -31,25 +31,26 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
     import open_clip
 
     from mosaictool.model import openclip
+    from mosaictool import methods
     from mosaictool.model.batch import ContrastiveForward, batch_features
     from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
     from mosaictool.model.distributed import DistInfo, mean_over_ranks
-    from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
     bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=0)
     model = ContrastiveForward(bundle.model)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     pp = open_clip.get_model_preprocess_cfg(bundle.model)
-    records = TrainData.load(data, method=method)
+    m = methods.create(method)
+    records = TrainData.load(data, method=m)
     records.resolve_record_hard_images()
-    cfg = SamplerConfig(method=method, batch_size=4 // world, seed=1, use_hard=method == "negclip")
+    cfg = SamplerConfig(method=m, batch_size=4 // world, seed=1, use_hard=method == "negclip")
     plan = BatchPlan(len(records), cfg, rank=rank, world_size=world, start=0, stop=1, hard=records.hard)
     dataset = TrainDataset(records, cfg, ImageTransform(32), bundle.tokenizer)
     batch = dataset.collate([dataset[spec] for spec in plan.micro_batch(0)])
-    loss_fn = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world)
+    loss_fn = m.make_loss(local_loss=local_loss, rank=rank, world_size=world)
     feats = batch_features(model, batch, mean=pp["mean"], std=pp["std"], device="cpu")
-    loss = loss_fn(*feats)["loss"]
+    loss = loss_fn(feats)["loss"]
     loss.backward()
     info = DistInfo(rank=rank, world_size=world)
     return {

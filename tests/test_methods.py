@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaictool.model.data import select_texts
+from mosaictool import methods
 from mosaictool.model.train import TrainConfig, train
 
 from train_fixtures import make_world, write_tiny_model  # noqa: E402
@@ -44,7 +44,9 @@ def world(tmp_path_factory):
 
 
 def draws(records, method: str, options: dict) -> list:
-    return [select_texts(r, method, random.Random(f"pin:{i}"), **options) for i, r in enumerate(records)]
+    m = methods.create(method, options)
+    kp, kn = options.get("max_pos", 1), options.get("max_neg", int(method != "clip"))
+    return [list(m.select(r, random.Random(f"pin:{i}"), kp, kn).__dict__.values()) for i, r in enumerate(records)]
 
 
 @pytest.mark.parametrize("method,options,digest", PINNED_SELECTION)
@@ -64,6 +66,6 @@ def test_first_step_loss_and_gradients_are_pinned(world, tmp_path, method, optio
 
     data, model_cfg = world
     cfg = TrainConfig(data=str(data), out=str(tmp_path / "run"), model_config=str(model_cfg), batch_size=4, steps=1,
-                      warmup=1, quiet=True, grad_clip=None, method=method, **options)
+                      warmup=1, quiet=True, grad_clip=None, method=method, method_options=options)
     train(cfg, on_step=grab)
     assert seen["value"] == pytest.approx(expected, rel=1e-5)

@@ -12,6 +12,7 @@ import torch
 
 from mosaictool.cli import app
 from mosaictool.model import openclip
+from mosaictool import methods
 from mosaictool.model.data import TrainData
 from mosaictool.model.train import TrainConfig, train
 
@@ -47,9 +48,9 @@ def test_layout_sizes_and_members(sharded):
 
 def test_train_reads_folder_glob_and_brace_pattern_like_the_jsonl(sharded):
     data, shards = sharded
-    plain = TrainData.load(str(data), method="mosaiclip")
+    plain = TrainData.load(str(data), method=methods.create("mosaiclip"))
     for spec in (str(shards), str(shards / "*.tar"), str(shards / "{000000..000002}.tar")):
-        loaded = TrainData.load(spec, method="mosaiclip")
+        loaded = TrainData.load(spec, method=methods.create("mosaiclip"))
         assert loaded.records == plain.records
         assert [loc.read() for loc in loaded.images] == [loc.read() for loc in plain.images]
 

@@ -15,7 +15,8 @@ import torch
 
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool.model.data import BatchPlan, SamplerConfig, select_texts, slot_sizes
+from mosaictool import methods
+from mosaictool.model.data import BatchPlan, SamplerConfig
 from mosaictool.model.train import TrainConfig, train
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -51,6 +52,12 @@ def assert_same_weights(a: dict, b: dict, atol: float = 0.0) -> None:
 def test_select_texts_per_method(world):
     rec = json.loads(Path(world[0]).read_text().splitlines()[0])
     rng = random.Random(0)
+
+    def select_texts(record, method, rng, max_pos=1, max_neg=1, **options):
+        m = methods.create(method, {**options, "max_pos": max_pos, "max_neg": max_neg} if method == "mosaiclip" else options)
+        chosen = m.select(record, rng, max_pos, max_neg)
+        return chosen.pos, chosen.neg
+
     assert select_texts(rec, "clip", rng) == ([rec["caption"]], [])
     pos, neg = select_texts(rec, "negclip", rng)
     assert pos == [rec["caption"]] and len(neg) == 1
@@ -70,15 +77,17 @@ def test_select_texts_per_method(world):
 
 
 def test_curriculum_slots():
-    cfg = SamplerConfig(method="mosaiclip", batch_size=2, max_pos=3, max_neg=6, curriculum_until_step=5)
-    assert slot_sizes(cfg, 4) == (1, 1) and slot_sizes(cfg, 5) == (3, 6)
-    assert slot_sizes(SamplerConfig(method="clip", batch_size=2), 0) == (1, 0)
-    assert slot_sizes(SamplerConfig(method="negclip", batch_size=2), 0) == (1, 1)
+    mosaic = methods.create("mosaiclip", {"max_pos": 3, "max_neg": 6, "curriculum": True, "curriculum_split": 0.5})
+    assert mosaic.slots(4, 10) == (1, 1) and mosaic.slots(5, 10) == (3, 6)
+    assert methods.create("mosaiclip").slots(0, 10) == (3, 6)  # no curriculum by default
+    assert methods.create("clip").slots(0, 10) == (1, 0)
+    assert methods.create("negclip").slots(0, 10) == (1, 1)
 
 
 def test_plan_global_batch_does_not_depend_on_world_size():
-    one = BatchPlan(20, SamplerConfig(method="clip", batch_size=4, seed=3), rank=0, world_size=1, start=0, stop=12)
-    two = [BatchPlan(20, SamplerConfig(method="clip", batch_size=2, seed=3), rank=r, world_size=2, start=0, stop=12)
+    clip = methods.create("clip")
+    one = BatchPlan(20, SamplerConfig(method=clip, batch_size=4, seed=3), rank=0, world_size=1, start=0, stop=12)
+    two = [BatchPlan(20, SamplerConfig(method=clip, batch_size=2, seed=3), rank=r, world_size=2, start=0, stop=12)
            for r in range(2)]
     for g in range(12):
         assert one.micro_batch(g) == two[0].micro_batch(g) + two[1].micro_batch(g)
@@ -91,7 +100,8 @@ def test_plan_global_batch_does_not_depend_on_world_size():
 
 @pytest.mark.parametrize("method", ["clip", "negclip", "mosaiclip"])
 def test_methods_train_and_write_a_loadable_checkpoint(world, tmp_path, method):
-    final = train(config(world, tmp_path / "run", method=method, curriculum=method == "mosaiclip"))
+    options = {"curriculum": True} if method == "mosaiclip" else {}
+    final = train(config(world, tmp_path / "run", method=method, method_options=options))
     assert final == tmp_path / "run" / "final.pt"
     bundle = openclip.load_checkpoint(final)
     meta = bundle.meta["checkpoint"]
@@ -170,7 +180,7 @@ def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
 
 
 def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
-    steps = dict(method="mosaiclip", steps=8, save_every=2, curriculum=True)
+    steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference = train(config(world, tmp_path / "ref", **steps))
 
     out = tmp_path / "crash"
@@ -212,9 +222,12 @@ def test_cli_train_and_resume_errors(world, runner, tmp_path):
     done = runner.invoke(app, ["train", "--resume", str(out)])
     assert done.exit_code == 1 and "already finished" in done.stderr
     bad = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "x"), "--method", "fancy"])
-    assert bad.exit_code == 1 and "choose clip, negclip or mosaiclip" in bad.stderr
-    probs = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "y"), "--category-probs", "obj"])
+    assert bad.exit_code == 1 and "choose one of clip, negclip, mosaiclip" in bad.stderr
+    probs = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "y"), "--method", "mosaiclip",
+                                "--category-probs", "obj"])
     assert probs.exit_code == 1 and "name=weight" in probs.stderr
+    other = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "y"), "--max-pos", "2"])
+    assert other.exit_code == 1 and "--max-pos belong to another method" in other.stderr
     big = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "z"), "--model-config",
                               str(model_cfg), "--batch-size", "64"])
     assert big.exit_code == 1 and "lower --batch-size" in big.stderr

@@ -1,7 +1,14 @@
-"""`mosaictool train`: CLIP-FT, NegCLIP and MosaiCLIP fine-tuning of open_clip models."""
+"""`mosaictool train`: fine-tuning of open_clip models with any method of mosaictool.methods.
+
+The command names no method: `--method` takes the registry's names, and every method's own flags
+(Method.options) are added to the command's signature from the registry (method_parameters), with
+None defaults so that only the flags a user gives reach TrainConfig.method_options; the method
+fills in its defaults and refuses flags of other methods.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Annotated, Optional
 
@@ -10,40 +17,20 @@ import typer
 from mosaictool.cli.common import QuietOpt, SkipBadOpt, handles_errors
 from mosaictool.errors import MosaicError
 
-_DEFAULT_PROBS = "obj=0.15,attr=0.425,rel=0.425"
-
-
-def parse_category_probs(text: str) -> dict[str, float]:
-    probs: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        try:
-            probs[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or probs.get(name.strip(), -1) < 0:
-            raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_DEFAULT_PROBS}")
-    return probs
-
 
 @handles_errors
 def train_cli(
     data: Annotated[Optional[str], typer.Option(help="Shards (folder, glob or {a..b} pattern) or a JSONL/Parquet file.")] = None,
     out: Annotated[Optional[str], typer.Option(help="Run folder: config.json, metrics.jsonl, last.pt, final.pt.")] = None,
-    method: Annotated[str, typer.Option(help="clip | negclip | mosaiclip.")] = "clip",
+    method: Annotated[str, typer.Option(help="A training method (listed below: METHODS).")] = "clip",
     image_root: Annotated[Optional[str], typer.Option(help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
     model: Annotated[str, typer.Option(help="open_clip model name or a shipped config (mosaic-tiny).")] = "mosaic-tiny",
     pretrained: Annotated[Optional[str], typer.Option(help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
     model_config: Annotated[Optional[str], typer.Option(help="JSON model config (open_clip schema) for a custom architecture.")] = None,
     force_quick_gelu: Annotated[bool, typer.Option(help="QuickGELU activations (OpenAI weights); prefer a -quickgelu model name.")] = False,
-    max_pos: Annotated[int, typer.Option(help="mosaiclip: positive texts per image at most.")] = 3,
-    max_neg: Annotated[int, typer.Option(help="mosaiclip: graph negatives per image at most.")] = 6,
-    category_probs: Annotated[str, typer.Option(help="mosaiclip: sampling weights of negative categories.")] = _DEFAULT_PROBS,
-    curriculum: Annotated[bool, typer.Option(help="mosaiclip: stage 1 with <= 1 positive + <= 1 negative, then full.")] = False,
-    curriculum_split: Annotated[float, typer.Option(help="Fraction of the steps spent in curriculum stage 1.")] = 0.5,
     hard_images: Annotated[int, typer.Option(help="Mine K nearest-neighbour hard images with the starting model (0: off).")] = 0,
     record_hard_images: Annotated[
-        Optional[bool], typer.Option("--record-hard-images/--no-record-hard-images", help="Use records' hard_images ids (default: on for negclip).")
+        Optional[bool], typer.Option("--record-hard-images/--no-record-hard-images", help="Use records' hard_images ids (default: the method's; on for negclip).")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Images per process per micro-batch (hard images come on top).")] = 32,
     epochs: Annotated[int, typer.Option(help="Passes over the data.")] = 5,
@@ -70,13 +57,15 @@ def train_cli(
     resume: Annotated[Optional[str], typer.Option(help="Continue the run in this folder with its stored config.")] = None,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,
+    **method_flags,
 ) -> None:
-    """Fine-tune a CLIP model with CLIP-FT, NegCLIP or MosaiCLIP.
+    """Fine-tune a CLIP model with one of the training methods (--method; METHODS below).
 
-    Reads shards from `mosaictool shard` or records + images, samples each image's texts by method
-    (clip: the caption; negclip: + one text negative and hard images; mosaiclip: up to --max-pos
-    positives and --max-neg sub-graph negatives), and writes OUT/final.pt (a checkpoint evaluate and
-    wise-ft read), OUT/metrics.jsonl and OUT/config.json. Same data, flags and seed: same weights.
+    Reads shards from `mosaictool shard` or records + images, fills each image's text slots as the
+    method says (clip: the caption; negclip: + one text negative and hard images; mosaiclip: up to
+    --max-pos positives and --max-neg sub-graph negatives), and writes OUT/final.pt (a checkpoint
+    evaluate and wise-ft read), OUT/metrics.jsonl (every loss term) and OUT/config.json. Same data,
+    flags and seed: same weights. Flags marked with a method's name apply to that method only.
 
     Examples:
 
@@ -98,6 +87,9 @@ def train_cli(
     if resume:
         if out and out != resume:
             raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
+        given = sorted(k for k, v in method_flags.items() if v is not None)
+        if given:
+            raise MosaicError(f"--resume uses the run's stored options; leave out {', '.join('--' + g.replace('_', '-') for g in given)}")
         cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet)
         final = train(cfg, resume=True)
     else:
@@ -105,9 +97,8 @@ def train_cli(
             raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
         cfg = TrainConfig(
             data=data, out=out, method=method, image_root=image_root, skip_bad=skip_bad, model=model,
-            pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu, max_pos=max_pos,
-            max_neg=max_neg, category_probs=parse_category_probs(category_probs), curriculum=curriculum,
-            curriculum_split=curriculum_split, hard_images=hard_images, record_hard_images=record_hard_images,
+            pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu,
+            method_options={k: v for k, v in method_flags.items() if v is not None}, hard_images=hard_images, record_hard_images=record_hard_images,
             batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, wd=wd, warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
             grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, augment=augment,
@@ -120,5 +111,34 @@ def train_cli(
         typer.echo(str(final))
 
 
+def method_parameters() -> list[inspect.Parameter]:
+    """One keyword parameter per method option of the registry (a flag shared by several methods
+    once), default None: 'not given'."""
+    from mosaictool import methods
+
+    params = []
+    for name, (opt, owners) in methods.all_options().items():
+        decl = (f"{opt.flag}/--no-{opt.flag[2:]}",) if opt.type is bool else (opt.flag,)
+        default = opt.flag_default()
+        help_text = f"{opt.help} Default: {default}. [{', '.join(owners)}]"
+        annotation = Annotated[Optional[opt.type], typer.Option(*decl, help=help_text)]
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
+    return params
+
+
+def methods_epilog() -> str:
+    from mosaictool import methods
+
+    return "METHODS: " + "; ".join(f"{n}: {methods.get(n).help}" for n in methods.names())
+
+
 def register(app: typer.Typer) -> None:
-    app.command("train")(train_cli)
+    import functools
+
+    @functools.wraps(train_cli)
+    def command(**kwargs):
+        return train_cli(**kwargs)
+
+    own = [p for p in inspect.signature(train_cli, eval_str=True).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    command.__signature__ = inspect.Signature(own + method_parameters())
+    app.command("train", epilog=methods_epilog())(command)

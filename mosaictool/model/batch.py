@@ -7,15 +7,13 @@ features are scattered back into the fixed slots before the loss. Fixed slots gi
 the same tensor shapes, which `all_gather` needs, and make the owner of a positive slot simply
 `slot // Kp`.
 
-    method       Kp          Kn
-    clip         1           0
-    negclip      1           1   (+ hard images: extra samples, each with its own texts)
-    mosaiclip    --max-pos   --max-neg   (curriculum stage 1: 1 and 1)
+Each method (mosaictool.methods) says how many slots it wants at a step (Method.slots) and fills
+them (Method.select): clip 1 + 0, negclip 1 + 1, mosaiclip --max-pos + --max-neg.
 
 `pos_ids` / `neg_ids` identify each slot's text (a stable hash), so the loss can treat equal texts
 of different images as the same sub-graph.
 
-Hard-negative images (NegCLIP) are ordinary samples of the batch: an image with its own caption
+Hard-negative images are ordinary samples of the batch: an image with its own caption
 and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
 the captions of both. `is_hard` marks them (for statistics only; the loss does not care).
 """
@@ -71,10 +69,61 @@ class Batch:
 
 
 def fill_slots(features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Scatter the features of the filled slots into a zero tensor of all slots: (B*K, D).
+    """Scatter the features of the filled slots into a zero tensor of all slots: (B*K, *F).
     Differentiable; empty slots are zero and must be masked by the loss."""
-    slots = features.new_zeros(mask.numel(), features.shape[-1])
+    slots = features.new_zeros(mask.numel(), *features.shape[1:])
     return slots.index_put((mask.reshape(-1).nonzero()[:, 0],), features)
+
+
+def _cat_padded(parts: list[torch.Tensor]) -> torch.Tensor:
+    """Concatenate along dim 0, zero-padding (False for bool) every other dim to the largest part."""
+    shape = [max(p.shape[d] for p in parts) for d in range(1, parts[0].ndim)]
+    padded = []
+    for p in parts:
+        pad = [x for d in reversed(range(1, p.ndim)) for x in (0, shape[d - 1] - p.shape[d])]
+        padded.append(torch.nn.functional.pad(p, pad) if any(pad) else p)
+    return torch.cat(padded)
+
+
+@dataclass
+class DenseFeatures:
+    """Per-patch and per-token features in the joint space (projected, not normalised), for losses
+    that align text tokens with image patches (FSC-CLIP). Text rows are in slot layout like
+    Features.pos / .neg; W is the longest text of the micro-batch (padding: mask False)."""
+
+    patches: torch.Tensor  # (B, P, D): the ViT's output tokens without the class token, projected
+    pos_tokens: torch.Tensor  # (B*Kp, W, D): every token of each positive slot (zeros in empty slots)
+    pos_token_mask: torch.Tensor  # (B*Kp, W) bool: the text's tokens, start and end tokens included
+    neg_tokens: torch.Tensor  # (B*Kn, W, D)
+    neg_token_mask: torch.Tensor  # (B*Kn, W) bool
+
+
+@dataclass
+class Features:
+    """What a loss gets: the features of a batch in slot layout. For --accum-freq the micro-batches'
+    Features are joined field by field (Features.cat), so a loss sees the big batch's layout."""
+
+    image: torch.Tensor  # (B, D) L2-normalised
+    pos: torch.Tensor  # (B*Kp, D) L2-normalised positive slots, image-major; empty slots zero
+    pos_mask: torch.Tensor  # (B, Kp) bool
+    neg: torch.Tensor  # (B*Kn, D)
+    neg_mask: torch.Tensor  # (B, Kn) bool
+    logit_scale: torch.Tensor  # scalar, exp()'d
+    pos_ids: torch.Tensor | None = None  # (B, Kp) int64 text identities; None: every slot is distinct
+    neg_ids: torch.Tensor | None = None  # (B, Kn)
+    dense: DenseFeatures | None = None  # only when the method asks for it (Method.dense)
+
+    @staticmethod
+    def cat(parts: list["Features"], logit_scale: torch.Tensor) -> "Features":
+        def join(get):
+            values = [get(p) for p in parts]
+            return None if values[0] is None else _cat_padded(values)
+
+        dense = None
+        if parts[0].dense is not None:
+            dense = DenseFeatures(**{f: join(lambda p, f=f: getattr(p.dense, f)) for f in DenseFeatures.__dataclass_fields__})
+        fields = [f for f in Features.__dataclass_fields__ if f not in ("logit_scale", "dense")]
+        return Features(**{f: join(lambda p, f=f: getattr(p, f)) for f in fields}, logit_scale=logit_scale, dense=dense)
 
 
 class ContrastiveForward(torch.nn.Module):
@@ -96,11 +145,27 @@ class ContrastiveForward(torch.nn.Module):
             and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
         )
 
-    def forward(self, images: torch.Tensor, tokens: torch.Tensor):
+    def forward(self, images: torch.Tensor, tokens: torch.Tensor, dense: bool = False):
+        """-> (image features, text features, scale), plus (patch tokens (N, P, D), token features
+        (T, L', D)) with `dense` (both projected, not normalised; L' the trimmed length)."""
         m = self.model
-        image_f = m.encode_image(images, normalize=True)
+        if dense:
+            if not self.trim or not hasattr(m.visual, "_pool"):
+                from mosaictool.errors import MosaicError
+
+                raise MosaicError(f"{type(m.visual).__name__}: this method needs patch and token features, which only "
+                                  "open_clip's ViT + text transformer (CLIP) towers give here; choose a ViT model")
+            v = m.visual
+            pooled, patches = v._pool(v.transformer(v._embeds(images)))
+            if v.proj is not None:
+                pooled, patches = pooled @ v.proj, patches @ v.proj
+            image_f = torch.nn.functional.normalize(pooled, dim=-1)
+        else:
+            image_f = m.encode_image(images, normalize=True)
         if not self.trim or tokens.shape[0] == 0:
-            return image_f, m.encode_text(tokens, normalize=True), m.logit_scale.exp()
+            text_f = m.encode_text(tokens, normalize=True)
+            extra = (patches, text_f.new_zeros(0, 1, text_f.shape[-1])) if dense else ()  # no text: no tokens
+            return image_f, text_f, m.logit_scale.exp(), *extra
         from open_clip.transformer import text_global_pool
 
         length = int((tokens != 0).sum(1).max())  # the tokenizer pads with 0 after the end token
@@ -108,9 +173,12 @@ class ContrastiveForward(torch.nn.Module):
         cast = m.transformer.get_cast_dtype()
         x = m.token_embedding(tokens).to(cast) + m.positional_embedding[:length].to(cast)
         x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
-        x = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
-        x = m.text_projection(x) if isinstance(m.text_projection, torch.nn.Linear) else x @ m.text_projection
-        return image_f, torch.nn.functional.normalize(x, dim=-1), m.logit_scale.exp()
+        pooled = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
+        project = m.text_projection if isinstance(m.text_projection, torch.nn.Linear) else (lambda t: t @ m.text_projection)
+        text_f = torch.nn.functional.normalize(project(pooled), dim=-1)
+        if dense:
+            return image_f, text_f, m.logit_scale.exp(), patches, project(x)
+        return image_f, text_f, m.logit_scale.exp()
 
 
 def text_id(text: str) -> int:
@@ -120,20 +188,36 @@ def text_id(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1 or 1
 
 
-def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext, text_ids: bool = True):
-    """One forward pass over a micro-batch (images + all filled text slots as one text batch):
-    (image features, positive slots, positive mask, negative slots, negative mask, logit scale,
-    positive ids, negative ids), the loss's argument order. `model` is a ContrastiveForward,
-    possibly DDP-wrapped. `text_ids=False` passes no ids: every slot is a distinct text."""
-    from mosaictool.model.data import normalize_images
+def normalize_images(images: torch.Tensor, mean, std, dtype=torch.float32) -> torch.Tensor:
+    """uint8 (B, 3, H, W) -> normalised float, on whatever device the images are."""
+    mean_t = torch.tensor(mean, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
+    std_t = torch.tensor(std, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
+    return (images.to(dtype) - mean_t) / std_t
 
+
+def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext, text_ids: bool = True,
+                   dense: bool = False) -> Features:
+    """One forward pass over a micro-batch (images + all filled text slots as one text batch).
+    `model` is a ContrastiveForward, possibly DDP-wrapped. `text_ids=False` passes no ids: every
+    slot is a distinct text. `dense` adds the patch and token features (DenseFeatures)."""
     images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
     tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
     with autocast():
-        image_f, text_f, scale = model(images, tokens)
-    image_f, text_f = image_f.float(), text_f.float()
+        out = model(images, tokens, dense) if dense else model(images, tokens)
+    image_f, text_f, scale = out[0].float(), out[1].float(), out[2]
     n_pos = batch.pos_tokens.shape[0]
     pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
-    pos_f, neg_f = fill_slots(text_f[:n_pos], pos_mask), fill_slots(text_f[n_pos:], neg_mask)
-    ids = (batch.pos_ids.to(device), batch.neg_ids.to(device)) if text_ids else (None, None)
-    return image_f, pos_f, pos_mask, neg_f, neg_mask, scale.float(), *ids
+    feats = Features(
+        image=image_f, pos=fill_slots(text_f[:n_pos], pos_mask), pos_mask=pos_mask,
+        neg=fill_slots(text_f[n_pos:], neg_mask), neg_mask=neg_mask, logit_scale=scale.float(),
+        pos_ids=batch.pos_ids.to(device) if text_ids else None, neg_ids=batch.neg_ids.to(device) if text_ids else None,
+    )
+    if dense:
+        token_f = out[4].float()
+        token_mask = tokens[:, : token_f.shape[1]] != 0
+        feats.dense = DenseFeatures(
+            patches=out[3].float(),
+            pos_tokens=fill_slots(token_f[:n_pos], pos_mask), pos_token_mask=fill_slots(token_mask[:n_pos], pos_mask),
+            neg_tokens=fill_slots(token_f[n_pos:], neg_mask), neg_token_mask=fill_slots(token_mask[n_pos:], neg_mask),
+        )
+    return feats

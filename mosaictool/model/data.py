@@ -14,13 +14,8 @@ takes the r-th slice. Every random choice about one sample (which texts, which c
 image) comes from a generator seeded by (seed, epoch, record index). That is what makes
 `--resume` exact: the run continues at micro-batch s × accum_freq with the same draws.
 
-Texts per method (contract A, `texts` written by `template`):
-  clip      the caption
-  negclip   the caption + one caption-level text negative (transform "negclip:*", else any kind "text")
-  mosaiclip up to max_pos positives and max_neg graph negatives: negatives are drawn as
-            (positive, negative) pairs, a category (obj/attr/rel) at a time with probabilities
-            `category_probs`; a drawn pair brings its positive along while there is room; remaining
-            positive slots are filled with the caption first, then other positives at random.
+Which texts of a record (contract A, `texts` written by `template`) fill an image's slots is the
+method's choice (mosaictool.methods: Method.slots, Method.select); this module only calls it.
 """
 
 from __future__ import annotations
@@ -40,11 +35,9 @@ import torch
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, is_parquet, read_records
-from mosaictool.model.batch import Batch, text_id
+from mosaictool.model.batch import Batch, normalize_images, text_id
 
-METHODS = ("clip", "negclip", "mosaiclip")
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
-DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,87 +125,6 @@ def is_record_file(spec: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Text selection per method
-
-
-def caption_of(record: dict) -> str | None:
-    caption = record.get("caption")
-    if isinstance(caption, str) and caption:
-        return caption
-    positives = (record.get("texts") or {}).get("positives") or []
-    if positives and positives[0].get("kind") == "caption":
-        return positives[0]["text"]
-    return None
-
-
-def make_check(method: str):
-    """Per-record validation for `read_records`: what the method needs."""
-
-    def check(record: dict) -> None:
-        texts = record.get("texts")
-        if texts is not None and not isinstance(texts, dict):
-            raise RecordError("'texts' must be an object {positives, negatives} (contract A)")
-        if caption_of(record) is None and not (method == "mosaiclip" and (texts or {}).get("positives")):
-            raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
-
-    return check
-
-
-def select_texts(
-    record: dict,
-    method: str,
-    rng: random.Random,
-    *,
-    max_pos: int = 3,
-    max_neg: int = 6,
-    category_probs: dict[str, float] = DEFAULT_CATEGORY_PROBS,
-) -> tuple[list[str], list[str]]:
-    """The positive and negative texts one image contributes to a batch."""
-    texts = record.get("texts") or {}
-    negatives = texts.get("negatives") or []
-    if method == "clip":
-        return [caption_of(record)], []
-    if method == "negclip":
-        text_negs = [n["text"] for n in negatives if n.get("kind") == "text"]
-        swaps = [n["text"] for n in negatives if n.get("kind") == "text" and str(n.get("transform", "")).startswith("negclip")]
-        pool = swaps or text_negs
-        return [caption_of(record)], ([rng.choice(pool)] if pool and max_neg > 0 else [])
-    if method != "mosaiclip":
-        raise MosaicError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-
-    positives = [p["text"] for p in texts.get("positives") or []] or [caption_of(record)]
-    by_category: dict[str, list[tuple[int | None, str]]] = {}
-    for n in negatives:
-        if n.get("kind") == "graph":
-            by_category.setdefault(n.get("category") or "other", []).append((n.get("positive"), n["text"]))
-    chosen_pos: list[int] = []
-    chosen_neg: list[str] = []
-    while len(chosen_neg) < max_neg and by_category:
-        cats = sorted(by_category)
-        weights = [category_probs.get(c, 0.0) for c in cats]
-        if sum(weights) <= 0:
-            weights = [1.0] * len(cats)
-        cat = rng.choices(cats, weights)[0]
-        pool = by_category[cat]
-        pos_index, text = pool.pop(rng.randrange(len(pool)))
-        if not pool:
-            del by_category[cat]
-        if pos_index is not None and 0 <= pos_index < len(positives) and pos_index not in chosen_pos:
-            if len(chosen_pos) >= max_pos:
-                continue  # no room for the positive this negative perturbs
-            chosen_pos.append(pos_index)
-        chosen_neg.append(text)
-    rest = [i for i in range(len(positives)) if i not in chosen_pos]
-    if rest and rest[0] == 0:  # the caption (or first positive) before the others
-        first, others = rest[:1], rest[1:]
-    else:
-        first, others = [], rest
-    rng.shuffle(others)
-    chosen_pos.extend((first + others)[: max(0, max_pos - len(chosen_pos))])
-    return [positives[i] for i in chosen_pos], chosen_neg
-
-
-# ---------------------------------------------------------------------------------------------
 # The dataset
 
 
@@ -233,12 +145,13 @@ class TrainData:
         cls,
         spec: str,
         *,
-        method: str,
+        method,
         image_root: str | None = None,
         skip_bad: bool = False,
     ) -> "TrainData":
+        """`method`: a mosaictool.methods.Method; its check_record says which records are usable."""
         skips = Skips(enabled=skip_bad)
-        check = make_check(method)
+        check = method.check_record
         records: list[dict] = []
         images: list[ImageLocation] = []
         if is_record_file(spec):
@@ -298,15 +211,6 @@ class TrainData:
         for i, extra in enumerate(neighbours):
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
 
-    def has_texts(self, method: str) -> tuple[int, int]:
-        """(records with at least one usable negative for `method`, records)."""
-        n = 0
-        for rec in self.records:
-            negs = (rec.get("texts") or {}).get("negatives") or []
-            kind = "text" if method == "negclip" else "graph"
-            n += any(x.get("kind") == kind for x in negs)
-        return n, len(self.records)
-
 
 def _slim(record: dict) -> dict:
     """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker."""
@@ -346,9 +250,11 @@ class ImageTransform:
 
         from PIL import Image
 
+        from mosaictool.io import image_to_rgb
+
         with Image.open(io.BytesIO(data)) as im:
             im.draft("RGB", (self.size, self.size))
-            im = im.convert("RGB")
+            im = image_to_rgb(im)
             w, h = im.size
             box = self._crop_box(w, h, rng) if self.augment else _center_square(w, h)
             im = im.resize((self.size, self.size), Image.Resampling.BICUBIC, box=box)
@@ -385,25 +291,12 @@ def sample_rng(seed: int, epoch: int, index: int, purpose: str) -> random.Random
 
 @dataclass
 class SamplerConfig:
-    method: str
+    method: object  # a mosaictool.methods.Method: slots per step and the texts of each image
     batch_size: int  # anchors per rank per micro-batch
     seed: int = 0
-    max_pos: int = 3
-    max_neg: int = 6
-    category_probs: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CATEGORY_PROBS))
     use_hard: bool = False
-    curriculum_until_step: int = 0  # optimizer steps below this use <= 1 positive + <= 1 negative
+    total_steps: int = 1  # optimizer steps of the run (a method's curriculum is a share of them)
     accum_freq: int = 1
-
-
-def slot_sizes(cfg: SamplerConfig, step: int) -> tuple[int, int]:
-    if cfg.method == "clip":
-        return 1, 0
-    if cfg.method == "negclip":
-        return 1, 1
-    if step < cfg.curriculum_until_step:
-        return min(1, cfg.max_pos), min(1, cfg.max_neg)
-    return cfg.max_pos, cfg.max_neg
 
 
 class BatchPlan:
@@ -439,7 +332,7 @@ class BatchPlan:
 
     def micro_batch(self, g: int) -> list[tuple]:
         epoch, b = divmod(g, self.batches_per_epoch)
-        kp, kn = slot_sizes(self.cfg, g // self.cfg.accum_freq)
+        kp, kn = self.cfg.method.slots(g // self.cfg.accum_freq, self.cfg.total_steps)
         perm = self.permutation(epoch)
         first = b * self.global_batch + self.rank * self.cfg.batch_size
         anchors = perm[first : first + self.cfg.batch_size]
@@ -480,10 +373,8 @@ class TrainDataset(torch.utils.data.Dataset):
         index, epoch, kp, kn, is_hard = spec
         rng = sample_rng(self.cfg.seed, epoch, index, "hard-sample" if is_hard else "sample")
         record = self.data.records[index]
-        pos, neg = select_texts(
-            record, self.cfg.method, rng, max_pos=kp, max_neg=kn, category_probs=self.cfg.category_probs
-        )
-        return {"image": self._image(index, rng), "pos": pos, "neg": neg, "kp": kp, "kn": kn,
+        chosen = self.cfg.method.select(record, rng, kp, kn)
+        return {"image": self._image(index, rng), "pos": chosen.pos, "neg": chosen.neg, "kp": kp, "kn": kn,
                 "is_hard": is_hard, "index": index}
 
     def _image(self, index: int, rng: random.Random) -> torch.Tensor:
@@ -539,13 +430,6 @@ class TrainDataset(torch.utils.data.Dataset):
         if tid is None:
             tid = self._id_cache[text] = text_id(text)
         return tid
-
-
-def normalize_images(images: torch.Tensor, mean: Sequence[float], std: Sequence[float], dtype=torch.float32) -> torch.Tensor:
-    """uint8 (B, 3, H, W) -> normalised float, on whatever device the images are."""
-    mean_t = torch.tensor(mean, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
-    std_t = torch.tensor(std, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255
-    return (images.to(dtype) - mean_t) / std_t
 
 
 def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0, pin_memory: bool = False):

@@ -121,3 +121,11 @@ class MultiPositiveContrastiveLoss(nn.Module):
         t2i = t2i_sum / n_columns.clamp(min=1)
         loss = scale * (i2t + t2i) / 2
         return {"loss": loss, "i2t": scale * i2t, "t2i": scale * t2i}
+
+
+class ContrastiveLoss(MultiPositiveContrastiveLoss):
+    """The same loss on a mosaictool.model.batch.Features (what the training loop passes a method's
+    loss): loss, i2t, t2i."""
+
+    def forward(self, f) -> dict[str, torch.Tensor]:
+        return super().forward(f.image, f.pos, f.pos_mask, f.neg, f.neg_mask, f.logit_scale, f.pos_ids, f.neg_ids)

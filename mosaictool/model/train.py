@@ -1,12 +1,14 @@
-"""The training loop: CLIP-FT, NegCLIP and MosaiCLIP on open_clip models, one process or torchrun.
+"""The training loop for every method of mosaictool.methods on open_clip models, one process or torchrun.
 
 Read top to bottom: config -> setup (process group, model, data, optimizer, resume) -> steps ->
-final checkpoint. Everything a method changes is in the data (which texts fill which slots, see
-mosaictool.model.data); the model step and the loss are the same for all of them.
+final checkpoint. The loop names no method: the method (`--method`, built from TrainConfig.method
+and .method_options) says which texts fill an image's slots, whether the forward pass adds dense
+features, and what the loss is; the loop runs the model, the optimizer and the bookkeeping.
 
 Files in the run folder (`out`):
   config.json      the full resolved config (also inside every checkpoint)
-  metrics.jsonl    one line per logged step: loss, i2t, t2i, lr, logit_scale, samples/s, texts per image
+  metrics.jsonl    one line per logged step: every term of the method's loss, lr, logit_scale, samples/s,
+                   texts per image
   last.pt          model + optimizer + scaler + RNG + step, every `save_every` steps (atomic)
   final.pt         the trained model with its config and metadata (what evaluate and wise-ft read)
   mined_hard_images.json   with --hard-images K: the neighbours mined with the starting model
@@ -35,7 +37,8 @@ PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
 class TrainConfig:
     data: str
     out: str
-    method: str = "clip"  # clip | negclip | mosaiclip
+    method: str = "clip"  # a name of mosaictool.methods
+    method_options: dict = field(default_factory=dict)  # the method's own flags (Method.options), by name
     image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
     skip_bad: bool = False
     # model
@@ -43,14 +46,9 @@ class TrainConfig:
     pretrained: str | None = None  # open_clip tag, weights file, local-dir:, or a mosaictool checkpoint
     model_config: str | None = None  # a JSON model config (open_clip schema)
     force_quick_gelu: bool = False
-    # texts per image
-    max_pos: int = 3
-    max_neg: int = 6
-    category_probs: dict[str, float] = field(default_factory=lambda: {"obj": 0.15, "attr": 0.425, "rel": 0.425})
-    curriculum: bool = False
-    curriculum_split: float = 0.5  # fraction of the steps in stage 1 (<= 1 positive + <= 1 negative)
+    # hard images
     hard_images: int = 0  # mine K nearest-neighbour hard images with the starting model
-    record_hard_images: bool | None = None  # use records' hard_images ids (default: yes for negclip)
+    record_hard_images: bool | None = None  # use records' hard_images ids (default: the method's)
     # optimisation
     batch_size: int = 32  # images per rank per micro-batch (hard images come on top)
     epochs: int = 5
@@ -79,9 +77,11 @@ class TrainConfig:
     quiet: bool = False
 
     def resolved(self) -> "TrainConfig":
+        from mosaictool import methods
+
         cfg = dataclasses.replace(self)
-        if cfg.method not in ("clip", "negclip", "mosaiclip"):
-            raise MosaicError(f"--method {cfg.method!r}: choose clip, negclip or mosaiclip")
+        method = methods.create(cfg.method, cfg.method_options)
+        cfg.method_options = dict(method.opts)  # every option, defaults included: the stored config is complete
         if cfg.precision not in PRECISIONS:
             raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if cfg.lr is None:
@@ -93,16 +93,12 @@ class TrainConfig:
             if value and os.path.exists(value):
                 setattr(cfg, name, os.path.abspath(value))
         if cfg.record_hard_images is None:
-            cfg.record_hard_images = cfg.method == "negclip"
+            cfg.record_hard_images = method.uses_hard_images
         for name in ("batch_size", "accum_freq", "log_every", "epochs"):
             if getattr(cfg, name) < 1:
                 raise MosaicError(f"--{name.replace('_', '-')} must be at least 1")
         if cfg.steps is not None and cfg.steps < 1:
             raise MosaicError("--steps must be at least 1")
-        if cfg.max_pos < 1 or cfg.max_neg < 0:
-            raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
-        if not 0 <= cfg.curriculum_split <= 1:
-            raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
         if cfg.lock_image and cfg.lock_text:
             raise MosaicError("--lock-image and --lock-text together leave nothing to train")
         return cfg
@@ -119,13 +115,13 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     import numpy as np
     import torch
 
+    from mosaictool import methods
     from mosaictool.model import distributed as dist
     from mosaictool.model import openclip
     from mosaictool.model.data import (
         BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset, make_loader, mine_hard_images,
     )
-    from mosaictool.model.batch import ContrastiveForward, batch_features
-    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+    from mosaictool.model.batch import ContrastiveForward, Features, batch_features
 
     # ---- run folder, config, resume state -------------------------------------------------
     out = Path(cfg.out)
@@ -136,6 +132,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         cfg = cfg.resolved()
         if (out / "final.pt").exists() or (out / "last.pt").exists():
             raise MosaicError(f"{out}: already holds a run; continue it with --resume {out}, or choose another --out")
+    method = methods.create(cfg.method, cfg.method_options)
     info = dist.init(cfg.device)
     device = info.device
     if info.is_main:
@@ -167,8 +164,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     image_size = image_size[0] if isinstance(image_size, (list, tuple)) else image_size
 
     # ---- data -----------------------------------------------------------------------------
-    data = TrainData.load(cfg.data, method=cfg.method, image_root=cfg.image_root, skip_bad=cfg.skip_bad)
-    _warn_missing_texts(data, cfg, info)
+    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad)
+    note = method.check_data(data.records, cfg.data)
+    if note and info.is_main:
+        print(f"note: {note}", file=sys.stderr)
     use_hard = False
     if cfg.record_hard_images:
         unknown = data.resolve_record_hard_images()
@@ -189,11 +188,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
     micro_per_epoch = len(data) // (cfg.batch_size * info.world_size)
     total_steps = cfg.steps or max(1, cfg.epochs * micro_per_epoch // cfg.accum_freq)
-    sampler_cfg = SamplerConfig(
-        method=cfg.method, batch_size=cfg.batch_size, seed=cfg.seed, max_pos=cfg.max_pos, max_neg=cfg.max_neg,
-        category_probs=cfg.category_probs, use_hard=use_hard, accum_freq=cfg.accum_freq,
-        curriculum_until_step=int(cfg.curriculum_split * total_steps) if cfg.curriculum and cfg.method == "mosaiclip" else 0,
-    )
+    sampler_cfg = SamplerConfig(method=method, batch_size=cfg.batch_size, seed=cfg.seed, use_hard=use_hard,
+                                total_steps=total_steps, accum_freq=cfg.accum_freq)
 
     # ---- optimizer, schedule, precision -----------------------------------------------------
     decay, no_decay = [], []
@@ -237,7 +233,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     if info.distributed:
         ddp_kwargs = {"device_ids": [device]} if device_type == "cuda" else {}
         train_model = torch.nn.parallel.DistributedDataParallel(train_model, **ddp_kwargs)
-    loss_fn = MultiPositiveContrastiveLoss(local_loss=cfg.local_loss, rank=info.rank, world_size=info.world_size)
+    loss_fn = method.make_loss(local_loss=cfg.local_loss, rank=info.rank, world_size=info.world_size)
 
     dataset = TrainDataset(data, sampler_cfg, ImageTransform(image_size, augment=cfg.augment), bundle.tokenizer)
     plan = BatchPlan(len(data), sampler_cfg, rank=info.rank, world_size=info.world_size, start=step * cfg.accum_freq,
@@ -246,7 +242,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
     def encode(batch):
         return batch_features(train_model, batch, mean=mean, std=std, device=device, autocast=autocast,
-                              text_ids=cfg.merge_equal_texts)
+                              text_ids=cfg.merge_equal_texts, dense=method.dense)
 
     def backward(loss):
         (scaler.scale(loss) if scaler is not None else loss).backward()
@@ -265,13 +261,12 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         micro = [next(batches) for _ in range(cfg.accum_freq)]
         optimizer.zero_grad(set_to_none=True)
         if cfg.accum_freq == 1:
-            feats = encode(micro[0])
-            losses = loss_fn(*feats)
+            losses = loss_fn(encode(micro[0]))
             backward(losses["loss"])
         else:
             # Features of every micro-batch without gradient first; then each micro-batch again with
-            # gradient, joined with the others' cached features field by field (images, positive
-            # slots, negative slots, masks), so the [positives; negatives] layout is the big batch's.
+            # gradient, joined with the others' cached features field by field (Features.cat), so
+            # the loss sees the big batch's layout.
             with torch.no_grad():
                 cached = [encode(b) for b in micro]
             for j, b in enumerate(micro):
@@ -280,10 +275,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
                 with sync:
                     live = encode(b)
                     parts = [live if m == j else cached[m] for m in range(len(micro))]
-                    joined = [torch.cat([p[f] for p in parts]) for f in range(5)]
-                    scale = live[5] if last else live[5].detach()  # logit_scale's gradient counted once
-                    ids = [torch.cat([p[f] for p in parts]) if live[f] is not None else None for f in (6, 7)]
-                    losses = loss_fn(*joined, scale, *ids)
+                    scale = live.logit_scale if last else live.logit_scale.detach()  # its gradient counted once
+                    losses = loss_fn(Features.cat(parts, scale))
                     backward(losses["loss"])
         if scaler is not None:
             scaler.unscale_(optimizer)
@@ -305,9 +298,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         metrics = {
             "step": step,
             "epoch": (step * cfg.accum_freq - 1) // micro_per_epoch,
-            "loss": dist.mean_over_ranks(losses["loss"].item(), info),
-            "i2t": dist.mean_over_ranks(losses["i2t"].item(), info),
-            "t2i": dist.mean_over_ranks(losses["t2i"].item(), info),
+            **{term: dist.mean_over_ranks(value.detach().item(), info) for term, value in losses.items()},
             "lr": lr,
             "logit_scale": model.logit_scale.detach().exp().item(),
             "samples_per_s": images_per_step / max(now - last_time, 1e-9),
@@ -360,6 +351,12 @@ def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None
     stored = json.loads(config_file.read_text())
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     resumed = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+    # configs written before methods had their own options kept them at the top level
+    from mosaictool import methods
+
+    declared = {o.name for o in methods.get(resumed.method).options}
+    resumed.method_options = {**{k: v for k, v in stored.items() if k in declared and k not in known},
+                              **resumed.method_options}
     resumed.out = str(out)
     for runtime in ("num_workers", "quiet", "device"):
         setattr(resumed, runtime, getattr(cfg, runtime))
@@ -409,17 +406,3 @@ def _write_json(path: Path, value) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(value, indent=1) + "\n")
     os.replace(tmp, path)
-
-
-def _warn_missing_texts(data, cfg: TrainConfig, info) -> None:
-    if cfg.method == "clip":
-        return
-    with_negs, total = data.has_texts(cfg.method)
-    if with_negs == 0:
-        kind = "caption-level text" if cfg.method == "negclip" else "graph"
-        raise MosaicError(
-            f"{cfg.data}: no record has {kind} negatives for --method {cfg.method}; build them with "
-            "`mosaictool parse | decompose | negate | template`, or train with --method clip"
-        )
-    if with_negs < total and info.is_main:
-        print(f"note: {total - with_negs} of {total} records have no negatives for {cfg.method}", file=sys.stderr)

@@ -1,0 +1,112 @@
+"""MosaiCLIP (seed 000, Sec. 3.5-3.6, App. H.1): per image up to --max-pos positive texts (the
+caption and its sub-graphs) and --max-neg graph negatives, with the coarse-to-fine contrastive loss
+(mosaictool.model.losses), optionally after a curriculum stage with at most one of each.
+
+Filling the slots: negatives are drawn as (positive, negative) pairs, a category (obj/attr/rel) at
+a time with probabilities --category-probs; a drawn pair brings its positive along while there is
+room; remaining positive slots are filled with the caption first, then other positives at random.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mosaictool.errors import MosaicError, RecordError
+from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
+
+DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
+_PROBS_EXAMPLE = "obj=0.15,attr=0.425,rel=0.425"
+
+
+def parse_category_probs(text: str) -> dict[str, float]:
+    probs: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            probs[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or probs.get(name.strip(), -1) < 0:
+            raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_PROBS_EXAMPLE}")
+    return probs
+
+
+def format_category_probs(probs: dict[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in probs.items())
+
+
+def _is_graph_negative(negative: dict) -> bool:
+    return negative.get("kind") == "graph"
+
+
+class MosaiClip(Method):
+    name = "mosaiclip"
+    help = "MosaiCLIP: the caption + sub-graph positives and graph negatives, coarse-to-fine loss."
+    options = (
+        Option("max_pos", int, 3, "mosaiclip: positive texts per image at most."),
+        Option("max_neg", int, 6, "mosaiclip: graph negatives per image at most."),
+        Option("category_probs", str, dict(DEFAULT_CATEGORY_PROBS), "mosaiclip: sampling weights of negative categories.",
+               parse=parse_category_probs, format=format_category_probs),
+        Option("curriculum", bool, False, "mosaiclip: stage 1 with <= 1 positive + <= 1 negative, then full."),
+        Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
+    )
+    demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}), DemoRow("MosaiCLIP-NoCurric", {"curriculum": False}))
+
+    def validate(self) -> None:
+        if self.opts["max_pos"] < 1 or self.opts["max_neg"] < 0:
+            raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
+        if not 0 <= self.opts["curriculum_split"] <= 1:
+            raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
+
+    def check_record(self, record: dict) -> None:
+        texts = record.get("texts")
+        if texts is not None and not isinstance(texts, dict):
+            raise RecordError("'texts' must be an object {positives, negatives} (contract A)")
+        if caption_of(record) is None and not (texts or {}).get("positives"):
+            raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
+
+    def check_data(self, records, source):
+        return require_negatives(self, records, source, _is_graph_negative, "graph")
+
+    def slots(self, step: int, total_steps: int) -> tuple[int, int]:
+        max_pos, max_neg = self.opts["max_pos"], self.opts["max_neg"]
+        if self.opts["curriculum"] and step < int(self.opts["curriculum_split"] * total_steps):
+            return min(1, max_pos), min(1, max_neg)
+        return max_pos, max_neg
+
+    def select(self, record: dict, rng: random.Random, kp: int, kn: int) -> Selection:
+        texts = record.get("texts") or {}
+        positives = [p["text"] for p in texts.get("positives") or []] or [caption_of(record)]
+        category_probs = self.opts["category_probs"]
+        by_category: dict[str, list[tuple[int | None, str]]] = {}
+        for n in texts.get("negatives") or []:
+            if _is_graph_negative(n):
+                by_category.setdefault(n.get("category") or "other", []).append((n.get("positive"), n["text"]))
+        chosen_pos: list[int] = []
+        chosen_neg: list[str] = []
+        while len(chosen_neg) < kn and by_category:
+            cats = sorted(by_category)
+            weights = [category_probs.get(c, 0.0) for c in cats]
+            if sum(weights) <= 0:
+                weights = [1.0] * len(cats)
+            cat = rng.choices(cats, weights)[0]
+            pool = by_category[cat]
+            pos_index, text = pool.pop(rng.randrange(len(pool)))
+            if not pool:
+                del by_category[cat]
+            if pos_index is not None and 0 <= pos_index < len(positives) and pos_index not in chosen_pos:
+                if len(chosen_pos) >= kp:
+                    continue  # no room for the positive this negative perturbs
+                chosen_pos.append(pos_index)
+            chosen_neg.append(text)
+        rest = [i for i in range(len(positives)) if i not in chosen_pos]
+        if rest and rest[0] == 0:  # the caption (or first positive) before the others
+            first, others = rest[:1], rest[1:]
+        else:
+            first, others = [], rest
+        rng.shuffle(others)
+        chosen_pos.extend((first + others)[: max(0, kp - len(chosen_pos))])
+        return Selection([positives[i] for i in chosen_pos], chosen_neg)
+
+
+METHOD = MosaiClip
