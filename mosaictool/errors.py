@@ -9,3 +9,8 @@ class MosaicError(Exception):
 class RecordError(ValueError):
     """One input record is unusable. Raised by a stage's `check`; the record reader adds the
     `path:line:` location, and `--skip-bad` turns it into a counted skip."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every `finally` runs: temporary outputs are removed and a
+    run folder keeps only complete checkpoints."""

@@ -9,10 +9,13 @@ only when the whole stage succeeded, so a failed run leaves no partial output.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
+import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,14 +62,38 @@ class Skips:
             print(f"  {line}", file=stream)
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def check_input_file(path: str) -> None:
+    """A clear error for an input path that is missing, a folder, or unreadable."""
+    if not os.path.exists(path):
+        raise MosaicError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise MosaicError(f"{path}: is a directory; give the JSONL or Parquet file inside it")
+    if not os.access(path, os.R_OK):
+        raise MosaicError(f"{path}: permission denied (cannot read it)")
+
+
 def _open_binary_in(path: str) -> IO[bytes]:
     if path == STDIO:
         return sys.stdin.buffer
-    if not os.path.exists(path):
-        raise MosaicError(f"{path}: no such file")
+    check_input_file(path)
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
+
+
+def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
+    """Physical lines, numbered from 1; a leading UTF-8 BOM (Windows tools, spreadsheet exports) is
+    skipped, and a truncated or corrupt .gz becomes one clear error naming the file."""
+    try:
+        for lineno, line in enumerate(stream, start=1):
+            if lineno == 1 and line.startswith(BOM):
+                line = line[len(BOM):]
+            yield lineno, line
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e
 
 
 def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
@@ -75,21 +102,26 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
     if is_parquet(path):
         import pyarrow.parquet as pq
 
-        if not os.path.exists(path):
-            raise MosaicError(f"{path}: no such file")
+        check_input_file(path)
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # pyarrow raises several types for a non-Parquet file
             raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
         row = 0
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH):
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH)
+        while True:
+            try:
+                batch = next(batches, None)
+            except (OSError, ValueError) as e:  # a truncated or corrupt row group
+                raise MosaicError(f"{path}: corrupt Parquet data after row {row}: {e}; re-create the file") from e
+            if batch is None:
+                return
             for rec in batch.to_pylist():
                 row += 1
                 yield f"{name}:row {row}", row, rec, None
-        return
     stream = _open_binary_in(path)
     try:
-        for lineno, line in enumerate(stream, start=1):
+        for lineno, line in _lines(stream, name):
             if not line.strip():
                 continue
             try:
@@ -166,12 +198,24 @@ class RecordWriter:
     def __enter__(self) -> "RecordWriter":
         if self.path == STDIO:
             self._stream = sys.stdout.buffer
+            self._raw = None
             return self
         target = Path(self.path)
+        if target.is_dir():
+            raise MosaicError(f"{self.path}: is a directory; give -o a file path such as {target / 'out.jsonl'}")
         if target.parent and not target.parent.exists():
             raise MosaicError(f"{self.path}: directory {target.parent} does not exist")
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-        raw = os.fdopen(fd, "wb")
+        if target.exists() and not target.is_file():
+            # A device or a pipe (/dev/null, a FIFO): written in place; renaming a temp file over it
+            # would replace the device itself.
+            if is_parquet(self.path):
+                raise MosaicError(f"{self.path}: not a regular file; Parquet needs a file path for -o")
+            raw = self._guard(lambda: open(self.path, "wb"))
+        else:
+            fd, self._tmp = self._guard(
+                lambda: tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+            )
+            raw = os.fdopen(fd, "wb")
         if self.path.endswith(".gz"):
             self._stream = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
             self._raw = raw
@@ -180,10 +224,19 @@ class RecordWriter:
             self._raw = None
         return self
 
+    def _guard(self, action: Callable[[], Any]) -> Any:
+        """Run a file operation; an OS error (full disk, read-only folder) becomes a MosaicError."""
+        try:
+            return action()
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): the CLI stops quietly
+        except OSError as e:
+            raise write_error("<stdout>" if self.path == STDIO else self.path, e) from e
+
     def write(self, record: dict) -> None:
         assert self._stream is not None, "RecordWriter used outside `with`"
-        self._stream.write(dumps(record))
-        self._stream.write(b"\n")
+        line = dumps(record) + b"\n"
+        self._guard(lambda: self._stream.write(line))
         self.count += 1
 
     def write_all(self, records: Iterable[dict]) -> int:
@@ -194,17 +247,17 @@ class RecordWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.path == STDIO:
             if exc_type is None:
-                self._stream.flush()
+                self._guard(self._stream.flush)
             return
         try:
-            self._stream.close()
+            self._guard(self._stream.close)
             if self._raw is not None:
-                self._raw.close()
-            if exc_type is None:
+                self._guard(self._raw.close)
+            if exc_type is None and self._tmp is not None:
                 if is_parquet(self.path):
-                    self._jsonl_to_parquet()
+                    self._guard(self._jsonl_to_parquet)
                 else:
-                    os.replace(self._tmp, self.path)
+                    self._guard(lambda: os.replace(self._tmp, self.path))
         finally:
             if self._tmp and os.path.exists(self._tmp):
                 os.unlink(self._tmp)
@@ -224,6 +277,18 @@ class RecordWriter:
                 os.unlink(tmp_parquet)
 
 
+def write_error(name: str, e: OSError) -> MosaicError:
+    """One line for a failed write: the file, the reason, and what to do about it."""
+    hint = {
+        errno.ENOSPC: "the disk is full; free space or choose another -o",
+        errno.EDQUOT: "the disk quota is exhausted; free space or choose another -o",
+        errno.EROFS: "the file system is read-only; choose another -o",
+        errno.EACCES: "permission denied; choose a writable -o",
+        errno.EPERM: "permission denied; choose a writable -o",
+    }.get(e.errno, "choose another -o")
+    return MosaicError(f"{name}: cannot write ({e.strerror or e}): {hint}")
+
+
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     with RecordWriter(path) as w:
         return w.write_all(records)
@@ -235,3 +300,23 @@ def progress(iterable: Iterable, *, desc: str, unit: str = "rec", quiet: bool = 
 
     disable = quiet or not sys.stderr.isatty()
     return tqdm(iterable, desc=desc, unit=unit, total=total, disable=disable, file=sys.stderr, dynamic_ncols=True)
+
+
+def image_to_rgb(im):
+    """A PIL image as 8-bit RGB, as open_clip's `convert("RGB")` gives, except where that is wrong:
+    16- and 32-bit greyscale (PIL clips it to white) is scaled down to 8 bits, and a palette image
+    with a transparent colour goes through RGBA (the same pixels, without PIL's warning)."""
+    from PIL import Image
+
+    if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+        import numpy as np
+
+        grey = np.asarray(im, dtype=np.float64) / 257.0  # 0..65535 -> 0..255
+        return Image.fromarray(np.clip(np.rint(grey), 0, 255).astype(np.uint8), "L").convert("RGB")
+    if im.mode == "F":
+        import numpy as np
+
+        return Image.fromarray(np.clip(np.rint(np.asarray(im)), 0, 255).astype(np.uint8), "L").convert("RGB")
+    if im.mode == "P" and "transparency" in im.info:
+        im = im.convert("RGBA")
+    return im.convert("RGB")

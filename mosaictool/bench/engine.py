@@ -183,13 +183,15 @@ class EmbeddingCache:
 def open_image(ref: ImageRef):
     from PIL import Image
 
+    from mosaictool.io import image_to_rgb
+
     try:
         if ref.data is None and ref.path.endswith(".npy"):
             # EqBen's YouCook2 frames: BGR arrays, read as the official toolkit does
             img = Image.fromarray(np.load(ref.path)[:, :, [2, 1, 0]], "RGB")
         else:
             img = Image.open(io.BytesIO(ref.data) if ref.data is not None else ref.path)
-        img = img.convert("RGB")
+        img = image_to_rgb(img)
     except Exception as e:
         raise MosaicError(f"{ref.path}: cannot read image: {e}") from e
     return img.crop(ref.box) if ref.box is not None else img

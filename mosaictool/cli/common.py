@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated
 
 import typer
 
-from mosaictool.errors import MosaicError
+from mosaictool.errors import MosaicError, Terminated
 from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
 
 InputArg = Annotated[str, typer.Argument(help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file; '-' reads stdin.")]
@@ -28,7 +30,29 @@ AssignIdsOpt = Annotated[
 
 def fail(message: str) -> None:
     typer.echo(f"Error: {message}", err=True)
+    _drop_unwritable_stdout()
     raise typer.Exit(1)
+
+
+def _drop_unwritable_stdout() -> None:
+    # stdout on a full disk (`> /dev/full`) fails again when Python flushes it at exit, with a
+    # second, traceback-like message; the error has been reported once already.
+    try:
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+def _on_sigterm_unwind() -> None:
+    """SIGTERM (a scheduler, `timeout`, `kill`) unwinds like Ctrl-C instead of killing the process
+    outright, so temporary files are removed and no half-written output is left."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 def _quiet_on_closed_stdout() -> None:
@@ -44,15 +68,23 @@ def handles_errors(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        _on_sigterm_unwind()
         try:
             return fn(*args, **kwargs)
         except MosaicError as e:
             fail(str(e))
         except BrokenPipeError:
             _quiet_on_closed_stdout()
+        except Terminated:
+            typer.echo("Terminated (SIGTERM).", err=True)
+            raise typer.Exit(143)
         except KeyboardInterrupt:
             typer.echo("Interrupted.", err=True)
             raise typer.Exit(130)
+        except OSError as e:
+            # A file error no stage anticipated: one line naming the file, not a traceback.
+            where = f"{e.filename}: " if e.filename else ""
+            fail(f"{where}{e.strerror or e} (check the path and its permissions, or the free disk space)")
 
     return wrapper
 
