@@ -69,3 +69,89 @@ def test_first_step_loss_and_gradients_are_pinned(world, tmp_path, method, optio
                       warmup=1, quiet=True, grad_clip=None, method=method, method_options=options)
     train(cfg, on_step=grab)
     assert seen["value"] == pytest.approx(expected, rel=1e-5)
+
+
+# ---- the registry and its hooks ---------------------------------------------------------------
+
+
+def test_registry_names_options_and_errors():
+    from mosaictool.errors import MosaicError
+
+    assert {"clip", "negclip", "mosaiclip"} <= set(methods.names())
+    m = methods.create("mosaiclip", {"max_pos": 2, "category_probs": "obj=1,attr=0,rel=0"})
+    assert m.opts["max_pos"] == 2 and m.opts["max_neg"] == 6 and m.opts["category_probs"] == {"obj": 1.0, "attr": 0.0, "rel": 0.0}
+    with pytest.raises(MosaicError, match="--max-pos belong to another method"):
+        methods.create("clip", {"max_pos": 2})
+    with pytest.raises(MosaicError, match="choose one of clip"):
+        methods.get("nope")
+    with pytest.raises(MosaicError, match="--curriculum-split"):
+        methods.create("mosaiclip", {"curriculum_split": 2.0})
+    options = methods.all_options()
+    assert options["max_pos"][1] == ["mosaiclip"]
+
+
+def test_every_method_option_is_a_train_flag(runner):
+    from mosaictool.cli import app
+
+    out = runner.invoke(app, ["train", "--help"]).stdout
+    for name in methods.names():
+        assert f"{name}:" in out  # the METHODS list
+        for opt in methods.get(name).options:
+            assert opt.flag in out
+
+
+def test_old_config_json_with_top_level_options_resumes(world, tmp_path):
+    """Runs written before the registry stored mosaiclip's flags at the top level of config.json."""
+    from mosaictool.model.train import _resume_state
+
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"data": "x", "out": str(out), "method": "mosaiclip", "max_pos": 2,
+                                                 "curriculum": True, "category_probs": PROBS}))
+    cfg, state = _resume_state(TrainConfig(data="", out=str(out)), out)
+    assert state is None and cfg.method_options == {"max_pos": 2, "curriculum": True, "category_probs": PROBS}
+
+
+def test_dense_features_and_joining_micro_batches(world):
+    """Method.dense asks the forward pass for projected patch tokens and per-token text features:
+    the pooled features are their normalised class / end tokens; Features.cat pads W."""
+    import open_clip
+    import torch
+
+    from mosaictool.model import openclip
+    from mosaictool.model.batch import ContrastiveForward, Features, batch_features
+    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+
+    data, model_cfg = world
+    bundle = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0)
+    m = methods.create("mosaiclip", {"max_pos": 2, "max_neg": 2})
+    records = TrainData.load(str(data), method=m)
+    cfg = SamplerConfig(method=m, batch_size=3, seed=0)
+    plan = BatchPlan(len(records), cfg, rank=0, world_size=1, start=0, stop=2)
+    dataset = TrainDataset(records, cfg, ImageTransform(32), bundle.tokenizer)
+    pp = open_clip.get_model_preprocess_cfg(bundle.model)
+    forward = ContrastiveForward(bundle.model)
+    parts = []
+    for g in range(2):
+        batch = dataset.collate([dataset[s] for s in plan.micro_batch(g)])
+        plain = batch_features(forward, batch, mean=pp["mean"], std=pp["std"], device="cpu")
+        f = batch_features(forward, batch, mean=pp["mean"], std=pp["std"], device="cpu", dense=True)
+        d = f.dense
+        torch.testing.assert_close(f.image, plain.image)
+        torch.testing.assert_close(f.pos, plain.pos)
+        assert d.patches.shape == (3, 16, 32)  # 32x32 image, patch 8: 16 patches of the 32-d joint space
+        assert d.pos_tokens.shape[:2] == d.pos_token_mask.shape == (6, d.pos_tokens.shape[1])
+        for slot in range(6):
+            n = int(d.pos_token_mask[slot].sum())
+            assert n == (int(batch.pos_tokens[int(batch.pos_mask.reshape(-1)[:slot].sum())].ne(0).sum())
+                         if batch.pos_mask.reshape(-1)[slot] else 0)
+            if n:  # argmax pooling: the end token (the last one) is the pooled feature
+                torch.testing.assert_close(torch.nn.functional.normalize(d.pos_tokens[slot, n - 1], dim=-1), f.pos[slot])
+            else:
+                assert not d.pos_tokens[slot].any()
+        parts.append(f)
+    joined = Features.cat(parts, parts[0].logit_scale)
+    width = max(p.dense.pos_tokens.shape[1] for p in parts)
+    assert joined.image.shape[0] == 6 and joined.dense.pos_tokens.shape == (12, width, 32)
+    assert joined.dense.pos_token_mask.sum() == sum(p.dense.pos_token_mask.sum() for p in parts)
+    torch.testing.assert_close(joined.pos_ids, torch.cat([p.pos_ids for p in parts]))
