@@ -10,7 +10,7 @@ import socket
 import pytest
 import torch
 
-from mosaictool.methods.fsc_clip import FSCCLIPLoss, focal_hn_loss, hn_logits_local
+from mosaictool.methods.fsc_clip_loss import FSCCLIPLoss, focal_hn_loss, hn_logits_local
 
 # ---- brute-force references: one image, one text, one token at a time --------------------------
 
@@ -110,8 +110,8 @@ def make_inputs(seed=0, b=6, k=3, w=5, p=7, d=8, ties=True):
 
 def run_module(x, **kw):
     loss = FSCCLIPLoss(**kw)
-    return loss(x["image"], x["pos"], x["neg"], x["neg_mask"], x["scale"], x["patches"], x["pos_tok"],
-                x["pos_tok_mask"], x["neg_tok"], x["neg_tok_mask"])
+    return loss.compute(x["image"], x["pos"], x["neg"], x["neg_mask"], x["scale"], x["patches"], x["pos_tok"],
+                        x["pos_tok_mask"], x["neg_tok"], x["neg_tok_mask"])
 
 
 GRAD_KEYS = ("image", "pos", "neg", "scale", "patches", "pos_tok", "neg_tok")
