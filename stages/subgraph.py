@@ -203,13 +203,17 @@ def canonical_key(subgraph: dict, vocab) -> str:
     return _graph_string(nodes, relations)
 
 
-def clean_node(node: dict, colours: frozenset[str] = COLOUR_WORDS) -> dict | None:
-    """A node with the parser's debris taken out: None for a place noun ("right", "the middle");
+def clean_node(node: dict, colours: frozenset[str] = COLOUR_WORDS, things: frozenset[str] = frozenset()) -> dict | None:
+    """A node with the parser's debris taken out: None for a place noun ("right", "the middle") or a
+    bare colour word ("purple"; not one of `things`, the vocabulary's objects: "oranges" are fruit);
+    place nouns dropped from the attributes;
     a trailing direction dropped ("star right" -> "star"); leading colour words of a fused compound
     moved to the attributes ("orange cross" -> "cross" with "orange")."""
     words = node["lemma"].split()
-    if not words or node["lemma"] in PLACE_ONLY:
+    if not words or node["lemma"] in PLACE_ONLY or (node["lemma"] in colours and node["lemma"] not in things):
         return None
+    if not PLACE_ONLY.isdisjoint(node["attributes"]):  # "a triangle right of": "right" is no property
+        node = {**node, "attributes": [a for a in node["attributes"] if a not in PLACE_ONLY]}
     drop_end = 1 if len(words) > 1 and words[-1] in _DIRECTIONS else 0
     drop_start = 0
     while drop_start < len(words) - drop_end - 1 and words[drop_start] in colours:
@@ -231,10 +235,11 @@ def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
     """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns
     and place nouns, fused colour compounds split (`clean_node`; `vocab`'s colour attributes count
     as colour words too)."""
-    colours = COLOUR_WORDS
+    colours, things = COLOUR_WORDS, frozenset()
     if vocab is not None:
         colours = colours | {n for n, c in vocab.attributes.items() if c == "colour"}
-    return [None if is_pronoun(e) else clean_node(object_node(e, i), colours) for i, e in enumerate(graph["entities"])]
+        things = frozenset(vocab.objects)
+    return [None if is_pronoun(e) else clean_node(object_node(e, i), colours, things) for i, e in enumerate(graph["entities"])]
 
 
 def usable_relations(graph: dict, nodes: list[dict | None]) -> list[dict]:
