@@ -15,6 +15,11 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
 BENCHMARKS = SHARED / "benchmarks"
 
+# Tests never reach the network (CI has none): Hugging Face libraries fail at once instead of retrying.
+# Set here so the subprocesses the tests start inherit it.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 
 @pytest.fixture(scope="session")
 def shared_benchmarks() -> Path:

@@ -64,7 +64,7 @@ def _worker(rank: int, world: int, port: int, data: str, model_cfg: str, out: st
                       MASTER_PORT=str(port))
     from mosaictool.model import distributed
 
-    info = distributed.init("cpu")
+    info = distributed.init("cpu", timeout_s=120)  # a failed rank must not leave the other waiting 30 min
     results = {
         (method, local): first_step(rank, world, data, model_cfg, local, method)
         for method in METHODS

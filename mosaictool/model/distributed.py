@@ -8,6 +8,7 @@ features receive the gradients that other ranks' losses send them.
 
 from __future__ import annotations
 
+import datetime
 import os
 from dataclasses import dataclass
 
@@ -32,9 +33,11 @@ class DistInfo:
         return self.world_size > 1
 
 
-def init(device: str | None = None) -> DistInfo:
+def init(device: str | None = None, timeout_s: float | None = None) -> DistInfo:
     """Join the process group torchrun describes (if any) and choose this rank's device
-    (mosaictool.model.device.resolve_device: by default the GPU of this rank, else cpu)."""
+    (mosaictool.model.device.resolve_device: by default the GPU of this rank, else cpu).
+    `timeout_s` bounds every collective (torch's default is 30 min): when one rank dies, the
+    others fail after it instead of waiting."""
     from mosaictool.model.device import resolve_device
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -53,7 +56,8 @@ def init(device: str | None = None) -> DistInfo:
 
         if not dist.is_initialized():
             backend = "nccl" if device.startswith("cuda") else "gloo"
-            dist.init_process_group(backend=backend, init_method="env://")
+            timeout = {} if timeout_s is None else {"timeout": datetime.timedelta(seconds=timeout_s)}
+            dist.init_process_group(backend=backend, init_method="env://", **timeout)
     return DistInfo(rank=rank, world_size=world, local_rank=local_rank, device=device)
 
 
