@@ -213,7 +213,7 @@ def _worker(rank, world, port, out, local_loss):
                       MASTER_PORT=str(port))
     from mosaictool.model import distributed
 
-    info = distributed.init("cpu")
+    info = distributed.init("cpu", timeout_s=120)  # a failed rank must not leave the other waiting 30 min
     part = _half(make_inputs(0, b=8), rank, world)
     terms = run_module(part, local_loss=local_loss, rank=rank, world_size=world)
     terms["loss"].backward()
