@@ -44,14 +44,24 @@ def _drop_unwritable_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+_HANDLER_PID: int | None = None
+
+
 def _terminate(signum, frame) -> None:
+    if os.getpid() != _HANDLER_PID:
+        # a forked worker inherited the handler (multiprocessing.Pool.terminate sends SIGTERM):
+        # end as SIGTERM would, without a Terminated traceback per worker
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
     raise Terminated()
 
 
 def _on_sigterm_unwind() -> None:
     """SIGTERM (a scheduler, `timeout`, `kill`) unwinds like Ctrl-C instead of killing the process
     outright, so temporary files are removed and no half-written output is left."""
+    global _HANDLER_PID
     if threading.current_thread() is threading.main_thread():
+        _HANDLER_PID = os.getpid()
         signal.signal(signal.SIGTERM, _terminate)
 
 
