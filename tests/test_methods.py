@@ -1,8 +1,12 @@
 """The methods registry (mosaictool.methods): what each method takes from a record and its loss.
 
 The PINNED_* constants were produced by the code before methods moved out of model/train.py and
-model/data.py (commit fc8a7bb): they pin that the move changed no text draw, loss or gradient.
-The loss formulas themselves are checked against brute-force references in test_losses.py.
+model/data.py (commit fc8a7bb): they pin that the move changed no text draw, loss or gradient, on
+records without sub-graph keys (make_world(keys=False)). KEYED_* pin the same on records with keys
+(issue 13): clip and negclip ignore keys (their values are the keyless ones); mosaiclip's draws
+leave out negatives true of their image and its loss takes P(i) by containment, so its values differ.
+The loss formulas themselves are checked against brute-force references in test_losses.py and
+test_containment.py.
 """
 
 from __future__ import annotations
@@ -35,29 +39,65 @@ PINNED_STEP = [
     ("negclip", {}, (2.8908843994140625, 2725.181845258871, 5577.870355898915)),
     ("mosaiclip", {"max_pos": 4, "category_probs": PROBS}, (2.6130154132843018, 1722.842008489077, 1673.5346199331484)),
 ]
+KEYED_SELECTION = PINNED_SELECTION[:2] + [
+    ("mosaiclip", {"max_pos": 4, "max_neg": 6, "category_probs": PROBS}, "96904e699d9e6e14"),
+    ("mosaiclip", {"max_pos": 2, "max_neg": 3, "category_probs": PROBS}, "2fba4c2ad99c11f3"),
+]
+# mosaiclip with max_pos 4 samples every positive of make_world's records: equal texts already say
+# what containment says, the values are the keyless ones. With max_pos 2 the unsampled sub-graphs
+# count (keyless: 2.2437679767608643, 1432.3708457451316, 1229.0058553581318).
+KEYED_STEP = PINNED_STEP[:2] + [
+    ("mosaiclip", {"max_pos": 4, "category_probs": PROBS}, PINNED_STEP[2][2]),
+    ("mosaiclip", {"max_pos": 2, "category_probs": PROBS}, (2.1476922035217285, 1404.848776525564, 1111.567023850472)),
+]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("world")
+    return make_world(root, n=12, keys=False), write_tiny_model(root)
+
+
+@pytest.fixture(scope="module")
+def keyed_world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("keyed")
     return make_world(root, n=12), write_tiny_model(root)
 
 
 def draws(records, method: str, options: dict) -> list:
     m = methods.create(method, options)
     kp, kn = options.get("max_pos", 1), options.get("max_neg", int(method != "clip"))
-    return [list(m.select(r, random.Random(f"pin:{i}"), kp, kn).__dict__.values()) for i, r in enumerate(records)]
+    chosen = [m.select(r, random.Random(f"pin:{i}"), kp, kn) for i, r in enumerate(records)]
+    return [[c.pos, c.neg] for c in chosen]
+
+
+def digest_of_draws(world, method, options) -> str:
+    records = [json.loads(line) for line in Path(world[0]).read_text().splitlines()]
+    return hashlib.sha256(json.dumps(draws(records, method, options)).encode()).hexdigest()[:16]
 
 
 @pytest.mark.parametrize("method,options,digest", PINNED_SELECTION)
 def test_text_draws_are_pinned(world, method, options, digest):
-    records = [json.loads(line) for line in Path(world[0]).read_text().splitlines()]
-    out = [list(map(list, d)) for d in draws(records, method, options)]
-    assert hashlib.sha256(json.dumps(out).encode()).hexdigest()[:16] == digest
+    assert digest_of_draws(world, method, options) == digest
+
+
+@pytest.mark.parametrize("method,options,digest", KEYED_SELECTION)
+def test_text_draws_with_subgraph_keys_are_pinned(keyed_world, method, options, digest):
+    assert digest_of_draws(keyed_world, method, options) == digest
 
 
 @pytest.mark.parametrize("method,options,expected", PINNED_STEP)
 def test_first_step_loss_and_gradients_are_pinned(world, tmp_path, method, options, expected):
+    assert first_step(world, tmp_path, method, options) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("method,options,expected", KEYED_STEP)
+def test_first_step_with_subgraph_keys_is_pinned(keyed_world, tmp_path, method, options, expected):
+    assert first_step(keyed_world, tmp_path, method, options) == pytest.approx(expected, rel=1e-5)
+
+
+def first_step(world, tmp_path, method, options) -> tuple[float, float, float]:
+    """First-step loss, sum |grad| and sum grad^2 over all parameters."""
     seen = {}
 
     def grab(step, metrics, model):
@@ -68,7 +108,7 @@ def test_first_step_loss_and_gradients_are_pinned(world, tmp_path, method, optio
     cfg = TrainConfig(data=str(data), out=str(tmp_path / "run"), model_config=str(model_cfg), batch_size=4, steps=1,
                       warmup=1, quiet=True, grad_clip=None, method=method, method_options=options)
     train(cfg, on_step=grab)
-    assert seen["value"] == pytest.approx(expected, rel=1e-5)
+    return seen["value"]
 
 
 # ---- the registry and its hooks ---------------------------------------------------------------

@@ -23,8 +23,19 @@ def write_tiny_model(folder: Path) -> Path:
     return path
 
 
-def make_world(folder: Path, n: int = 12, size: int = 40, seed: int = 0, hard_images: bool = True) -> Path:
-    """Write folder/captions.jsonl and folder/images/*.png; returns the JSONL path."""
+def world_keys(c1: str, s1: str, c2: str, s2: str) -> list[str]:
+    """A make_world record's `subgraph_keys` in decompose's canonical form (stages/subgraph.py): the
+    caption's graph first, then each object with and without its colour, then the relation over those."""
+    whole = f"{s1}[{c1}] >left of> {s2}[{c2}]"
+    nodes = [f"{s1}[{c1}]", s1, f"{s2}[{c2}]", s2]
+    relations = [f"{a} >left of> {b}" for a in nodes[:2] for b in nodes[2:]]
+    return list(dict.fromkeys([whole, *nodes, *relations]))
+
+
+def make_world(folder: Path, n: int = 12, size: int = 40, seed: int = 0, hard_images: bool = True,
+               keys: bool = True) -> Path:
+    """Write folder/captions.jsonl and folder/images/*.png; returns the JSONL path. With `keys`, the
+    records carry `subgraph_keys` and a `key` per text, as decompose and template write them."""
     from PIL import Image, ImageDraw
 
     folder = Path(folder)
@@ -70,6 +81,15 @@ def make_world(folder: Path, n: int = 12, size: int = 40, seed: int = 0, hard_im
                 ],
             },
         })
+        if keys:
+            whole = f"{s1}[{c1}] >left of> {s2}[{c2}]"
+            records[-1]["subgraph_keys"] = world_keys(c1, s1, c2, s2)
+            text_keys = [[whole, f"{s1}[{c1}]", f"{s2}[{c2}]", whole],
+                         [None, None, f"{s1}[{c2}]", f"{s2}[{c2}] >left of> {s1}[{c1}]",
+                          f"{s1}[{c2}] >left of> {s2}[{c1}]", f"{s1}[{c1}] >right of> {s2}[{c2}]"]]
+            for side, side_keys in zip(("positives", "negatives"), text_keys):
+                for text, key in zip(records[-1]["texts"][side], side_keys):
+                    text["key"] = key
     path = folder / "captions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path

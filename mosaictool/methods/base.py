@@ -20,6 +20,8 @@ Interface (override what differs from the defaults):
     select(record, rng, kp, kn) -> Selection
                             the texts (at most kp positives, kn negatives) one image brings
     dense                   True when the loss needs DenseFeatures (patch and token features)
+    uses_subgraph_keys      True when the batch carries sub-graph keys (record `subgraph_keys`, the
+                            Selection's pos_keys / neg_keys) for the loss's P(i) by containment
     make_loss(local_loss=, rank=, world_size=) -> nn.Module
                             forward(features: mosaictool.model.batch.Features) -> dict of named
                             scalar terms, "loss" the total; every term is logged to metrics.jsonl
@@ -72,10 +74,13 @@ class DemoRow:
 
 @dataclass
 class Selection:
-    """The texts one image brings to a batch: positives first-slot-first, negatives likewise."""
+    """The texts one image brings to a batch: positives first-slot-first, negatives likewise; with
+    the canonical sub-graph key of each (`texts.*.key`, None: no key) for methods that use them."""
 
     pos: list[str]
     neg: list[str] = field(default_factory=list)
+    pos_keys: list[str | None] | None = None
+    neg_keys: list[str | None] | None = None
 
 
 class Method:
@@ -85,6 +90,7 @@ class Method:
     demo_rows: ClassVar[tuple[DemoRow, ...]] = ()
     stage_hint: ClassVar[str] = PIPELINE
     uses_hard_images: ClassVar[bool] = False  # the default of --record-hard-images
+    uses_subgraph_keys: ClassVar[bool] = False  # P(i) by sub-graph containment in the loss (mosaiclip)
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         given = dict(options or {})
@@ -144,6 +150,36 @@ def caption_of(record: dict) -> str | None:
     if positives and positives[0].get("kind") == "caption":
         return positives[0]["text"]
     return None
+
+
+def key_id(key: str | None) -> int:
+    """The stable hash of a canonical sub-graph key (the text-id hash, mosaictool.model.batch.text_id);
+    0 for no key."""
+    if not key:
+        return 0
+    from mosaictool.model.batch import text_id
+
+    return text_id(key)
+
+
+def record_key_ids(record: dict):
+    """A record's sub-graph key hashes as a sorted int64 numpy array (empty without `subgraph_keys`).
+    Training records carry them precomputed (`subgraph_key_ids`, model.data's slim records)."""
+    import numpy as np
+
+    ids = record.get("subgraph_key_ids")
+    if ids is None:
+        ids = np.unique(np.array([key_id(k) for k in record.get("subgraph_keys") or () if k], dtype=np.int64))
+    return ids
+
+
+def holds_key(key_ids, key: str | None) -> bool:
+    """Is `key` among the sorted `key_ids` (record_key_ids)?"""
+    kid = key_id(key)
+    if not kid or len(key_ids) == 0:
+        return False
+    at = int(key_ids.searchsorted(kid))
+    return at < len(key_ids) and int(key_ids[at]) == kid
 
 
 def count_with_negatives(records: Sequence[dict], accept: Callable[[dict], bool]) -> int:

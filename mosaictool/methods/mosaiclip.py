@@ -5,6 +5,13 @@ caption and its sub-graphs) and --max-neg graph negatives, with the coarse-to-fi
 Filling the slots: negatives are drawn as (positive, negative) pairs, a category (obj/attr/rel) at
 a time with probabilities --category-probs; a drawn pair brings its positive along while there is
 room; remaining positive slots are filled with the caption first, then other positives at random.
+With one positive slot (curriculum stage 1, or --max-pos 1) that slot is the caption and the
+negatives are drawn the same way from every pair, without their positives: stage 1 "closely mimics
+the contrastive pre-training objective" (seed 000 Sec. 3.6): the caption and at most one hard
+negative, as NegCLIP. Stage 2 samples up to --max-pos positive and --max-neg negative sub-graphs
+(App. H.1: 3 and 6). A negative whose key is one of the image's `subgraph_keys` is true of the image
+and never drawn. Each chosen text comes with its key (Selection.pos_keys / neg_keys): the loss's
+P(i) is every batch positive whose sub-graph is in the image's graph (Sec. 3.5).
 """
 
 from __future__ import annotations
@@ -12,7 +19,9 @@ from __future__ import annotations
 import random
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
+from mosaictool.methods.base import (
+    DemoRow, Method, Option, Selection, caption_of, holds_key, record_key_ids, require_negatives,
+)
 
 DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
 _PROBS_EXAMPLE = "obj=0.15,attr=0.425,rel=0.425"
@@ -43,14 +52,15 @@ class MosaiClip(Method):
     name = "mosaiclip"
     help = "MosaiCLIP: the caption + sub-graph positives and graph negatives, coarse-to-fine loss."
     options = (
-        Option("max_pos", int, 3, "mosaiclip: positive texts per image at most."),
+        Option("max_pos", int, 3, "mosaiclip: positive texts per image at most (1: the caption only)."),
         Option("max_neg", int, 6, "mosaiclip: graph negatives per image at most."),
         Option("category_probs", str, dict(DEFAULT_CATEGORY_PROBS), "mosaiclip: sampling weights of negative categories.",
                parse=parse_category_probs, format=format_category_probs),
-        Option("curriculum", bool, False, "mosaiclip: stage 1 with <= 1 positive + <= 1 negative, then full."),
+        Option("curriculum", bool, False, "mosaiclip: stage 1 with the caption + <= 1 negative, then full."),
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
     )
     demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}), DemoRow("MosaiCLIP-NoCurric", {"curriculum": False}))
+    uses_subgraph_keys = True
 
     def validate(self) -> None:
         if self.opts["max_pos"] < 1 or self.opts["max_neg"] < 0:
@@ -76,14 +86,18 @@ class MosaiClip(Method):
 
     def select(self, record: dict, rng: random.Random, kp: int, kn: int) -> Selection:
         texts = record.get("texts") or {}
-        positives = [p["text"] for p in texts.get("positives") or []] or [caption_of(record)]
+        entries = texts.get("positives") or [{"text": caption_of(record)}]
+        positives = [p["text"] for p in entries]
+        implied = record_key_ids(record)
         category_probs = self.opts["category_probs"]
-        by_category: dict[str, list[tuple[int | None, str]]] = {}
+        by_category: dict[str, list[tuple[int | None, str, str | None]]] = {}
         for n in texts.get("negatives") or []:
-            if _is_graph_negative(n):
-                by_category.setdefault(n.get("category") or "other", []).append((n.get("positive"), n["text"]))
-        chosen_pos: list[int] = []
-        chosen_neg: list[str] = []
+            if _is_graph_negative(n) and not holds_key(implied, n.get("key")):
+                pair = (n.get("positive"), n["text"], n.get("key"))
+                by_category.setdefault(n.get("category") or "other", []).append(pair)
+        caption_only = kp == 1  # stage 1: the caption is the one positive, negatives come without theirs
+        chosen_pos: list[int] = [0] if caption_only else []
+        chosen_neg: list[tuple[str, str | None]] = []
         while len(chosen_neg) < kn and by_category:
             cats = sorted(by_category)
             weights = [category_probs.get(c, 0.0) for c in cats]
@@ -91,14 +105,15 @@ class MosaiClip(Method):
                 weights = [1.0] * len(cats)
             cat = rng.choices(cats, weights)[0]
             pool = by_category[cat]
-            pos_index, text = pool.pop(rng.randrange(len(pool)))
+            pos_index, text, key = pool.pop(rng.randrange(len(pool)))
             if not pool:
                 del by_category[cat]
-            if pos_index is not None and 0 <= pos_index < len(positives) and pos_index not in chosen_pos:
+            if (not caption_only and pos_index is not None and 0 <= pos_index < len(positives)
+                    and pos_index not in chosen_pos):
                 if len(chosen_pos) >= kp:
                     continue  # no room for the positive this negative perturbs
                 chosen_pos.append(pos_index)
-            chosen_neg.append(text)
+            chosen_neg.append((text, key))
         rest = [i for i in range(len(positives)) if i not in chosen_pos]
         if rest and rest[0] == 0:  # the caption (or first positive) before the others
             first, others = rest[:1], rest[1:]
@@ -106,7 +121,8 @@ class MosaiClip(Method):
             first, others = [], rest
         rng.shuffle(others)
         chosen_pos.extend((first + others)[: max(0, kp - len(chosen_pos))])
-        return Selection([positives[i] for i in chosen_pos], chosen_neg)
+        return Selection([positives[i] for i in chosen_pos], [t for t, _ in chosen_neg],
+                         [entries[i].get("key") for i in chosen_pos], [k for _, k in chosen_neg])
 
 
 METHOD = MosaiClip

@@ -11,7 +11,10 @@ Each method (mosaictool.methods) says how many slots it wants at a step (Method.
 them (Method.select): clip 1 + 0, negclip 1 + 1, mosaiclip --max-pos + --max-neg.
 
 `pos_ids` / `neg_ids` identify each slot's text (a stable hash), so the loss can treat equal texts
-of different images as the same sub-graph.
+of different images as the same sub-graph. For methods with Method.uses_subgraph_keys (mosaiclip)
+`image_keys` holds each image's sub-graph keys (record `subgraph_keys`) and `pos_keys` / `neg_keys`
+each slot's key (`texts.*.key`), hashed like the ids, 0 = none: the loss's P(i) by containment
+(CONTRACTS.md section 2). Other methods carry None there.
 
 Hard-negative images are ordinary samples of the batch: an image with its own caption
 and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
@@ -37,6 +40,9 @@ class Batch:
     indices: torch.Tensor  # (B,) long: dataset index of each image (for tests and debugging)
     pos_ids: torch.Tensor  # (B, Kp) int64: a stable hash of each slot's text (0 for empty slots)
     neg_ids: torch.Tensor  # (B, Kn) int64
+    image_keys: torch.Tensor | None = None  # (B, K) int64: hashes of each image's sub-graph keys, 0-padded
+    pos_keys: torch.Tensor | None = None  # (B, Kp) int64: hash of each slot's sub-graph key (0: none / empty)
+    neg_keys: torch.Tensor | None = None  # (B, Kn) int64
 
     def __post_init__(self) -> None:
         b = self.images.shape[0]
@@ -58,10 +64,13 @@ class Batch:
         return self.neg_mask.nonzero()[:, 0]
 
     def to(self, device, non_blocking: bool = False) -> "Batch":
-        return Batch(**{k: getattr(self, k).to(device, non_blocking=non_blocking) for k in self.__dataclass_fields__})
+        return Batch(**{k: None if v is None else v.to(device, non_blocking=non_blocking) for k, v in self._fields()})
 
     def pin_memory(self) -> "Batch":
-        return Batch(**{k: getattr(self, k).pin_memory() for k in self.__dataclass_fields__})
+        return Batch(**{k: None if v is None else v.pin_memory() for k, v in self._fields()})
+
+    def _fields(self):
+        return ((k, getattr(self, k)) for k in self.__dataclass_fields__)
 
     def texts_per_image(self) -> tuple[float, float]:
         b = max(self.size, 1)
@@ -111,6 +120,9 @@ class Features:
     logit_scale: torch.Tensor  # scalar, exp()'d
     pos_ids: torch.Tensor | None = None  # (B, Kp) int64 text identities; None: every slot is distinct
     neg_ids: torch.Tensor | None = None  # (B, Kn)
+    image_keys: torch.Tensor | None = None  # (B, K) int64 sub-graph key hashes (Batch.image_keys); None: no keys
+    pos_keys: torch.Tensor | None = None  # (B, Kp) int64
+    neg_keys: torch.Tensor | None = None  # (B, Kn)
     dense: DenseFeatures | None = None  # only when the method asks for it (Method.dense)
 
     @staticmethod
@@ -198,8 +210,8 @@ def normalize_images(images: torch.Tensor, mean, std, dtype=torch.float32) -> to
 def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextlib.nullcontext, text_ids: bool = True,
                    dense: bool = False) -> Features:
     """One forward pass over a micro-batch (images + all filled text slots as one text batch).
-    `model` is a ContrastiveForward, possibly DDP-wrapped. `text_ids=False` passes no ids: every
-    slot is a distinct text. `dense` adds the patch and token features (DenseFeatures)."""
+    `model` is a ContrastiveForward, possibly DDP-wrapped. `text_ids=False` passes no ids and no
+    sub-graph keys: every slot is a distinct text. `dense` adds the patch and token features (DenseFeatures)."""
     images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
     tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
     with autocast():
@@ -212,6 +224,9 @@ def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextli
         neg=fill_slots(text_f[n_pos:], neg_mask), neg_mask=neg_mask, logit_scale=scale.float(),
         pos_ids=batch.pos_ids.to(device) if text_ids else None, neg_ids=batch.neg_ids.to(device) if text_ids else None,
     )
+    if text_ids and batch.image_keys is not None:
+        feats.image_keys, feats.pos_keys, feats.neg_keys = (
+            t.to(device) for t in (batch.image_keys, batch.pos_keys, batch.neg_keys))
     if dense:
         token_f = out[4].float()
         token_mask = tokens[:, : token_f.shape[1]] != 0

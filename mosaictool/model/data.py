@@ -213,12 +213,19 @@ class TrainData:
 
 
 def _slim(record: dict) -> dict:
-    """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker."""
+    """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker.
+    `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, a numpy array: 8 bytes a key,
+    and no per-string objects for forked workers to copy)."""
+    from mosaictool.methods.base import record_key_ids
+
     texts = record.get("texts") or {}
     keep = {"id": record["id"], "caption": record.get("caption"), "hard_images": record.get("hard_images")}
+    if record.get("subgraph_keys"):
+        keep["subgraph_key_ids"] = record_key_ids(record)
     if texts:
         keep["texts"] = {
-            "positives": [{"text": p["text"], "kind": p.get("kind")} for p in texts.get("positives") or []],
+            "positives": [{"text": p["text"], "kind": p.get("kind"), "key": p.get("key")}
+                          for p in texts.get("positives") or []],
             "negatives": [
                 {
                     "text": n["text"],
@@ -226,6 +233,7 @@ def _slim(record: dict) -> dict:
                     "category": n.get("category"),
                     "transform": n.get("transform"),
                     "positive": n.get("positive"),
+                    "key": n.get("key"),
                 }
                 for n in texts.get("negatives") or []
             ],
@@ -373,9 +381,17 @@ class TrainDataset(torch.utils.data.Dataset):
         index, epoch, kp, kn, is_hard = spec
         rng = sample_rng(self.cfg.seed, epoch, index, "hard-sample" if is_hard else "sample")
         record = self.data.records[index]
-        chosen = self.cfg.method.select(record, rng, kp, kn)
-        return {"image": self._image(index, rng), "pos": chosen.pos, "neg": chosen.neg, "kp": kp, "kn": kn,
-                "is_hard": is_hard, "index": index}
+        method = self.cfg.method
+        chosen = method.select(record, rng, kp, kn)
+        sample = {"image": self._image(index, rng), "pos": chosen.pos, "neg": chosen.neg, "kp": kp, "kn": kn,
+                  "is_hard": is_hard, "index": index}
+        if method.uses_subgraph_keys:
+            from mosaictool.methods.base import record_key_ids
+
+            sample["image_keys"] = record_key_ids(record)
+            sample["pos_keys"] = chosen.pos_keys or [None] * len(chosen.pos)
+            sample["neg_keys"] = chosen.neg_keys or [None] * len(chosen.neg)
+        return sample
 
     def _image(self, index: int, rng: random.Random) -> torch.Tensor:
         if self.transform.augment:
@@ -413,6 +429,16 @@ class TrainDataset(torch.utils.data.Dataset):
             neg_ids[i, : len(s["neg"])] = torch.tensor([self._text_id(t) for t in s["neg"]], dtype=torch.long)
             pos_texts.extend(s["pos"])
             neg_texts.extend(s["neg"])
+        keys = {}
+        if "image_keys" in samples[0]:  # Method.uses_subgraph_keys: hashes like the ids, 0 = none / padding
+            width = max(len(s["image_keys"]) for s in samples)
+            keys["image_keys"] = torch.zeros(len(samples), width, dtype=torch.long)
+            keys["pos_keys"] = torch.zeros(len(samples), kp, dtype=torch.long)
+            keys["neg_keys"] = torch.zeros(len(samples), kn, dtype=torch.long)
+            for i, s in enumerate(samples):
+                keys["image_keys"][i, : len(s["image_keys"])] = torch.from_numpy(s["image_keys"])
+                keys["pos_keys"][i, : len(s["pos_keys"])] = torch.tensor([self._key_id(k) for k in s["pos_keys"]])
+                keys["neg_keys"][i, : len(s["neg_keys"])] = torch.tensor([self._key_id(k) for k in s["neg_keys"]])
         return Batch(
             images=torch.stack([s["image"] for s in samples]),
             pos_tokens=self.tokens(pos_texts),
@@ -423,7 +449,11 @@ class TrainDataset(torch.utils.data.Dataset):
             indices=torch.tensor([s["index"] for s in samples], dtype=torch.long),
             pos_ids=pos_ids,
             neg_ids=neg_ids,
+            **keys,
         )
+
+    def _key_id(self, key: str | None) -> int:
+        return self._text_id(key) if key else 0
 
     def _text_id(self, text: str) -> int:
         tid = self._id_cache.get(text)

@@ -19,6 +19,16 @@ is not a negative for i; and in t2i, images that also own a positive text are le
 denominator. Short sub-graph texts ("a red circle") repeat across images; without this they would
 be pushed apart from images they describe. Without ids every slot is distinct (the formulas above).
 
+Sub-graph containment (`image_keys`, `pos_keys`, `neg_keys`: stable hashes of canonical sub-graph
+keys, 0 = none; CONTRACTS.md section 2) is the paper's P(i) = {k : g_k is a sub-graph of G_i}: a
+positive column whose key is in image i's key set (every sub-graph of G_i, weaker readings included)
+is a positive of i, a negative column whose key is in it leaves i's row, and in t2i the images
+whose key set holds the text's key leave its denominator (its owner stays: the target). A text or
+image without keys falls back to the equal-text rule above; both rules are OR-ed. Without
+`image_keys` (clip, negclip) nothing changes. The paper writes the denominators over every text
+and image; taking out those the graph says are true of the image is what makes P(i) a set of
+positives rather than positives that are also pushed away as negatives.
+
 Distributed: features are gathered with gradient and laid out as [positives of rank 0, 1, ...;
 negatives of rank 0, 1, ...], so the owner of positive slot j is still j // Kp (ranks' images are
 concatenated in rank order too). With `local_loss` a rank computes only its own images' rows and
@@ -51,6 +61,9 @@ class MultiPositiveContrastiveLoss(nn.Module):
         logit_scale: torch.Tensor,  # scalar, already exp()'d
         pos_ids: torch.Tensor | None = None,  # (B, Kp) int64 text identities; None: every slot distinct
         neg_ids: torch.Tensor | None = None,  # (B, Kn)
+        image_keys: torch.Tensor | None = None,  # (B, K) int64 sub-graph key hashes of each image, 0 = padding
+        pos_keys: torch.Tensor | None = None,  # (B, Kp) int64 key hash of each slot's text, 0 = none
+        neg_keys: torch.Tensor | None = None,  # (B, Kn)
     ) -> dict[str, torch.Tensor]:
         b, kp = pos_mask.shape
         kn = neg_mask.shape[1]
@@ -70,6 +83,15 @@ class MultiPositiveContrastiveLoss(nn.Module):
         else:
             all_images, all_pos, all_neg = image_features, pos_features, neg_features
             all_pos_mask, all_neg_mask, all_pos_ids, all_neg_ids = pos_mask, neg_mask, pos_ids, neg_ids
+        containment = image_keys is not None
+        if containment:
+            pos_keys = torch.zeros_like(pos_ids) if pos_keys is None else pos_keys
+            neg_keys = torch.zeros_like(neg_ids) if neg_keys is None else neg_keys
+            if world > 1:
+                image_keys = _gather_padded(image_keys)
+                pos_keys, neg_keys = all_gather_no_grad(pos_keys), all_gather_no_grad(neg_keys)
+            sorted_image_keys = image_keys.sort(dim=1).values
+            text_keys = torch.cat([pos_keys.reshape(-1), neg_keys.reshape(-1)])
         n_images = all_images.shape[0]
         texts = torch.cat([all_pos, all_neg])
         text_valid = torch.cat([all_pos_mask.reshape(-1), all_neg_mask.reshape(-1)])
@@ -89,8 +111,11 @@ class MultiPositiveContrastiveLoss(nn.Module):
         n_rows = row_images.shape[0]
 
         # image -> texts. Positives of image i: every positive column whose text i owns (its own slots
-        # and equal texts of other images); a negative column equal to one of i's positives is left out.
-        match = owns[rows][:, text_uid] & text_valid
+        # and equal texts of other images) or whose sub-graph is in G_i; such a negative column is left out.
+        match = owns[rows][:, text_uid]
+        if containment:
+            match |= _contains(sorted_image_keys[rows], text_keys)
+        match &= text_valid
         positive = match & is_pos_column
         excluded = ~text_valid | (match & ~is_pos_column)
         logits_i2t = (logit_scale * row_images @ texts.T).masked_fill(excluded, float("-inf"))
@@ -100,12 +125,15 @@ class MultiPositiveContrastiveLoss(nn.Module):
         has_pos = n_positive > 0
         i2t_sum = -per_image[has_pos].sum()
 
-        # positive text -> images: target = its owner; other images owning the same text are left out
+        # positive text -> images: target = its owner; other images owning the same text or holding its
+        # sub-graph are left out
         col_slots = torch.arange(first_image * kp, (first_image + n_rows) * kp, device=device)
         col_features = pos_features if local else all_pos
         col_valid = filled[col_slots]
         owners = col_slots // kp
         also_owner = owns[:, text_uid[col_slots]].T  # (columns, images)
+        if containment:
+            also_owner |= _contains(sorted_image_keys, text_keys[col_slots]).T
         also_owner[torch.arange(col_slots.shape[0], device=device), owners] = False
         logits_t2i = (logit_scale * col_features @ all_images.T).masked_fill(also_owner, float("-inf"))
         logp_t2i = logits_t2i.log_softmax(dim=1).gather(1, owners[:, None])[:, 0]
@@ -123,9 +151,28 @@ class MultiPositiveContrastiveLoss(nn.Module):
         return {"loss": loss, "i2t": scale * i2t, "t2i": scale * t2i}
 
 
+def _contains(sorted_keys: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """(R, K) rows of key hashes sorted ascending, (C,) key hashes -> (R, C) bool: key c is in row r
+    (0 is no key: never contained). One binary search per (row, key)."""
+    r, k = sorted_keys.shape
+    if k == 0 or keys.numel() == 0:
+        return torch.zeros(r, keys.numel(), dtype=torch.bool, device=keys.device)
+    query = keys.unsqueeze(0).expand(r, -1).contiguous()
+    at = torch.searchsorted(sorted_keys, query).clamp_(max=k - 1)
+    return (sorted_keys.gather(1, at) == query) & (query != 0)
+
+
+def _gather_padded(keys: torch.Tensor) -> torch.Tensor:
+    """all_gather of (B, K) key rows whose K differs between ranks: zero-padded to the widest."""
+    width = int(all_gather_no_grad(torch.tensor([keys.shape[1]], device=keys.device)).max())
+    return all_gather_no_grad(torch.nn.functional.pad(keys, (0, width - keys.shape[1])))
+
+
 class ContrastiveLoss(MultiPositiveContrastiveLoss):
     """The same loss on a mosaictool.model.batch.Features (what the training loop passes a method's
-    loss): loss, i2t, t2i."""
+    loss): loss, i2t, t2i. The batch carries sub-graph keys only for methods whose
+    Method.uses_subgraph_keys is True (mosaiclip); without them the loss is the equal-text one."""
 
     def forward(self, f) -> dict[str, torch.Tensor]:
-        return super().forward(f.image, f.pos, f.pos_mask, f.neg, f.neg_mask, f.logit_scale, f.pos_ids, f.neg_ids)
+        return super().forward(f.image, f.pos, f.pos_mask, f.neg, f.neg_mask, f.logit_scale, f.pos_ids, f.neg_ids,
+                               f.image_keys, f.pos_keys, f.neg_keys)
