@@ -214,6 +214,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     distributed.shutdown(info)
 
 
+@pytest.mark.slow  # two spawned processes importing torch: ~8 s of CPU
 def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Global and --local-loss: the terms averaged over ranks are the 1-process terms; each rank's
     gradients / world size (DDP's average) are the 1-process gradients of its half of the batch."""
