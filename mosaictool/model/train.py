@@ -31,6 +31,8 @@ from pathlib import Path
 from mosaictool.errors import MosaicError
 
 PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
+# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (seed 004 App. B)
+OPTIMIZERS = ("adamw", "sgd")
 
 
 @dataclass
@@ -54,6 +56,8 @@ class TrainConfig:
     epochs: int = 5
     steps: int | None = None  # optimizer steps; overrides epochs
     lr: float | None = None  # default: 1e-5 from pretrained weights (seed 000 App. H.1), 5e-4 from scratch
+    optimizer: str = "adamw"  # one of OPTIMIZERS
+    momentum: float = 0.9  # --optimizer sgd
     wd: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.98
@@ -84,6 +88,10 @@ class TrainConfig:
         cfg.method_options = dict(method.opts)  # every option, defaults included: the stored config is complete
         if cfg.precision not in PRECISIONS:
             raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
+        if cfg.optimizer not in OPTIMIZERS:
+            raise MosaicError(f"--optimizer {cfg.optimizer!r}: choose one of {', '.join(OPTIMIZERS)}")
+        if not 0 <= cfg.momentum < 1:
+            raise MosaicError(f"--momentum {cfg.momentum}: a fraction in [0, 1)")
         if cfg.lr is None:
             cfg.lr = 1e-5 if cfg.pretrained else 5e-4
         # absolute paths: the stored config must still work when resumed from another folder
@@ -99,6 +107,9 @@ class TrainConfig:
                 raise MosaicError(f"--{name.replace('_', '-')} must be at least 1")
         if cfg.steps is not None and cfg.steps < 1:
             raise MosaicError("--steps must be at least 1")
+        if not (math.isfinite(cfg.lr) and cfg.lr > 0) or not (math.isfinite(cfg.wd) and cfg.wd >= 0):
+            raise MosaicError(f"--lr {cfg.lr} / --wd {cfg.wd}: the learning rate must be a positive number, the weight "
+                              "decay zero or more (finite)")
         if cfg.lock_image and cfg.lock_text:
             raise MosaicError("--lock-image and --lock-text together leave nothing to train")
         return cfg
@@ -135,9 +146,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     method = methods.create(cfg.method, cfg.method_options)
     info = dist.init(cfg.device)
     device = info.device
-    if info.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        _write_json(out / "config.json", dataclasses.asdict(cfg))
 
     if cfg.precision in ("amp", "amp_bf16") and not device.startswith("cuda"):
         raise MosaicError(f"--precision {cfg.precision} needs a GPU; on CPU use fp32 (or bf16)")
@@ -174,6 +182,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         use_hard = any(data.hard)
         if unknown and info.is_main:
             print(f"note: {unknown} hard_images id(s) are not in the training data and are ignored", file=sys.stderr)
+    # the run folder appears once model and data are usable: a refused --data or --model leaves none
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / "config.json", dataclasses.asdict(cfg))
     if cfg.hard_images > 0:
         mined_path = out / "mined_hard_images.json"
         if mined_path.exists():  # a resumed run mined them with its starting model already
@@ -198,11 +210,14 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             continue
         exclude = p.ndim < 2 or any(k in name for k in ("bn", "ln", "bias", "logit_scale", "gain"))
         (no_decay if exclude else decay).append(p)
-    optimizer = torch.optim.AdamW(
-        [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": cfg.wd}],
-        lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-        fused=True,  # one kernel for all parameters: ~50x faster than the per-tensor loop on CPU
-    )
+    groups = [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": cfg.wd}]
+    if cfg.optimizer == "sgd":  # torch's SGD: the weight decay is added to the gradient (L2)
+        optimizer = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, foreach=True)
+    else:
+        optimizer = torch.optim.AdamW(
+            groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+            fused=True,  # one kernel for all parameters: ~50x faster than the per-tensor loop on CPU
+        )
     scaler = torch.amp.GradScaler("cuda") if cfg.precision == "amp" else None
     autocast_dtype = {"bf16": torch.bfloat16, "amp_bf16": torch.bfloat16, "amp": torch.float16}.get(cfg.precision)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -219,6 +234,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         return 0.5 * (1 + math.cos(math.pi * progress)) * cfg.lr
 
     step = 0
+    saved_step = state["step"] if state is not None else None  # of last.pt, named if the loss blows up
     if state is not None:
         model.load_state_dict({k.removeprefix("module."): v for k, v in state["state_dict"].items()})
         optimizer.load_state_dict(state["optimizer"])
@@ -226,8 +242,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             scaler.load_state_dict(state["scaler"])
         step = state["step"]
         _restore_rng(state["rng"][min(info.rank, len(state["rng"]) - 1)])
-        if info.is_main:
-            _truncate_metrics(out / "metrics.jsonl", step)
+    if resume and info.is_main:  # lines logged after the checkpoint (or before none) are logged again
+        _truncate_metrics(out / "metrics.jsonl", step)
 
     train_model = ContrastiveForward(model)
     if info.distributed:
@@ -258,7 +274,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         lr = lr_at(step)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        micro = [next(batches) for _ in range(cfg.accum_freq)]
+        try:
+            micro = [next(batches) for _ in range(cfg.accum_freq)]
+        except MosaicError as e:  # from a DataLoader worker it comes back with the worker's traceback in its text
+            raise MosaicError(str(e).strip().splitlines()[-1].removeprefix("mosaictool.errors.MosaicError: ")) from None
         optimizer.zero_grad(set_to_none=True)
         if cfg.accum_freq == 1:
             losses = loss_fn(encode(micro[0]))
@@ -307,6 +326,14 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             "neg_per_image": neg_per_image,
         }
         last_time = now
+        if not math.isfinite(metrics["loss"]):  # the mean over ranks: every rank stops at the same step
+            if saved_step == step - 1 and info.is_main:  # last.pt holds the weights that gave this loss
+                saved_step = _drop_last_checkpoint(out / "last.pt")
+            kept = (f"the last good checkpoint {out / 'last.pt'} (step {saved_step}) is kept: start a new run "
+                    f"from it (--pretrained {out / 'last.pt'}) with a lower --lr" if saved_step else
+                    f"no checkpoint was written yet (--save-every {cfg.save_every}): start again with a lower --lr")
+            raise MosaicError(f"step {step}: the loss is {metrics['loss']} (not finite), training stopped; {kept}, "
+                              "--grad-clip on, or --precision fp32")
         if info.is_main and (step % cfg.log_every == 0 or step == total_steps):
             with open(out / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(metrics) + "\n")
@@ -318,7 +345,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
                 extra = {"optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler else None}
                 position = {"micro_batch": step * cfg.accum_freq, "micro_batches_per_epoch": micro_per_epoch}
                 openclip.save_checkpoint(out / "last.pt", bundle, config=dataclasses.asdict(cfg), step=step,
-                                         total_steps=total_steps, rng=rng, data_position=position, **extra)
+                                         total_steps=total_steps, rng=rng, data_position=position,
+                                         keep_previous=True, **extra)
+            saved_step = step
         if on_step is not None:
             on_step(step, metrics, model)
     bar.close()
@@ -327,8 +356,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     if info.is_main:
         openclip.save_checkpoint(final, bundle, config=dataclasses.asdict(cfg), step=step, total_steps=total_steps,
                                  method=cfg.method)
-        if (out / "last.pt").exists():
-            os.unlink(out / "last.pt")
+        for resumable in (out / "last.pt", openclip.previous_checkpoint(out / "last.pt")):
+            if resumable.exists():
+                os.unlink(resumable)
     if info.distributed:
         import torch.distributed
 
@@ -360,8 +390,20 @@ def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None
     resumed.out = str(out)
     for runtime in ("num_workers", "quiet", "device"):
         setattr(resumed, runtime, getattr(cfg, runtime))
-    state = openclip.read_checkpoint(out / "last.pt") if (out / "last.pt").exists() else None
+    state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
     return resumed, state
+
+
+def _drop_last_checkpoint(path: Path) -> int | None:
+    """Put the previous checkpoint back in place of `path`; returns its step (None: there was none)."""
+    from mosaictool.model import openclip
+
+    previous = openclip.previous_checkpoint(path)
+    if not previous.exists():
+        path.unlink(missing_ok=True)
+        return None
+    os.replace(previous, path)
+    return openclip.read_checkpoint(path)["step"]
 
 
 def _gather_rng(info) -> list[dict]:
