@@ -89,34 +89,52 @@ def expand_shards(spec: str) -> list[str]:
     return files
 
 
-def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation]]:
-    """Yield (record, image location) per sample of one tar, in member order."""
+def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
+    """Yield (record, image location) per sample of one tar, in member order; the location is None
+    for a sample without an image member (the caller skips or refuses it)."""
+    redo = "re-create it with `mosaictool shard`, or leave it out of --data"
     try:
         tar = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as e:
-        raise MosaicError(f"{path}: not a readable tar shard: {e}") from e
+        raise MosaicError(f"{path}: not a readable tar shard: {e}; {redo}") from e
+    size = os.path.getsize(path)
     with tar:
         pending: dict[str, dict] = {}
         order: list[str] = []
-        for member in tar:
-            if not member.isfile():
-                continue
-            base = os.path.basename(member.name)
-            key, _, ext = base.partition(".")
-            key = os.path.join(os.path.dirname(member.name), key)
-            entry = pending.get(key)
-            if entry is None:
-                entry = pending[key] = {}
-                order.append(key)
-            if ext == "json":
-                entry["json"] = json.loads(tar.extractfile(member).read())
-            elif ext.lower() in IMAGE_EXTENSIONS:
-                entry["image"] = ImageLocation(path, member.offset_data, member.size)
+        try:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                if member.offset_data + member.size > size:
+                    raise MosaicError(f"{path}: truncated tar shard ({member.name} is cut off at byte {size}); {redo}")
+                base = os.path.basename(member.name)
+                key, _, ext = base.partition(".")
+                key = os.path.join(os.path.dirname(member.name), key)
+                entry = pending.get(key)
+                if entry is None:
+                    entry = pending[key] = {}
+                    order.append(key)
+                if ext == "json":
+                    try:
+                        entry["json"] = json.loads(tar.extractfile(member).read())
+                    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+                        raise MosaicError(f"{path}: {member.name}: invalid JSON ({e}); {redo}") from None
+                elif ext.lower() in IMAGE_EXTENSIONS:
+                    entry["image"] = ImageLocation(path, member.offset_data, member.size)
+            # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
+            with open(path, "rb") as f:
+                f.seek(tar.offset)
+                end = f.read(512)
+        except tarfile.TarError as e:
+            raise MosaicError(f"{path}: corrupt tar shard ({e}); {redo}") from None
+        if len(end) < 512 or end.strip(b"\0"):
+            raise MosaicError(f"{path}: truncated or corrupt tar shard (no end-of-archive block after byte {tar.offset}); {redo}")
         for key in order:
             entry = pending[key]
-            if "json" not in entry or "image" not in entry:
-                raise MosaicError(f"{path}: sample {key!r} lacks an image or a .json member (was it written by `shard`?)")
-            yield entry["json"], entry["image"]
+            if not isinstance(entry.get("json"), dict):
+                raise MosaicError(f"{path}: sample {key!r} has no .json member holding a record (was it written by "
+                                  f"`shard`?); {redo}")
+            yield entry["json"], entry.get("image")
 
 
 def is_record_file(spec: str) -> bool:
@@ -176,6 +194,9 @@ class TrainData:
                     where = f"{tar}: record {rec.get('id')!r}"
                     if rec.get("id") is None or rec["id"] in seen:
                         skips.handle(where, "missing or duplicate 'id'")
+                        continue
+                    if loc is None:
+                        skips.handle(where, "the sample has no image member")
                         continue
                     try:
                         check(rec)
@@ -395,11 +416,23 @@ class TrainDataset(torch.utils.data.Dataset):
 
     def _image(self, index: int, rng: random.Random) -> torch.Tensor:
         if self.transform.augment:
-            return self.transform(self.data.images[index].read(), rng)
+            return self._decode(index, rng)
         cached = self._image_cache.get(index)  # deterministic preprocessing: decode each image once
         if cached is None:
-            cached = self._image_cache[index] = self.transform(self.data.images[index].read(), rng)
+            cached = self._image_cache[index] = self._decode(index, rng)
         return cached
+
+    def _decode(self, index: int, rng: random.Random) -> torch.Tensor:
+        from PIL import UnidentifiedImageError
+
+        loc = self.data.images[index]
+        try:
+            return self.transform(loc.read(), rng)
+        except (OSError, SyntaxError, ValueError) as e:  # Pillow: not an image, truncated, corrupt
+            what = "not an image file" if isinstance(e, UnidentifiedImageError) else f"unreadable image ({e})"
+            where = loc.path if loc.size < 0 else f"{loc.path} (member at byte {loc.offset})"
+            raise MosaicError(f"{where}: record {self.data.records[index]['id']!r}: {what}; replace it, or drop the "
+                              "record (`mosaictool shard --skip-bad` checks every image)") from None
 
     def tokens(self, texts: list[str]) -> torch.Tensor:
         missing = [t for t in dict.fromkeys(texts) if t not in self._token_cache]
