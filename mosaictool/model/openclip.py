@@ -142,13 +142,17 @@ def create(
             model = open_clip.create_model(
                 model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
             )
-    except RuntimeError as e:
-        if pretrained and not os.path.exists(pretrained) and "://" not in pretrained:
+    except (RuntimeError, AssertionError, KeyError, ValueError) as e:  # open_clip asserts on other architectures' weights
+        if not pretrained:
+            raise
+        if not os.path.exists(pretrained) and "://" not in pretrained:
             raise MosaicError(
                 f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}. Offline, pass a local file "
                 f"(e.g. --pretrained /weights/openai.pt) or a `local-dir:` folder"
             ) from e
-        raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}") from e
+        other = not isinstance(e, RuntimeError) or "state_dict" in str(e)
+        hint = " (weights of another architecture? give the matching model name)" if other else ""
+        raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {_one_line(e)}{hint}") from e
     cfg["quick_gelu"] = quick_gelu
     return _bundle(model, model_name, cfg, quick_gelu, source=pretrained or f"{model_name} (random init)")
 
@@ -313,11 +317,21 @@ def load_checkpoint(
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
-        raise MosaicError(f"{path}: weights do not fit a {name}: {e}") from e
+        raise MosaicError(f"{path}: weights do not fit the {name} its config describes (another architecture, or an "
+                          f"edited file): {_one_line(e)}") from None
     model.to(torch.device(device))
     bundle = _bundle(model, name, cfg, quick, source=str(path))
     bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
     return bundle
+
+
+def _one_line(error: Exception) -> str:
+    """torch's load_state_dict error lists every mismatch on its own line: the first one, cut, and a count."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    problems = lines[1:] if len(lines) > 1 and lines[0].startswith("Error(s) in loading state_dict") else lines
+    problems = problems or [type(error).__name__]
+    first = problems[0] if len(problems[0]) <= 160 else problems[0][:160] + "..."
+    return first + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
 
 @contextlib.contextmanager

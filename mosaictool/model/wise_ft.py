@@ -64,7 +64,10 @@ def _zeroshot_state(spec: str, finetuned_path: str, ft_ckpt: dict) -> dict:
                 )
         return {k.removeprefix("module."): v for k, v in zs["state_dict"].items()}
     # open_clip weights (a tag or a file) for the fine-tuned checkpoint's architecture and activation
-    bundle = openclip.create(ft_ckpt["model_name"], spec, force_quick_gelu=ft_ckpt["quick_gelu"])
+    try:
+        bundle = openclip.create(ft_ckpt["model_name"], spec, force_quick_gelu=ft_ckpt["quick_gelu"])
+    except MosaicError as e:
+        raise MosaicError(f"--zeroshot {spec}: {e}") from None
     return bundle.model.state_dict()
 
 
