@@ -52,7 +52,9 @@ def read_image(path: Path) -> tuple[bytes, str]:
             fmt = (im.format or "").lower()
             im.draft("RGB", (64, 64))  # JPEGs decode at reduced scale: a full pass over the data, cheaply
             im.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+    except UnidentifiedImageError:
+        raise RecordError(f"not an image file: {path}") from None
+    except (OSError, SyntaxError, ValueError) as e:
         raise RecordError(f"corrupt image {path}: {e}") from None
     ext = path.suffix.lower().lstrip(".")
     if ext not in IMAGE_EXTENSIONS:
@@ -69,8 +71,10 @@ def write_shards(
     image_key: str = "image",
     skips: Skips | None = None,
     progress=lambda it: it,
+    source: str | None = None,
 ) -> dict[str, int]:
-    """Write the shards; returns {shard file name: sample count} (also saved as sizes.json)."""
+    """Write the shards; returns {shard file name: sample count} (also saved as sizes.json).
+    `source` (the records' file) prefixes the location of a bad image."""
     import webdataset as wds
 
     if shard_size < 1:
@@ -90,7 +94,7 @@ def write_shards(
             try:
                 data, ext = read_image(root / record[image_key])
             except RecordError as e:
-                skips.handle(f"record {record['id']!r}", str(e))
+                skips.handle(f"{source}: record {record['id']!r}" if source else f"record {record['id']!r}", str(e))
                 continue
             if writer is None:
                 writer = wds.ShardWriter(str(staging / "%06d.tar"), maxcount=shard_size, verbose=0, mtime=0)

@@ -197,6 +197,13 @@ def _group(mapping: dict[str, str]) -> dict[str, tuple[str, ...]]:
 
 
 def _read_tsv(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    try:
+        return _read_tsv_rows(path, columns, optional)
+    except UnicodeDecodeError as e:
+        raise MosaicError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start} of a read); save the file as UTF-8") from None
+
+
+def _read_tsv_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...]) -> list[dict[str, str]]:
     with open(path, encoding="utf-8", newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader, None)

@@ -182,7 +182,7 @@ class Aro:
             subtasks = SUBTASKS
         for s in subtasks:
             if not (root / ANNOTATIONS[s]).is_file():
-                raise MosaicError(f"aro: {root / ANNOTATIONS[s]} not found (expected layout: see `mosaictool evaluate --list`)")
+                raise MosaicError(f"aro: {root / ANNOTATIONS[s]} not found (expected layout: see `mosaictool evaluate --list`; check --data-root)")
         return load_subtasks(root, subtasks, limit)
 
     def score(self, items: list[Item], sims: list[np.ndarray], *, logit_scale: float = metrics.CLIP_LOGIT_SCALE) -> list[dict]:

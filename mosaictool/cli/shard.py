@@ -46,6 +46,7 @@ def shard_cli(
         shard_size=shard_size,
         image_key=image_key,
         skips=skips,
+        source=input,
         progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
     )
     skips.report()

@@ -97,6 +97,9 @@ def build_cli(
     records = progress(read_records(input, skips=skips, check=check_graph), desc="vocab build", unit="caption", quiet=quiet)
     built = build_from_graphs(records, min_count=min_count, base=base_vocab, keep_debris=keep_debris, only_known=only_known)
     skips.report()
+    if not (built.objects or built.attributes or built.relations):  # an empty vocabulary breaks negate later
+        raise MosaicError(f"{input}: no object, attribute or relation is seen --min-count {min_count} times; "
+                          "lower --min-count or give more parsed captions (nothing written)")
     save(built, output)
     _report(built, output)
 

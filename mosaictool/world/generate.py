@@ -196,6 +196,8 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
         raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
     if eval_scale <= 0:
         raise MosaicError("--eval-scale must be positive")
+    if out.exists() and not out.is_dir():
+        raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
