@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import random
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from mosaictool.methods.probe_ft import ProbeFTLoss, choose_swap
+from mosaictool import methods
+from mosaictool.methods.probe_ft import choose_swap
+from mosaictool.methods.probe_ft_loss import ProbeFTLoss
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_fixtures import make_world, write_tiny_model  # noqa: E402
 
 
 def _unit(*shape):
@@ -46,7 +54,7 @@ def test_loss_equals_brute_force(seed):
     neg = neg * neg_mask[..., None]
     scale = torch.tensor(10.0, dtype=torch.float64)
     loss = ProbeFTLoss(margin=0.3, itm_weight=0.7, contrastive_weight=1.3)
-    got = loss(x, pos.reshape(b * kp, d), pos_mask, neg.reshape(b * kn, d), neg_mask, scale)
+    got = loss.compute(x, pos.reshape(b * kp, d), pos_mask, neg.reshape(b * kn, d), neg_mask, scale)
     total, itm, c = brute_force(x, pos, pos_mask, neg, neg_mask, 10.0, 0.3, 0.7, 1.3)
     assert float(got["itm"]) == pytest.approx(itm, rel=1e-9)
     assert float(got["contrastive"]) == pytest.approx(c, rel=1e-9)
@@ -57,7 +65,7 @@ def test_a_wide_margin_between_prompt_and_swap_costs_nothing():
     x = torch.eye(3, dtype=torch.float64)
     pos = torch.stack([x, x], dim=1).reshape(6, 3)  # caption = prompt = the image's own direction
     neg = -x  # the swap points away
-    out = ProbeFTLoss(margin=0.5)(x, pos, torch.ones(3, 2, dtype=torch.bool), neg, torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
+    out = ProbeFTLoss(margin=0.5).compute(x, pos, torch.ones(3, 2, dtype=torch.bool), neg, torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
     assert float(out["itm_image"]) == 0.0 and float(out["itm_caption"]) == 0.0
 
 
@@ -66,7 +74,7 @@ def test_gradients_flow_to_both_towers():
     x = _unit(4, 6).requires_grad_()
     pos = _unit(8, 6).requires_grad_()
     neg = _unit(4, 6).requires_grad_()
-    out = ProbeFTLoss()(x, pos, torch.ones(4, 2, dtype=torch.bool), neg, torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
+    out = ProbeFTLoss().compute(x, pos, torch.ones(4, 2, dtype=torch.bool), neg, torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
     out["loss"].backward()
     assert all(t.grad is not None and t.grad.abs().sum() > 0 for t in (x, pos, neg))
 
@@ -78,3 +86,70 @@ def test_choose_swap_takes_only_predicate_and_composition_swaps():
                            {"text": "a man riding a big horse", "positive": 0, "transform": "negclip:ADJ"}]}
     assert choose_swap(texts, random.Random(0)) == (1, 1)
     assert choose_swap({"positives": [], "negatives": []}, random.Random(0)) is None
+
+
+def test_select_fills_caption_prompt_and_swap(tmp_path):
+    records = [json.loads(x) for x in make_world(tmp_path, n=2).read_text().splitlines()]
+    method = methods.create("probe-ft")
+    assert method.slots(0, 10) == (2, 1)
+    sel = method.select(records[0], random.Random(0), 2, 1)
+    texts = records[0]["texts"]
+    # the fixture's only predicate / composition swaps: f_obj of positive 1, f_rel:replace_relation of positive 3
+    assert (sel.pos[1], sel.neg[0]) in {(texts["positives"][1]["text"], texts["negatives"][2]["text"]),
+                                        (texts["positives"][3]["text"], texts["negatives"][5]["text"])}
+    assert sel.pos[0] == records[0]["caption"]
+    assert method.select(records[0], random.Random(0), 2, 1) == sel  # deterministic from the rng
+    plain = {**records[0], "texts": {"positives": texts["positives"], "negatives": texts["negatives"][:2]}}
+    assert method.select(plain, random.Random(0), 2, 1).pos == [records[0]["caption"]]
+    from mosaictool.errors import MosaicError
+
+    with pytest.raises(MosaicError, match="predicate- or composition-swap negatives for --method probe-ft"):
+        method.check_data([plain], "x.jsonl")
+    with pytest.raises(MosaicError, match="--margin"):
+        methods.create("probe-ft", {"margin": -1})
+
+
+@pytest.mark.slow  # ~6 s: three steps of a tiny model
+def test_trains_with_the_papers_sgd(tmp_path):
+    """probe-ft trains end to end with --optimizer sgd; the updates are SGD's with momentum and L2 weight
+    decay: w3 = w2 - lr_3 (mu buf_2 + g_3 + wd w2), buf_2 = (w1 - w2) / lr_2 (no decay on biases)."""
+    from mosaictool.model import openclip
+    from mosaictool.model.train import TrainConfig, train
+
+    seen = {}
+
+    def grab(step, metrics, model):
+        params = dict(model.named_parameters())
+        seen[step] = {n: (params[n].detach().clone(), params[n].grad.detach().clone(), metrics["lr"]) for n in WATCHED}
+
+    data, model_cfg = make_world(tmp_path / "w", n=8), write_tiny_model(tmp_path)
+    cfg = TrainConfig(data=str(data), out=str(tmp_path / "run"), model_config=str(model_cfg), batch_size=4, steps=3,
+                      warmup=0, quiet=True, grad_clip=None, optimizer="sgd", momentum=0.5, lr=0.05, wd=0.01,
+                      method="probe-ft", method_options={"margin": 0.3})
+    final = train(cfg, on_step=grab)
+    for name, wd in zip(WATCHED, (0.01, 0.0)):
+        w1, _, _ = seen[1][name]
+        w2, _, lr2 = seen[2][name]
+        w3, g3, lr3 = seen[3][name]
+        buf3 = 0.5 * (w1 - w2) / lr2 + g3 + wd * w2
+        torch.testing.assert_close(w3, w2 - lr3 * buf3, rtol=1e-4, atol=1e-6, msg=name)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1, 2, 3]
+    assert all(m.keys() >= {"loss", "itm", "itm_image", "itm_caption", "contrastive"} for m in lines)
+    assert all(m["itm_image"] > 0 for m in lines) and lines[0]["texts_per_image"] == 3.0  # caption, prompt, swap
+    assert all(torch.isfinite(torch.tensor(m["loss"])) for m in lines)
+    saved = openclip.load_checkpoint(final).meta["checkpoint"]["config"]
+    assert saved["method"] == "probe-ft" and saved["method_options"]["margin"] == 0.3 and saved["optimizer"] == "sgd"
+
+
+WATCHED = ("transformer.resblocks.0.mlp.c_fc.weight", "transformer.resblocks.0.mlp.c_fc.bias")
+
+
+def test_optimizer_flags_are_checked():
+    from mosaictool.errors import MosaicError
+    from mosaictool.model.train import TrainConfig
+
+    with pytest.raises(MosaicError, match="--optimizer 'lbfgs'"):
+        TrainConfig(data="x", out="y", optimizer="lbfgs").resolved()
+    with pytest.raises(MosaicError, match="--momentum 1.0"):
+        TrainConfig(data="x", out="y", optimizer="sgd", momentum=1.0).resolved()

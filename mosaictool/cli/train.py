@@ -36,7 +36,9 @@ def train_cli(
     epochs: Annotated[int, typer.Option(help="Passes over the data.")] = 5,
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps (overrides --epochs).")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Peak learning rate (default 1e-5 with --pretrained, else 5e-4).")] = None,
-    wd: Annotated[float, typer.Option(help="AdamW weight decay (not on gains, biases, logit_scale).")] = 0.1,
+    optimizer: Annotated[str, typer.Option(help="adamw | sgd (with --momentum; the Probe paper's: --optimizer sgd --lr 1e-3 --wd 1e-4).")] = "adamw",
+    momentum: Annotated[float, typer.Option(help="SGD momentum (--optimizer sgd).")] = 0.9,
+    wd: Annotated[float, typer.Option(help="Weight decay (not on gains, biases, logit_scale); decoupled for adamw, L2 for sgd.")] = 0.1,
     warmup: Annotated[int, typer.Option(help="Linear warmup steps before the cosine decay.")] = 50,
     grad_clip: Annotated[float, typer.Option(help="Gradient norm clip (0: off).")] = 1.0,
     accum_freq: Annotated[int, typer.Option(help="Micro-batches per optimizer step (the loss sees them all).")] = 1,
@@ -80,6 +82,10 @@ def train_cli(
           --method mosaiclip --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --out runs/m2
 
       \b
+      mosaictool train --data world/train/captions.jsonl --method probe-ft --optimizer sgd --momentum 0.9 \\
+          --lr 1e-3 --wd 1e-4 --warmup 0 --out runs/p1   # the Probe paper's recipe (SGD)
+
+      \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
     from mosaictool.model.train import TrainConfig, train
@@ -99,7 +105,8 @@ def train_cli(
             data=data, out=out, method=method, image_root=image_root, skip_bad=skip_bad, model=model,
             pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu,
             method_options={k: v for k, v in method_flags.items() if v is not None}, hard_images=hard_images, record_hard_images=record_hard_images,
-            batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, wd=wd, warmup=warmup,
+            batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
+            warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
             grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, augment=augment,
             local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,

@@ -24,16 +24,23 @@ with hard negatives in the denominators), so they gather across ranks like the o
 ITM terms compare an image with its own texts and its own rank's images, so each rank computes them
 on its micro-batch and DDP's averaging of gradients averages them over ranks.
 
-Optimiser (App. B): SGD, lr 1e-3, momentum 0.9, weight decay 1e-4, cosine schedule, batch 128,
-40 epochs; then "patching": WiSE-FT of all weights with alpha 0.2 (`mosaictool wise-ft --alpha 0.2`).
+Training: `mosaictool train --method probe-ft` with --margin, --itm-weight, --contrastive-weight. The
+paper's optimiser (App. B): SGD, lr 1e-3, momentum 0.9, weight decay 1e-4, a cosine schedule, batch
+128, 40 epochs, that is `--optimizer sgd --momentum 0.9 --lr 1e-3 --wd 1e-4 --batch-size 128
+--epochs 40` (the paper names no warmup: add `--warmup 0`). Then the paper's "patching": WiSE-FT of
+all weights at alpha 0.2, `mosaictool wise-ft BASE FINETUNED --alpha 0.2`.
+
+Texts (`select`): positive slot 0 = the caption, slot 1 = the positive p of a randomly chosen
+predicate / composition swap (SWAP_TRANSFORMS of `negate`: a relation or an attribute replaced, in a
+sub-graph or, with `negate --text replace`, in the caption), negative slot 0 = that swap.
 """
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+import random
 
-from mosaictool.model.losses import MultiPositiveContrastiveLoss
+from mosaictool.errors import MosaicError
+from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
 
 DEFAULTS = {"margin": 0.2, "itm_weight": 1.0, "contrastive_weight": 1.0}
 # negate's transforms that swap a predicate or a composition (an attribute) and nothing else
@@ -43,63 +50,57 @@ SWAP_TRANSFORMS = frozenset({"f_rel:replace_relation", "f_attr:replace", "f_obj"
 def choose_swap(texts: dict, rng) -> tuple[int, int] | None:
     """(index of the positive p, index of its swapped negative p~) in a record's `texts` (template's
     output), uniformly among the predicate / composition swaps; None when the record has none."""
-    pairs = [(neg.get("positive"), k) for k, neg in enumerate(texts.get("negatives") or [])
-             if neg.get("transform") in SWAP_TRANSFORMS and neg.get("positive") is not None]
+    pairs = [(neg["positive"], k) for k, neg in enumerate(texts.get("negatives") or []) if _is_swap(neg)]
     return pairs[rng.randrange(len(pairs))] if pairs else None
 
 
-class ProbeFTLoss(nn.Module):
-    def __init__(self, *, margin: float = DEFAULTS["margin"], itm_weight: float = DEFAULTS["itm_weight"],
-                 contrastive_weight: float = DEFAULTS["contrastive_weight"], local_loss: bool = False, rank: int = 0,
-                 world_size: int = 1):
-        super().__init__()
-        self.margin, self.itm_weight, self.contrastive_weight = float(margin), float(itm_weight), float(contrastive_weight)
-        self.contrastive = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size)
+def _is_swap(negative: dict) -> bool:
+    """A predicate / composition swap that names the positive it was made from."""
+    return negative.get("transform") in SWAP_TRANSFORMS and negative.get("positive") is not None
 
-    def forward(
-        self,
-        image_features: torch.Tensor,  # (B, D), L2-normalised
-        pos_features: torch.Tensor,  # (B*Kp, D): slot 0 the caption y, slot 1 the prompt p (if filled)
-        pos_mask: torch.Tensor,  # (B, Kp) bool
-        neg_features: torch.Tensor,  # (B*Kn, D): slot 0 the swapped prompt p~ (if filled)
-        neg_mask: torch.Tensor,  # (B, Kn) bool
-        logit_scale: torch.Tensor,
-        pos_ids: torch.Tensor | None = None,
-        neg_ids: torch.Tensor | None = None,
-    ) -> dict[str, torch.Tensor]:
-        b, kp = pos_mask.shape
-        kn = neg_mask.shape[1]
-        pos = pos_features.view(b, kp, -1)
-        caption = pos[:, 0]
-        has_prompt = pos_mask[:, 1] if kp > 1 else torch.zeros(b, dtype=torch.bool, device=pos_mask.device)
-        prompt = torch.where(has_prompt[:, None], pos[:, 1], caption) if kp > 1 else caption
-        zero = image_features.new_zeros(())
 
-        # ITM, image anchor: the prompt above its swap by the margin
-        has_neg = neg_mask[:, 0] if kn else torch.zeros(b, dtype=torch.bool, device=neg_mask.device)
-        if has_neg.any():
-            swapped = neg_features.view(b, kn, -1)[:, 0]
-            hinge = (self.margin - (image_features * prompt).sum(-1) + (image_features * swapped).sum(-1)).clamp(min=0)
-            itm_image = hinge[has_neg].mean()
-        else:
-            itm_image = zero
-        # ITM, caption anchor: its image above every other image of the batch by the margin
-        if b > 1:
-            sims = caption @ image_features.T  # (B captions, B images)
-            hinge = (self.margin - sims.diagonal()[:, None] + sims).clamp(min=0)
-            off = ~torch.eye(b, dtype=torch.bool, device=sims.device)
-            itm_caption = hinge[off].mean()
-        else:
-            itm_caption = zero
-        itm = (itm_image + itm_caption) / 2
+class ProbeFT(Method):
+    name = "probe-ft"
+    help = ("Probe paper (seed 004): the caption, a prompt and its predicate / composition swap in an ITM triplet "
+            "loss + the contrastive loss. Paper recipe: --optimizer sgd --momentum 0.9 --lr 1e-3 --wd 1e-4 "
+            "--warmup 0, batch 128, 40 epochs; then patch with wise-ft --alpha 0.2.")
+    options = (
+        Option("margin", float, DEFAULTS["margin"], "probe-ft: triplet margin on cosine similarities."),
+        Option("itm_weight", float, DEFAULTS["itm_weight"], "probe-ft: weight of the ITM triplet loss."),
+        Option("contrastive_weight", float, DEFAULTS["contrastive_weight"], "probe-ft: weight of the contrastive loss."),
+    )
+    demo_rows = (DemoRow("Probe-FT"),)
+    stage_hint = "mosaictool negate (its relation / attribute replacements; or --text replace), then template"
 
-        # contrastive: (image, caption) and (image, prompt), the swaps in the image->text denominators
-        ids0 = pos_ids[:, :1] if pos_ids is not None else None
-        ids1 = (torch.where(has_prompt, pos_ids[:, 1], pos_ids[:, 0])[:, None] if kp > 1 else ids0) if pos_ids is not None else None
-        ones = torch.ones(b, 1, dtype=torch.bool, device=pos_mask.device)
-        c_caption = self.contrastive(image_features, caption, ones, neg_features, neg_mask, logit_scale, ids0, neg_ids)["loss"]
-        c_prompt = self.contrastive(image_features, prompt, ones, neg_features, neg_mask, logit_scale, ids1, neg_ids)["loss"]
-        contrastive = (c_caption + c_prompt) / 2
-        loss = self.itm_weight * itm + self.contrastive_weight * contrastive
-        return {"loss": loss, "itm": itm, "itm_image": itm_image, "itm_caption": itm_caption, "contrastive": contrastive,
-                "contrastive_caption": c_caption, "contrastive_prompt": c_prompt}
+    def validate(self) -> None:
+        for name in ("margin", "itm_weight", "contrastive_weight"):
+            if not self.opts[name] >= 0:  # NaN too
+                raise MosaicError(f"--{name.replace('_', '-')} {self.opts[name]}: must be 0 or more")
+        if self.opts["itm_weight"] == 0 and self.opts["contrastive_weight"] == 0:
+            raise MosaicError("--itm-weight 0 and --contrastive-weight 0 leave no loss to train with")
+
+    def check_data(self, records, source):
+        return require_negatives(self, records, source, _is_swap, "predicate- or composition-swap")
+
+    def slots(self, step, total_steps):
+        return 2, 1
+
+    def select(self, record: dict, rng: random.Random, kp: int, kn: int) -> Selection:
+        caption = caption_of(record)
+        texts = record.get("texts") or {}
+        pair = choose_swap(texts, rng)
+        if pair is None or kn < 1:
+            return Selection([caption])
+        positives = texts.get("positives") or []
+        p, swap = pair
+        prompt = positives[p]["text"] if 0 <= p < len(positives) else caption
+        pos = [caption] if prompt == caption or kp < 2 else [caption, prompt]
+        return Selection(pos, [texts["negatives"][swap]["text"]])
+
+    def make_loss(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1):
+        from mosaictool.methods.probe_ft_loss import ProbeFTLoss
+
+        return ProbeFTLoss(**self.opts, local_loss=local_loss, rank=rank, world_size=world_size)
+
+
+METHOD = ProbeFT
