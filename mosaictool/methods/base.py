@@ -30,6 +30,8 @@ Interface (override what differs from the defaults):
 from __future__ import annotations
 
 import random
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -162,24 +164,21 @@ def key_id(key: str | None) -> int:
     return text_id(key)
 
 
-def record_key_ids(record: dict):
-    """A record's sub-graph key hashes as a sorted int64 numpy array (empty without `subgraph_keys`).
-    Training records carry them precomputed (`subgraph_key_ids`, model.data's slim records)."""
-    import numpy as np
-
+def record_key_ids(record: dict) -> array:
+    """A record's sub-graph key hashes, sorted and unique, as an array('q') (empty without
+    `subgraph_keys`): 8 bytes a key, compared with == like a list. Training records carry them
+    precomputed (`subgraph_key_ids`, model.data's slim records)."""
     ids = record.get("subgraph_key_ids")
     if ids is None:
-        ids = np.unique(np.array([key_id(k) for k in record.get("subgraph_keys") or () if k], dtype=np.int64))
+        ids = array("q", sorted({key_id(k) for k in record.get("subgraph_keys") or () if k}))
     return ids
 
 
-def holds_key(key_ids, key: str | None) -> bool:
+def holds_key(key_ids: array, key: str | None) -> bool:
     """Is `key` among the sorted `key_ids` (record_key_ids)?"""
     kid = key_id(key)
-    if not kid or len(key_ids) == 0:
-        return False
-    at = int(key_ids.searchsorted(kid))
-    return at < len(key_ids) and int(key_ids[at]) == kid
+    at = bisect_left(key_ids, kid)
+    return kid != 0 and at < len(key_ids) and key_ids[at] == kid
 
 
 def count_with_negatives(records: Sequence[dict], accept: Callable[[dict], bool]) -> int:

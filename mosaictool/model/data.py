@@ -235,7 +235,7 @@ class TrainData:
 
 def _slim(record: dict) -> dict:
     """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker.
-    `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, a numpy array: 8 bytes a key,
+    `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, an array('q'): 8 bytes a key,
     and no per-string objects for forked workers to copy)."""
     from mosaictool.methods.base import record_key_ids
 
@@ -469,7 +469,7 @@ class TrainDataset(torch.utils.data.Dataset):
             keys["pos_keys"] = torch.zeros(len(samples), kp, dtype=torch.long)
             keys["neg_keys"] = torch.zeros(len(samples), kn, dtype=torch.long)
             for i, s in enumerate(samples):
-                keys["image_keys"][i, : len(s["image_keys"])] = torch.from_numpy(s["image_keys"])
+                keys["image_keys"][i, : len(s["image_keys"])] = torch.tensor(s["image_keys"], dtype=torch.long)
                 keys["pos_keys"][i, : len(s["pos_keys"])] = torch.tensor([self._key_id(k) for k in s["pos_keys"]])
                 keys["neg_keys"][i, : len(s["neg_keys"])] = torch.tensor([self._key_id(k) for k in s["neg_keys"]])
         return Batch(
