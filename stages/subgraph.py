@@ -203,12 +203,16 @@ def canonical_key(subgraph: dict, vocab) -> str:
     return _graph_string(nodes, relations)
 
 
-def clean_node(node: dict, colours: frozenset[str] = COLOUR_WORDS, things: frozenset[str] = frozenset()) -> dict | None:
+def clean_node(
+    node: dict, colours: frozenset[str] = COLOUR_WORDS, things: frozenset[str] = frozenset(), adjectives: frozenset[str] = frozenset(),
+) -> dict | None:
     """A node with the parser's debris taken out: None for a place noun ("right", "the middle") or a
     bare colour word ("purple"; not one of `things`, the vocabulary's objects: "oranges" are fruit);
     place nouns dropped from the attributes;
     a trailing direction dropped ("star right" -> "star"); leading colour words of a fused compound
-    moved to the attributes ("orange cross" -> "cross" with "orange")."""
+    moved to the attributes ("orange cross" -> "cross" with "orange"), and so are other leading
+    `adjectives` (the vocabulary's attributes) of a compound that is no object when the rest is
+    one ("stripy cross" -> "cross" with "stripy"; "hot dog" stays when it is an object)."""
     words = node["lemma"].split()
     if not words or node["lemma"] in PLACE_ONLY or (node["lemma"] in colours and node["lemma"] not in things):
         return None
@@ -216,7 +220,14 @@ def clean_node(node: dict, colours: frozenset[str] = COLOUR_WORDS, things: froze
         node = {**node, "attributes": [a for a in node["attributes"] if a not in PLACE_ONLY]}
     drop_end = 1 if len(words) > 1 and words[-1] in _DIRECTIONS else 0
     drop_start = 0
-    while drop_start < len(words) - drop_end - 1 and words[drop_start] in colours:
+
+    def fused(k: int) -> bool:
+        if words[k] in colours:
+            return True
+        rest = " ".join(words[k + 1:len(words) - drop_end])
+        return words[k] in adjectives and rest in things and " ".join(words[k:len(words) - drop_end]) not in things
+
+    while drop_start < len(words) - drop_end - 1 and fused(drop_start):
         drop_start += 1
     if not (drop_end or drop_start):
         return node
@@ -235,11 +246,14 @@ def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
     """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns
     and place nouns, fused colour compounds split (`clean_node`; `vocab`'s colour attributes count
     as colour words too)."""
-    colours, things = COLOUR_WORDS, frozenset()
+    colours, things, adjectives = COLOUR_WORDS, frozenset(), frozenset()
     if vocab is not None:
         colours = colours | {n for n, c in vocab.attributes.items() if c == "colour"}
-        things = frozenset(vocab.objects)
-    return [None if is_pronoun(e) else clean_node(object_node(e, i), colours, things) for i, e in enumerate(graph["entities"])]
+        things = frozenset(vocab.objects) | frozenset(vocab.synonyms.get("objects", ()))
+        adjectives = frozenset(vocab.attributes) | frozenset(vocab.synonyms.get("attributes", ()))
+    return [
+        None if is_pronoun(e) else clean_node(object_node(e, i), colours, things, adjectives) for i, e in enumerate(graph["entities"])
+    ]
 
 
 def usable_relations(graph: dict, nodes: list[dict | None]) -> list[dict]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.stages.subgraph import BARE_PREPOSITIONS, COLOUR_WORDS, SPATIAL_NOUNS
+from mosaictool.stages.subgraph import BARE_PREPOSITIONS, COLOUR_WORDS, SPATIAL_NOUNS, graph_nodes, usable_relations
 from mosaictool.vocab import UNKNOWN, Vocab
 from mosaictool.vocab import load as load_vocab
 
@@ -62,15 +62,20 @@ def _assemble(
         )
         return dict(items[:limit] if limit else items)
 
+    def label(kind: str, name: str) -> str:
+        # a name the base lacks takes its synonym head's label ("stripy" -> "striped": pattern)
+        known = getattr(base, kind)
+        return known.get(name) or known.get(base.head(kind, name), UNKNOWN)
+
     objects = keep("objects")
     attributes = keep("attributes")
     relations = keep("relations", top_relations)
     names = set(objects) | set(attributes) | set(relations)
     kept = {"objects": objects, "attributes": attributes, "relations": relations}
     return Vocab(
-        objects={n: base.objects.get(n, UNKNOWN) for n in objects},
-        attributes={n: base.attributes.get(n, UNKNOWN) for n in attributes},
-        relations={n: base.relations.get(n, UNKNOWN) for n in relations},
+        objects={n: label("objects", n) for n in objects},
+        attributes={n: label("attributes", n) for n in attributes},
+        relations={n: label("relations", n) for n in relations},
         antonym_pairs=[(a, b) for a, b in base.antonym_pairs if a in names and b in names],
         plurals=dict(base.plurals),
         counts={"objects": objects, "attributes": attributes, "relations": relations},
@@ -90,15 +95,28 @@ def build_from_graphs(
 ) -> Vocab:
     """Objects (lemma of each entity's head), attributes and relations (as written) seen at least
     `min_count` times in `parse` output; parser debris left out unless `keep_debris`; with
-    `only_known`, only the names `base` knows (a closed vocabulary, such as the world's)."""
+    `only_known`, only the names `base` knows (a closed vocabulary, such as the world's).
+
+    Without `keep_debris`, names are counted as `decompose` reads the graph (`subgraph.graph_nodes`,
+    `usable_relations`): a place-noun entity's adjectives are not counted ("a square right of" read
+    as "square right": "square" is no attribute), fused compounds count as their noun and
+    attributes ("stripy cross": "cross", "stripy"), pronouns and bare prepositions not at all."""
     base = base or load_vocab()
     counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
     for record in records:
         graph = record["graph"]
-        for entity in graph["entities"]:
-            counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
-            counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
-        counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
+        if keep_debris:
+            for entity in graph["entities"]:
+                counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
+                counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
+            counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
+            continue
+        nodes = graph_nodes(graph, base)
+        for node in nodes:
+            if node is not None:
+                counts["objects"][clean_name(node["lemma"])] += 1
+                counts["attributes"].update(clean_name(a) for a in node["attributes"])
+        counts["relations"].update(clean_name(r.get("relation")) for r in usable_relations(graph, nodes))
     return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known)
 
 

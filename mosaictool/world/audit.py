@@ -6,7 +6,10 @@ descriptions: a sub-graph's nouns, adjectives and relations through the world's 
 relation, "orange cross" as one noun) makes the text *debris*: it cannot be checked, and it teaches
 nothing about the world. The audit counts, per transform:
 
-- negatives true of their own image (a negative should be false);
+- negatives true of their own image (a negative should be false), and of those, how many the caption
+  itself already says (`said_scene`: true of the objects, attributes and relations the caption
+  mentions): those a text-only stage could have dropped; the rest is image content the caption never
+  mentions, which no text-only stage can know;
 - positives false of their own image (a positive should be true);
 - in simulated batches, texts of one image that are true of another image of the batch (what a
   contrastive loss that treats them as negatives gets wrong), and how many of those the canonical
@@ -22,7 +25,7 @@ import random
 from collections.abc import Iterable
 
 from mosaictool.world.captions import count_matching, holds
-from mosaictool.world.vocab import NUMBERS, attribute_kind, word_meanings
+from mosaictool.world.vocab import CONVERSE, NUMBERS, attribute_kind, word_meanings
 
 BATCH_SIZE = 32
 BATCHES = 150
@@ -95,6 +98,63 @@ def is_true(description, scene: dict) -> bool:
     return holds([descs[k] for k in keep], [(index[s], p, index[o]) for s, p, o in rels], scene)
 
 
+def caption_mentions(record: dict) -> dict | None:
+    """The `mentions` of the record's own caption: the world's, or, for a record whose caption is
+    the world's `plain_caption` (the demo's second caption of every image), the mentions of that
+    plain form (`captions.plain_caption`: the first relation, else the named objects, else every
+    object, by colour and shape)."""
+    mentions = record.get("mentions")
+    if not isinstance(mentions, dict):
+        return None
+    if record.get("caption") != record.get("plain_caption") or not isinstance(record.get("scene"), dict):
+        return mentions
+    objs, said = record["scene"]["objects"], mentions["mentions"]
+
+    def mention(k: int) -> dict:
+        return {"object": k, "noun": objs[k]["shape"], "attributes": [objs[k]["colour"]], "count": None}
+
+    if mentions.get("relations"):
+        rel = mentions["relations"][0]
+        pair = [mention(said[rel["subject"]]["object"]), mention(said[rel["object"]]["object"])]
+        return {"mentions": pair, "relations": [{**rel, "subject": 0, "object": 1}]}
+    named = list(dict.fromkeys(m["object"] for m in said if m.get("object") is not None)) or list(range(len(objs)))
+    return {"mentions": [mention(k) for k in named], "relations": []}
+
+
+def said_scene(mentions: dict) -> dict:
+    """A scene of what a caption says, from the world's `mentions`: each mentioned object with only
+    its mentioned shape and attributes (an unsaid one is None, which no description matches), and
+    only the stated relations and their converses. A negative true of it is entailed by the
+    caption. Count phrases ("two shapes") name no object and are left out."""
+    meanings = word_meanings()
+    objects: list[dict] = []
+    where: dict = {}  # scene object (or mention, when it names none) -> said object
+    of_mention: dict[int, int] = {}
+    for m, mention in enumerate(mentions.get("mentions") or ()):
+        if mention.get("count") is not None:
+            continue
+        ref = ("object", mention["object"]) if mention.get("object") is not None else ("mention", m)
+        if ref not in where:
+            where[ref] = len(objects)
+            objects.append({"shape": None, "colour": None, "size": None, "texture": None})
+        obj = objects[where[ref]]
+        of_mention[m] = where[ref]
+        shape = meanings["objects"].get(_words(mention.get("noun")))
+        if shape not in (None, "shape"):
+            obj["shape"] = shape
+        for word in mention.get("attributes") or ():
+            kind = attribute_kind(_words(word))
+            if kind is not None:
+                obj[kind] = meanings["attributes"][_words(word)]
+    relations = []
+    for rel in mentions.get("relations") or ():
+        s, o, pred = of_mention.get(rel["subject"]), of_mention.get(rel["object"]), rel.get("relation")
+        if s is None or o is None or pred not in CONVERSE:
+            continue
+        relations += [{"subject": s, "relation": pred, "object": o}, {"subject": o, "relation": CONVERSE[pred], "object": s}]
+    return {"objects": objects, "relations": relations}
+
+
 def _mentions_graph(mentions: dict) -> dict:
     """The caption's own graph, from the world's `mentions` (what a perfect parser would return);
     two mentions of one scene object are one node."""
@@ -126,8 +186,8 @@ def _texts(record: dict) -> list[dict]:
         graph = None
         if p.get("subgraph") is not None and p["subgraph"] < len(subgraphs):
             graph = subgraphs[p["subgraph"]]
-        elif p.get("kind") == "caption" and isinstance(record.get("mentions"), dict):
-            graph = _mentions_graph(record["mentions"])
+        elif p.get("kind") == "caption" and caption_mentions(record) is not None:
+            graph = _mentions_graph(caption_mentions(record))
         out.append({"side": "positive", "group": f"positive:{p.get('kind')}", "graph": graph, "key": p.get("key")})
     # template renders graph negatives in order and drops duplicates: match each text back to the
     # first unused graph negative with the same provenance
@@ -161,8 +221,10 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
     read: list[list[tuple]] = []  # per record: (group, side, description, key) of its checkable texts
     for record in records:
         kept = []
+        mentions = caption_mentions(record)
+        said = said_scene(mentions) if mentions is not None else None
         for text in _texts(record):
-            row = own.setdefault(text["group"], {"n": 0, "graph": 0, "debris": 0, "checked": 0, "wrong": 0})
+            row = own.setdefault(text["group"], {"n": 0, "graph": 0, "debris": 0, "checked": 0, "wrong": 0, "said": 0})
             row["n"] += 1
             if text["graph"] is None:
                 continue
@@ -174,6 +236,8 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
             row["checked"] += 1
             truth = is_true(description, record["scene"])
             row["wrong"] += truth if text["side"] == "negative" else not truth
+            if truth and text["side"] == "negative" and said is not None:
+                row["said"] += is_true(description, said)
             kept.append((text["group"], text["side"], description, text["key"]))
         read.append(kept)
 
@@ -208,6 +272,9 @@ def _summary(own: dict) -> dict:
     pos = [r for g, r in own.items() if g.startswith("positive:")]
     return {
         "negatives_true": _share(sum(r["wrong"] for r in graph_neg), sum(r["checked"] for r in graph_neg)),
+        # of the checked graph negatives: true and said by the caption / true by what it never mentions
+        "negatives_true_said": _share(sum(r.get("said", 0) for r in graph_neg), sum(r["checked"] for r in graph_neg)),
+        "negatives_true_unsaid": _share(sum(r["wrong"] - r.get("said", 0) for r in graph_neg), sum(r["checked"] for r in graph_neg)),
         "negatives_debris": _share(sum(r["debris"] for r in graph_neg), sum(r["graph"] for r in graph_neg)),
         "positives_false": _share(sum(r["wrong"] for r in pos), sum(r["checked"] for r in pos)),
         "positives_debris": _share(sum(r["debris"] for r in pos), sum(r["graph"] for r in pos)),
@@ -224,21 +291,25 @@ def audit_markdown(result: dict) -> str:
     s = result["summary"]
     lines = [
         f"Texts audit against the world's truth ({result['records']} records; cross-image: {result['batches']} batches of "
-        f"{result['batch_size']}): graph negatives true of their own image {_pct(s['negatives_true'])}, graph negatives "
+        f"{result['batch_size']}): graph negatives true of their own image {_pct(s['negatives_true'])} (said by the caption "
+        f"itself {_pct(s.get('negatives_true_said'))}, image content it never mentions {_pct(s.get('negatives_true_unsaid'))}), graph negatives "
         f"with debris {_pct(s['negatives_debris'])}, positives false of their own image {_pct(s['positives_false'])}; "
         f"{s['text_negatives_unchecked']} caption-level text negatives not checked (no graph).",
         "",
-        "| texts | n | debris | wrong for own image | true of another batch image | of those, caught by keys |",
-        "|---|---|---|---|---|---|",
+        "| texts | n | debris | wrong for own image | of those, said by the caption | true of another batch image | of those, caught by keys |",
+        "|---|---|---|---|---|---|---|",
     ]
     groups = sorted(set(result["own"]) | set(result["cross"]), key=lambda g: (not g.startswith("positive:"), g))
     for g in groups:
         o = result["own"].get(g, {"n": 0, "graph": 0, "debris": 0, "checked": 0, "wrong": 0})
         c = result["cross"].get(g, {"pairs": 0, "true": 0, "caught": 0})
+        said = "–" if g.startswith("positive:") else _pct(_share(o.get("said", 0), o["wrong"]))
         lines.append(
-            f"| {g} | {o['n']} | {_pct(_share(o['debris'], o['graph']))} | {_pct(_share(o['wrong'], o['checked']))} | "
+            f"| {g} | {o['n']} | {_pct(_share(o['debris'], o['graph']))} | {_pct(_share(o['wrong'], o['checked']))} | {said} | "
             f"{_pct(_share(c['true'], c['pairs']))} | {_pct(_share(c['caught'], c['true']))} |"
         )
     lines.append("")
-    lines.append("wrong for own image: a negative that is true, a positive that is false; debris: a word the world has no meaning for.")
+    lines.append("wrong for own image: a negative that is true, a positive that is false; said by the caption: true of what the "
+                 "caption itself says (a text-only stage could drop it; the rest is image content the caption never mentions); "
+                 "debris: a word the world has no meaning for.")
     return "\n".join(lines)
