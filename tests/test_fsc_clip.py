@@ -244,3 +244,116 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
         for r, rank in enumerate(ranks):
             torch.testing.assert_close(rank["grads"][name] / world, single_grads[name][r * b:(r + 1) * b],
                                        rtol=1e-7, atol=1e-9, msg=f"{name} rank {r}")
+
+
+# ---- training end to end (tiny model, CPU) ---------------------------------------------------
+
+
+def _fsc_world(folder, n=8, without_hn=(1,)):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
+
+    return add_fsc_negatives(make_world(folder / "w", n=n), without_hn=without_hn), write_tiny_model(folder)
+
+
+def _config(data, model_cfg, out, **kw):
+    from mosaictool.model.train import TrainConfig
+
+    base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=2, warmup=1,
+                quiet=True, method="fsc-clip")
+    return TrainConfig(**{**base, **kw})
+
+
+def _state(path):
+    from mosaictool.model import openclip
+
+    return openclip.read_checkpoint(path)["state_dict"]
+
+
+def test_missing_hn_kinds_name_negate_text(tmp_path):
+    """make_world's records have negclip swaps only: fsc-clip refuses them, naming the stage that adds
+    the replace and shuffle texts, before any run folder is written."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from train_fixtures import make_world, write_tiny_model
+
+    from mosaictool.errors import MosaicError
+    from mosaictool.model.train import train
+
+    data, model_cfg = make_world(tmp_path / "w", n=4), write_tiny_model(tmp_path)
+    with pytest.raises(MosaicError, match=r"replace, shuffle hard-negative texts.*negate --text negclip,replace,shuffle"):
+        train(_config(data, model_cfg, tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
+    """--lora 2: only adapters train, every FSC-CLIP term is logged, and final.pt holds plain open_clip
+    weights (the adapters merged) that load strictly and that wise-ft mixes with the starting model."""
+    import json
+
+    from mosaictool.model import openclip, wise_ft
+    from mosaictool.model.train import train
+
+    data, model_cfg = _fsc_world(tmp_path)
+    final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1]
+    assert all(m.keys() >= {"loss", "clip", "hn_global", "hn_local"} and m["hn_local"] > 0 for m in lines)
+    assert lines[0]["neg_per_image"] > 0
+    base = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0).model.state_dict()
+    merged = _state(final)
+    assert merged.keys() == base.keys()  # no adapter key left
+    changed = [k for k in base if not torch.equal(base[k], merged[k])]
+    assert "transformer.resblocks.0.mlp.c_fc.weight" in changed and "visual.conv1.weight" in changed
+    assert not any(k.endswith(("bias", "logit_scale")) or ".ln_" in k for k in changed)  # frozen: LoRA on weights only
+    bundle = openclip.load_checkpoint(final)  # strict
+    assert bundle.meta["checkpoint"]["config"]["lora"] == 2
+    start = tmp_path / "start.pt"
+    openclip.save_checkpoint(start, openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0))
+    (half,) = wise_ft.wise_ft(str(start), str(final), [0.5], out=tmp_path / "wise")
+    key = "transformer.resblocks.0.mlp.c_fc.weight"
+    torch.testing.assert_close(_state(half)[key], (base[key] + merged[key]) / 2)
+
+
+@pytest.mark.slow  # ~15 s: a reference run, a run killed mid-way, its resumption
+@pytest.mark.parametrize("lora_rank", [0, 2])
+def test_resume_after_kill_9_gives_the_same_final_weights(tmp_path, lora_rank):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    from mosaictool.model.train import TrainConfig, train
+
+    data, model_cfg = _fsc_world(tmp_path)
+    kw = dict(steps=6, save_every=2, lora=lora_rank)
+    reference = train(_config(data, model_cfg, tmp_path / "ref", **kw))
+    out = tmp_path / "crash"
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_fsc_clip import _config
+        from mosaictool.model.train import train
+
+        def die(step, metrics, model):
+            if step == 3:  # after step 2's checkpoint, mid-run
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        train(_config({str(data)!r}, {str(model_cfg)!r}, {str(out)!r}, **{kw!r}), on_step=die)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not (out / "final.pt").exists()
+    final = train(TrainConfig(data="", out=str(out), quiet=True), resume=True)
+    a, b = _state(reference), _state(final)
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
+    assert [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()] == list(range(1, 7))

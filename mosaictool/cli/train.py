@@ -46,6 +46,9 @@ def train_cli(
     grad_checkpointing: Annotated[bool, typer.Option(help="Recompute activations in backward to save memory.")] = False,
     lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
+    lora: Annotated[int, typer.Option(
+        help="Train LoRA adapters of this rank (peft) on both towers instead of all weights, e.g. --lora 4 (FSC-CLIP's); "
+             "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
     local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
     merge_equal_texts: Annotated[
@@ -86,6 +89,9 @@ def train_cli(
           --lr 1e-3 --wd 1e-4 --warmup 0 --out runs/p1   # the Probe paper's recipe (SGD)
 
       \b
+      mosaictool train --data shards/ --method fsc-clip --lora 4 --lr 5e-6 --out runs/f1   # LoRA, merged at the end
+
+      \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
     from mosaictool.model.train import TrainConfig, train
@@ -108,7 +114,7 @@ def train_cli(
             batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
             warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
-            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, augment=augment,
+            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
             local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
             num_workers=num_workers, save_every=save_every,
             log_every=log_every, quiet=quiet,

@@ -69,6 +69,7 @@ class TrainConfig:
     grad_checkpointing: bool = False
     lock_image: bool = False
     lock_text: bool = False
+    lora: int = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
     augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
     local_loss: bool = False
     merge_equal_texts: bool = True  # equal texts in a batch = the same sub-graph (see losses.py)
@@ -110,6 +111,8 @@ class TrainConfig:
         if not (math.isfinite(cfg.lr) and cfg.lr > 0) or not (math.isfinite(cfg.wd) and cfg.wd >= 0):
             raise MosaicError(f"--lr {cfg.lr} / --wd {cfg.wd}: the learning rate must be a positive number, the weight "
                               "decay zero or more (finite)")
+        if cfg.lora < 0:
+            raise MosaicError(f"--lora {cfg.lora}: a rank of at least 1 (0: full fine-tuning)")
         if cfg.lock_image and cfg.lock_text:
             raise MosaicError("--lock-image and --lock-text together leave nothing to train")
         return cfg
@@ -158,6 +161,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         device=device, seed=cfg.seed,
     )
     model = bundle.model
+    if cfg.lora:  # before the locks: a locked tower freezes its adapters too
+        from mosaictool.model import lora
+
+        lora.add_lora(model, cfg.lora)
     if cfg.lock_image:
         model.lock_image_tower(unlocked_groups=0, freeze_bn_stats=True)
     if cfg.lock_text:
@@ -354,6 +361,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
     final = out / "final.pt"
     if info.is_main:
+        if cfg.lora:  # plain open_clip weights (adapters folded in) for evaluate, wise-ft and open_clip
+            bundle = dataclasses.replace(bundle, model=lora.merged_model(model))
         openclip.save_checkpoint(final, bundle, config=dataclasses.asdict(cfg), step=step, total_steps=total_steps,
                                  method=cfg.method)
         for resumable in (out / "last.pt", openclip.previous_checkpoint(out / "last.pt")):
