@@ -110,12 +110,12 @@ def drop_missing(items: list[Item], *, skip: bool, where: str) -> tuple[list[Ite
     if not missing:
         return items, report
     if not skip:
-        shown = "\n  ".join(missing[:MISSING_SHOWN])
-        more = f"\n  ... and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
-        raise MosaicError(
-            f"{where}: {len(missing)} image file(s) missing, e.g.\n  {shown}{more}\n"
-            "Put the images where the layout says (see `mosaictool evaluate --list`), fix --data-root, "
-            "or pass --skip-missing to score only the test cases whose images exist (skips are reported)"
+        shown = ", ".join(missing[:MISSING_SHOWN])
+        more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+        raise MosaicError(  # one line: the first paths, then the fixes
+            f"{where}: {len(missing)} image file(s) missing (first: {shown}{more}); put the images where the layout "
+            "says (see `mosaictool evaluate --list`), fix --data-root, or pass --skip-missing to score only the "
+            "test cases whose images exist (skips are reported)"
         )
     kept = [it for it in items if all(r.data is not None or status[r.path] for r in it.images)]
     report.items_skipped = len(items) - len(kept)
@@ -236,11 +236,12 @@ class Encoder:
                 batch_size=self.opt.batch_size,
                 num_workers=self.opt.workers,
                 shuffle=False,
+                pin_memory=self.device.type == "cuda",  # page-locked batches: the copy to the GPU overlaps
             )
             chunks = []
             with torch.inference_mode():
                 for batch in progress(loader, desc=f"{desc} images", unit="batch", quiet=self.opt.quiet):
-                    emb = self.model.encode_image(batch.to(self.device), normalize=True)
+                    emb = self.model.encode_image(batch.to(self.device, non_blocking=True), normalize=True)
                     chunks.append(emb.float().cpu().numpy())
             out[todo] = np.concatenate(chunks)
         self._fill_and_save("image", keys, out, table, changed=bool(todo))
