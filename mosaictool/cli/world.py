@@ -1,18 +1,21 @@
-"""`mosaictool world`: generate the synthetic compositional world."""
+"""`mosaictool world`: generate the synthetic compositional world; `world audit`: check a texts file
+of it against the world's truth."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import QuietOpt, handles_errors
+from mosaictool.cli.common import InputArg, QuietOpt, handles_errors
 from mosaictool.errors import MosaicError
 
 
 @handles_errors
 def world_cli(
-    out: Annotated[str, typer.Option("--out", "-o", help="Folder to create (must not exist, or be empty).")],
+    ctx: typer.Context,
+    out: Annotated[Optional[str], typer.Option("--out", "-o", help="Folder to create (must not exist, or be empty).")] = None,
     train: Annotated[int, typer.Option(help="Train scenes (records; twins come on top).")] = 20000,
     seed: Annotated[int, typer.Option(help="Everything is a function of the seed: same seed, same bytes.")] = 0,
     twins: Annotated[
@@ -35,13 +38,20 @@ def world_cli(
     benchmarks' formats (ARO, COCO-Order, CREPE, zero-shot folders) for `evaluate --bench world`.
 
     Writes OUT/manifest.json, OUT/train/captions.jsonl + OUT/train/images/, OUT/val/, OUT/test/.
+    `mosaictool world audit` checks a texts file made from it against the scenes' truth.
 
     Examples:
 
       mosaictool world --out world/ --train 20000 --seed 0
 
       mosaictool world --out small/ --train 500 --twins --binding-twins --eval-scale 0.1
+
+      mosaictool world audit texts.jsonl --world world/ -o audit.json
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    if out is None:
+        raise MosaicError("--out is required: the folder to create (or audit a texts file: `mosaictool world audit TEXTS`)")
     from mosaictool.io import progress
     from mosaictool.world.generate import generate_world, total_items
 
@@ -59,5 +69,61 @@ def world_cli(
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
 
 
+@handles_errors
+def audit_cli(
+    texts: InputArg,
+    world: Annotated[
+        Optional[str], typer.Option("--world", help="The world's folder: its train scenes fill in records that carry no `scene`.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Images per simulated batch (cross-image truths).")] = 32,
+    batches: Annotated[int, typer.Option(help="Simulated batches; 0 skips the cross-image check.")] = 150,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated batches: same seed, same figures.")] = 0,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the audit as JSON to this file.")] = None,
+) -> None:
+    """Check a texts file of the world (`template` output of its captions) against the truth of
+    every record's scene, and print a markdown table per positive kind / negative transform.
+
+    Counts graph negatives true of their own image (and how many of those the caption itself
+    says), positives false of it, texts with a word the world has no meaning for (debris), and in
+    simulated batches the texts true of another batch image and how many of those the canonical
+    keys catch (MosaiCLIP's P(i)). Caption-level text negatives have no graph: counted, not checked.
+
+    Examples:
+
+      mosaictool world audit texts.jsonl -o audit.json
+
+      mosaictool world audit texts.jsonl --world world/ --batch-size 64 --batches 300 --seed 1
+    """
+    from mosaictool.io import read_records
+    from mosaictool.world.audit import audit, audit_markdown, with_world
+
+    if batch_size < 2 or batches < 0:
+        raise MosaicError("--batch-size must be at least 2 and --batches at least 0")
+    if output is not None and Path(output).is_dir():
+        raise MosaicError(f"{output}: is a directory; give -o a file path such as {Path(output) / 'audit.json'}")
+    records = read_records(texts)
+    if world is not None:
+        records = with_world(records, world)
+    records = list(records)
+    if not any(isinstance(r.get("texts"), dict) for r in records):
+        raise MosaicError(f"{texts}: no record has `texts`; audit the output of `mosaictool template`")
+    result = audit(records, batch_size=batch_size, batches=batches, seed=seed)
+    if result["records"] == 0:
+        hint = "the --world folder has none of its ids or images" if world else "pass --world DIR, the folder the world was made in"
+        raise MosaicError(f"{texts}: no record carries a world `scene` (not a texts file of the world?); {hint}")
+    typer.echo(audit_markdown(result))
+    if output is not None:
+        import json
+
+        from mosaictool.bench.report import write_text
+
+        write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n")
+        typer.echo(f"wrote {output}", err=True)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("world")(world_cli)
+    # `mosaictool world --out W` generates (the group's own options, no subcommand); `world audit` checks
+    sub = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    sub.callback()(world_cli)
+    sub.command("audit")(audit_cli)
+    app.add_typer(sub, name="world")

@@ -22,7 +22,7 @@ Caption-level text negatives (NegCLIP swaps, shuffles) have no graph: counted, n
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from mosaictool.world.captions import count_matching, holds
 from mosaictool.world.vocab import CONVERSE, NUMBERS, attribute_kind, word_meanings
@@ -212,6 +212,33 @@ def _read(text: dict):
         return None, describe(text["graph"])
     except _Debris as e:
         return str(e), None
+
+
+WORLD_FIELDS = ("scene", "mentions", "plain_caption")
+
+
+def with_world(records: Iterable[dict], world_dir) -> Iterator[dict]:
+    """`records` with the world's truth (WORLD_FIELDS) filled in where they lack a `scene`: from the
+    train record of the same id, else of the same image, in WORLD_DIR/train/captions.jsonl."""
+    from pathlib import Path
+
+    from mosaictool.errors import MosaicError
+    from mosaictool.io import read_records
+
+    captions = Path(world_dir) / "train" / "captions.jsonl"
+    if not captions.is_file():
+        raise MosaicError(f"{captions} not found: --world takes the folder `mosaictool world --out DIR` wrote")
+    by_id, by_image = {}, {}
+    for rec in read_records(str(captions)):
+        truth = {k: rec.get(k) for k in WORLD_FIELDS}
+        by_id[rec.get("id")] = truth
+        by_image.setdefault(rec.get("image"), truth)
+    for record in records:
+        if not isinstance(record.get("scene"), dict):
+            truth = by_id.get(record.get("id")) or by_image.get(record.get("image"))
+            if truth is not None:
+                record = {**record, **truth}
+        yield record
 
 
 def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int = BATCHES, seed: int = 0) -> dict:
