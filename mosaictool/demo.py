@@ -2,13 +2,17 @@
 
     world -> parse -> decompose -> negate -> template -> shard   (every image with both its captions)
           -> pretrain a tiny base model once with the plain CLIP loss on plain captions (cached)
-          -> fine-tune it with CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric at equal steps, several seeds
-          -> WiSE-FT sweep of MosaiCLIP's image tower
-          -> evaluate everything on the world's test (or, to choose settings, val) split -> table, report.md, plots
+          -> fine-tune it with every registered method's demo rows (mosaictool.methods: CLIP, NegCLIP,
+             MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT, ...), several seeds, all with the same
+             steps, batch, learning rate and images per step (hard images for every row or for none)
+          -> WiSE-FT of all weights: curves (alpha 0..1 step 0.1) for MosaiCLIP and FSC-CLIP, and the
+             Probe paper's "patching" (alpha 0.2) of every Probe-FT seed as a row of its own
+          -> evaluate on the world's test (or, to choose settings, val) split -> table, report.md, plots
 
 It calls the same stage functions the CLI commands call, and keeps every artifact on disk
 (graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.
-Hyperparameters were chosen on the world's validation split (`world-val`), never on test.
+Settings are chosen on the world's validation split (`world-val`), never on test: `--select-on-val`
+fine-tunes every row at each candidate setting on val and takes the best one for all rows.
 """
 
 from __future__ import annotations
@@ -36,6 +40,17 @@ def demo_rows() -> list[tuple[str, str, dict]]:
 
 
 METHODS = demo_rows()
+# The caption-level hard negatives `negate --text` writes for the rows: NegCLIP's swaps, and the
+# replace and bigram-shuffle texts FSC-CLIP's three HN kinds need (text negatives come on top of
+# the graph ones, drawn from their own RNGs: adding kinds leaves the others unchanged).
+TEXT_METHODS = ("negclip", "replace", "shuffle")
+# WiSE-FT curves (all weights) of these rows' seed 0; the Probe paper's patching of every seed of PATCH_ROW
+WISE_ROWS = ("MosaiCLIP", "FSC-CLIP")
+PATCH_ROW, PATCH_ALPHA = "Probe-FT", 0.2
+# the families a WiSE-FT point needs: compositionality (ARO) and recognition (zero-shot)
+WISE_FAMILIES = ["aro", "zeroshot"]
+# the families of the table's columns (the split's other benchmarks are not in the table)
+MAIN_FAMILIES = ["aro", "crepe", "zeroshot"]
 
 # The columns of the paper's Table 1, scaled down to the world: (column, subtask, metric).
 COLUMNS: list[tuple[str, str, str]] = [
@@ -74,10 +89,17 @@ class DemoConfig:
     finetune_steps: int = 100
     finetune_lr: float = 2e-4
     finetune_batch: int = 32
+    # each image's hard image (its twin: arrangement, binding or shape; NegCLIP's hard images) in the
+    # batch, for every row or for none: with it a step holds 2 x finetune_batch images. Chosen on val.
+    hard_images: bool = True
     max_pos: int = 3
     max_neg: int = 6
-    wise_alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    wise_alphas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
     split: str = "test"  # "val" to choose hyperparameters; the reported table is test's
+    # --select-on-val: these candidate settings (every combination), one seed each, on val
+    select_on_val: bool = False
+    select_hard_images: tuple[bool, ...] = (False, True)
+    select_lrs: tuple[float, ...] = (2e-4, 5e-5)
     workers: int = 2
     # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
     # mosaictool.model.device) and the DataLoader processes that decode shards for train and
@@ -117,6 +139,19 @@ def _log(message: str) -> None:
 
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _slug(label: str) -> str:
+    """A folder / model name for a row label ("Probe-FT patched (α=0.2)" -> "probe-ft-patched-a0.2")."""
+    return "-".join("".join(c if c.isalnum() or c in ".-" else " " for c in label.lower().replace("α=", "a")).split())
 
 
 # ---- the stages ---------------------------------------------------------------------------------
@@ -163,10 +198,16 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     from mosaictool.vocab import load as load_vocab
     from mosaictool.vocab import save as save_vocab
 
+    from mosaictool.world.generate import load_manifest
+
     texts = out / "texts.jsonl"
-    if texts.is_file():
+    recipe_file = out / "texts.recipe.json"
+    recipe = {"world": load_manifest(world), "vocab_min_count": 20, "max_subgraphs": 3, "max_negatives": 6,
+              "text_methods": list(TEXT_METHODS)}
+    if texts.is_file() and recipe_file.is_file() and json.loads(recipe_file.read_text()) == recipe:
         _log(f"texts: reusing {texts}")
         return texts
+    recipe_file.unlink(missing_ok=True)
     graphs = out / "graphs.parquet"
     _log("parse: captions -> scene graphs")
     write_records(graphs, parse(two_captions(world), workers=cfg.workers))
@@ -176,23 +217,30 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     save_vocab(build_from_graphs(read_records(graphs), min_count=20), vocab_dir)
     _log("decompose + negate: sub-graph positives and hard negatives")
     negatives = out / "negatives.parquet"
-    write_records(negatives, negate(decompose(read_records(graphs), max_subgraphs=3), vocab=str(vocab_dir),
-                                    max_negatives=6, text_methods=("negclip",), workers=cfg.workers))
+    write_records(negatives, negate(decompose(read_records(graphs), max_subgraphs=recipe["max_subgraphs"]), vocab=str(vocab_dir),
+                                    max_negatives=recipe["max_negatives"], text_methods=TEXT_METHODS, workers=cfg.workers))
     _log("template: sub-graphs -> texts")
     write_records(texts, template(read_records(negatives), vocab=load_vocab(vocab_dir)))
+    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
     return texts
 
 
-def make_shards(records, world: Path, shards: Path) -> Path:
+def make_shards(records, world: Path, shards: Path, source: Path | None = None) -> Path:
+    """Shards of `records`, reused only when they were written from the same world and `source` file."""
     from mosaictool.stages.shard import write_shards
+    from mosaictool.world.generate import load_manifest
 
-    if (shards / "sizes.json").is_file():
+    recipe_file = shards.with_name(shards.name + ".recipe.json")
+    recipe = {"world": load_manifest(world), "source": _file_digest(source) if source else None}
+    if (shards / "sizes.json").is_file() and recipe_file.is_file() and json.loads(recipe_file.read_text()) == recipe:
         _log(f"shards: reusing {shards}")
         return shards
+    recipe_file.unlink(missing_ok=True)
     if shards.exists():
         shutil.rmtree(shards)
     _log(f"shard: WebDataset tar shards -> {shards}")
     write_shards(records, out=shards, image_root=world / "train", shard_size=2000)
+    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
     return shards
 
 
@@ -244,13 +292,15 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
 
 
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
-    """Every method x seed from the base; a run is reused only when its base and settings are the same
-    (its folder is named by their digest), so changing a flag never returns a stale run."""
+    """Every row x seed from the base, all with the same steps, batch, learning rate and hard-image
+    setting (cfg.hard_images for every row, never the method's own default); a run is reused only
+    when its base and settings are the same (its folder is named by their digest), so changing a
+    flag never returns a stale run."""
     from mosaictool.methods import get as get_method
     from mosaictool.model.train import TrainConfig, train
 
     device, workers = cfg.runtime()
-    base_sha = hashlib.sha256(base.read_bytes()).hexdigest()
+    base_sha = _file_digest(base)
     runs: dict[str, list[Path]] = defaultdict(list)
     for seed in range(cfg.seeds):
         for label, method, options in METHODS:
@@ -259,36 +309,87 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
                              pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr,
                              batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
-                             seed=seed, quiet=not sys.stderr.isatty())
+                             record_hard_images=cfg.hard_images, seed=seed, quiet=not sys.stderr.isatty())
             key = _digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha})
-            run = out / "runs" / f"{label.lower()}-seed{seed}-{key}"
+            run = out / "runs" / f"{_slug(label)}-seed{seed}-{key}"
             final = run / "final.pt"
             if not final.is_file():
                 if run.exists():
                     shutil.rmtree(run)
-                _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps")
+                _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.finetune_lr:g}, "
+                     f"hard images {'on' if cfg.hard_images else 'off'}")
                 # device and loader workers are runtime: not in the run's digest
                 train(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
             runs[label].append(final)
     return runs
 
 
-def wise_sweep(cfg: DemoConfig, base: Path, finetuned: Path, out: Path) -> list[Path]:
+def wise_models(cfg: DemoConfig, base: Path, runs: dict[str, list[Path]], out: Path) -> tuple[dict, dict]:
+    """WiSE-FT of all weights. Curves: {row: [(alpha, model label, path or None)]} for WISE_ROWS' seed 0;
+    alpha 0 is the base itself and alpha 1 the fine-tuned model (path None: their full evaluation is
+    reused). Patched: {model label: path}, PATCH_ALPHA of every seed of PATCH_ROW."""
     from mosaictool.model.wise_ft import wise_ft
 
-    _log(f"wise-ft: MosaiCLIP image tower, alpha in {list(cfg.wise_alphas)}")
-    return wise_ft(str(base), str(finetuned), list(cfg.wise_alphas), out=out / "wise", scope="visual")
+    device, _ = cfg.runtime()
+    curves: dict[str, list[tuple[float, str, Path | None]]] = {}
+    for row in WISE_ROWS:
+        if row not in runs:
+            continue
+        inner = [a for a in cfg.wise_alphas if 0 < a < 1]
+        _log(f"wise-ft: {row} seed 0, all weights, alpha in {list(cfg.wise_alphas)}")
+        paths = dict(zip(inner, wise_ft(str(base), str(runs[row][0]), inner, out=out / "wise" / _slug(row), scope="all", device=device))) if inner else {}
+        curves[row] = [(a, "base" if a == 0 else f"{row}-s0" if a == 1 else f"wise-{_slug(row)}-a{a:g}", paths.get(a))
+                       for a in cfg.wise_alphas]
+    patched: dict[str, Path] = {}
+    if PATCH_ROW in runs:
+        _log(f"wise-ft: {PATCH_ROW} patched, all weights, alpha {PATCH_ALPHA:g}, every seed")
+        for seed, final in enumerate(runs[PATCH_ROW]):
+            [path] = wise_ft(str(base), str(final), [PATCH_ALPHA], out=out / "wise" / f"{_slug(PATCH_ROW)}-patched-seed{seed}",
+                             scope="all", device=device)
+            patched[f"{patch_label()}-s{seed}"] = path
+    return curves, patched
 
 
-def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0) -> list[dict]:
+def patch_label() -> str:
+    return f"{PATCH_ROW} patched (α={PATCH_ALPHA:g})"
+
+
+def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0,
+                 families: list[str] | None = None, cache: Path | None = None) -> list[dict]:
+    """Result rows of every (label, checkpoint) on `split_bench` (`families`: a subset of the world's).
+    With `cache`, a checkpoint's rows are kept under the digest of its bytes, the world, the split
+    and the families, and reused: a second run, or a run whose settings share checkpoints with an
+    earlier one (the val selection's seed 0), evaluates only what is new."""
     from mosaictool.bench import get
     from mosaictool.bench.engine import EngineOptions, evaluate
+    from mosaictool.io import read_records, write_records
     from mosaictool.model.openclip import load_checkpoint
+    from mosaictool.world.generate import load_manifest
 
-    bench = get(split_bench)
-    loaded = ((label, load_checkpoint(path, device=device)) for label, path in models)
-    batch = 256 if device.startswith("cuda") else 64
-    return list(evaluate([(bench, None)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch)))
+    if not models:
+        return []
+    scope = {"world": load_manifest(world), "bench": split_bench, "families": families}
+    keys = {label: _digest({**scope, "checkpoint": _file_digest(path)}) for label, path in models} if cache else {}
+    rows: list[dict] = []
+    todo = []
+    for label, path in models:
+        hit = cache / f"{keys[label]}.jsonl" if cache else None
+        if hit is not None and hit.is_file():
+            rows += [{**r, "model": label} for r in read_records(hit)]
+        else:
+            todo.append((label, path))
+    if todo:
+        bench = get(split_bench)
+        loaded = ((label, load_checkpoint(path, device=device)) for label, path in todo)
+        batch = 256 if device.startswith("cuda") else 64
+        new = list(evaluate([(bench, families)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch)))
+        rows += new
+        if cache:
+            cache.mkdir(parents=True, exist_ok=True)
+            for label, _ in todo:
+                write_records(cache / f"{keys[label]}.jsonl", [r for r in new if r["model"] == label])
+    order = {label: i for i, (label, _) in enumerate(models)}
+    return sorted(rows, key=lambda r: order[r["model"]])
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -395,22 +496,25 @@ def plot_methods(summary: dict, path: Path, split: str) -> None:
     plt.close(fig)
 
 
-def plot_wise(points: list[tuple[float, float, float]], path: Path) -> None:
-    """Compositionality vs recognition across WiSE-FT alphas."""
+def plot_wise(curves: dict[str, list[tuple[float, float, float]]], path: Path) -> None:
+    """Compositionality vs recognition across WiSE-FT alphas, one curve per row."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 4))
-    xs = [100 * p[2] for p in points]
-    ys = [100 * p[1] for p in points]
-    ax.plot(xs, ys, "o-")
-    for alpha, y, x in points:
-        ax.annotate(f"α={alpha:g}", (100 * x, 100 * y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for row, points in curves.items():
+        xs = [100 * p[2] for p in points]
+        ys = [100 * p[1] for p in points]
+        ax.plot(xs, ys, "o-", label=row, markersize=3)
+        for alpha, y, x in points:
+            if alpha in (0.0, 0.5, 1.0):
+                ax.annotate(f"α={alpha:g}", (100 * x, 100 * y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("recognition (zero-shot top-1, %)")
     ax.set_ylabel("compositionality (mean of attribute, relation, order, %)")
-    ax.set_title("WiSE-FT of MosaiCLIP's image tower")
+    ax.set_title("WiSE-FT of all weights (seed 0)")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -424,69 +528,136 @@ def comp_score(rows: list[dict], model: str) -> float:
 
 # ---- the whole job ------------------------------------------------------------------------------
 
+def _split_bench(split: str) -> str:
+    if split not in ("val", "test"):
+        raise MosaicError(f"--split {split!r}: choose val (for choosing hyperparameters) or test")
+    return "world" if split == "test" else "world-val"
+
+
+def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> tuple[dict, str]:
+    """Fine-tune every row (seed 0) at each candidate (hard images, lr) of the config, evaluate on
+    the world's val split, and return the candidate with the best val headline (the world's mean
+    compositional score: ARO accuracies + CREPE productivity) averaged over the rows, one setting for
+    every row, with the markdown table of all candidates. Test is never read."""
+    from mosaictool.bench.base import HEADLINE
+
+    device, workers = cfg.runtime()
+    results = []
+    for hard in cfg.select_hard_images:
+        for lr in cfg.select_lrs:
+            trial = dataclasses.replace(cfg, seeds=1, hard_images=hard, finetune_lr=lr)
+            _log(f"select on val: hard images {'on' if hard else 'off'}, lr {lr:g}")
+            runs = finetune_all(trial, shards, base, out)
+            models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
+            rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES,
+                                cache=out / "evals")
+            per_row = {label: column_value(rows, f"{label}-s0", HEADLINE, "accuracy") for label in runs}
+            recog = {label: column_value(rows, f"{label}-s0", "zeroshot/*", "top1") for label in runs}
+            score = sum(per_row.values()) / len(per_row)
+            results.append({"hard_images": hard, "lr": lr, "score": score, "per_row": per_row,
+                            "recognition": sum(recog.values()) / len(recog)})
+    best = max(results, key=lambda r: r["score"])  # ties: the first candidate
+    labels = list(results[0]["per_row"])
+    lines = ["| hard images | lr | mean val headline | " + " | ".join(labels) + " | mean val recognition |",
+             "|---|---|---|" + "---|" * len(labels) + "---|"]
+    for r in results:
+        mark = " **(chosen)**" if r is best else ""
+        lines.append(f"| {'on' if r['hard_images'] else 'off'} | {r['lr']:g}{mark} | {100 * r['score']:.1f} | "
+                     + " | ".join(f"{100 * r['per_row'][label]:.1f}" for label in labels) + f" | {100 * r['recognition']:.1f} |")
+    (out / "selection.json").write_text(json.dumps(results, indent=1) + "\n")
+    return best, "\n".join(lines)
+
+
 def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import read_records, write_records
+    from mosaictool.world.audit import audit, audit_markdown
 
     out = Path(cfg.out)
-    device, _ = cfg.runtime()  # a missing GPU is an error before any work
+    device, workers = cfg.runtime()  # a missing GPU is an error before any work
+    bench = _split_bench(cfg.split)
     _log(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
     world = make_world(cfg, out)
     texts = make_texts(cfg, world, out)
-    shards = make_shards(read_records(texts), world, out / "shards")
+    shards = make_shards(read_records(texts), world, out / "shards", source=texts)
     plain_shards = make_shards(plain_records(world), world, out / "shards-plain")
     base = pretrain_base(cfg, plain_shards, world, out)
+    _log("audit: the texts against the world's truth")
+    audited = audit_markdown(audit(read_records(texts)))
+    selection = None
+    if cfg.select_on_val:
+        best, selection = select_on_val(cfg, shards, base, world, out)
+        cfg = dataclasses.replace(cfg, hard_images=best["hard_images"], finetune_lr=best["lr"])
+        (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     runs = finetune_all(cfg, shards, base, out)
-    wise = wise_sweep(cfg, base, runs["MosaiCLIP"][0], out)
+    curves, patched = wise_models(cfg, base, runs, out)
 
     models = [("base", base)]
     groups: dict[str, list[str]] = {"base (CLIP pretrain)": ["base"]}
     for label, finals in runs.items():
-        groups[label] = []
-        for seed, path in enumerate(finals):
-            models.append((f"{label}-s{seed}", path))
-            groups[label].append(f"{label}-s{seed}")
-    alphas = list(cfg.wise_alphas)
-    models += [(f"wise-a{a:g}", p) for a, p in zip(alphas, wise)]
-    if cfg.split not in ("val", "test"):
-        raise MosaicError(f"--split {cfg.split!r}: choose val (for choosing hyperparameters) or test")
-    _log(f"evaluate: {len(models)} checkpoints on the world's {cfg.split} split")
-    device, workers = cfg.runtime()
-    rows = evaluate_all(models, world, "world" if cfg.split == "test" else "world-val", device=device, workers=workers)
+        groups[label] = [f"{label}-s{seed}" for seed in range(len(finals))]
+        models += list(zip(groups[label], finals))
+    if patched:
+        groups[patch_label()] = list(patched)
+        models += list(patched.items())
+    wise = [(name, path) for points in curves.values() for _, name, path in points if path is not None]
+    _log(f"evaluate: {len(models)} checkpoints on the world's {cfg.split} split, {len(wise)} WiSE-FT points on its "
+         f"{' and '.join(WISE_FAMILIES)} subtasks")
+    rows = evaluate_all(models, world, bench, device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
+    rows += evaluate_all(wise, world, bench, device=device, workers=workers, families=WISE_FAMILIES, cache=out / "evals")
     write_records(out / "results.jsonl", rows)
 
     summary = summarise(rows, groups)
     table = table_markdown(summary)
-    wise_points = [(a, comp_score(rows, f"wise-a{a:g}"), column_value(rows, f"wise-a{a:g}", "zeroshot/*", "top1")) for a in alphas]
+    wise_points = {row: [(a, comp_score(rows, name), column_value(rows, name, "zeroshot/*", "top1")) for a, name, _ in points]
+                   for row, points in curves.items()}
     plot_methods(summary, out / "methods.png", cfg.split)
     plot_wise(wise_points, out / "wise_ft.png")
     minutes = (time.perf_counter() - t0) / 60
+    per_step = 2 * cfg.finetune_batch if cfg.hard_images else cfg.finetune_batch
+    chosen = ("chosen on val by --select-on-val in this run (table below)" if selection else
+              "the defaults, chosen on val (`mosaictool demo --select-on-val`); this run did not select")
     report = "\n".join([
         "# mosaictool demo: the synthetic world",
         "",
-        f"{cfg.seeds} seed(s) per method; {cfg.finetune_steps} fine-tuning steps of {cfg.finetune_batch} images from a "
-        f"base pretrained {cfg.pretrain_steps} steps with the plain CLIP loss (plain captions of 1-2-object scenes, "
-        f"each with its arrangement twin in the batch); fine-tuning data: every image with its varied and its plain caption; {cfg.split} split; mean ± 95% CI over seeds.",
+        f"Every row is fine-tuned from the same base with the same settings: {cfg.finetune_steps} steps, "
+        f"{per_step} images per step ({cfg.finetune_batch} images"
+        + (f" + each one's hard image, its twin, for every row" if cfg.hard_images else ", no hard images for any row")
+        + f"), lr {cfg.finetune_lr:g} (AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}), "
+        f"{cfg.seeds} seed(s) per row; settings {chosen}.",
+        f"The base was pretrained {cfg.pretrain_steps} steps with the plain CLIP loss (plain captions of 1-2-object "
+        f"scenes, each with its arrangement twin in the batch); fine-tuning data: every image with its varied and its "
+        f"plain caption. Tables on the world's **{cfg.split}** split; mean ± 95% CI over seeds. "
+        f"{patch_label()} = WiSE-FT of all weights at α={PATCH_ALPHA:g} between the base and each Probe-FT seed "
+        "(the Probe paper's patching).",
         "attribute = VG-Attribution-style swap (micro accuracy), relation = VG-Relation-style swap, order = COCO-Order-style "
         "(1 true + 4 shuffled captions), seen/unseen = CREPE systematicity R@1 (comp negatives), productivity = CREPE "
         "productivity R@1 (mean over atom/swap/negate × complexity), recognition = zero-shot top-1 (mean over tasks).",
         "",
         table,
         "",
-        *([f"Paired by seed ({cfg.seeds} seeds), each method minus CLIP fine-tuning: difference ± 95% CI "
+        *([f"Paired by seed ({cfg.seeds} seeds), each method minus CLIP fine-tuning ({cfg.split} split): difference ± 95% CI "
            "(p of the paired t-test).", "", paired, ""] if (paired := paired_markdown(rows, groups)) else []),
-        "WiSE-FT (MosaiCLIP seed 0, image tower): alpha -> compositionality / recognition",
+        *(["Settings chosen on the **val** split (seed 0 of every row per candidate; score: the world's compositional "
+           "headline, ARO accuracies + CREPE productivity, averaged over the rows; one setting for all rows):", "",
+           selection, ""] if selection else []),
+        f"WiSE-FT of all weights (seed 0, {cfg.split} split; α=0 is the base, α=1 the fine-tuned model): "
+        "alpha -> compositionality (mean of attribute, relation, order) / recognition",
         "",
-        "| alpha | comp | recognition |",
-        "|---|---|---|",
-        *[f"| {a:g} | {100 * c:.1f} | {100 * r:.1f} |" for a, c, r in wise_points],
+        "| alpha | " + " | ".join(f"{row} comp | {row} recognition" for row in wise_points) + " |",
+        "|---|" + "---|---|" * len(wise_points),
+        *[f"| {a:g} | " + " | ".join(f"{100 * pts[k][1]:.1f} | {100 * pts[k][2]:.1f}" for pts in wise_points.values()) + " |"
+          for k, a in enumerate(cfg.wise_alphas)],
         "",
-        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, negatives.parquet, texts.jsonl, shards/, runs/, wise/, results.jsonl).",
+        audited,
+        "",
+        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, negatives.parquet, texts.jsonl, shards/, runs/, "
+        "wise/, evals/, results.jsonl).",
         "",
     ])
     (out / "report.md").write_text(report)
     print(table)
     _log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
-    return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes}
+    return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes, "selection": selection}

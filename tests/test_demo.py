@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import orjson
 import pytest
 
+from mosaictool import demo
 from mosaictool.cli import app
-from mosaictool.demo import COLUMNS, METHODS, column_value, mean_ci, paired_diff, paired_markdown, table_markdown
+from mosaictool.demo import COLUMNS, METHODS, DemoConfig, column_value, mean_ci, paired_diff, paired_markdown, table_markdown
+from mosaictool.errors import MosaicError
 
 
 def test_mean_ci_uses_the_t_interval():
@@ -56,19 +61,120 @@ def test_table_has_a_row_per_method_and_a_column_per_split():
     assert "| A | 50.0 ± 1.0 |" in table and "| B | 25.0 | 25.0 |" in table
 
 
+def test_rows_come_from_the_registry():
+    labels = [label for label, _, _ in METHODS]
+    assert {"CLIP", "NegCLIP", "MosaiCLIP", "MosaiCLIP-NoCurric", "FSC-CLIP", "Probe-FT"} <= set(labels)
+    assert set(demo.WISE_ROWS) <= set(labels) and demo.PATCH_ROW in labels
+    assert demo._slug(demo.patch_label()) == "probe-ft-patched-a0.2"
+    assert DemoConfig().wise_alphas == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@pytest.mark.parametrize("hard", [True, False])
+def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard):
+    """The fair comparison: hard images for every row or for none (never the method's own default,
+    which is on for NegCLIP only), and the same steps, batch and learning rate."""
+    import mosaictool.model.train as train_module
+
+    seen = []
+
+    def fake_train(tc):
+        seen.append(tc)
+        Path(tc.out).mkdir(parents=True)
+        (Path(tc.out) / "final.pt").write_bytes(b"x")
+        return Path(tc.out) / "final.pt"
+
+    monkeypatch.setattr(train_module, "train", fake_train)
+    base = tmp_path / "base.pt"
+    base.write_bytes(b"base")
+    cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8, device="cpu")
+    runs = demo.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
+    assert list(runs) == [label for label, _, _ in METHODS] and all(len(v) == 2 for v in runs.values())
+    assert len(seen) == 2 * len(METHODS)
+    assert {(tc.record_hard_images, tc.hard_images, tc.steps, tc.lr, tc.batch_size, tc.warmup) for tc in seen} == {(hard, 0, 7, 3e-4, 8, 0)}
+    assert {tc.method for tc in seen} >= {"clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft"}
+    # the setting is part of each run's name: flipping it trains new runs, never reuses the others
+    other = demo.finetune_all(DemoConfig(**{**cfg.__dict__, "hard_images": not hard}), tmp_path / "shards", base, tmp_path)
+    assert not set(map(str, sum(runs.values(), []))) & set(map(str, sum(other.values(), [])))
+
+
+def test_select_on_val_reads_val_only_and_picks_one_setting_for_all_rows(tmp_path, monkeypatch):
+    trained, benches = [], []
+
+    def fake_finetune(cfg, shards, base, out):
+        trained.append((cfg.hard_images, cfg.finetune_lr, cfg.seeds))
+        return {label: [Path(f"{label}|{cfg.hard_images}|{cfg.finetune_lr}")] for label, _, _ in METHODS}
+
+    def fake_evaluate(models, world, bench, **kwargs):
+        benches.append(bench)
+        rows = []
+        for label, path in models:
+            _, hard, lr = str(path).split("|")
+            # hard images off and the lower lr are best on val, for every row
+            value = 0.5 + 0.1 * (hard == "False") + 0.05 * (float(lr) == 5e-5)
+            rows += [{"model": label, "subtask": "headline", "metric": "accuracy", "value": value},
+                     {"model": label, "subtask": "zeroshot/shape", "metric": "top1", "value": 0.9}]
+        return rows
+
+    monkeypatch.setattr(demo, "finetune_all", fake_finetune)
+    monkeypatch.setattr(demo, "evaluate_all", fake_evaluate)
+    best, table = demo.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
+    assert (best["hard_images"], best["lr"]) == (False, 5e-5)
+    assert sorted(trained) == sorted((h, lr, 1) for h in (False, True) for lr in (2e-4, 5e-5))
+    assert set(benches) == {"world-val"}  # never the test split
+    assert "| off | 5e-05 **(chosen)** | 65.0 |" in table
+    assert (tmp_path / "selection.json").is_file()
+
+
+def test_gpu_preset_uses_the_gpu_with_loader_workers(monkeypatch):
+    """Checked on CPU with torch.cuda mocked: the GPU path itself is exercised in tests/test_gpu.py."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    cfg = DemoConfig.preset(gpu=True)
+    assert (cfg.world_train, cfg.pretrain_steps, cfg.pretrain_batch, cfg.finetune_steps, cfg.finetune_batch, cfg.seeds) == (20000, 4000, 128, 500, 64, 3)
+    device, workers = cfg.runtime()
+    assert device == "cuda:0" and workers == min(8, os.cpu_count() or 1) and workers >= 1
+    assert DemoConfig.preset(gpu=True, loader_workers=3).runtime() == ("cuda:0", 3)
+    assert DemoConfig.preset(gpu=True, device="cpu").runtime() == ("cpu", 0)
+    with pytest.raises(MosaicError, match="choose one"):
+        DemoConfig.preset(quick=True, gpu=True)
+
+
+def test_demo_cli_rejects_an_unknown_preset_and_split(runner, tmp_path):
+    result = runner.invoke(app, ["demo", "--preset", "tpu", "--out", str(tmp_path / "d")])
+    assert result.exit_code == 1 and "--preset 'tpu'" in result.stderr
+    result = runner.invoke(app, ["demo", "--quick", "--split", "train", "--out", str(tmp_path / "d")])
+    assert result.exit_code == 1 and "--split 'train'" in result.stderr
+    assert not (tmp_path / "d" / "world").exists()  # refused before any work
+
+
 @pytest.mark.slow
 def test_demo_quick_end_to_end(runner, tmp_path):
     out, cache = tmp_path / "demo", tmp_path / "cache"
     result = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS)
+    # base, every registry row, and Probe-FT patched
+    assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS) + 1
+    assert [line.split(" | ")[0][2:] for line in lines[2:]] == ["base (CLIP pretrain)", *[label for label, _, _ in METHODS], "Probe-FT patched (α=0.2)"]
     for artifact in ("graphs.parquet", "negatives.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
                      "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
         assert (out / artifact).is_file(), artifact
     rows = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
     models = {r["model"] for r in rows}
-    assert {"base", "CLIP-s0", "NegCLIP-s0", "MosaiCLIP-s0", "MosaiCLIP-NoCurric-s0"} <= models
+    assert {"base", "CLIP-s0", "NegCLIP-s0", "MosaiCLIP-s0", "MosaiCLIP-NoCurric-s0", "FSC-CLIP-s0", "Probe-FT-s0",
+            "Probe-FT patched (α=0.2)-s0", "wise-mosaiclip-a0.5", "wise-fsc-clip-a0.5"} <= models
+    # a WiSE-FT point is scored on what its curve plots (ARO, zero-shot) only
+    assert {r["subtask"].split("/")[0] for r in rows if r["model"] == "wise-fsc-clip-a0.5"} <= {"aro", "zeroshot", "headline"}
+    # every row was fine-tuned with the same hard-image setting, steps and lr
+    configs = [orjson.loads(p.read_bytes()) for p in (out / "runs").glob("*-seed0-*/config.json")]
+    assert len(configs) == len(METHODS)
+    assert len({(c["record_hard_images"], c["steps"], c["lr"], c["batch_size"]) for c in configs}) == 1
+    report = (out / "report.md").read_text()
+    assert "32 images per step (16 images + each one's hard image" in report and "lr 0.0002" in report
+    assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert len(list(cache.glob("base-*.pt"))) == 1
     # the world's images come twice, with the varied and with the plain caption
     texts = [orjson.loads(x) for x in (out / "texts.jsonl").read_bytes().splitlines()]
@@ -82,6 +188,8 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert "reusing cached base model" in again.stderr
     assert again.stdout == result.stdout  # same seeds and flags: same table
     assert "fine-tune:" not in again.stderr
+    # evaluations are kept by checkpoint: base, every row's seed 0, Probe-FT patched, 2 WiSE-FT points
+    assert len(list((out / "evals").glob("*.jsonl"))) == 1 + len(METHODS) + 1 + 2
 
     # Other fine-tuning settings: new runs from the same cached base, never the old ones.
     other = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])

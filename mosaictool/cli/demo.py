@@ -15,7 +15,16 @@ def demo_cli(
     quick: Annotated[bool, typer.Option("--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
     seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 3; 1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
-    finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate (default 2e-4).")] = None,
+    finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate, equal for every method (default 2e-4).")] = None,
+    hard_images: Annotated[
+        Optional[bool], typer.Option("--hard-images/--no-hard-images",
+                                     help="Each image's hard image (its twin) in the batch for EVERY row, or for none (default on, chosen on val): "
+                                          "every row sees the same images per step.")
+    ] = None,
+    select_on_val: Annotated[
+        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) with hard images off/on x lr 2e-4/5e-5, "
+                                                   "evaluate on the world's val split, and run the demo with the best setting for all rows.")
+    ] = False,
     max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
@@ -23,7 +32,8 @@ def demo_cli(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate.")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
-    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 3 seeds).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 3 seeds; "
+                                                       "the GPU by default, loader workers and pinned memory).")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
     loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
 ) -> None:
@@ -31,11 +41,14 @@ def demo_cli(
 
     world -> parse -> decompose -> negate -> template -> shard -> pretrain a tiny base model
     with the plain CLIP loss (once, cached; on the world's plain captions of one- and two-object
-    scenes, each with its arrangement twin in the batch) -> fine-tune it with CLIP, NegCLIP,
-    MosaiCLIP and MosaiCLIP-NoCurric at equal steps and several seeds, on every image with both
-    its captions -> WiSE-FT sweep -> evaluate on the world's test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
-    recognition; mean ± 95% CI over seeds) and writes OUT/report.md, OUT/methods.png and
-    OUT/wise_ft.png. Every artifact stays in OUT for inspection.
+    scenes, each with its arrangement twin in the batch) -> fine-tune it with every registered
+    method's rows (CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT) at equal steps,
+    batch, learning rate and images per step (hard images for all rows or none), several seeds, on
+    every image with both its captions -> WiSE-FT of all weights (curves for MosaiCLIP and FSC-CLIP;
+    Probe-FT patched at alpha 0.2) -> evaluate on the world's test split. Prints the table
+    (attribute, relation, order, seen/unseen compounds, productivity, recognition; mean ± 95% CI
+    over seeds) and writes OUT/report.md (settings, split of every table, WiSE-FT curves, the texts
+    audit), OUT/methods.png and OUT/wise_ft.png. Every artifact stays in OUT for inspection.
 
     Examples:
 
@@ -44,6 +57,10 @@ def demo_cli(
       mosaictool demo --quick --out /tmp/demo
 
       mosaictool demo --split val --finetune-steps 120   # choosing settings: never on test
+
+      mosaictool demo --select-on-val   # hard images and lr chosen on val, then the test table
+
+      mosaictool demo --no-hard-images   # no row gets hard images
 
       mosaictool demo --preset gpu --device cuda:0
     """
@@ -55,7 +72,8 @@ def demo_cli(
         raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
     if loader_workers is not None and loader_workers < 0:
         raise MosaicError("--loader-workers must be at least 0")
-    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, max_pos=max_pos, pretrain_steps=pretrain_steps,
+    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
+                            select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
 
