@@ -13,6 +13,8 @@ steps is taken (open_clip_train: its `Batch (t)` per step; mosaictool: `on_step`
 median after `--skip` steps is quoted. Figures: samples/s (images per second; negclip's hard images
 count, they are images the model encodes), texts/s (texts encoded per second: images x texts per
 image for our methods), and peak memory = torch.cuda.max_memory_allocated at the end of the run.
+With fsc-clip or probe-ft and negclip among --methods, negclip runs once more without its hard images
+and the step time of each at equal batch (the same B images per step) is printed as a ratio to it.
 Without a CUDA GPU the script says so and exits 0: it measures nothing on CPU (perf/train_speed.py
 does that).
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 KNOWN_METHODS = ("clip", "negclip", "mosaiclip")
+EQUAL_BATCH_NEGCLIP = "mosaictool negclip (no hard images)"
 PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
 
 
@@ -82,11 +85,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def make_data(folder: Path, n: int, size: int) -> tuple[Path, Path]:
     """Images with records for every method (tests/train_fixtures.py) and open_clip's CSV of them."""
     sys.path.insert(0, str(REPO / "tests"))
-    from train_fixtures import make_world
+    from train_fixtures import add_fsc_negatives, make_world
 
     jsonl = folder / "captions.jsonl"
     if not jsonl.is_file() or sum(1 for _ in jsonl.open()) < n:
-        make_world(folder, n=n, size=size)
+        add_fsc_negatives(make_world(folder, n=n, size=size))  # + the replace / shuffle texts of fsc-clip
     csv = folder / "open_clip.tsv"
     with jsonl.open() as src, csv.open("w") as out:
         out.write("filepath\ttitle\n")
@@ -127,11 +130,12 @@ def child_ours(spec: dict) -> dict:
 
     cfg = TrainConfig(data=spec["data"], out=spec["out"], method=spec["method"], model=spec["model"], model_config=spec.get("model_config"),
                       batch_size=spec["batch_size"], steps=spec["steps"], warmup=min(10, spec["steps"]), precision=spec["precision"],
-                      num_workers=spec["workers"], device=spec["device"], quiet=True, seed=0)
+                      num_workers=spec["workers"], device=spec["device"], quiet=True, seed=0,
+                      record_hard_images=spec.get("record_hard_images"))
     train(cfg, on_step=on_step)
     step_s = statistics.median([b - a for a, b in zip(stamps, stamps[1:])][spec["skip"]:])
     samples_per_s = statistics.median(rates[spec["skip"]:])
-    return {"samples_per_s": samples_per_s, "images_per_step": round(samples_per_s * step_s),
+    return {"samples_per_s": samples_per_s, "images_per_step": round(samples_per_s * step_s), "step_s": step_s,
             "texts_per_image": statistics.mean(texts[spec["skip"]:]), "peak_bytes": peak_bytes(spec["device"])}
 
 
@@ -212,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     for compiled in ([False, True] if args.compile else [False]):
         sides = [] if args.no_open_clip else [("open_clip_train", {"side": "open_clip", "csv": str(csv)})]
         sides += [(f"mosaictool {m}", {"side": "ours", "method": m, "data": str(jsonl)}) for m in args.methods]
+        if "negclip" in args.methods and {"fsc-clip", "probe-ft"} & set(args.methods):  # equal batch: B images each
+            sides.append((EQUAL_BATCH_NEGCLIP, {"side": "ours", "method": "negclip", "data": str(jsonl), "record_hard_images": False}))
         for label, extra in sides:
             out = tmp / f"run{len(runs)}"
             result = run_child({**base, **extra, "compile": compiled, "out": str(out)}, env)
@@ -229,6 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f"{sps / ref['samples_per_s']:.2f}x" if ref else "-"
         print(f"| {label} | {sps:,.0f} | {r['texts_per_image']:.2f} | {sps * r['texts_per_image']:,.0f} | "
               f"{r['peak_bytes'] / 2**30:.1f} | {r['peak_bytes'] / 2**20 / texts_per_step:.1f} | {ratio} |")
+    done = {label: r for label, r in runs if "error" not in r}
+    if EQUAL_BATCH_NEGCLIP in done:
+        base_s = done[EQUAL_BATCH_NEGCLIP]["step_s"]
+        for m in ("fsc-clip", "probe-ft"):
+            if f"mosaictool {m}" in done:
+                print(f"step time {m} / negclip at equal batch ({args.batch_size} images): "
+                      f"{done[f'mosaictool {m}']['step_s'] / base_s:.2f}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Training speed on CPU: our `clip` method vs open_clip's own loop, and MosaiCLIP vs CLIP step time.
 
-    python perf/train_speed.py [--images 256] [--batch-size 32] [--steps 12] [--repeats 2]
+    python perf/train_speed.py [--images 256] [--batch-size 32] [--steps 12] [--repeats 2] [--sections 1,2,3]
 
 1. samples/s, end to end (data loading included), same tiny model (mosaic-tiny), same PNG images,
    same batch size, fp32, 0 workers:
@@ -17,6 +17,10 @@
         MultiPositiveContrastiveLoss vs the same B images + T texts with open_clip's ClipLoss on the
         first B texts (the extra texts encoded but unused). This isolates our batching/loss overhead;
         shown with the full context and with tokens cut after the longest text (what train does).
+3. FSC-CLIP and Probe-FT step time / NegCLIP step time at equal batch (the same B images per step, no
+   hard images for any: negclip's would double its images), end to end, on make_world records with
+   the HN texts of `negate --text negclip,replace,shuffle` (add_fsc_negatives); fsc-clip also with
+   --lambda-local 0 (no dense features), which isolates the cost of the local token-patch loss.
 Step times are medians over the steps after the first two; runs alternate so that load from other
 processes hits both sides alike. Prints a table; nothing is asserted.
 """
@@ -38,7 +42,7 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from train_fixtures import make_world  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
 
 from mosaictool.model import openclip  # noqa: E402
 from mosaictool.model.train import TrainConfig, train  # noqa: E402
@@ -49,11 +53,38 @@ def median_step(times: list[float]) -> float:
     return statistics.median(steps)
 
 
-def ours(data: Path, out: Path, method: str, batch_size: int, steps: int) -> float:
+def ours(data: Path, out: Path, method: str, batch_size: int, steps: int, **kw) -> float:
     stamps: list[float] = [time.perf_counter()]
     train(TrainConfig(data=str(data), out=str(out), method=method, batch_size=batch_size, steps=steps, warmup=2,
-                      quiet=True, seed=0), on_step=lambda *_: stamps.append(time.perf_counter()))
+                      quiet=True, seed=0, **kw), on_step=lambda *_: stamps.append(time.perf_counter()))
     return median_step(stamps)
+
+
+METHOD_RUNS = {  # label -> (method, its options)
+    "negclip": ("negclip", {}),
+    "fsc-clip": ("fsc-clip", {}),
+    "fsc-clip --lambda-local 0": ("fsc-clip", {"lambda_local": 0.0}),
+    "probe-ft": ("probe-ft", {}),
+}
+
+
+def methods_at_equal_batch(data: Path, tmp: Path, batch_size: int, steps: int, repeats: int) -> None:
+    """Section 3: every method of METHOD_RUNS at the same images per step; ratios to negclip."""
+    times: dict[str, list[float]] = {label: [] for label in METHOD_RUNS}
+    per_image: dict[str, float] = {}
+    for r in range(repeats):  # alternate the methods so that load from other processes hits all alike
+        for label, (method, options) in METHOD_RUNS.items():
+            out = tmp / f"m{r}-{label.replace(' ', '_')}"
+            times[label].append(ours(data, out, method, batch_size, steps, method_options=options,
+                                     record_hard_images=False))
+            last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+            per_image[label] = last["texts_per_image"]
+    med = {label: statistics.median(ts) for label, ts in times.items()}
+    print(f"{'method':28s} {'ms/step':>9s} {'texts/image':>12s} {'/ negclip':>10s}")
+    for label, step in med.items():
+        print(f"{label:28s} {step * 1000:9.1f} {per_image[label]:12.1f} {step / med['negclip']:10.2f}")
+    print(f"ratio fsc-clip / negclip: {med['fsc-clip'] / med['negclip']:.2f}; "
+          f"probe-ft / negclip: {med['probe-ft'] / med['negclip']:.2f} (batch {batch_size} images)")
 
 
 class CsvLike(torch.utils.data.Dataset):
@@ -158,22 +189,9 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
     return {side: statistics.median(ts[2:]) for side, ts in times.items()}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=256)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))
-    tmp = Path(tempfile.mkdtemp(prefix="train-speed-"))
-    data = make_world(tmp / "world", n=args.images, size=64)
-    b, steps = args.batch_size, args.steps
-    print(f"# CPU threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, model mosaic-tiny, "
-          f"{args.images} PNG images 64 px, batch {b}, fp32, 0 workers")
-
+def clip_vs_open_clip(data: Path, tmp: Path, b: int, steps: int, repeats: int) -> None:
     rows: dict[str, list[float]] = {}
-    for r in range(args.repeats):
+    for r in range(repeats):
         rows.setdefault("ours clip", []).append(ours(data, tmp / f"clip{r}", "clip", b, steps))
         rows.setdefault("open_clip loop (its default AdamW)", []).append(open_clip_loop(data, b, steps, fused=False))
         rows.setdefault("open_clip loop (fused AdamW)", []).append(open_clip_loop(data, b, steps, fused=True))
@@ -184,11 +202,13 @@ def main() -> None:
     print(f"ours / open_clip (default AdamW): {med['open_clip loop (its default AdamW)'] / med['ours clip']:.2f}x; "
           f"ours / open_clip (fused AdamW): {med['open_clip loop (fused AdamW)'] / med['ours clip']:.2f}x")
 
+
+def mosaiclip_vs_clip(data: Path, tmp: Path, b: int, steps: int, repeats: int) -> None:
     print("\n## 2a. MosaiCLIP vs CLIP at the same total number of texts, end to end")
-    mos = [ours(data, tmp / f"mos{r}", "mosaiclip", b, steps) for r in range(args.repeats)]
+    mos = [ours(data, tmp / f"mos{r}", "mosaiclip", b, steps) for r in range(repeats)]
     texts_per_image = json.loads((tmp / "mos0" / "metrics.jsonl").read_text().splitlines()[-1])["texts_per_image"]
     n_texts = round(b * texts_per_image)
-    clip_same = [ours(data, tmp / f"clipT{r}", "clip", n_texts, steps) for r in range(args.repeats)]
+    clip_same = [ours(data, tmp / f"clipT{r}", "clip", n_texts, steps) for r in range(repeats)]
     print(f"mosaiclip: {b} images x {texts_per_image:.1f} texts = {n_texts} texts: {statistics.median(mos) * 1000:.1f} ms/step")
     print(f"clip:      {n_texts} images, {n_texts} texts: {statistics.median(clip_same) * 1000:.1f} ms/step")
     print(f"ratio mosaiclip / clip: {statistics.median(mos) / statistics.median(clip_same):.2f}")
@@ -199,6 +219,33 @@ def main() -> None:
     print(f"{b} images, {9 * b} texts of 14 tokens (3 pos + 6 neg per image):")
     for side, step in timings.items():
         print(f"{side:28s} {step * 1000:8.1f} ms/step  ratio to ClipLoss {step / base:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--sections", default="1,2,3", help="which sections to run, e.g. 3 for the methods only")
+    args = ap.parse_args()
+    sections = set(args.sections.split(","))
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))
+    tmp = Path(tempfile.mkdtemp(prefix="train-speed-"))
+    data = make_world(tmp / "world", n=args.images, size=64)
+    b, steps = args.batch_size, args.steps
+    print(f"# CPU threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, model mosaic-tiny, "
+          f"{args.images} PNG images 64 px, batch {b}, fp32, 0 workers")
+
+    if "1" in sections:
+        clip_vs_open_clip(data, tmp, b, steps, args.repeats)
+    if "2" in sections:
+        mosaiclip_vs_clip(data, tmp, b, steps, args.repeats)
+    if "3" in sections:
+        print(f"\n## 3. FSC-CLIP and Probe-FT vs NegCLIP at equal batch ({b} images per step), end to end")
+        # + the replace / shuffle texts fsc-clip needs (a copy: sections 1-2 keep their data)
+        hn_data = add_fsc_negatives(make_world(tmp / "world_hn", n=args.images, size=64))
+        methods_at_equal_batch(hn_data, tmp, b, steps, args.repeats)
 
 
 if __name__ == "__main__":
