@@ -13,6 +13,7 @@ so a failed run leaves no shard behind. Tar members get mtime 0: same input, sam
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -82,6 +83,7 @@ def write_shards(
     out = Path(out)
     if out.exists() and (any(out.glob("*.tar")) or (out / SIZES_FILE).exists()):
         raise MosaicError(f"{out}: already holds shards; choose another --out or delete them first")
+    created = not out.exists()  # a failed run removes the folder it made
     out.mkdir(parents=True, exist_ok=True)
     root = Path(image_root)
     skips = skips or Skips()
@@ -115,4 +117,7 @@ def write_shards(
         if writer is not None:  # stopped by an error: close the open tar before discarding it
             writer.close()
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not (out / SIZES_FILE).exists():
+            with contextlib.suppress(OSError):  # only when empty: never what someone else put there
+                out.rmdir()
     return sizes

@@ -259,8 +259,9 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
         if "TorchScript" in str(e):  # a whole-model archive (OpenAI's .pt files), not one of ours
             ckpt = None
         else:
+            first = str(e).strip().splitlines()[0].split(". ")[0] if str(e).strip() else ""  # torch adds advice
             raise MosaicError(f"{path}: truncated or corrupt checkpoint, cannot be read ({type(e).__name__}: "
-                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})") from e
+                              f"{first})") from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise MosaicError(
             f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "

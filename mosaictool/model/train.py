@@ -8,7 +8,8 @@ features, and what the loss is; the loop runs the model, the optimizer and the b
 Files in the run folder (`out`):
   config.json      the full resolved config (also inside every checkpoint)
   metrics.jsonl    one line per logged step: every term of the method's loss, lr, logit_scale, samples/s,
-                   texts per image
+                   texts per image; with --eval-bench, at the end of every epoch its headline (`eval/...`)
+  tensorboard/     with --report-to tensorboard: the same numbers (+ texts/s, GPU memory) as event files
   last.pt          model + optimizer + scaler + RNG + step, every `save_every` steps (atomic)
   final.pt         the trained model with its config and metadata (what evaluate and wise-ft read)
   mined_hard_images.json   with --hard-images K: the neighbours mined with the starting model
@@ -80,6 +81,9 @@ class TrainConfig:
     save_every: int = 0  # write last.pt every N steps (0: only at the end)
     log_every: int = 1
     quiet: bool = False
+    report_to: str | None = None  # tensorboard, wandb or both, comma-separated (mosaictool.model.reporting)
+    eval_bench: str | None = None  # benchmarks scored at the end of every epoch (evaluate's --bench syntax)
+    eval_data_root: str | None = None  # where they are (evaluate's --data-root)
 
     def resolved(self) -> "TrainConfig":
         from mosaictool import methods
@@ -97,7 +101,7 @@ class TrainConfig:
             cfg.lr = 1e-5 if cfg.pretrained else 5e-4
         # absolute paths: the stored config must still work when resumed from another folder
         cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
-        for name in ("image_root", "model_config", "pretrained"):
+        for name in ("image_root", "model_config", "pretrained", "eval_data_root"):
             value = getattr(cfg, name)
             if value and os.path.exists(value):
                 setattr(cfg, name, os.path.abspath(value))
@@ -115,6 +119,18 @@ class TrainConfig:
             raise MosaicError(f"--lora {cfg.lora}: a rank of at least 1 (0: full fine-tuning)")
         if cfg.lock_image and cfg.lock_text:
             raise MosaicError("--lock-image and --lock-text together leave nothing to train")
+        from mosaictool.model.reporting import parse_report_to
+
+        cfg.report_to = ",".join(parse_report_to(cfg.report_to)) or None
+        if cfg.eval_bench:
+            if not cfg.eval_data_root or not os.path.isdir(cfg.eval_data_root):
+                raise MosaicError(f"--eval-bench {cfg.eval_bench}: give --eval-data-root, the folder holding the "
+                                  f"benchmark (not found: {cfg.eval_data_root})")
+            from mosaictool.bench import get
+            from mosaictool.bench.engine import parse_bench_spec
+
+            for name, _ in parse_bench_spec(cfg.eval_bench):
+                get(name)  # an unknown name fails here, before any training
         return cfg
 
 
@@ -123,8 +139,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
 
     With `resume=True` the run in `cfg.out` continues from its last.pt (or starts over if it never
     saved one) with the config stored there; `cfg` then only supplies the run folder and runtime
-    options (num_workers, quiet, device). `on_step(step, metrics, model)` is called after every step
-    (the model still holds that step's gradients).
+    options (num_workers, quiet, device; report_to when given). `on_step(step, metrics, model)` is
+    called after every step (the model still holds that step's gradients).
     """
     import numpy as np
     import torch
@@ -189,10 +205,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         use_hard = any(data.hard)
         if unknown and info.is_main:
             print(f"note: {unknown} hard_images id(s) are not in the training data and are ignored", file=sys.stderr)
-    # the run folder appears once model and data are usable: a refused --data or --model leaves none
-    if info.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        _write_json(out / "config.json", dataclasses.asdict(cfg))
     if cfg.hard_images > 0:
         mined_path = out / "mined_hard_images.json"
         if mined_path.exists():  # a resumed run mined them with its starting model already
@@ -201,6 +213,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             neighbours = mine_hard_images(data, model, ImageTransform(image_size, augment=False), mean, std,
                                           k=cfg.hard_images, device=device)
             if info.is_main:
+                out.mkdir(parents=True, exist_ok=True)
                 _write_json(mined_path, neighbours)
         data.add_hard(neighbours)
         use_hard = True
@@ -209,6 +222,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     total_steps = cfg.steps or max(1, cfg.epochs * micro_per_epoch // cfg.accum_freq)
     sampler_cfg = SamplerConfig(method=method, batch_size=cfg.batch_size, seed=cfg.seed, use_hard=use_hard,
                                 total_steps=total_steps, accum_freq=cfg.accum_freq)
+    # --eval-bench: its cases loaded once, before the run folder appears (main rank: the others do not evaluate)
+    epoch_eval = _EpochEval(cfg.eval_bench, cfg.eval_data_root, device) if cfg.eval_bench and info.is_main else None
 
     # ---- optimizer, schedule, precision -----------------------------------------------------
     decay, no_decay = [], []
@@ -251,6 +266,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         _restore_rng(state["rng"][min(info.rank, len(state["rng"]) - 1)])
     if resume and info.is_main:  # lines logged after the checkpoint (or before none) are logged again
         _truncate_metrics(out / "metrics.jsonl", step)
+    from mosaictool.model.reporting import Reporter, parse_report_to
+
+    reporter = Reporter(parse_report_to(cfg.report_to) if info.is_main else [], out, config=dataclasses.asdict(cfg),
+                        device=device, start_step=step)
 
     train_model = ContrastiveForward(model)
     if info.distributed:
@@ -262,6 +281,10 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     plan = BatchPlan(len(data), sampler_cfg, rank=info.rank, world_size=info.world_size, start=step * cfg.accum_freq,
                      stop=total_steps * cfg.accum_freq, hard=data.hard)
     batches = iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=device_type == "cuda"))
+    # the run folder appears once model, data and plan are usable: a refused --data or --model leaves none
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / "config.json", dataclasses.asdict(cfg))
 
     def encode(batch):
         return batch_features(train_model, batch, mean=mean, std=std, device=device, autocast=autocast,
@@ -307,7 +330,11 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         if scaler is not None:
             scaler.unscale_(optimizer)
         if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        elif scaler is None:  # (amp's scaler skips steps with inf gradients itself)
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+        else:
+            grad_norm = None
         if scaler is not None:
             scaler.step(optimizer)
             scaler.update()
@@ -333,15 +360,29 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             "neg_per_image": neg_per_image,
         }
         last_time = now
-        if not math.isfinite(metrics["loss"]):  # the mean over ranks: every rank stops at the same step
+        blown = grad_norm is not None and scaler is None and not torch.isfinite(grad_norm)  # same on every rank
+        if not math.isfinite(metrics["loss"]) or blown:  # the loss: the mean over ranks
             if saved_step == step - 1 and info.is_main:  # last.pt holds the weights that gave this loss
                 saved_step = _drop_last_checkpoint(out / "last.pt")
             kept = (f"the last good checkpoint {out / 'last.pt'} (step {saved_step}) is kept: start a new run "
                     f"from it (--pretrained {out / 'last.pt'}) with a lower --lr" if saved_step else
                     f"no checkpoint was written yet (--save-every {cfg.save_every}): start again with a lower --lr")
-            raise MosaicError(f"step {step}: the loss is {metrics['loss']} (not finite), training stopped; {kept}, "
-                              "--grad-clip on, or --precision fp32")
-        if info.is_main and (step % cfg.log_every == 0 or step == total_steps):
+            what = f"the loss is {metrics['loss']}" + (f", the gradient norm {float(grad_norm)}" if blown else "")
+            raise MosaicError(f"step {step}: {what} (not finite), training stopped; {kept}, --grad-clip on, or "
+                              "--precision fp32")
+        reporter.log_step(step, metrics)
+        evaluated = False
+        epoch_ends = (step * cfg.accum_freq) // micro_per_epoch > ((step - 1) * cfg.accum_freq) // micro_per_epoch
+        if epoch_eval is not None and (epoch_ends or step == total_steps):
+            headline = epoch_eval(bundle)
+            model.train()
+            reporter.log_eval(step, headline)
+            metrics.update({f"eval/{name}": value for name, value in headline.items()})
+            evaluated = True
+            last_time = time.perf_counter()  # the next step's samples/s leaves the evaluation out
+            if not cfg.quiet:
+                print(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in headline.items()), file=sys.stderr)
+        if info.is_main and (step % cfg.log_every == 0 or step == total_steps or evaluated):
             with open(out / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(metrics) + "\n")
         bar.update(1)
@@ -358,6 +399,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         if on_step is not None:
             on_step(step, metrics, model)
     bar.close()
+    reporter.close()
 
     final = out / "final.pt"
     if info.is_main:
@@ -399,8 +441,45 @@ def _resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None
     resumed.out = str(out)
     for runtime in ("num_workers", "quiet", "device"):
         setattr(resumed, runtime, getattr(cfg, runtime))
+    if cfg.report_to is not None:  # given again on --resume: it replaces the stored one
+        resumed.report_to = cfg.report_to
     state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
     return resumed, state
+
+
+class _EpochEval:
+    """--eval-bench: the benchmarks' cases loaded once, scored with the model being trained by the engine of
+    `mosaictool evaluate`. Returns the headline: each benchmark's `headline` rows, or all its rows when it has
+    none, as {'BENCH/SUBTASK/METRIC': value}."""
+
+    def __init__(self, spec: str, root: str, device: str):
+        from mosaictool.bench import get
+        from mosaictool.bench.engine import EngineOptions, parse_bench_spec, prepare
+
+        self.options = EngineOptions(device=device, quiet=True)
+        self.prepared = [prepare(get(name), Path(root), subs, self.options) for name, subs in parse_bench_spec(spec)]
+
+    def __call__(self, bundle) -> dict[str, float]:
+        from mosaictool.bench.base import HEADLINE
+        from mosaictool.bench.engine import Encoder, score_prepared
+
+        headline = {}
+        with _rng_kept(self.options.device):  # the evaluation's loaders draw seeds: training goes on as without it
+            encoder = Encoder(bundle, self.options)
+            for prep in self.prepared:
+                rows = [r for r in score_prepared(prep, encoder) if not r.get("detail")]
+                rows = [r for r in rows if r["subtask"] == HEADLINE] or rows
+                headline.update({f"{prep.bench.name}/{r['subtask']}/{r['metric']}": float(r["value"]) for r in rows})
+        return headline
+
+
+@contextlib.contextmanager
+def _rng_kept(device: str):
+    state = _rng_state(device)
+    try:
+        yield
+    finally:
+        _restore_rng(state)
 
 
 def _drop_last_checkpoint(path: Path) -> int | None:
@@ -417,12 +496,7 @@ def _drop_last_checkpoint(path: Path) -> int | None:
 
 def _gather_rng(info) -> list[dict]:
     """RNG states of every rank (for the checkpoint)."""
-    import numpy as np
-    import torch
-
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available() and info.device.startswith("cuda"):
-        state["cuda"] = torch.cuda.get_rng_state()
+    state = _rng_state(info.device)
     if not info.distributed:
         return [state]
     import torch.distributed
@@ -430,6 +504,16 @@ def _gather_rng(info) -> list[dict]:
     states: list = [None] * info.world_size
     torch.distributed.all_gather_object(states, state)
     return states
+
+
+def _rng_state(device: str) -> dict:
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and device.startswith("cuda"):
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
 
 
 def _restore_rng(state: dict) -> None:
