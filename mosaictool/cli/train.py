@@ -59,6 +59,13 @@ def train_cli(
     num_workers: Annotated[int, typer.Option(help="Data loader worker processes.")] = 0,
     save_every: Annotated[int, typer.Option(help="Write a resumable checkpoint every N steps (0: only the final one).")] = 0,
     log_every: Annotated[int, typer.Option(help="Append a metrics line every N steps.")] = 1,
+    report_to: Annotated[Optional[str], typer.Option(
+        help="Also log every loss term, lr, samples/s, texts/s and GPU memory to tensorboard (OUT/tensorboard/), "
+             "wandb or both (tensorboard,wandb); with --resume it replaces the run's own. Default: off.")] = None,
+    eval_bench: Annotated[Optional[str], typer.Option(
+        help="Score these benchmarks (evaluate's --bench syntax, e.g. world-val) at the end of every epoch; their "
+             "headline goes to metrics.jsonl and --report-to.")] = None,
+    eval_data_root: Annotated[Optional[str], typer.Option(help="Folder holding the --eval-bench benchmarks (evaluate's --data-root).")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue the run in this folder with its stored config.")] = None,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,
@@ -92,6 +99,10 @@ def train_cli(
       mosaictool train --data shards/ --method fsc-clip --lora 4 --lr 5e-6 --out runs/f1   # LoRA, merged at the end
 
       \b
+      mosaictool train --data shards/ --method mosaiclip --report-to tensorboard --eval-bench world-val \
+          --eval-data-root world/ --out runs/m3   # curves in runs/m3/tensorboard, val headline every epoch
+
+      \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
     from mosaictool.model.train import TrainConfig, train
@@ -102,7 +113,8 @@ def train_cli(
         given = sorted(k for k, v in method_flags.items() if v is not None)
         if given:
             raise MosaicError(f"--resume uses the run's stored options; leave out {', '.join('--' + g.replace('_', '-') for g in given)}")
-        cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet)
+        cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet,
+                          report_to=report_to)
         final = train(cfg, resume=True)
     else:
         if not data or not out:
@@ -117,7 +129,7 @@ def train_cli(
             grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
             local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
             num_workers=num_workers, save_every=save_every,
-            log_every=log_every, quiet=quiet,
+            log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
         )
         final = train(cfg)
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
