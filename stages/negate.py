@@ -122,22 +122,27 @@ class _Sampler:
         left = [p for p in pool if p not in exclude]
         return left[below(len(left))] if left else None
 
+    def _kind(self, kind: str, name: str) -> str:
+        # a name the table lacks takes its synonym head's label ("on the right of": spatial)
+        table = getattr(self.vocab, kind)
+        return table.get(name) or table.get(self.vocab.head(kind, name), UNKNOWN)
+
     def attribute(self, current: str, exclude: set[str]) -> str | None:
         v = self.vocab
-        kind = v.attributes.get(current.lower(), UNKNOWN)  # v.category(current)
+        kind = self._kind("attributes", current.lower())  # v.category(current)
         unsafe = v.unsafe("attributes", current.lower())  # "little" for "small" could be true too
         return self._pick(kind, v.attributes_by_category.get(kind, ()), v.attribute_names, exclude | unsafe | {current})
 
     def object(self, lemma: str, exclude: set[str]) -> str | None:
         v = self.vocab
-        kind = v.objects.get(lemma.lower(), UNKNOWN)  # v.group(lemma)
+        kind = self._kind("objects", lemma.lower())  # v.group(lemma)
         unsafe = v.unsafe("objects", lemma.lower())  # "rhombus" or "shape" for "diamond" is no negative
         return self._pick(kind, v.objects_by_group.get(kind, ()), v.object_names, exclude | unsafe | {lemma})
 
     def relation(self, current: str) -> str | None:
         v = self.vocab
         current = current.lower()
-        kind = v.relations.get(current, UNKNOWN)  # v.relation_type(current)
+        kind = self._kind("relations", current)  # v.relation_type(current)
         exclude = set(v.unsafe("relations", current)) | {current}
         if self.type_aware and kind == "spatial":
             # A spatial relation on the other axis ("above" for "to the left of") may hold as well:

@@ -142,3 +142,22 @@ def test_cli_pipes_and_reports_bad_lines(tmp_path):
     result = runner.invoke(app, ["decompose", str(nocap)])
     assert result.exit_code == 1 and "--no-caption" in result.stderr
     assert runner.invoke(app, ["decompose", "--no-caption", str(nocap)]).exit_code == 0
+
+
+def test_parser_debris_makes_no_subgraph():
+    from mosaictool.world.vocab import base_vocab
+
+    world = base_vocab()
+    rec = record("d", [entity("star", attributes=["red"]), entity("right", attributes=["square"]),
+                       entity("orange cross", lemma="orange cross"), entity("purple", attributes=["little"]),
+                       entity("stripy cross", lemma="stripy cross")],
+                 [(0, 1, "of"), (0, 2, "above"), (2, 4, "to the left of")])
+    out = decompose_record(rec, vocab=world, max_subgraphs=20)
+    objects = [(o["lemma"], tuple(sorted(o["attributes"]))) for sg in out["subgraphs"][1:] for o in sg["objects"]]
+    assert set(objects) == {("star", ("red",)), ("cross", ("orange",)), ("cross", ("stripy",))}
+    relations = {sg["relations"][0]["relation"] for sg in out["subgraphs"][1:] if sg["relations"]}
+    assert relations == {"above", "to the left of"}  # not the bare "of" to the place noun "right"
+    assert "cross[striped]" in out["subgraph_keys"] and not any("right" in k or "square" in k for k in out["subgraph_keys"])
+    # a compound the vocabulary knows as an object stays one
+    hot_dog = decompose_record(record("h", [entity("hot dog", lemma="hot dog")], []), max_subgraphs=5)
+    assert hot_dog["subgraphs"][1]["objects"][0]["lemma"] == "hot dog"

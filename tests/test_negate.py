@@ -296,3 +296,85 @@ def test_cli(tmp_path):
                           (["--vocab", str(tmp_path / "none")], "no such vocabulary folder"), (["--max", "-1"], "--max")):
         result = runner.invoke(app, ["negate", *args, str(src)])
         assert result.exit_code == 1 and message in result.stderr, args
+
+
+# --- truthful negatives (issue 13): groups, axes, entailment ---------------------------------------
+
+
+def _world_vocab():
+    from mosaictool.world.vocab import base_vocab
+
+    return base_vocab()
+
+
+@pytest.mark.parametrize("type_aware", [True, False])
+def test_a_replacement_never_comes_from_the_words_group_hypernyms_or_hyponyms(type_aware):
+    for vocab in (_world_vocab(), VOCAB):
+        drawn = {}
+        for seed in range(60):
+            sampler = _Sampler(vocab, random.Random(seed), type_aware)
+            for name in ("diamond", "rhombus", "circle", "box", "dog", "car"):
+                if name in vocab.objects:
+                    drawn.setdefault(("objects", name), set()).add(sampler.object(name, set()))
+            for name in ("small", "little", "striped", "large"):
+                if name in vocab.attributes:
+                    drawn.setdefault(("attributes", name), set()).add(sampler.attribute(name, set()))
+            for name in ("above", "over", "to the left of", "next to"):
+                if name in vocab.relations:
+                    drawn.setdefault(("relations", name), set()).add(sampler.relation(name))
+        for (kind, name), got in drawn.items():
+            assert not got & vocab.unsafe(kind, name), (vocab.source, kind, name, got & vocab.unsafe(kind, name))
+    world = _world_vocab()
+    assert {"rhombus", "shape", "object"} <= world.unsafe("objects", "diamond") and "over" in world.unsafe("relations", "above")
+    # "shape" is true of every shape and every shape of it: nothing is left to draw
+    assert _Sampler(world, random.Random(0), type_aware).object("shape", set()) is None
+
+
+def test_a_spatial_replacement_stays_on_its_axis_when_type_aware():
+    from mosaictool.world.vocab import AXIS, CONVERSE, word_meanings
+
+    world = _world_vocab()
+    axes = {"x": {"to the left of", "to the right of"}, "y": {"above", "below", "on"}}
+    for vocab in (world, VOCAB):
+        for current in ("above", "under", "to the left of", "on the right of"):
+            aware = {_Sampler(vocab, random.Random(s), True).relation(current) for s in range(80)}
+            heads = {vocab.head("relations", r) for r in aware}
+            axis = "y" if vocab.head("relations", current) in axes["y"] else "x"
+            assert heads <= axes[axis], (vocab.source, current, aware)
+            if vocab is world:  # only the opposite, in any of its wordings ("below", "under", "beneath")
+                assert heads == {CONVERSE[vocab.head("relations", current)]}, (current, aware)
+    # the paper's uniform draw does reach the other axis, which may hold as well
+    meaning = word_meanings()["relations"]
+    uniform = {_Sampler(world, random.Random(s), False).relation("above") for s in range(80)}
+    assert {AXIS[meaning[r]] for r in uniform} == {"x", "y"}
+
+
+def _entailment_record(with_triangle: bool):
+    from mosaictool.stages.decompose import decompose_record
+
+    def entity(head, attributes):
+        return {"span": " ".join(["a", *attributes, head]), "head": head, "lemma_head": head, "attributes": attributes,
+                "modifiers": [{"dep": "det", "span": "a"}]}
+
+    entities = [entity("object", ["small", "blue"]), entity("circle", ["red"])]
+    relations = [{"subject": 0, "object": 1, "relation": "to the left of"}]
+    caption = "a small blue object to the left of a red circle"
+    if with_triangle:
+        entities.append(entity("triangle", ["little", "orange"]))
+        caption += ". a little orange triangle"
+    rec = {"id": "e", "caption": caption, "graph": {"entities": entities, "relations": relations}}
+    return decompose_record(rec, vocab=_world_vocab(), max_subgraphs=10)
+
+
+def test_a_negative_the_caption_entails_is_dropped():
+    world = _world_vocab()
+    entailed = "shape[orange,small]"  # "a small orange object": "a little orange triangle" is one
+    alone, said = _entailment_record(False), _entailment_record(True)
+    assert entailed in said["subgraph_keys"] and entailed not in alone["subgraph_keys"]
+    drawn = 0
+    for seed in range(40):
+        keys = {n["key"] for n in graph_negatives(alone, world, max_negatives=200, probs=(1, 1, 1), seed=seed, type_aware=True)}
+        drawn += entailed in keys  # drawn when the caption does not say it
+        negatives = graph_negatives(said, world, max_negatives=200, probs=(1, 1, 1), seed=seed, type_aware=True)
+        assert negatives and not {n["key"] for n in negatives} & set(said["subgraph_keys"])
+    assert drawn

@@ -1,6 +1,7 @@
 """The shipped vocabulary, its loader, and `mosaictool vocab show / build / import-vg`."""
 
 import json
+import random
 
 import pytest
 from typer.testing import CliRunner
@@ -159,3 +160,60 @@ def test_cli_build_bad_line_and_missing_vg(tmp_path):
     assert not (tmp_path / "out").exists()
     result = runner.invoke(app, ["vocab", "import-vg", str(tmp_path), "-o", str(tmp_path / "out")])
     assert result.exit_code == 1 and "missing objects.json, attributes.json, relationships.json" in result.stderr
+
+
+def _world_captions(n: int) -> list[dict]:
+    from mosaictool.world.captions import plan_caption, render_caption
+    from mosaictool.world.scene import sample_scene
+
+    rng = random.Random(0)
+    out = []
+    for i in range(n):
+        scene = sample_scene(rng, rng.choice((2, 3, 4)), 64, train=True)
+        out.append({"id": str(i), "caption": render_caption(plan_caption(rng, scene), scene, rng)[0]})
+    return out
+
+
+def test_build_leaves_out_what_decompose_drops():
+    def entity(head, attributes=(), lemma=None):
+        return {"head": head, "lemma_head": lemma or head, "attributes": list(attributes), "span": head, "modifiers": []}
+
+    # "a square right of a red star" read as a place noun "right" with the adjective "square", "an
+    # orange cross" as one noun, "a little purple" with no noun, "left of" as a bare "of"
+    graphs = [{"graph": {"entities": [entity("right", ["square"]), entity("star", ["red"]), entity("orange cross"),
+                                      entity("purple", ["little"]), entity("stripy cross")],
+                         "relations": [{"subject": 0, "object": 1, "relation": "of"}, {"subject": 1, "object": 2, "relation": "above"},
+                                       {"subject": 2, "object": 3, "relation": "to"}]}}]
+    from mosaictool.world.vocab import base_vocab
+
+    for base in (None, base_vocab()):
+        built = build_from_graphs(graphs, min_count=1, base=base)
+        assert set(built.objects) == {"star", "cross"} and set(built.relations) == {"above"}
+        assert set(built.attributes) == {"red", "orange", "stripy"}  # not the lost object's "little"
+    raw = build_from_graphs(graphs, min_count=1, keep_debris=True)
+    assert {"right", "purple", "orange cross"} <= set(raw.objects) and {"of", "to"} <= set(raw.relations)
+
+
+@pytest.mark.slow  # spaCy: ~10 s
+def test_build_keeps_parser_debris_out_on_the_worlds_captions():
+    from mosaictool.stages.parse import parse
+    from mosaictool.stages.subgraph import BARE_PREPOSITIONS, SPATIAL_NOUNS
+    from mosaictool.world.vocab import COLOURS, base_vocab, word_meanings
+
+    graphs = list(parse(_world_captions(100)))
+    meanings = word_meanings()
+    raw = build_from_graphs(graphs, min_count=1, keep_debris=True)
+    # the parser does make debris of these captions: place nouns, colour words and fused compounds as
+    # objects, bare prepositions as relations
+    assert set(raw.objects) & SPATIAL_NOUNS and set(raw.relations) & BARE_PREPOSITIONS
+    assert any(o in COLOURS or o.split()[0] in COLOURS for o in raw.objects)
+    for base in (None, base_vocab()):
+        built = build_from_graphs(graphs, min_count=1, base=base)
+        assert set(built.objects) <= set(meanings["objects"]), set(built.objects) - set(meanings["objects"])
+        assert set(built.attributes) <= set(meanings["attributes"]), set(built.attributes) - set(meanings["attributes"])
+        assert not set(built.relations) & BARE_PREPOSITIONS
+    world = build_from_graphs(graphs, min_count=1, base=base_vocab())
+    assert world.head("objects", "rhombus") == "diamond" and world.head("relations", "over") == "above"
+    assert "shape" in world.broader("objects", "star") and world.attributes["stripy"] == "texture"
+    # a name the base lacks takes its synonym head's label
+    assert build_from_graphs(graphs, min_count=1).attributes.get("stripy") == load().attributes["striped"]
