@@ -11,7 +11,7 @@ import pytest
 
 from mosaictool.cli import app
 from mosaictool.io import read_records, write_records
-from mosaictool.world.audit import _Debris, audit, audit_markdown, caption_mentions, describe, is_true, said_scene
+from mosaictool.world.audit import _Debris, audit, audit_markdown, caption_mentions, describe, is_said, is_true, said_scene
 from mosaictool.world.scene import make_scene
 
 
@@ -132,6 +132,9 @@ def test_true_negatives_split_into_said_by_the_caption_and_never_mentioned():
     ])
     row = audit([rec], batches=0)["own"]["f_obj"]
     assert row["wrong"] == 3 and row["said"] == 1
+    # true of the two objects the caption names, but it never says there are only two
+    two = describe(graph(node("shape", count="two", plural=True)))
+    assert is_true(two, said) and not is_said(two, said)
 
 
 def test_a_plain_caption_is_audited_with_its_own_mentions():

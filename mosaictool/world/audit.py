@@ -124,8 +124,8 @@ def caption_mentions(record: dict) -> dict | None:
 def said_scene(mentions: dict) -> dict:
     """A scene of what a caption says, from the world's `mentions`: each mentioned object with only
     its mentioned shape and attributes (an unsaid one is None, which no description matches), and
-    only the stated relations and their converses. A negative true of it is entailed by the
-    caption. Count phrases ("two shapes") name no object and are left out."""
+    only the stated relations and their converses. A negative true of it (`is_said`) is entailed by
+    the caption. Count phrases ("two shapes") name no object and are left out."""
     meanings = word_meanings()
     objects: list[dict] = []
     where: dict = {}  # scene object (or mention, when it names none) -> said object
@@ -153,6 +153,12 @@ def said_scene(mentions: dict) -> dict:
             continue
         relations += [{"subject": s, "relation": pred, "object": o}, {"subject": o, "relation": CONVERSE[pred], "object": s}]
     return {"objects": objects, "relations": relations}
+
+
+def is_said(description, said: dict) -> bool:
+    """Whether a `describe` result is true of a `said_scene`. A count is never read as said: the
+    caption's objects are not all the image's ("two shapes" is not said by "a star above a cross")."""
+    return description is not None and not description[2] and is_true(description, said)
 
 
 def _mentions_graph(mentions: dict) -> dict:
@@ -264,7 +270,7 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
             truth = is_true(description, record["scene"])
             row["wrong"] += truth if text["side"] == "negative" else not truth
             if truth and text["side"] == "negative" and said is not None:
-                row["said"] += is_true(description, said)
+                row["said"] += is_said(description, said)
             kept.append((text["group"], text["side"], description, text["key"]))
         read.append(kept)
 
