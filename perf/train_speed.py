@@ -21,6 +21,8 @@
    hard images for any: negclip's would double its images), end to end, on make_world records with
    the HN texts of `negate --text negclip,replace,shuffle` (add_fsc_negatives); fsc-clip also with
    --lambda-local 0 (no dense features), which isolates the cost of the local token-patch loss.
+   b) model + loss + optimizer step only, on one fixed micro-batch per method, the methods
+      alternating step by step (robust to load from other processes on a shared machine).
 Step times are medians over the steps after the first two; runs alternate so that load from other
 processes hits both sides alike. Prints a table; nothing is asserted.
 """
@@ -221,6 +223,39 @@ def mosaiclip_vs_clip(data: Path, tmp: Path, b: int, steps: int, repeats: int) -
         print(f"{side:28s} {step * 1000:8.1f} ms/step  ratio to ClipLoss {step / base:.3f}")
 
 
+def methods_interleaved(data: Path, batch_size: int, steps: int) -> dict[str, float]:
+    """Section 3b: median seconds of forward + loss + backward + AdamW step per method of METHOD_RUNS,
+    one collated micro-batch each (data loading left out), the methods alternating step by step."""
+    import open_clip
+
+    from mosaictool import methods
+    from mosaictool.model.batch import ContrastiveForward, batch_features
+    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+
+    runs = {}
+    for label, (name, options) in METHOD_RUNS.items():
+        bundle = openclip.create("mosaic-tiny", seed=0)
+        method = methods.create(name, options)
+        records = TrainData.load(str(data), method=method)
+        cfg = SamplerConfig(method=method, batch_size=batch_size, seed=0)
+        plan = BatchPlan(len(records), cfg, rank=0, world_size=1, start=0, stop=1)
+        dataset = TrainDataset(records, cfg, ImageTransform(64, augment=False), bundle.tokenizer)
+        batch = dataset.collate([dataset[spec] for spec in plan.micro_batch(0)])
+        optimizer = torch.optim.AdamW(bundle.model.parameters(), lr=1e-5, fused=True)
+        runs[label] = (ContrastiveForward(bundle.model), method, method.make_loss(), batch, optimizer,
+                       open_clip.get_model_preprocess_cfg(bundle.model))
+    times: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(steps):
+        for label, (forward, method, loss_fn, batch, optimizer, pp) in runs.items():
+            t = time.perf_counter()
+            optimizer.zero_grad()
+            features = batch_features(forward, batch, mean=pp["mean"], std=pp["std"], device="cpu", dense=method.dense)
+            loss_fn(features)["loss"].backward()
+            optimizer.step()
+            times[label].append(time.perf_counter() - t)
+    return {label: statistics.median(ts[2:]) for label, ts in times.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=256)
@@ -246,6 +281,10 @@ def main() -> None:
         # + the replace / shuffle texts fsc-clip needs (a copy: sections 1-2 keep their data)
         hn_data = add_fsc_negatives(make_world(tmp / "world_hn", n=args.images, size=64))
         methods_at_equal_batch(hn_data, tmp, b, steps, args.repeats)
+        print(f"\n## 3b. model + loss + optimizer step only, {b} images, methods alternating step by step")
+        med = methods_interleaved(hn_data, b, 3 * steps)
+        for label, step in med.items():
+            print(f"{label:28s} {step * 1000:9.1f} ms/step {step / med['negclip']:10.2f} x negclip")
 
 
 if __name__ == "__main__":
