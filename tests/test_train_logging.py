@@ -57,7 +57,7 @@ def test_report_to_tensorboard_and_eval_every_epoch(world, tmp_path):
     run = tmp_path / "run"
     result = runner.invoke(app, [
         "train", "--data", str(data), "--model-config", str(model_cfg), "--method", "negclip", "--batch-size", "4",
-        "--steps", "4", "--warmup", "1", "--report-to", "tensorboard", "--eval-bench", "world-val:aro",
+        "--steps", "4", "--warmup", "1", "--report-to", "tensorboard", "--eval-bench", "world-val:crepe",
         "--eval-data-root", str(bench), "--out", str(run), "-q"])
     assert result.exit_code == 0, result.output
     logged = lines(run)

@@ -368,6 +368,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
                     f"from it (--pretrained {out / 'last.pt'}) with a lower --lr" if saved_step else
                     f"no checkpoint was written yet (--save-every {cfg.save_every}): start again with a lower --lr")
             what = f"the loss is {metrics['loss']}" + (f", the gradient norm {float(grad_norm)}" if blown else "")
+            reporter.close()  # the curves up to here are written out
             raise MosaicError(f"step {step}: {what} (not finite), training stopped; {kept}, --grad-clip on, or "
                               "--precision fp32")
         reporter.log_step(step, metrics)
