@@ -222,6 +222,7 @@ def _worker(rank, world, port, out, local_loss):
     distributed.shutdown(info)
 
 
+@pytest.mark.slow  # two spawned processes that import torch: ~10 s of CPU each
 @pytest.mark.parametrize("local_loss", [False, True])
 def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
     """Logged terms averaged over ranks = the 1-process terms; each rank's gradients / world size (what
@@ -274,8 +275,9 @@ def _state(path):
 
 
 def test_missing_hn_kinds_name_negate_text(tmp_path):
-    """make_world's records have negclip swaps only: fsc-clip refuses them, naming the stage that adds
-    the replace and shuffle texts, before any run folder is written."""
+    """make_world's records have negclip swaps only: fsc-clip refuses them, naming the kinds that are
+    missing and the stage that adds them, before any run folder is written. (The first test here to
+    build a model: it pays open_clip's import.)"""
     import sys
     from pathlib import Path
 
