@@ -101,7 +101,8 @@ class FscClip(Method):
     name = "fsc-clip"
     help = ("FSC-CLIP: the caption + --hn-per-image hard-negative texts (negclip, replace, shuffle) in a global and "
             "a local token-patch HN loss (focal, label-smoothed); CLIP loss over captions only. Paper recipe: "
-            "--lr 5e-6 (the default here is the shared one), warmup 50, wd 0.1, batch 256, 5 epochs.")
+            "--lr 5e-6 (the default here is the shared one), warmup 50, wd 0.1, batch 256, 5 epochs; --lora 4 for "
+            "its LoRA variant.")
     options = (
         Option("lambda_global", float, DEFAULTS["lambda_global"], "fsc-clip: weight of the global HN loss (lambda_g, Eq. 11)."),
         Option("lambda_local", float, DEFAULTS["lambda_local"],
