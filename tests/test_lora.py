@@ -92,3 +92,88 @@ def test_merged_model_is_plain_open_clip_with_the_lora_embeddings(tiny, tmp_path
 def test_bad_rank_is_a_clear_error(tiny):
     with pytest.raises(MosaicError, match="--lora 0"):
         lora.add_lora(tiny().model, 0)
+
+
+# ---- `train --lora RANK` end to end (tiny model, CPU) ------------------------------------------
+
+
+@pytest.fixture
+def run_config(tmp_path):
+    from train_fixtures import make_world
+
+    from mosaictool.model.train import TrainConfig
+
+    data, model_cfg = make_world(tmp_path / "w", n=8), write_tiny_model(tmp_path)
+    return lambda out, **kw: TrainConfig(**{**dict(data=str(data), out=str(tmp_path / out), model_config=str(model_cfg),
+                                                   batch_size=4, steps=2, warmup=1, lr=1e-2, lora=4, quiet=True), **kw})
+
+
+def test_train_lora_writes_plain_open_clip_weights(run_config, tiny):
+    """Only the adapters train (the base is what it was, but for the rounding of peft's merge-forward-unmerge
+    of attention), and final.pt is what merging them gives: a plain open_clip CLIP, built from the config
+    alone, loads it strictly and embeds like the trained LoRA model."""
+    import copy
+    import json
+
+    import open_clip
+
+    from mosaictool.model.train import train
+
+    trained = {}
+    final = train(run_config("run"), on_step=lambda step, metrics, model: trained.update(model=copy.deepcopy(model)))
+    model = trained["model"]
+    fresh = tiny()
+    base = fresh.model.state_dict()
+    start = lora.add_lora(tiny().model, 4).state_dict()
+    for k, v in model.state_dict().items():
+        if "lora_B" in k:
+            assert v.abs().sum() > 0, k  # the adapters trained (B starts at zero)
+        elif ".lora_" not in k:  # base weights untouched
+            exact = ".attn." not in k  # (peft's MHA adapter merges for each forward and unmerges after)
+            torch.testing.assert_close(v, start[k], rtol=0, atol=0 if exact else 1e-6, msg=k)
+    weights = openclip.read_checkpoint(final)["state_dict"]
+    merged = lora.merged_state_dict(model)
+    assert weights.keys() == base.keys() == merged.keys()
+    for k in base:
+        torch.testing.assert_close(weights[k], merged[k], rtol=0, atol=0, msg=k)
+    changed = {k for k in base if not torch.equal(weights[k], base[k])}
+    assert "visual.conv1.weight" in changed and "transformer.resblocks.0.mlp.c_proj.weight" in changed
+    assert not any(k.endswith("bias") or ".ln_" in k or k in ("logit_scale", "positional_embedding") for k in changed)
+    plain = open_clip.CLIP(**json.loads(Path(run_config("run").model_config).read_text()))
+    plain.load_state_dict(weights)  # strict
+    for got, want in zip(embed(plain, fresh), embed(model, fresh)):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_train_lora_resume_is_exact(run_config, tmp_path):
+    """4 steps in one go = 2 steps, a stop, --resume for the last 2 (LoRA model and optimizer restored);
+    last.pt holds plain merged weights (evaluate / --pretrained read it) with the LoRA model beside them."""
+    from mosaictool.model.train import TrainConfig, train
+
+    reference = openclip.read_checkpoint(train(run_config("ref", steps=4)))["state_dict"]
+
+    def stop(step, metrics, model):
+        if step == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(run_config("cut", steps=4, save_every=2), on_step=stop)
+    last = openclip.read_checkpoint(tmp_path / "cut" / "last.pt")
+    assert last["step"] == 2 and last["state_dict"].keys() == reference.keys()
+    assert any(".lora_B." in k for k in last["lora_state"])
+    assert not lora.is_lora(openclip.load_checkpoint(tmp_path / "cut" / "last.pt").model)
+    resumed = openclip.read_checkpoint(train(TrainConfig(data="", out=str(tmp_path / "cut"), quiet=True), resume=True))
+    for k in reference:
+        torch.testing.assert_close(resumed["state_dict"][k], reference[k], rtol=0, atol=0, msg=k)
+
+
+def test_train_negative_rank_is_one_line_naming_lora(run_config, tmp_path):
+    from typer.testing import CliRunner
+
+    from mosaictool.cli import app
+
+    cfg = run_config("neg")
+    result = CliRunner().invoke(app, ["train", "--data", cfg.data, "--model-config", cfg.model_config, "--lora", "-1",
+                                      "--out", cfg.out])
+    assert result.exit_code == 1 and "--lora -1" in result.output and "Traceback" not in result.output
+    assert not Path(cfg.out).exists()

@@ -9,8 +9,11 @@ the training forward, dense features and grad checkpointing see the same modules
 (the update B A is added with scale 1); B starts at zero, so training starts from the base model.
 
 `merged_state_dict(model)` folds B A into the base weights of a copy and returns a state dict with
-exactly the keys of a plain model: final checkpoints are plain open_clip weights that evaluate,
-wise-ft and open_clip read unchanged. Resumable checkpoints (last.pt) keep the adapter keys.
+exactly the keys of a plain model: checkpoints are plain open_clip weights that evaluate,
+wise-ft and open_clip read unchanged. Resumable ones (last.pt) hold the LoRA model's own state dict
+beside them (`lora_state`), base weights included: peft adapts nn.MultiheadAttention by merging B A
+into its weights for each forward and subtracting it after, which moves those base weights by
+rounding, so only the stored ones resume bit-exactly.
 """
 
 from __future__ import annotations

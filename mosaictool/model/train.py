@@ -10,7 +10,8 @@ Files in the run folder (`out`):
   metrics.jsonl    one line per logged step: every term of the method's loss, lr, logit_scale, samples/s,
                    texts per image; with --eval-bench, at the end of every epoch its headline (`eval/...`)
   tensorboard/     with --report-to tensorboard: the same numbers (+ texts/s, GPU memory) as event files
-  last.pt          model + optimizer + scaler + RNG + step, every `save_every` steps (atomic)
+  last.pt          model + optimizer + scaler + RNG + step, every `save_every` steps (atomic); with --lora
+                   the merged weights, and the LoRA model's own state for --resume (mosaictool.model.lora)
   final.pt         the trained model with its config and metadata (what evaluate and wise-ft read)
   mined_hard_images.json   with --hard-images K: the neighbours mined with the starting model
 """
@@ -258,7 +259,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     step = 0
     saved_step = state["step"] if state is not None else None  # of last.pt, named if the loss blows up
     if state is not None:
-        model.load_state_dict({k.removeprefix("module."): v for k, v in state["state_dict"].items()})
+        # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
+        model.load_state_dict(state["lora_state"] if cfg.lora else
+                              {k.removeprefix("module."): v for k, v in state["state_dict"].items()})
         optimizer.load_state_dict(state["optimizer"])
         if scaler is not None and state.get("scaler"):
             scaler.load_state_dict(state["scaler"])
@@ -393,7 +396,11 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
             if info.is_main:
                 extra = {"optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler else None}
                 position = {"micro_batch": step * cfg.accum_freq, "micro_batches_per_epoch": micro_per_epoch}
-                openclip.save_checkpoint(out / "last.pt", bundle, config=dataclasses.asdict(cfg), step=step,
+                saved = bundle
+                if cfg.lora:  # plain merged weights (evaluate, --pretrained read them) + the LoRA model for --resume
+                    saved = dataclasses.replace(bundle, model=lora.merged_model(model))
+                    extra["lora_state"] = model.state_dict()
+                openclip.save_checkpoint(out / "last.pt", saved, config=dataclasses.asdict(cfg), step=step,
                                          total_steps=total_steps, rng=rng, data_position=position,
                                          keep_previous=True, **extra)
             saved_step = step
