@@ -3,10 +3,44 @@
 Each case checks what the user sees and what is left on disk:
 - a refused input: exit code 1, ONE line on stderr, `Error: ...` naming the file, the line / record
   and the flag (or stage) that fixes it, and no Python traceback;
-- an accepted oddity (a BOM, CRLF, blank lines, CMYK/16-bit/palette/1x1 images): exit 0 and the
-  right output;
-- in both: the input is byte-for-byte unchanged and no half-written output is left behind.
+- an accepted oddity (a BOM, CRLF, blank lines, CMYK/16-bit/palette/1x1 images, an over-long caption
+  in tree-score): exit 0, the right output, and a note on stderr where a record was skipped;
+- in both: the input is byte-for-byte unchanged and no half-written output or temp file is left.
 Signals (SIGINT, SIGTERM) run the real command in a subprocess and are marked slow.
+
+KINDS COVERED: 70 distinct inputs (a parametrized case counts only when its input is a different kind):
+ records (parse)   1 UTF-8 BOM (.jsonl and .jsonl.gz)  2 CRLF line ends  3 blank / whitespace lines
+                   4 no `caption`  5 non-string caption (int, null, list)  6 empty / blank caption
+                   7 100,000-character caption  8 duplicate id  9 no `id`  10 id of the wrong type (float, bool)
+                   11 a line that is not an object (array, string)  12 invalid JSON  13 invalid UTF-8
+                   14 empty file  15 a folder as the input  16 a missing input  17 truncated .gz
+                   18 Parquet of the wrong schema (column missing, wrong type)  19 a .parquet that is not Parquet
+                   20 truncated Parquet
+ outputs           21 -o a folder  22 -o in a missing folder  23 -o equal to the input  24 full disk (/dev/full
+                   as -o and as stdout)  25 read-only output folder (skipped when run as root)
+ stages            26 decompose before parse (no graph)  27 malformed graph (relation indices)
+                   28 negate before decompose (no subgraphs)  29 template: malformed negatives
+ vocabularies      30 TSV row with a missing column  31 TSV not UTF-8  32 TSV without header
+                   33 missing vocabulary folder / file  34 vocab build: records without graphs
+                   35 vocab build: nothing reaches --min-count
+ images            36 CMYK  37 16-bit greyscale  38 palette with alpha  39 1x1 (converted; shard and train)
+                   40 missing  41 zero-byte  42 truncated  43 not an image (each through shard and train)
+ shards            44 tar cut inside a member  45 tar cut inside a header  46 garbage tar  47 zero-byte tar
+                   48 invalid JSON member  49 sample without its image  50 corrupt image inside a shard
+                   51 empty shard folder / pattern matching nothing  52 --out already holding shards
+ training data     53 empty records file  54 fewer records than one batch
+ checkpoints       55 truncated  56 zero-byte  57 weights that do not fit their config (another architecture;
+                   evaluate, tree-score, wise-ft)  58 wise-ft pair of different architectures  59 an open_clip
+                   weights file of another architecture (--pretrained, --zeroshot)
+ benchmarks        60 folder missing one annotation file (sugarcrepe, aro)  61 truncated annotation JSON
+                   62 annotation case missing fields  63 missing benchmark image
+ tree-score        64 bad gold tree (plus no caption, truncated checkpoint, over-long caption skipped with a note)
+ devices           65 --device cuda without a GPU (train, evaluate, wise-ft, tree-score)
+ training          66 non-finite loss / gradient (stops; the last good checkpoint kept)
+                   67 --lr / --wd not a positive finite number  68 truncated last.pt on --resume (falls back,
+                   bit-exact)  69 world --out a file or a non-empty folder
+ signals (slow)    70 SIGINT and SIGTERM in the middle of parse, negate, shard, evaluate and train (outputs
+                   complete or absent; train --resume then bit-exact)
 """
 
 from __future__ import annotations
@@ -864,3 +898,124 @@ def test_world_out_is_a_file_or_not_empty(case):
     assert_refused(invoke(["world", "--out", case.src, "--train", "2"]), "exists and is not empty", "--out",
                    "--overwrite")
     case.untouched()
+
+
+# ---- signals in the middle of a run (real processes; slow) ------------------------------------------------
+
+
+def _run_and_signal(args: list, sig: int, ready, timeout: float = 240) -> tuple[int, str]:
+    """Start `mosaictool ARGS`, send `sig` once `ready()` holds, return (exit code, stderr)."""
+    import signal  # noqa: F401  (sig values come from it)
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "mosaictool", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None, f"finished before the signal: {proc.returncode} {proc.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, "never got ready"
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
+
+
+def _assert_stopped(code: int, err: str, sig: int) -> None:
+    import signal
+
+    assert "Traceback" not in err, err
+    expected = {signal.SIGINT: (130, "Interrupted."), signal.SIGTERM: (143, "Terminated (SIGTERM).")}[sig]
+    assert (code, err.strip().splitlines()[-1]) == expected, (code, err[-2000:])
+
+
+def _temp_output(folder: Path):
+    """ready(): a temporary output file beside the target has data in it."""
+    return lambda: any(p.stat().st_size > 0 for p in folder.glob(".*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage, sig", [("parse", "SIGINT"), ("negate", "SIGTERM")])
+def test_signal_in_the_middle_of_a_record_stage(case, stage, sig):
+    import signal
+
+    sig = getattr(signal, sig)
+    if stage == "parse":
+        records = [{"id": i, "caption": f"a red dog number {i} on a blue sofa near {i % 7} cats"} for i in range(20_000)]
+    else:
+        first = json.loads(invoke(["decompose", "-q"], input=jsonl({"id": 0, "caption": "a dog", "graph": GRAPH})).stdout)
+        records = [{**first, "id": i} for i in range(200_000)]
+    src = case.file("in.jsonl", jsonl(*records))
+    case.freeze()
+    code, err = _run_and_signal([stage, src, "-o", case.dst / "out.jsonl", "-q"], sig, _temp_output(case.dst))
+    _assert_stopped(code, err, sig)
+    case.untouched()  # the input as it was, no output and no temporary file
+
+
+@pytest.mark.slow
+def test_sigterm_in_the_middle_of_shard(case, world):
+    import signal
+
+    records = [json.loads(x) for x in world.read_text().splitlines()]
+    many = [{**records[i % len(records)], "id": i} for i in range(20_000)]
+    src = case.file("many.jsonl", jsonl(*many))
+    case.freeze()
+    out = case.dst / "shards"
+    ready = lambda: any(out.glob(".shard-partial-*/*.tar"))  # noqa: E731
+    code, err = _run_and_signal(["shard", src, "--image-root", world.parent, "--out", out, "--shard-size", "200", "-q"],
+                                signal.SIGTERM, ready)
+    _assert_stopped(code, err, signal.SIGTERM)
+    case.untouched()
+
+
+@pytest.mark.slow
+def test_sigint_in_the_middle_of_evaluate(case, ckpts, bench_root):
+    import signal
+
+    root = case.src / "bench"
+    shutil.copytree(bench_root, root)
+    colours = ["red", "green", "blue"]
+    cases = {str(i): {"filename": f"{colours[i % 3]}.jpg", "caption": f"a {colours[i % 3]} square number {i}",
+                      "negative_caption": f"a {colours[(i + 1) % 3]} circle number {i}"} for i in range(20_000)}
+    (root / "sugarcrepe" / "add_att.json").write_text(json.dumps(cases))
+    case.freeze()
+    code, err = _run_and_signal(["evaluate", "-b", "sugarcrepe:add_att", "-c", ckpts["tiny"], "-d", root, "-o",
+                                 case.dst / "r.jsonl", "--batch-size", "8", "-q"], signal.SIGINT,
+                                lambda: any(case.dst.glob(".*.tmp")))
+    _assert_stopped(code, err, signal.SIGINT)
+    case.untouched()
+
+
+@pytest.mark.slow
+def test_signals_in_the_middle_of_train_then_resume_is_bit_exact(case, world):
+    import signal
+    import subprocess
+
+    import torch
+
+    from mosaictool.model import openclip
+
+    def mosaictool(*cmd):
+        done = subprocess.run([sys.executable, "-m", "mosaictool", *map(str, cmd)], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    args = ["--batch-size", "4", "--steps", "20", "--save-every", "2", "--no-augment", "--device", "cpu", "-q"]
+    # every run in the same kind of process (same threads), so that equal means bit for bit
+    mosaictool("train", "--data", world, "--out", case.dst / "ref", *args)
+    reference = openclip.read_checkpoint(case.dst / "ref" / "final.pt")["state_dict"]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        run = case.dst / sig.name
+        code, err = _run_and_signal(["train", "--data", world, "--out", run, *args], sig,
+                                    lambda: (run / "last.prev.pt").exists())
+        _assert_stopped(code, err, sig)
+        assert not (run / "final.pt").exists() and not [p for p in run.iterdir() if p.name.startswith(".")]
+        assert 4 <= openclip.read_checkpoint(run / "last.pt")["step"] < 20
+        mosaictool("train", "--resume", run, "-q")
+        resumed = openclip.read_checkpoint(run / "final.pt")["state_dict"]
+        assert all(torch.equal(reference[k], resumed[k]) for k in reference), sig.name
+        assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == list(range(1, 21))
