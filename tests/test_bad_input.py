@@ -905,7 +905,6 @@ def test_world_out_is_a_file_or_not_empty(case):
 
 def _run_and_signal(args: list, sig: int, ready, timeout: float = 240) -> tuple[int, str]:
     """Start `mosaictool ARGS`, send `sig` once `ready()` holds, return (exit code, stderr)."""
-    import signal  # noqa: F401  (sig values come from it)
     import subprocess
     import time
 
