@@ -115,3 +115,20 @@ def test_bad_flags_are_one_line_naming_the_flag(world, tmp_path):
         (tmp_path / "empty" / "val").mkdir(parents=True)
         train(config(world, tmp_path / "r2", eval_bench="world-val", eval_data_root=str(tmp_path / "empty")))
     assert not (tmp_path / "r2").exists()
+
+
+def test_eval_leaves_lora_training_unchanged(world, tmp_path):
+    """--eval-bench scores the merged copy of a --lora model: the adapters' own forward (peft merges and
+    unmerges attention weights) would round the base weights and change what is trained."""
+    bench = str(world[2])
+    states = []  # the LoRA models' own weights (base and adapters) after the last step and its evaluation
+    for name, kw in (("plain", {}), ("eval", dict(eval_bench="world-val:crepe", eval_data_root=bench))):
+        keep = {}
+        train(config(world, tmp_path / name, lora=2, lr=1e-2, **kw),
+              on_step=lambda step, metrics, model: keep.update({k: v.clone() for k, v in model.state_dict().items()}))
+        states.append(keep)
+    a, b = states
+    assert any(".base_layer." in k for k in a)
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
+    assert [m["step"] for m in lines(tmp_path / "eval") if "eval/world-val/headline/accuracy" in m] == [2, 4]

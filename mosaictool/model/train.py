@@ -378,7 +378,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         evaluated = False
         epoch_ends = (step * cfg.accum_freq) // micro_per_epoch > ((step - 1) * cfg.accum_freq) // micro_per_epoch
         if epoch_eval is not None and (epoch_ends or step == total_steps):
-            headline = epoch_eval(bundle)
+            # with --lora the merged copy, as checkpoints hold it (peft's attention forward would round the base)
+            headline = epoch_eval(dataclasses.replace(bundle, model=lora.merged_model(model)) if cfg.lora else bundle)
             model.train()
             reporter.log_eval(step, headline)
             metrics.update({f"eval/{name}": value for name, value in headline.items()})
