@@ -48,7 +48,7 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from mosaictool.model import tree_score as ts
+    from mosaictool.analysis import tree_score as ts
     from mosaictool.model.openclip import create
 
     torch.set_num_threads(args.threads)

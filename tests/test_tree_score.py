@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mosaictool.cli import app
-from mosaictool.model import tree_score as ts
+from mosaictool.analysis import tree_score as ts
 
 CAPTIONS = [
     "A man riding a horse on the beach.",

@@ -64,7 +64,7 @@ def tree_score_cli(
       mosaictool tree-score coco.jsonl --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --limit 1000
     """
     from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
-    from mosaictool.model import tree_score as ts
+    from mosaictool.analysis import tree_score as ts
     from mosaictool.model.device import resolve_device
     from mosaictool.model.openclip import load_model
 
@@ -132,7 +132,7 @@ def tree_score_cli(
 
 def _read_gold(path: str) -> dict:
     from mosaictool.io import read_records
-    from mosaictool.model.tree_score import parse_tree
+    from mosaictool.analysis.tree_score import parse_tree
 
     trees = {}
 
