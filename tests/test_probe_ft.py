@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mosaictool import methods
-from mosaictool.methods.probe_ft import choose_swap
+from mosaictool.methods.probe_ft import DEFAULTS, choose_swap
 from mosaictool.methods.probe_ft_loss import ProbeFTLoss
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -65,7 +65,7 @@ def test_a_wide_margin_between_prompt_and_swap_costs_nothing():
     x = torch.eye(3, dtype=torch.float64)
     pos = torch.stack([x, x], dim=1).reshape(6, 3)  # caption = prompt = the image's own direction
     neg = -x  # the swap points away
-    out = ProbeFTLoss(margin=0.5).compute(x, pos, torch.ones(3, 2, dtype=torch.bool), neg, torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
+    out = ProbeFTLoss(**{**DEFAULTS, "margin": 0.5}).compute(x, pos, torch.ones(3, 2, dtype=torch.bool), neg, torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
     assert float(out["itm_image"]) == 0.0 and float(out["itm_caption"]) == 0.0
 
 
@@ -74,7 +74,7 @@ def test_gradients_flow_to_both_towers():
     x = _unit(4, 6).requires_grad_()
     pos = _unit(8, 6).requires_grad_()
     neg = _unit(4, 6).requires_grad_()
-    out = ProbeFTLoss().compute(x, pos, torch.ones(4, 2, dtype=torch.bool), neg, torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
+    out = ProbeFTLoss(**DEFAULTS).compute(x, pos, torch.ones(4, 2, dtype=torch.bool), neg, torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
     out["loss"].backward()
     assert all(t.grad is not None and t.grad.abs().sum() > 0 for t in (x, pos, neg))
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mosaictool.methods.probe_ft import DEFAULTS
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
 
 class ProbeFTLoss(nn.Module):
-    def __init__(self, *, margin: float = DEFAULTS["margin"], itm_weight: float = DEFAULTS["itm_weight"],
-                 contrastive_weight: float = DEFAULTS["contrastive_weight"], local_loss: bool = False, rank: int = 0,
-                 world_size: int = 1):
+    # no defaults here: the method's options own them (probe_ft.DEFAULTS), and this module must not
+    # import probe_ft, which the registry loads without torch
+    def __init__(self, *, margin: float, itm_weight: float, contrastive_weight: float, local_loss: bool = False,
+                 rank: int = 0, world_size: int = 1):
         super().__init__()
         self.margin, self.itm_weight, self.contrastive_weight = float(margin), float(itm_weight), float(contrastive_weight)
         self.contrastive = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size)
