@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from mosaictool import methods
-from mosaictool.model.batch import text_id
+from mosaictool.model.text_ids import text_id
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import random
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -152,33 +151,6 @@ def caption_of(record: dict) -> str | None:
     if positives and positives[0].get("kind") == "caption":
         return positives[0]["text"]
     return None
-
-
-def key_id(key: str | None) -> int:
-    """The stable hash of a canonical sub-graph key (the text-id hash, mosaictool.model.batch.text_id);
-    0 for no key."""
-    if not key:
-        return 0
-    from mosaictool.model.batch import text_id
-
-    return text_id(key)
-
-
-def record_key_ids(record: dict) -> array:
-    """A record's sub-graph key hashes, sorted and unique, as an array('q') (empty without
-    `subgraph_keys`): 8 bytes a key, compared with == like a list. Training records carry them
-    precomputed (`subgraph_key_ids`, model.data's slim records)."""
-    ids = record.get("subgraph_key_ids")
-    if ids is None:
-        ids = array("q", sorted({key_id(k) for k in record.get("subgraph_keys") or () if k}))
-    return ids
-
-
-def holds_key(key_ids: array, key: str | None) -> bool:
-    """Is `key` among the sorted `key_ids` (record_key_ids)?"""
-    kid = key_id(key)
-    at = bisect_left(key_ids, kid)
-    return kid != 0 and at < len(key_ids) and key_ids[at] == kid
 
 
 def count_with_negatives(records: Sequence[dict], accept: Callable[[dict], bool]) -> int:

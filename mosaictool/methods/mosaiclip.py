@@ -19,9 +19,8 @@ from __future__ import annotations
 import random
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.methods.base import (
-    DemoRow, Method, Option, Selection, caption_of, holds_key, record_key_ids, require_negatives,
-)
+from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
+from mosaictool.model.text_ids import holds_key, record_key_ids
 
 DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
 _PROBS_EXAMPLE = "obj=0.15,attr=0.425,rel=0.425"

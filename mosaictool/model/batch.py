@@ -193,13 +193,6 @@ class ContrastiveForward(torch.nn.Module):
         return image_f, text_f, m.logit_scale.exp()
 
 
-def text_id(text: str) -> int:
-    """A 63-bit hash that is the same in every process (Python's hash() is salted per process)."""
-    import hashlib
-
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1 or 1
-
-
 def normalize_images(images: torch.Tensor, mean, std, dtype=torch.float32) -> torch.Tensor:
     """uint8 (B, 3, H, W) -> normalised float, on whatever device the images are."""
     mean_t = torch.tensor(mean, device=images.device, dtype=dtype).view(1, 3, 1, 1) * 255

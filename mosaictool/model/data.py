@@ -35,7 +35,8 @@ import torch
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, is_parquet, read_records
-from mosaictool.model.batch import Batch, normalize_images, text_id
+from mosaictool.model.batch import Batch, normalize_images
+from mosaictool.model.text_ids import record_key_ids, text_id
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
 
@@ -237,8 +238,6 @@ def _slim(record: dict) -> dict:
     """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker.
     `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, an array('q'): 8 bytes a key,
     and no per-string objects for forked workers to copy)."""
-    from mosaictool.methods.base import record_key_ids
-
     texts = record.get("texts") or {}
     keep = {"id": record["id"], "caption": record.get("caption"), "hard_images": record.get("hard_images")}
     if record.get("subgraph_keys"):
@@ -407,8 +406,6 @@ class TrainDataset(torch.utils.data.Dataset):
         sample = {"image": self._image(index, rng), "pos": chosen.pos, "neg": chosen.neg, "kp": kp, "kn": kn,
                   "is_hard": is_hard, "index": index}
         if method.uses_subgraph_keys:
-            from mosaictool.methods.base import record_key_ids
-
             sample["image_keys"] = record_key_ids(record)
             sample["pos_keys"] = chosen.pos_keys or [None] * len(chosen.pos)
             sample["neg_keys"] = chosen.neg_keys or [None] * len(chosen.neg)
