@@ -30,7 +30,7 @@ GRAD_KEYS = ("img", "pos", "neg", "scale")
 # ---- the reference ------------------------------------------------------------------------------
 
 
-def reference(x: dict) -> torch.Tensor:
+def reference(x: dict, weighting: str = "mean") -> torch.Tensor:
     """Seed 000 Sec. 3.5 with means, one image and one text at a time over explicit sets:
 
     G_i   = the key set of image i; key(t) = 0 for a text without a key
@@ -40,6 +40,8 @@ def reference(x: dict) -> torch.Tensor:
     t2i   = mean over positive texts t (owner o) of -log exp(s u_o.v_t) / sum_{j in E(t)} exp(s u_j.v_t),
             E(t) = {o} + the images j with neither key(t) in G_j nor t equal to one of j's texts
     loss  = (i2t + t2i) / 2
+    weighting "paper": the paper's sums, sum_i i2t_i and sum_t t2i_t, each divided by the number of
+    images with a positive (so t2i weighs |P| times i2t, as in the paper, at a batch-free scale).
     """
     img, pos, neg, s = x["img"], x["pos"], x["neg"], x["scale"]
     b, kp = x["pm"].shape
@@ -65,6 +67,8 @@ def reference(x: dict) -> torch.Tensor:
     for v, tid, key, o in positives:
         images = [j for j in range(b) if j == o or not true_of(j, tid, key)]
         t2i.append(-(s * v @ img[o] - torch.logsumexp(s * img[images] @ v, 0)))
+    if weighting == "paper":
+        return (torch.stack(i2t).sum() + torch.stack(t2i).sum()) / len(i2t) / 2
     return (torch.stack(i2t).mean() + torch.stack(t2i).mean()) / 2
 
 
@@ -138,12 +142,13 @@ def leafs(x: dict) -> dict:
 # ---- the loss -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("weighting", ["mean", "paper"])
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("kp,kn", [(3, 3), (1, 1), (2, 0)])
-def test_loss_and_gradients_match_the_paper_formula(seed, kp, kn):
+def test_loss_and_gradients_match_the_paper_formula(seed, kp, kn, weighting):
     x = leafs(make_case(seed, kp=kp, kn=kn))
-    ours = run_loss(x)["loss"]
-    ref = reference(x)
+    ours = run_loss(x, weighting=weighting)["loss"]
+    ref = reference(x, weighting)
     assert ours.item() == pytest.approx(ref.item(), rel=1e-10)
     ours_grads, ref_grads = grads(ours, x), grads(ref, x)
     for name in GRAD_KEYS:

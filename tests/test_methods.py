@@ -33,11 +33,13 @@ PINNED_SELECTION = [
     ("mosaiclip", {"max_pos": 2, "max_neg": 3, "category_probs": PROBS}, "cdeb8b54ff6b89f0"),
 ]
 # (method, options) -> first-step loss, sum |grad| and sum grad^2 over all parameters (tiny model,
-# batch 4, seed 0, fp32, no clipping); max_pos 4 = every positive of make_world's records
+# batch 4, seed 0, fp32, no clipping); max_pos 4 = every positive of make_world's records. mosaiclip's
+# are pinned with loss_weighting "mean", the loss they were taken with; "paper" is checked against its
+# formula in test_containment.py
 PINNED_STEP = [
     ("clip", {}, (1.7175012826919556, 3848.852772858463, 9423.135197288102)),
     ("negclip", {}, (2.8908843994140625, 2725.181845258871, 5577.870355898915)),
-    ("mosaiclip", {"max_pos": 4, "category_probs": PROBS}, (2.6130154132843018, 1722.842008489077, 1673.5346199331484)),
+    ("mosaiclip", {"max_pos": 4, "category_probs": PROBS, "loss_weighting": "mean"}, (2.6130154132843018, 1722.842008489077, 1673.5346199331484)),
 ]
 KEYED_SELECTION = PINNED_SELECTION[:2] + [
     ("mosaiclip", {"max_pos": 4, "max_neg": 6, "category_probs": PROBS}, "96904e699d9e6e14"),
@@ -47,8 +49,8 @@ KEYED_SELECTION = PINNED_SELECTION[:2] + [
 # what containment says, the values are the keyless ones. With max_pos 2 the unsampled sub-graphs
 # count (keyless: 2.2437679767608643, 1432.3708457451316, 1229.0058553581318).
 KEYED_STEP = PINNED_STEP[:2] + [
-    ("mosaiclip", {"max_pos": 4, "category_probs": PROBS}, PINNED_STEP[2][2]),
-    ("mosaiclip", {"max_pos": 2, "category_probs": PROBS}, (2.1476922035217285, 1404.848776525564, 1111.567023850472)),
+    ("mosaiclip", {"max_pos": 4, "category_probs": PROBS, "loss_weighting": "mean"}, PINNED_STEP[2][2]),
+    ("mosaiclip", {"max_pos": 2, "category_probs": PROBS, "loss_weighting": "mean"}, (2.1476922035217285, 1404.848776525564, 1111.567023850472)),
 ]
 
 
@@ -126,6 +128,9 @@ def test_registry_names_options_and_errors():
         methods.get("nope")
     with pytest.raises(MosaicError, match="--curriculum-split"):
         methods.create("mosaiclip", {"curriculum_split": 2.0})
+    with pytest.raises(MosaicError, match="--loss-weighting 'sum': choose paper or mean"):
+        methods.create("mosaiclip", {"loss_weighting": "sum"})
+    assert methods.create("mosaiclip").make_loss().weighting == "paper"  # seed 000 Sec. 3.5's sums
     options = methods.all_options()
     assert options["max_pos"][1] == ["mosaiclip"]
 

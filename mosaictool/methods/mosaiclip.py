@@ -57,6 +57,8 @@ class MosaiClip(Method):
                parse=parse_category_probs, format=format_category_probs),
         Option("curriculum", bool, False, "mosaiclip: stage 1 with the caption + <= 1 negative, then full."),
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
+        Option("loss_weighting", str, "paper", "mosaiclip: paper (Sec. 3.5's sums: t2i, one term per positive text, "
+               "weighs ~|P(i)| times i2t; both divided by the images) | mean (each direction averaged)."),
     )
     demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}), DemoRow("MosaiCLIP-NoCurric", {"curriculum": False}))
     uses_subgraph_keys = True
@@ -66,6 +68,13 @@ class MosaiClip(Method):
             raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
         if not 0 <= self.opts["curriculum_split"] <= 1:
             raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
+        if self.opts["loss_weighting"] not in ("paper", "mean"):
+            raise MosaicError(f"--loss-weighting {self.opts['loss_weighting']!r}: choose paper or mean")
+
+    def make_loss(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1):
+        from mosaictool.model.losses import ContrastiveLoss
+
+        return ContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size, weighting=self.opts["loss_weighting"])
 
     def check_record(self, record: dict) -> None:
         texts = record.get("texts")

@@ -10,7 +10,11 @@ also CLIP's and NegCLIP's loss, which are its special cases:
 
 Negatives only ever appear in the i2t denominators. With one positive and no negative slot per
 image this is exactly open_clip's ClipLoss; with one positive and one negative it is NegCLIP's.
-The paper writes sums; means keep the learning rate independent of the batch size.
+The paper writes sums, so its t2i term, one per positive text, outweighs i2t, one per image, by the
+number of positives per image (about 3 with --max-pos 3). `weighting="paper"` keeps that balance
+and divides both sums by the number of images (the learning rate stays independent of the batch
+size); `weighting="mean"` averages each direction over its own terms, as written above. With one
+positive per image the two are the same.
 
 Equal texts (`pos_ids` / `neg_ids`, a hash per text) are the same sub-graph: the paper's P(i) is
 every positive text of the batch whose sub-graph is in image i's graph, so a positive text of image
@@ -45,8 +49,11 @@ from mosaictool.model.distributed import all_gather_no_grad, all_gather_with_gra
 
 
 class MultiPositiveContrastiveLoss(nn.Module):
-    def __init__(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1):
+    def __init__(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1, weighting: str = "mean"):
         super().__init__()
+        if weighting not in ("mean", "paper"):
+            raise ValueError(f"weighting {weighting!r}: 'mean' or 'paper'")
+        self.weighting = weighting
         self.local_loss = local_loss
         self.rank = rank
         self.world_size = world_size
@@ -146,7 +153,7 @@ class MultiPositiveContrastiveLoss(nn.Module):
             n_rows_with_pos, n_columns = all_reduce_sum(torch.stack([n_rows_with_pos, n_columns]).detach())
             scale = float(world)  # DDP averages over ranks; the sum of the ranks' terms is the global loss
         i2t = i2t_sum / n_rows_with_pos.clamp(min=1)
-        t2i = t2i_sum / n_columns.clamp(min=1)
+        t2i = t2i_sum / (n_rows_with_pos if self.weighting == "paper" else n_columns).clamp(min=1)
         loss = scale * (i2t + t2i) / 2
         return {"loss": loss, "i2t": scale * i2t, "t2i": scale * t2i}
 
