@@ -55,7 +55,7 @@ from mosaictool.stages.subgraph import (
 from mosaictool.vocab import UNKNOWN
 
 CATEGORIES = ("obj", "attr", "rel")
-DEFAULT_PROBS = (0.08, 0.46, 0.46)  # paper: p_obj in {0, .08, .15}, p_attr = p_rel
+DEFAULT_PROBS = (0.15, 0.425, 0.425)  # seed 000 App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
 DEFAULT_MAX = 6
 ORDER_TRIES = 5
 TEXT_METHODS = ("negclip", "replace", "shuffle", "order")
@@ -67,7 +67,7 @@ NEGCLIP_CATEGORY = {
 
 
 def parse_probs(text: str) -> tuple[float, float, float]:
-    """'obj,attr,rel' probabilities, e.g. '0.08,0.46,0.46'; normalised to sum 1."""
+    """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425'; normalised to sum 1."""
     try:
         values = tuple(float(x) for x in text.split(","))
     except ValueError:

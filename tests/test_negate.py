@@ -378,3 +378,11 @@ def test_a_negative_the_caption_entails_is_dropped():
         negatives = graph_negatives(said, world, max_negatives=200, probs=(1, 1, 1), seed=seed, type_aware=True)
         assert negatives and not {n["key"] for n in negatives} & set(said["subgraph_keys"])
     assert drawn
+
+
+def test_negate_and_train_draw_categories_with_the_same_weights():
+    """Issue 13: the categories were drawn twice with different probabilities (0.08/0.46/0.46 here)."""
+    from mosaictool.methods.mosaiclip import DEFAULT_CATEGORY_PROBS
+    from mosaictool.stages.negate import CATEGORIES, DEFAULT_PROBS
+
+    assert dict(zip(CATEGORIES, DEFAULT_PROBS)) == DEFAULT_CATEGORY_PROBS
