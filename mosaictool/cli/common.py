@@ -61,8 +61,20 @@ def _on_sigterm_unwind() -> None:
     outright, so temporary files are removed and no half-written output is left."""
     global _HANDLER_PID
     if threading.current_thread() is threading.main_thread():
+        if _HANDLER_PID is None:
+            # forked workers (multiprocessing.Pool, DataLoader) get the default back at once: a
+            # Python-level handler there made Pool.terminate() hang now and then, joining a worker
+            # that never ran the handler
+            os.register_at_fork(after_in_child=_default_sigterm)
         _HANDLER_PID = os.getpid()
         signal.signal(signal.SIGTERM, _terminate)
+
+
+def _default_sigterm() -> None:
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread of the child: _terminate still ends it
+        pass
 
 
 def _quiet_on_closed_stdout() -> None:
