@@ -150,10 +150,14 @@ def test_demo_cli_rejects_an_unknown_preset_and_split(runner, tmp_path):
     assert not (tmp_path / "d" / "world").exists()  # refused before any work
 
 
+# --quick on a 200-scene world: the whole pipeline three times within the per-test timeout
+QUICK = ["--quick", "--world-train", "200"]
+
+
 @pytest.mark.slow
 def test_demo_quick_end_to_end(runner, tmp_path):
     out, cache = tmp_path / "demo", tmp_path / "cache"
-    result = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache)])
+    result = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     # base, every registry row, and Probe-FT patched
@@ -183,7 +187,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert plain.keys() == varied.keys() and sum(plain[k] != varied[k] for k in plain) > len(plain) / 2
 
     # A second run reuses the world, the texts, the shards, the cached base and the runs.
-    again = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache)])
+    again = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache)])
     assert again.exit_code == 0, again.stderr
     assert "reusing cached base model" in again.stderr
     assert again.stdout == result.stdout  # same seeds and flags: same table
@@ -192,6 +196,6 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert len(list((out / "evals").glob("*.jsonl"))) == 1 + len(METHODS) + 1 + 2
 
     # Other fine-tuning settings: new runs from the same cached base, never the old ones.
-    other = runner.invoke(app, ["demo", "--quick", "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])
+    other = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])
     assert other.exit_code == 0, other.stderr
     assert "reusing cached base model" in other.stderr and other.stderr.count("fine-tune:") == len(METHODS)
