@@ -112,6 +112,11 @@ class DemoConfig:
     # up to 8, so that decoding overlaps the GPU's step)
     device: str | None = None
     loader_workers: int | None = None
+    # fine-tuning runs trained at once on a CPU, each in its own process with one torch thread (the
+    # tiny model keeps two threads ~70% busy: two runs of one thread do twice the work in the same
+    # time on 2 cores). None: one per core, at most 8; 1: one run at a time in this process (torch's
+    # default threads). On a GPU, always one at a time. The thread setting is part of a run's name.
+    parallel_runs: int | None = None
 
     @classmethod
     def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":
@@ -137,6 +142,12 @@ class DemoConfig:
         if self.loader_workers is not None:
             return device, self.loader_workers
         return device, (min(8, os.cpu_count() or 1) if device.startswith("cuda") else 0)
+
+    def runs_at_once(self) -> int:
+        device, _ = self.runtime()
+        if device != "cpu":
+            return 1
+        return max(1, self.parallel_runs if self.parallel_runs is not None else min(8, os.cpu_count() or 1))
 
 
 def _log(message: str) -> None:
@@ -318,10 +329,12 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
     from mosaictool.model.train import TrainConfig, train
 
     device, workers = cfg.runtime()
+    at_once = cfg.runs_at_once()
     base_sha = _file_digest(base)
     recipe = shards.with_name(shards.name + ".recipe.json")  # what the shards hold: a new recipe, new runs
     data_sha = _file_digest(recipe) if recipe.is_file() else None
     runs: dict[str, list[Path]] = defaultdict(list)
+    todo: list[TrainConfig] = []
     for seed in range(cfg.seeds):
         for label, method, options in METHODS:
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
@@ -330,7 +343,9 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
                              pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr,
                              batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
                              record_hard_images=cfg.hard_images, seed=seed, quiet=not sys.stderr.isatty())
-            key = _digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha})
+            threads = 1 if at_once > 1 else None
+            key = _digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
+                           **({"threads": threads} if threads else {})})
             run = out / "runs" / f"{_slug(label)}-seed{seed}-{key}"
             final = run / "final.pt"
             if not final.is_file():
@@ -339,9 +354,36 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
                 _log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.finetune_lr:g}, "
                      f"hard images {'on' if cfg.hard_images else 'off'}")
                 # device and loader workers are runtime: not in the run's digest
-                train(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
+                todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
             runs[label].append(final)
+    if at_once > 1 and len(todo) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        _log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
+        with ProcessPoolExecutor(min(at_once, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_train_one_thread, todo))  # re-raises a run's error here
+    elif at_once > 1:
+        for tc in todo:
+            _train_one_thread(tc)  # the same single thread as in the pool: the same weights
+    else:
+        for tc in todo:
+            train(tc)
     return runs
+
+
+def _train_one_thread(tc) -> str:
+    """One fine-tuning run with one torch thread (a pool process, or this one and then restored)."""
+    import torch
+
+    from mosaictool.model.train import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return str(train(tc))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str) -> list[Path]:

@@ -86,7 +86,7 @@ def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard
     monkeypatch.setattr(train_module, "train", fake_train)
     base = tmp_path / "base.pt"
     base.write_bytes(b"base")
-    cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8, device="cpu")
+    cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8, device="cpu", parallel_runs=1)
     runs = demo.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
     assert list(runs) == [label for label, _, _ in METHODS] and all(len(v) == 2 for v in runs.values())
     assert len(seen) == 2 * len(METHODS)
@@ -138,6 +138,8 @@ def test_gpu_preset_uses_the_gpu_with_loader_workers(monkeypatch):
     assert device == "cuda:0" and workers == min(8, os.cpu_count() or 1) and workers >= 1
     assert DemoConfig.preset(gpu=True, loader_workers=3).runtime() == ("cuda:0", 3)
     assert DemoConfig.preset(gpu=True, device="cpu").runtime() == ("cpu", 0)
+    assert DemoConfig.preset(gpu=True).runs_at_once() == 1  # a GPU trains one run at a time
+    assert DemoConfig(device="cpu", parallel_runs=None).runs_at_once() == min(8, os.cpu_count() or 1)
     with pytest.raises(MosaicError, match="choose one"):
         DemoConfig.preset(quick=True, gpu=True)
 

@@ -36,6 +36,7 @@ def demo_cli(
                                                        "the GPU by default, loader workers and pinned memory).")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
     loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
+    parallel_runs: Annotated[Optional[int], typer.Option(help="Fine-tuning runs trained at once on a CPU, one torch thread each (default: one per core, at most 8; 1: one at a time with torch's threads). A GPU trains one at a time.")] = None,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
@@ -62,6 +63,8 @@ def demo_cli(
 
       mosaictool demo --no-hard-images   # no row gets hard images
 
+      mosaictool demo --parallel-runs 1   # one fine-tuning run at a time
+
       mosaictool demo --preset gpu --device cuda:0
     """
     from mosaictool.demo import DemoConfig, run_demo
@@ -72,7 +75,9 @@ def demo_cli(
         raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
     if loader_workers is not None and loader_workers < 0:
         raise MosaicError("--loader-workers must be at least 0")
-    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
+    if parallel_runs is not None and parallel_runs < 1:
+        raise MosaicError("--parallel-runs must be at least 1")
+    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, parallel_runs=parallel_runs, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
                             select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
