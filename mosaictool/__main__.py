@@ -1,3 +1,4 @@
 from mosaictool.cli import main
 
-main()
+if __name__ == "__main__":  # not when multiprocessing's spawn imports it
+    main()
