@@ -361,7 +361,9 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
         from concurrent.futures import ProcessPoolExecutor
 
         _log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
-        with ProcessPoolExecutor(min(at_once, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        # fork (as DataLoader workers): no re-import of the main module; each run sets one thread first
+        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        with ProcessPoolExecutor(min(at_once, len(todo)), mp_context=context) as pool:
             list(pool.map(_train_one_thread, todo))  # re-raises a run's error here
     elif at_once > 1:
         for tc in todo:
