@@ -66,6 +66,9 @@ def shutdown(info: DistInfo) -> None:
         import torch.distributed as dist
 
         if dist.is_initialized():
+            # No rank tears the group down (rank 0 also hosts the env:// store) while another is
+            # still in its last collective: that rank would abort ("terminate called ...").
+            dist.barrier()
             dist.destroy_process_group()
 
 

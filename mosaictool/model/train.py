@@ -419,11 +419,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
         for resumable in (out / "last.pt", openclip.previous_checkpoint(out / "last.pt")):
             if resumable.exists():
                 os.unlink(resumable)
-    if info.distributed:
-        import torch.distributed
-
-        torch.distributed.barrier()
-    dist.shutdown(info)
+    dist.shutdown(info)  # a barrier first: every rank returns once final.pt is written
     return final
 
 
