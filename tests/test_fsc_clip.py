@@ -327,30 +327,16 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
 def test_resume_after_kill_9_gives_the_same_final_weights(tmp_path, lora_rank):
     import json
     import signal
-    import subprocess
-    import sys
-    import textwrap
-    from pathlib import Path
 
     from mosaictool.model.train import TrainConfig, train
 
-    data, model_cfg = _fsc_world(tmp_path)
+    data, model_cfg = _fsc_world(tmp_path)  # puts tests/ on sys.path
+    from train_fixtures import train_killed_at
+
     kw = dict(steps=6, save_every=2, lora=lora_rank)
     reference = train(_config(data, model_cfg, tmp_path / "ref", **kw))
     out = tmp_path / "crash"
-    script = textwrap.dedent(f"""
-        import os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_fsc_clip import _config
-        from mosaictool.model.train import train
-
-        def die(step, metrics, model):
-            if step == 3:  # after step 2's checkpoint, mid-run
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        train(_config({str(data)!r}, {str(model_cfg)!r}, {str(out)!r}, **{kw!r}), on_step=die)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    proc = train_killed_at(_config(data, model_cfg, out, **kw), step=3)  # after step 2's checkpoint, mid-run
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not (out / "final.pt").exists()
     final = train(TrainConfig(data="", out=str(out), quiet=True), resume=True)

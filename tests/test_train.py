@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import random
 import signal
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from mosaictool.model.data import BatchPlan, SamplerConfig
 from mosaictool.model.train import TrainConfig, train
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, train_killed_at, write_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -182,19 +180,7 @@ def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
     reference = train(config(world, tmp_path / "ref", **steps))
 
     out = tmp_path / "crash"
-    script = textwrap.dedent(f"""
-        import os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_train import config
-        from mosaictool.model.train import train
-
-        def die(step, metrics, model):
-            if step == 5:  # after step 4's checkpoint, mid-run
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        train(config(({str(world[0])!r}, {str(world[1])!r}), {str(out)!r}, **{steps!r}), on_step=die)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    proc = train_killed_at(config(world, out, **steps), step=5)  # after step 4's checkpoint, mid-run
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert openclip.read_checkpoint(out / "last.pt")["step"] == 4 and not (out / "final.pt").exists()
 

@@ -115,3 +115,24 @@ def add_fsc_negatives(path: Path, without_hn: tuple[int, ...] = ()) -> Path:
         rec["texts"]["negatives"] = negatives
     Path(path).write_text("".join(json.dumps(r) + "\n" for r in records))
     return Path(path)
+
+
+def train_killed_at(cfg, step: int, timeout: int = 300):
+    """Run `train(cfg)` in a subprocess that SIGKILLs itself when step `step` is done (kill -9
+    mid-run); returns the CompletedProcess. The config travels as JSON (TrainConfig's fields are plain)."""
+    import dataclasses
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import json, os, signal
+        from mosaictool.model.train import TrainConfig, train
+
+        def die(step, metrics, model):
+            if step == {step}:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        train(TrainConfig(**json.loads({json.dumps(dataclasses.asdict(cfg))!r})), on_step=die)
+    """)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
