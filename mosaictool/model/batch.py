@@ -138,28 +138,90 @@ class Features:
         return Features(**{f: join(lambda p, f=f: getattr(p, f)) for f in fields}, logit_scale=logit_scale, dense=dense)
 
 
+def length_buckets(lengths: torch.Tensor, max_buckets: int = 3, overhead: int = 16) -> list[torch.Tensor]:
+    """Split texts into at most `max_buckets` groups of indices (each ascending; groups by rising length)
+    so that running the text tower once per group, padded to the group's longest text, costs least.
+
+    Cost of a group = (its texts + `overhead`) * its longest length: the token positions it pads to,
+    plus a fixed per-call price in text-equivalents, so that a split which saves a few positions
+    does not add a tower call. Exact: a dynamic programme over the sorted distinct lengths (at most
+    the context length of them), as an optimal split only ever cuts between lengths. Ties go to
+    fewer groups; the result depends only on `lengths`. Empty input -> []."""
+    if max_buckets < 1:
+        raise ValueError(f"max_buckets must be >= 1, got {max_buckets}")
+    lengths = lengths.detach().cpu().reshape(-1)
+    if lengths.numel() == 0:
+        return []
+    values, counts = (t.tolist() for t in torch.unique(lengths, sorted=True, return_counts=True))
+    k = len(values)
+    before = [0]  # before[i]: texts shorter than values[i]
+    for c in counts:
+        before.append(before[-1] + c)
+
+    def cost(s: int, i: int) -> int:  # one group holding the distinct lengths values[s:i]
+        return (before[i] - before[s] + overhead) * values[i - 1]
+
+    # best[j][i]: least cost of the i shortest distinct lengths in j groups; start[j][i]: where its last group starts
+    best = [[None] * (k + 1) for _ in range(max_buckets + 1)]
+    start = [[0] * (k + 1) for _ in range(max_buckets + 1)]
+    best[0][0] = 0
+    for j in range(1, max_buckets + 1):
+        for i in range(j, k + 1):
+            for s in range(j - 1, i):
+                if best[j - 1][s] is not None:
+                    c = best[j - 1][s] + cost(s, i)
+                    if best[j][i] is None or c < best[j][i]:
+                        best[j][i], start[j][i] = c, s
+    n_groups = min((j for j in range(1, max_buckets + 1) if best[j][k] is not None), key=lambda j: (best[j][k], j))
+    cuts, i = [], k
+    for j in range(n_groups, 0, -1):
+        cuts.append((start[j][i], i))
+        i = start[j][i]
+    return [((lengths >= values[s]) & (lengths <= values[i - 1])).nonzero()[:, 0] for s, i in reversed(cuts)]
+
+
 class ContrastiveForward(torch.nn.Module):
     """images, tokens -> (normalised image features, normalised text features, exp(logit_scale)).
 
-    For open_clip's `CLIP` text tower (causal mask; argmax/eos/first pooling) the tokens are cut after
-    the longest text of the batch: under the causal mask no position after a text's end token reaches
-    its pooled feature, so features and gradients are unchanged while the tower runs on that length
-    instead of the whole context (48 or 77): several times less text compute for captions and
-    sub-graph texts. Other text towers run the model's own encode_text. DDP wraps this module.
+    For open_clip's `CLIP` text tower (causal mask; argmax/eos/first pooling) each text only needs the
+    positions up to its end token: under the causal mask no later position reaches its pooled
+    feature (nor, for `dense`, its own tokens' features). So the texts are split into a few length
+    buckets (length_buckets) and the tower runs once per bucket on that bucket's longest length,
+    features put back in the batch order: MosaiCLIP's batches mix a few long captions with many
+    short sub-graph texts, and padding all of them to the longest costs about twice the compute.
+    Features and gradients are unchanged (one bucket is the plain cut after the longest text). All
+    buckets use the same parameters, so DDP (which wraps this module) sees each used once per
+    backward. Other text towers run the model's own encode_text.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, max_buckets: int = 3):
         super().__init__()
         self.model = model
+        self.max_buckets = max_buckets
         self.trim = (
             type(model).__name__ == "CLIP"
             and getattr(model, "attn_mask", None) is not None
             and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
         )
 
+    def _text_tower(self, tokens: torch.Tensor, length: int, dense: bool):
+        """CLIP.encode_text (unnormalised) on tokens cut to `length` -> (pooled features, per-token
+        features (N, length, D) with `dense`, else None); both projected."""
+        from open_clip.transformer import text_global_pool
+
+        m = self.model
+        tokens = tokens[:, :length]
+        cast = m.transformer.get_cast_dtype()
+        x = m.token_embedding(tokens).to(cast) + m.positional_embedding[:length].to(cast)
+        x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
+        pooled = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
+        project = m.text_projection if isinstance(m.text_projection, torch.nn.Linear) else (lambda t: t @ m.text_projection)
+        return project(pooled), project(x) if dense else None
+
     def forward(self, images: torch.Tensor, tokens: torch.Tensor, dense: bool = False):
         """-> (image features, text features, scale), plus (patch tokens (N, P, D), token features
-        (T, L', D)) with `dense` (both projected, not normalised; L' the trimmed length)."""
+        (T, L', D)) with `dense` (both projected, not normalised; L' the longest text; a shorter
+        bucket's positions past its longest text are zero, which the token mask `tokens != 0` hides)."""
         m = self.model
         if dense:
             if not self.trim or not hasattr(m.visual, "_pool"):
@@ -178,18 +240,25 @@ class ContrastiveForward(torch.nn.Module):
             text_f = m.encode_text(tokens, normalize=True)
             extra = (patches, text_f.new_zeros(0, 1, text_f.shape[-1])) if dense else ()  # no text: no tokens
             return image_f, text_f, m.logit_scale.exp(), *extra
-        from open_clip.transformer import text_global_pool
-
-        length = int((tokens != 0).sum(1).max())  # the tokenizer pads with 0 after the end token
-        tokens = tokens[:, :length]
-        cast = m.transformer.get_cast_dtype()
-        x = m.token_embedding(tokens).to(cast) + m.positional_embedding[:length].to(cast)
-        x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
-        pooled = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
-        project = m.text_projection if isinstance(m.text_projection, torch.nn.Linear) else (lambda t: t @ m.text_projection)
-        text_f = torch.nn.functional.normalize(project(pooled), dim=-1)
+        lengths = (tokens != 0).sum(1).cpu()  # the tokenizer pads with 0 after the end token
+        groups = length_buckets(lengths, self.max_buckets)
+        longest = int(lengths.max())
+        if len(groups) == 1:
+            pooled, token_f = self._text_tower(tokens, longest, dense)
+        else:
+            parts = [self._text_tower(tokens[g.to(tokens.device)], int(lengths[g].max()), dense) for g in groups]
+            order = torch.cat(groups)
+            inverse = torch.empty_like(order)
+            inverse[order] = torch.arange(order.numel())
+            inverse = inverse.to(tokens.device)
+            pooled = torch.cat([p for p, _ in parts]).index_select(0, inverse)
+            token_f = None
+            if dense:  # each bucket's positions zero-padded to the longest text
+                token_f = torch.cat([torch.nn.functional.pad(t, (0, 0, 0, longest - t.shape[1]))
+                                     for _, t in parts]).index_select(0, inverse)
+        text_f = torch.nn.functional.normalize(pooled, dim=-1)
         if dense:
-            return image_f, text_f, m.logit_scale.exp(), patches, project(x)
+            return image_f, text_f, m.logit_scale.exp(), patches, token_f
         return image_f, text_f, m.logit_scale.exp()
 
 
