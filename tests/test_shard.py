@@ -55,6 +55,40 @@ def test_train_reads_folder_glob_and_brace_pattern_like_the_jsonl(sharded):
         assert [loc.read() for loc in loaded.images] == [loc.read() for loc in plain.images]
 
 
+def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_path, monkeypatch):
+    """The demo's fine-tuning runs (forked after preload_shards) read the index instead of the tars."""
+    import shutil
+
+    from mosaictool.model import data as data_module
+
+    shards = tmp_path / "shards"
+    shutil.copytree(sharded[1], shards)
+    calls = []
+    real = data_module.index_tar
+    monkeypatch.setattr(data_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
+    data_module.preload_shards(str(shards))
+    assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
+    first = TrainData.load(str(shards), method=methods.create("mosaiclip"))
+    again = TrainData.load(str(shards / "*.tar"), method=methods.create("clip"))
+    assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]), method=methods.create("mosaiclip")).records
+    # a rewritten shard (another size) is read again; a record the slim form cannot read stays whole
+    # and is refused by the method's check as before
+    tar = shards / "000002.tar"
+    with tarfile.open(tar) as t:
+        members = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+    import io
+
+    with tarfile.open(tar, "w") as t:
+        for m, body in members:
+            if m.name.endswith(".json"):
+                rec = json.loads(body)
+                body = json.dumps({**rec, "texts": ["not", "an", "object"]} if rec["id"] == "img-11" else rec).encode()
+                m.size = len(body)
+            t.addfile(m, io.BytesIO(body))
+    skipped = TrainData.load(str(shards), method=methods.create("mosaiclip"), skip_bad=True)
+    assert calls[3:] == ["000002.tar"] and [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
+
+
 def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
     data, shards = sharded
     model_cfg = write_tiny_model(tmp_path)
