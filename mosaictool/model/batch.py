@@ -188,7 +188,8 @@ class ContrastiveForward(torch.nn.Module):
     feature (nor, for `dense`, its own tokens' features). So the texts are split into a few length
     buckets (length_buckets) and the tower runs once per bucket on that bucket's longest length,
     features put back in the batch order: MosaiCLIP's batches mix a few long captions with many
-    short sub-graph texts, and padding all of them to the longest costs about twice the compute.
+    short sub-graph texts, and padding all of them to the longest costs ~2.5x the text compute of
+    3 buckets (perf/text_buckets.py).
     Features and gradients are unchanged (one bucket is the plain cut after the longest text). All
     buckets use the same parameters, so DDP (which wraps this module) sees each used once per
     backward. Other text towers run the model's own encode_text.
