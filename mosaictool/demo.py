@@ -17,7 +17,6 @@ fine-tunes every row at each candidate setting on val and takes the best one for
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -294,22 +293,16 @@ def plain_records(world: Path):
         yield {**rec, "caption": rec["plain_caption"], "hard_images": hard or None}
 
 
-def cached_base(cfg: DemoConfig, plain_shards: Path, world: Path) -> Path:
-    """Where the base model is cached: named by everything it depends on."""
+def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> Path:
+    """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
+    two-object scenes, and cached by everything it depends on."""
+    from mosaictool.model.train import TrainConfig, train
     from mosaictool.world.generate import load_manifest
 
+    device, workers = cfg.runtime()
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "model": cfg.model,
               "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch, "twins_in_batch": True}
-    return Path(cfg.cache_dir) / f"base-{_digest(recipe)}.pt"
-
-
-def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, quiet: bool | None = None) -> Path:
-    """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
-    two-object scenes, and cached (`cached_base`); OUT/base.pt is a copy of it."""
-    from mosaictool.model.train import TrainConfig, train
-
-    device, workers = cfg.runtime()
-    cached = cached_base(cfg, plain_shards, world)
+    cached = Path(cfg.cache_dir) / f"base-{_digest(recipe)}.pt"
     if cached.is_file():
         _log(f"pretrain: reusing cached base model {cached}")
     else:
@@ -319,8 +312,8 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, q
             shutil.rmtree(run)
         final = train(TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=True,
                                   augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
-                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0,
-                                  quiet=not sys.stderr.isatty() if quiet is None else quiet, device=device, num_workers=workers))
+                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
+                                  device=device, num_workers=workers))
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
         shutil.copyfile(final, tmp)
@@ -330,46 +323,6 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, q
         link.unlink()
     shutil.copyfile(cached, link)
     return link
-
-
-def _pretrain_process(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> None:
-    try:
-        pretrain_base(cfg, plain_shards, world, out, quiet=True)  # a progress bar would cut into the other stages' lines
-    except MosaicError as e:
-        _log(f"Error: {e}")
-        sys.exit(1)
-
-
-@contextlib.contextmanager
-def base_in_background(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path):
-    """Pretrain the base (when it is not cached) in a process of its own while the caller runs the
-    text stages, which need only the world: the step of the tiny model keeps two threads about 70%
-    busy, and parse, negate and the audit fill the rest of the cores. Yields a function that waits
-    for the base and returns OUT/base.pt; the process is stopped if the caller fails first."""
-    if cached_base(cfg, plain_shards, world).is_file():
-        yield lambda: pretrain_base(cfg, plain_shards, world, out)
-        return
-    import multiprocessing
-
-    # spawn: a fresh interpreter, whatever threads (torch's, a pool's) this process holds
-    process = multiprocessing.get_context("spawn").Process(
-        target=_pretrain_process, args=(cfg, plain_shards, world, out), name="mosaictool-pretrain")
-    t0 = time.perf_counter()
-    process.start()
-
-    def wait() -> Path:
-        process.join()
-        if process.exitcode != 0:
-            raise MosaicError(f"pretraining the base model failed (exit code {process.exitcode}; its error is above)")
-        _log(f"pretrain: base model ready ({(time.perf_counter() - t0) / 60:.1f} min, alongside the text stages)")
-        return out / "base.pt"
-
-    try:
-        yield wait
-    finally:
-        if process.is_alive():
-            process.terminate()
-            process.join()
 
 
 def _expected_texts(method: str, options: dict, steps: int) -> int:
@@ -738,12 +691,13 @@ def run_demo(cfg: DemoConfig) -> dict:
     (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
     world = make_world(cfg, out)
+    texts = make_texts(cfg, world, out)
+    shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
     plain_shards = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
-    with base_in_background(cfg, plain_shards, world, out) as wait_for_base:
-        texts = make_texts(cfg, world, out)
-        shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
-        audited = audit_texts(cfg, texts, out)
-        base = wait_for_base()
+    # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
+    # threads kept waiting on each other; the two took 8.5 min together where they take ~3 + ~6 alone.
+    base = pretrain_base(cfg, plain_shards, world, out)
+    audited = audit_texts(cfg, texts, out)
     selection = None
     if cfg.select_on_val:
         best, selection = select_on_val(cfg, shards, base, world, out)
