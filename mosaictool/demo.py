@@ -695,7 +695,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
     plain_shards = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
     # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
-    # threads kept waiting on each other; the two took 8.5 min together where they take ~3 + ~6 alone.
+    # threads kept waiting on each other: in 8.5 min the text stages (~3 min alone) finished and the
+    # pretraining (~6 min alone) did half its steps.
     base = pretrain_base(cfg, plain_shards, world, out)
     audited = audit_texts(cfg, texts, out)
     selection = None
