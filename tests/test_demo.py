@@ -179,7 +179,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert len(configs) == len(METHODS)
     assert len({(c["record_hard_images"], c["steps"], c["lr"], c["batch_size"]) for c in configs}) == 1
     report = (out / "report.md").read_text()
-    assert "32 images per step (16 images + each one's hard image" in report and "lr 0.0002" in report
+    assert "16 images per step (16 images, no hard images for any row)" in report and "lr 5e-05" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert len(list(cache.glob("base-*.pt"))) == 1
     # the world's images come twice, with the varied and with the plain caption

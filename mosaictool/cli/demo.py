@@ -15,10 +15,10 @@ def demo_cli(
     quick: Annotated[bool, typer.Option("--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
     seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 3; 1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
-    finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate, equal for every method (default 2e-4).")] = None,
+    finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate, equal for every method (default 5e-5, chosen on val).")] = None,
     hard_images: Annotated[
         Optional[bool], typer.Option("--hard-images/--no-hard-images",
-                                     help="Each image's hard image (its twin) in the batch for EVERY row, or for none (default on, chosen on val): "
+                                     help="Each image's hard image (its twin) in the batch for EVERY row, or for none (default off, chosen on val): "
                                           "every row sees the same images per step.")
     ] = None,
     select_on_val: Annotated[
