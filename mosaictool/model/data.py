@@ -36,7 +36,7 @@ import torch
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, is_parquet, read_records
 from mosaictool.model.batch import Batch, normalize_images
-from mosaictool.model.text_ids import record_key_ids, text_id
+from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
 
@@ -423,7 +423,6 @@ class TrainDataset(torch.utils.data.Dataset):
         self.tokenizer = tokenizer
         self._image_cache: dict[int, torch.Tensor] = {}
         self._token_cache: dict[str, torch.Tensor] = {}
-        self._id_cache: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.data)
@@ -486,8 +485,8 @@ class TrainDataset(torch.utils.data.Dataset):
         for i, s in enumerate(samples):
             pos_mask[i, : len(s["pos"])] = True
             neg_mask[i, : len(s["neg"])] = True
-            pos_ids[i, : len(s["pos"])] = torch.tensor([self._text_id(t) for t in s["pos"]], dtype=torch.long)
-            neg_ids[i, : len(s["neg"])] = torch.tensor([self._text_id(t) for t in s["neg"]], dtype=torch.long)
+            pos_ids[i, : len(s["pos"])] = torch.tensor([text_id(t) for t in s["pos"]], dtype=torch.long)
+            neg_ids[i, : len(s["neg"])] = torch.tensor([text_id(t) for t in s["neg"]], dtype=torch.long)
             pos_texts.extend(s["pos"])
             neg_texts.extend(s["neg"])
         keys = {}
@@ -498,8 +497,8 @@ class TrainDataset(torch.utils.data.Dataset):
             keys["neg_keys"] = torch.zeros(len(samples), kn, dtype=torch.long)
             for i, s in enumerate(samples):
                 keys["image_keys"][i, : len(s["image_keys"])] = torch.tensor(s["image_keys"], dtype=torch.long)
-                keys["pos_keys"][i, : len(s["pos_keys"])] = torch.tensor([self._key_id(k) for k in s["pos_keys"]])
-                keys["neg_keys"][i, : len(s["neg_keys"])] = torch.tensor([self._key_id(k) for k in s["neg_keys"]])
+                keys["pos_keys"][i, : len(s["pos_keys"])] = torch.tensor([key_id(k) for k in s["pos_keys"]])
+                keys["neg_keys"][i, : len(s["neg_keys"])] = torch.tensor([key_id(k) for k in s["neg_keys"]])
         return Batch(
             images=torch.stack([s["image"] for s in samples]),
             pos_tokens=self.tokens(pos_texts),
@@ -512,15 +511,6 @@ class TrainDataset(torch.utils.data.Dataset):
             neg_ids=neg_ids,
             **keys,
         )
-
-    def _key_id(self, key: str | None) -> int:
-        return self._text_id(key) if key else 0
-
-    def _text_id(self, text: str) -> int:
-        tid = self._id_cache.get(text)
-        if tid is None:
-            tid = self._id_cache[text] = text_id(text)
-        return tid
 
 
 def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0, pin_memory: bool = False):

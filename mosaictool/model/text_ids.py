@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from array import array
 from bisect import bisect_left
 
 
+@functools.lru_cache(maxsize=1 << 18)  # the same texts and keys recur in every batch of a run
 def text_id(text: str) -> int:
     """A 63-bit hash that is the same in every process (Python's hash() is salted per process)."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1 or 1
