@@ -248,10 +248,7 @@ class ContrastiveForward(torch.nn.Module):
             pooled, token_f = self._text_tower(tokens, longest, dense)
         else:
             parts = [self._text_tower(tokens[g.to(tokens.device)], int(lengths[g].max()), dense) for g in groups]
-            order = torch.cat(groups)
-            inverse = torch.empty_like(order)
-            inverse[order] = torch.arange(order.numel())
-            inverse = inverse.to(tokens.device)
+            inverse = torch.argsort(torch.cat(groups)).to(tokens.device)  # batch position -> row of the buckets' output
             pooled = torch.cat([p for p, _ in parts]).index_select(0, inverse)
             token_f = None
             if dense:  # each bucket's positions zero-padded to the longest text
