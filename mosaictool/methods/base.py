@@ -11,6 +11,9 @@ Interface (override what differs from the defaults):
     name, help              the --method value and its one-line description
     options                 its own flags: Option(name, type, default, help, parse, format)
     demo_rows               the rows it adds to `mosaictool demo`'s table: DemoRow(label, options)
+    recipes                 named recipes of its paper (`train --recipe NAME`): name -> TrainConfig
+                            fields ("method_options": its own options); flags given explicitly win
+    merge_equal_texts       the default of --merge-equal-texts: equal texts of a batch are one text
     stage_hint              the pipeline that writes the texts it needs (used in errors)
     check_record(record)    raise RecordError when one record is unusable (read_records skips or stops)
     check_data(records, source) -> str | None
@@ -92,6 +95,8 @@ class Method:
     stage_hint: ClassVar[str] = PIPELINE
     uses_hard_images: ClassVar[bool] = False  # the default of --record-hard-images
     uses_subgraph_keys: ClassVar[bool] = False  # P(i) by sub-graph containment in the loss (mosaiclip)
+    recipes: ClassVar[Mapping[str, Mapping[str, Any]]] = {}  # `train --recipe NAME`: the paper's settings
+    merge_equal_texts: ClassVar[bool] = True  # the default of TrainConfig.merge_equal_texts for this method
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         given = dict(options or {})
