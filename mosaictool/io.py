@@ -10,9 +10,9 @@ only when the whole stage succeeded, so a failed run leaves no partial output.
 from __future__ import annotations
 
 import errno
+import json
 import gzip
 import os
-import stat
 import sys
 import tempfile
 import zlib
@@ -292,6 +292,14 @@ def write_error(name: str, e: OSError) -> MosaicError:
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     with RecordWriter(path) as w:
         return w.write_all(records)
+
+
+def write_json(path: str | os.PathLike, value) -> None:
+    """`value` as indented JSON at `path`, atomically (a temporary file beside it, then os.replace)."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 def progress(iterable: Iterable, *, desc: str, unit: str = "rec", quiet: bool = False, total: int | None = None):

@@ -7,7 +7,7 @@
 Same images (PNG files on disk, decoded per step by DataLoader workers), same architecture, batch,
 precision, loader workers and random-resized-crop preprocessing on both sides, in one run:
   open_clip_train  `open_clip_train.main` on a CSV of the images and captions (its CsvDataset)
-  mosaictool       `mosaictool.model.train.train` per method, on the same images as a JSONL
+  mosaictool       `mosaictool.training.train` per method, on the same images as a JSONL
 Each side runs in its own process (clean CUDA memory statistics); per step the wall time between
 steps is taken (open_clip_train: its `Batch (t)` per step; mosaictool: `on_step` stamps) and the
 median after `--skip` steps is quoted. Figures: samples/s (images per second; negclip's hard images
@@ -109,7 +109,7 @@ def peak_bytes(device: str) -> int | None:
 
 def child_ours(spec: dict) -> dict:
     from mosaictool.model import openclip
-    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.training import TrainConfig, train
 
     if spec["compile"]:  # measurement only: compile each tower in place (state-dict keys unchanged)
         create = openclip.create
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from mosaictool.errors import MosaicError
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
 
     if not torch.cuda.is_available() or (args.device or "").startswith("cpu"):
         print("no CUDA GPU visible: nothing measured; this script compares GPU training (perf/train_speed.py measures the CPU loop)")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append((label + (" +compile" if compiled else ""), result))
 
     ref = next((r for label, r in runs if label == "open_clip_train" and "error" not in r), None)
-    print(f"\n| run | samples/s | texts/image | texts/s | peak GiB | peak MiB per text | vs open_clip_train |")
+    print("\n| run | samples/s | texts/image | texts/s | peak GiB | peak MiB per text | vs open_clip_train |")
     print("|---|---|---|---|---|---|---|")
     for label, r in runs:
         if "error" in r:

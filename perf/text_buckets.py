@@ -23,7 +23,7 @@ import time
 import torch
 
 from mosaictool.model import openclip
-from mosaictool.model.batch import ContrastiveForward, length_buckets
+from mosaictool.training.batch import ContrastiveForward, length_buckets
 
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
 SIZES = ["small", "large", "tiny", "big"]

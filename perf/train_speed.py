@@ -4,7 +4,7 @@
 
 1. samples/s, end to end (data loading included), same tiny model (mosaic-tiny), same PNG images,
    same batch size, fp32, 0 workers:
-     ours      `mosaictool.model.train.train(method="clip")`
+     ours      `mosaictool.training.train(method="clip")`
      open_clip `open_clip_train.train.train_one_epoch` (v3.3's loop, ClipLoss, its cosine schedule)
                fed like its CsvDataset (PIL open + open_clip's preprocess_train + tokenizer per
                sample); `open_clip_train.main` itself cannot run here (its data module imports
@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
 
 from mosaictool.model import openclip  # noqa: E402
-from mosaictool.model.train import TrainConfig, train  # noqa: E402
+from mosaictool.training import TrainConfig, train  # noqa: E402
 
 
 def median_step(times: list[float]) -> float:
@@ -151,8 +151,8 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
     longest text) vs open_clip's forward + ClipLoss. Returns median seconds per step."""
     import open_clip
 
-    from mosaictool.model.batch import Batch, ContrastiveForward, batch_features
-    from mosaictool.model.batch import normalize_images
+    from mosaictool.training.batch import Batch, ContrastiveForward, batch_features
+    from mosaictool.training.batch import normalize_images
     from mosaictool.model.losses import ContrastiveLoss
 
     bundle = openclip.create("mosaic-tiny", seed=0)
@@ -229,8 +229,8 @@ def methods_interleaved(data: Path, batch_size: int, steps: int) -> dict[str, fl
     import open_clip
 
     from mosaictool import methods
-    from mosaictool.model.batch import ContrastiveForward, batch_features
-    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.batch import ContrastiveForward, batch_features
+    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
 
     runs = {}
     for label, (name, options) in METHOD_RUNS.items():

@@ -500,7 +500,7 @@ def train_args(data, out, *extra):
 def test_unusual_images_are_converted(case, world, kind):
     import random
 
-    from mosaictool.model.data import ImageTransform
+    from mosaictool.training.data import ImageTransform
 
     name = f"odd.{'jpg' if kind == 'cmyk' else 'png'}"
     colour = _odd_image(kind, case.src / name)
@@ -868,7 +868,7 @@ def test_resume_from_a_truncated_last_checkpoint_falls_back(case, world):
     # the same run stopped after step 4 (last.pt = step 4, last.prev.pt = step 2), last.pt then cut short
     crashed = case.dst / "crashed"
     with pytest.raises(KeyboardInterrupt):  # on_step is not a flag: stop it like Ctrl-C would
-        from mosaictool.model.train import TrainConfig, train
+        from mosaictool.training import TrainConfig, train
 
         def stop(step, metrics, model):
             if step == 5:

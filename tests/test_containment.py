@@ -206,7 +206,7 @@ def _half(x: dict, rank: int, world: int) -> dict:
 def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
-    from mosaictool.model import distributed
+    from mosaictool.training import distributed
 
     info = distributed.init("cpu", timeout_s=60)
     result = {}
@@ -261,7 +261,7 @@ def _no_tokens(texts: list[str]) -> torch.Tensor:
 
 def _batches(spec: str, method: str) -> list:
     """Two micro-batches of 4 anchors + 4 hard images, through TrainData / BatchPlan / TrainDataset."""
-    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
 
     m = methods.create(method)
     data = TrainData.load(spec, method=m)
@@ -272,7 +272,7 @@ def _batches(spec: str, method: str) -> list:
 
 
 def test_batch_keys_are_the_records_keys_from_jsonl_and_shards(world, tmp_path):
-    from mosaictool.model.batch import Features
+    from mosaictool.training.batch import Features
     from mosaictool.stages.shard import write_shards
 
     data, _ = world

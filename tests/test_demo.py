@@ -8,9 +8,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mosaictool import demo
 from mosaictool.cli import app
-from mosaictool.demo import COLUMNS, METHODS, DemoConfig, column_value, mean_ci, paired_diff, paired_markdown, table_markdown
+from mosaictool.demo import DemoConfig, config, finetune, run
+from mosaictool.demo.config import COLUMNS, METHODS
+from mosaictool.demo.evaluation import column_value
+from mosaictool.demo.report import mean_ci, paired_diff, paired_markdown, table_markdown
 from mosaictool.errors import MosaicError
 
 
@@ -64,8 +66,8 @@ def test_table_has_a_row_per_method_and_a_column_per_split():
 def test_rows_come_from_the_registry():
     labels = [label for label, _, _ in METHODS]
     assert {"CLIP", "NegCLIP", "MosaiCLIP", "MosaiCLIP-NoCurric", "FSC-CLIP", "Probe-FT"} <= set(labels)
-    assert set(demo.WISE_ROWS) <= set(labels) and demo.PATCH_ROW in labels
-    assert demo._slug(demo.patch_label()) == "probe-ft-patched-a0.2"
+    assert set(config.WISE_ROWS) <= set(labels) and config.PATCH_ROW in labels
+    assert config.slug(finetune.patch_label()) == "probe-ft-patched-a0.2"
     assert DemoConfig().wise_alphas == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -73,7 +75,7 @@ def test_rows_come_from_the_registry():
 def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard):
     """The fair comparison: hard images for every row or for none (never the method's own default,
     which is on for NegCLIP only), and the same steps, batch and learning rate."""
-    import mosaictool.model.train as train_module
+    import mosaictool.training as train_module
 
     seen = []
 
@@ -87,13 +89,13 @@ def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard
     base = tmp_path / "base.pt"
     base.write_bytes(b"base")
     cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8, device="cpu", parallel_runs=1)
-    runs = demo.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
+    runs = finetune.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
     assert list(runs) == [label for label, _, _ in METHODS] and all(len(v) == 2 for v in runs.values())
     assert len(seen) == 2 * len(METHODS)
     assert {(tc.record_hard_images, tc.hard_images, tc.steps, tc.lr, tc.batch_size, tc.warmup) for tc in seen} == {(hard, 0, 7, 3e-4, 8, 0)}
     assert {tc.method for tc in seen} >= {"clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft"}
     # the setting is part of each run's name: flipping it trains new runs, never reuses the others
-    other = demo.finetune_all(DemoConfig(**{**cfg.__dict__, "hard_images": not hard}), tmp_path / "shards", base, tmp_path)
+    other = finetune.finetune_all(DemoConfig(**{**cfg.__dict__, "hard_images": not hard}), tmp_path / "shards", base, tmp_path)
     assert not set(map(str, sum(runs.values(), []))) & set(map(str, sum(other.values(), [])))
 
 
@@ -115,9 +117,9 @@ def test_select_on_val_reads_val_only_and_picks_one_setting_for_all_rows(tmp_pat
                      {"model": label, "subtask": "zeroshot/shape", "metric": "top1", "value": 0.9}]
         return rows
 
-    monkeypatch.setattr(demo, "finetune_all", fake_finetune)
-    monkeypatch.setattr(demo, "evaluate_all", fake_evaluate)
-    best, table = demo.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
+    monkeypatch.setattr(run, "finetune_all", fake_finetune)
+    monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
+    best, table = run.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
     assert (best["hard_images"], best["lr"]) == (False, 5e-5)
     assert sorted(trained) == sorted((h, lr, 1) for h in (False, True) for lr in (2e-4, 5e-5))
     assert set(benches) == {"world-val"}  # never the test split

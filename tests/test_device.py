@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
-from mosaictool.model import distributed as dist
-from mosaictool.model.device import resolve_device
+from mosaictool.training import distributed as dist
+from mosaictool.training.device import resolve_device
 
 runner = CliRunner()
 

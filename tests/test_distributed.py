@@ -32,9 +32,9 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
 
     from mosaictool.model import openclip
     from mosaictool import methods
-    from mosaictool.model.batch import ContrastiveForward, batch_features
-    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
-    from mosaictool.model.distributed import DistInfo, mean_over_ranks
+    from mosaictool.training.batch import ContrastiveForward, batch_features
+    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.distributed import DistInfo, mean_over_ranks
 
     bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=0)
     model = ContrastiveForward(bundle.model)
@@ -62,7 +62,7 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
 def _worker(rank: int, world: int, port: int, data: str, model_cfg: str, out: str) -> None:
     os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
-    from mosaictool.model import distributed
+    from mosaictool.training import distributed
 
     info = distributed.init("cpu", timeout_s=120)  # a failed rank must not leave the other waiting 30 min
     results = {

@@ -211,7 +211,7 @@ def _half(x, rank, world):
 def _worker(rank, world, port, out, local_loss):
     os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
-    from mosaictool.model import distributed
+    from mosaictool.training import distributed
 
     info = distributed.init("cpu", timeout_s=120)  # a failed rank must not leave the other waiting 30 min
     part = _half(make_inputs(0, b=8), rank, world)
@@ -261,7 +261,7 @@ def _fsc_world(folder, n=8, without_hn=(1,)):
 
 
 def _config(data, model_cfg, out, **kw):
-    from mosaictool.model.train import TrainConfig
+    from mosaictool.training import TrainConfig
 
     base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=2, warmup=1,
                 quiet=True, method="fsc-clip")
@@ -285,7 +285,7 @@ def test_missing_hn_kinds_name_negate_text(tmp_path):
     from train_fixtures import make_world, write_tiny_model
 
     from mosaictool.errors import MosaicError
-    from mosaictool.model.train import train
+    from mosaictool.training import train
 
     data, model_cfg = make_world(tmp_path / "w", n=4), write_tiny_model(tmp_path)
     with pytest.raises(MosaicError, match=r"replace, shuffle hard-negative texts.*negate --text negclip,replace,shuffle"):
@@ -299,7 +299,7 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
     import json
 
     from mosaictool.model import openclip, wise_ft
-    from mosaictool.model.train import train
+    from mosaictool.training import train
 
     data, model_cfg = _fsc_world(tmp_path)
     final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1))
@@ -328,7 +328,7 @@ def test_resume_after_kill_9_gives_the_same_final_weights(tmp_path, lora_rank):
     import json
     import signal
 
-    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.training import TrainConfig, train
 
     data, model_cfg = _fsc_world(tmp_path)  # puts tests/ on sys.path
     from train_fixtures import train_killed_at

@@ -29,7 +29,8 @@ from PIL import Image
 
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool.model.train import PRECISIONS, TrainConfig, train
+from mosaictool.training import TrainConfig, train
+from mosaictool.training.config import PRECISIONS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import make_world, write_tiny_model  # noqa: E402
@@ -135,7 +136,7 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_gpu import config
-        from mosaictool.model.train import train
+        from mosaictool.training import train
 
         def die(step, metrics, model):
             if step == 5:  # after step 4's checkpoint, mid-run
@@ -179,17 +180,18 @@ NCCL_SCRIPT = textwrap.dedent("""
     import json, os, sys
     import torch
     import torch.distributed as td
-    from mosaictool.model import distributed as dist
+    from mosaictool.model import collectives
+    from mosaictool.training import distributed as dist
 
     info = dist.init(None)  # the default device of this rank
     backend = "gloo" if info.device == "cpu" else "nccl"
     if not td.is_initialized():  # one rank: init() needs no group; the collectives below do
         td.init_process_group(backend=backend, init_method="env://")
     leaf = torch.arange(3.0, device=info.device, requires_grad=True)
-    gathered = dist.all_gather_with_grad(leaf * (info.rank + 1))
+    gathered = collectives.all_gather_with_grad(leaf * (info.rank + 1))
     gathered.sum().backward()
-    flags = dist.all_gather_no_grad(torch.tensor([True, False], device=info.device))
-    total = dist.all_reduce_sum(torch.tensor([1.0], device=info.device))
+    flags = collectives.all_gather_no_grad(torch.tensor([True, False], device=info.device))
+    total = collectives.all_reduce_sum(torch.tensor([1.0], device=info.device))
     print(json.dumps({"rank": info.rank, "device": info.device, "backend": td.get_backend(),
                       "gathered": gathered.tolist(), "grad": leaf.grad.tolist(), "flags": flags.tolist(), "total": total.item()}))
     td.destroy_process_group()

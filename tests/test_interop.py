@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from mosaictool.io import read_records
-from mosaictool.model.train import TrainConfig, train
+from mosaictool.training import TrainConfig, train
 from mosaictool.stages.shard import write_shards
 
 sys.path.insert(0, str(Path(__file__).parent))

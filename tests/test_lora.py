@@ -101,7 +101,7 @@ def test_bad_rank_is_a_clear_error(tiny):
 def run_config(tmp_path):
     from train_fixtures import make_world
 
-    from mosaictool.model.train import TrainConfig
+    from mosaictool.training import TrainConfig
 
     data, model_cfg = make_world(tmp_path / "w", n=8), write_tiny_model(tmp_path)
     return lambda out, **kw: TrainConfig(**{**dict(data=str(data), out=str(tmp_path / out), model_config=str(model_cfg),
@@ -117,7 +117,7 @@ def test_train_lora_writes_plain_open_clip_weights(run_config, tiny):
 
     import open_clip
 
-    from mosaictool.model.train import train
+    from mosaictool.training import train
 
     trained = {}
     final = train(run_config("run"), on_step=lambda step, metrics, model: trained.update(model=copy.deepcopy(model)))
@@ -148,7 +148,7 @@ def test_train_lora_writes_plain_open_clip_weights(run_config, tiny):
 def test_train_lora_resume_is_exact(run_config, tmp_path):
     """4 steps in one go = 2 steps, a stop, --resume for the last 2 (LoRA model and optimizer restored);
     last.pt holds plain merged weights (evaluate / --pretrained read it) with the LoRA model beside them."""
-    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.training import TrainConfig, train
 
     reference = openclip.read_checkpoint(train(run_config("ref", steps=4)))["state_dict"]
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mosaictool.model.batch import fill_slots
+from mosaictool.training.batch import fill_slots
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mosaictool import methods
-from mosaictool.model.train import TrainConfig, train
+from mosaictool.training import TrainConfig, train
 
 from train_fixtures import make_world, write_tiny_model  # noqa: E402
 
@@ -147,13 +147,13 @@ def test_every_method_option_is_a_train_flag(runner):
 
 def test_old_config_json_with_top_level_options_resumes(world, tmp_path):
     """Runs written before the registry stored mosaiclip's flags at the top level of config.json."""
-    from mosaictool.model.train import _resume_state
+    from mosaictool.training.checkpoints import resume_state
 
     out = tmp_path / "old"
     out.mkdir()
     (out / "config.json").write_text(json.dumps({"data": "x", "out": str(out), "method": "mosaiclip", "max_pos": 2,
                                                  "curriculum": True, "category_probs": PROBS}))
-    cfg, state = _resume_state(TrainConfig(data="", out=str(out)), out)
+    cfg, state = resume_state(TrainConfig(data="", out=str(out)), out)
     assert state is None and cfg.method_options == {"max_pos": 2, "curriculum": True, "category_probs": PROBS}
 
 
@@ -164,8 +164,8 @@ def test_dense_features_and_joining_micro_batches(world):
     import torch
 
     from mosaictool.model import openclip
-    from mosaictool.model.batch import ContrastiveForward, Features, batch_features
-    from mosaictool.model.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.batch import ContrastiveForward, Features, batch_features
+    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
 
     data, model_cfg = world
     bundle = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0)

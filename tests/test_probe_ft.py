@@ -114,7 +114,7 @@ def test_trains_with_the_papers_sgd(tmp_path):
     """probe-ft trains end to end with --optimizer sgd; the updates are SGD's with momentum and L2 weight
     decay: w3 = w2 - lr_3 (mu buf_2 + g_3 + wd w2), buf_2 = (w1 - w2) / lr_2 (no decay on biases)."""
     from mosaictool.model import openclip
-    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.training import TrainConfig, train
 
     seen = {}
 
@@ -147,7 +147,7 @@ WATCHED = ("transformer.resblocks.0.mlp.c_fc.weight", "transformer.resblocks.0.m
 
 def test_optimizer_flags_are_checked():
     from mosaictool.errors import MosaicError
-    from mosaictool.model.train import TrainConfig
+    from mosaictool.training import TrainConfig
 
     with pytest.raises(MosaicError, match="--optimizer 'lbfgs'"):
         TrainConfig(data="x", out="y", optimizer="lbfgs").resolved()

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from mosaictool.errors import MosaicError
-from mosaictool.model.reporting import Reporter, parse_report_to
+from mosaictool.training.reporting import Reporter, parse_report_to
 
 METRICS = {"step": 3, "epoch": 0, "loss": 2.5, "i2t": 2.0, "t2i": 3.0, "lr": 1e-4, "logit_scale": 14.3,
            "samples_per_s": 40.0, "texts_per_image": 4.5, "pos_per_image": 2.0, "neg_per_image": 2.5}

@@ -13,8 +13,8 @@ import torch
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool import methods
-from mosaictool.model.data import TrainData
-from mosaictool.model.train import TrainConfig, train
+from mosaictool.training.data import TrainData
+from mosaictool.training import TrainConfig, train
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import make_world, write_tiny_model  # noqa: E402
@@ -59,7 +59,7 @@ def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_pa
     """The demo's fine-tuning runs (forked after preload_shards) read the index instead of the tars."""
     import shutil
 
-    from mosaictool.model import data as data_module
+    from mosaictool.training import data as data_module
 
     shards = tmp_path / "shards"
     shutil.copytree(sharded[1], shards)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import write_tiny_model  # noqa: E402
 
 from mosaictool.model import openclip  # noqa: E402
-from mosaictool.model.batch import ContrastiveForward, length_buckets  # noqa: E402
+from mosaictool.training.batch import ContrastiveForward, length_buckets  # noqa: E402
 from mosaictool.methods.fsc_clip_loss import hn_logits_local  # noqa: E402
 
 LONG = ["a blue square left of a yellow circle above a big red square", "a small green circle right of a red square"]

@@ -14,8 +14,8 @@ import torch
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool import methods
-from mosaictool.model.data import BatchPlan, SamplerConfig
-from mosaictool.model.train import TrainConfig, train
+from mosaictool.training.data import BatchPlan, SamplerConfig
+from mosaictool.training import TrainConfig, train
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import make_world, train_killed_at, write_tiny_model  # noqa: E402
@@ -236,7 +236,7 @@ def test_missing_images_are_reported_or_skipped(world, tmp_path, runner):
 
 def test_trimmed_text_forward_equals_open_clip_encode_text(world):
     """Cutting tokens after the longest text changes neither features nor gradients (causal mask)."""
-    from mosaictool.model.batch import ContrastiveForward
+    from mosaictool.training.batch import ContrastiveForward
 
     bundle = openclip.create("test-tiny", model_config_file=world[1], seed=0)
     tokens = bundle.tokenizer(["a red circle", "a blue square left of a yellow circle", "x"])

@@ -18,7 +18,7 @@ from train_fixtures import make_world, write_tiny_model  # noqa: E402
 from mosaictool.cli import app  # noqa: E402
 from mosaictool.errors import MosaicError  # noqa: E402
 from mosaictool.model import openclip  # noqa: E402
-from mosaictool.model.train import TrainConfig, train  # noqa: E402
+from mosaictool.training import TrainConfig, train  # noqa: E402
 
 runner = CliRunner()
 

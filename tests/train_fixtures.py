@@ -127,7 +127,7 @@ def train_killed_at(cfg, step: int, timeout: int = 300):
 
     script = textwrap.dedent(f"""
         import json, os, signal
-        from mosaictool.model.train import TrainConfig, train
+        from mosaictool.training import TrainConfig, train
 
         def die(step, metrics, model):
             if step == {step}:

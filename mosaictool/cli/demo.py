@@ -69,7 +69,7 @@ def demo_cli(
     """
     from mosaictool.demo import DemoConfig, run_demo
     from mosaictool.errors import MosaicError
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
 
     if preset not in (None, "gpu"):
         raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")

@@ -107,7 +107,7 @@ def evaluate_cli(
         raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
     if not os.path.isdir(os.path.expanduser(data_root)):
         raise MosaicError(f"--data-root {data_root}: no such folder")
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
 
     device = resolve_device(device)
     specs = _model_specs(checkpoint or [], model, pretrained, model_config)

@@ -20,9 +20,13 @@ from mosaictool.errors import MosaicError
 
 @handles_errors
 def train_cli(
+    ctx: typer.Context,
     data: Annotated[Optional[str], typer.Option(help="Shards (folder, glob or {a..b} pattern) or a JSONL/Parquet file.")] = None,
     out: Annotated[Optional[str], typer.Option(help="Run folder: config.json, metrics.jsonl, last.pt, final.pt.")] = None,
     method: Annotated[str, typer.Option(help="A training method (listed below: METHODS).")] = "clip",
+    recipe: Annotated[Optional[str], typer.Option(
+        help="The method's paper recipe by name (METHODS lists each method's recipes), e.g. --method fsc-clip "
+             "--recipe paper: its optimizer, lr, batch, epochs, precision, ...; flags you give explicitly win.")] = None,
     image_root: Annotated[Optional[str], typer.Option(help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
     model: Annotated[str, typer.Option(help="open_clip model name or a shipped config (mosaic-tiny).")] = "mosaic-tiny",
     pretrained: Annotated[Optional[str], typer.Option(help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
@@ -50,10 +54,13 @@ def train_cli(
         help="Train LoRA adapters of this rank (peft) on both towers instead of all weights, e.g. --lora 4 (FSC-CLIP's); "
              "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
+    crop_scale: Annotated[str, typer.Option(help="The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).")] = "0.8,1",
     local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
     merge_equal_texts: Annotated[
-        bool, typer.Option(help="Equal texts in a batch are one sub-graph: positives of every image owning them, never its negatives.")
-    ] = True,
+        Optional[bool], typer.Option("--merge-equal-texts/--no-merge-equal-texts",
+                                     help="Equal texts in a batch are one sub-graph: positives of every image owning them, never its "
+                                          "negatives (default: the method's; off for fsc-clip, whose paper labels captions by position).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the initialisation, the data order and every random draw.")] = 0,
     device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
     num_workers: Annotated[int, typer.Option(help="Data loader worker processes.")] = 0,
@@ -105,12 +112,12 @@ def train_cli(
       \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
-    from mosaictool.model.train import TrainConfig, train
+    from mosaictool.training import TrainConfig, train, with_recipe
 
     if resume:
         if out and out != resume:
             raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
-        given = sorted(k for k, v in method_flags.items() if v is not None)
+        given = sorted(k for k, v in method_flags.items() if v is not None) + (["recipe"] if recipe else [])
         if given:
             raise MosaicError(f"--resume uses the run's stored options; leave out {', '.join('--' + g.replace('_', '-') for g in given)}")
         cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet,
@@ -127,13 +134,26 @@ def train_cli(
             warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
             grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
-            local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
+            crop_scale=_pair(crop_scale, "--crop-scale"), local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
             num_workers=num_workers, save_every=save_every,
             log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
         )
+        if recipe:
+            from click.core import ParameterSource
+
+            given = {name for name in ctx.params if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT}
+            cfg = with_recipe(cfg, recipe, given)
         final = train(cfg)
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
         typer.echo(str(final))
+
+
+def _pair(text: str, flag: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in text.split(","))
+    except ValueError:
+        raise MosaicError(f"{flag} {text!r}: two numbers LOW,HIGH, e.g. 0.8,1") from None
+    return low, high
 
 
 def method_parameters() -> list[inspect.Parameter]:
@@ -154,7 +174,11 @@ def method_parameters() -> list[inspect.Parameter]:
 def methods_epilog() -> str:
     from mosaictool import methods
 
-    return "METHODS: " + "; ".join(f"{n}: {methods.get(n).help}" for n in methods.names())
+    def recipes(name: str) -> str:
+        names = list(methods.get(name).recipes)
+        return f" (--recipe {', '.join(names)})" if names else ""
+
+    return "METHODS: " + "; ".join(f"{n}: {methods.get(n).help}{recipes(n)}" for n in methods.names())
 
 
 def register(app: typer.Typer) -> None:

@@ -65,7 +65,7 @@ def tree_score_cli(
     """
     from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
     from mosaictool.analysis import tree_score as ts
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
     from mosaictool.model.openclip import load_model
 
     device = resolve_device(device)

@@ -88,7 +88,7 @@ def build_cli(
     """
     from mosaictool.io import Skips, progress, read_records
     from mosaictool.stages.vocab_tools import build_from_graphs, check_graph
-    from mosaictool.vocab import load, save
+    from mosaictool.vocab import save
 
     if min_count < 1:
         raise MosaicError("--min-count must be at least 1")

@@ -41,7 +41,7 @@ def wise_ft_cli(
       \b
       mosaictool wise-ft --zeroshot runs/pre/final.pt --finetuned runs/m1/final.pt --out runs/m1/wise
     """
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
     from mosaictool.model.wise_ft import wise_ft
 
     device = resolve_device(device)

@@ -26,14 +26,13 @@ Interface (override what differs from the defaults):
     uses_subgraph_keys      True when the batch carries sub-graph keys (record `subgraph_keys`, the
                             Selection's pos_keys / neg_keys) for the loss's P(i) by containment
     make_loss(local_loss=, rank=, world_size=) -> nn.Module
-                            forward(features: mosaictool.model.batch.Features) -> dict of named
+                            forward(features: mosaictool.training.batch.Features) -> dict of named
                             scalar terms, "loss" the total; every term is logged to metrics.jsonl
 """
 
 from __future__ import annotations
 
 import random
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar

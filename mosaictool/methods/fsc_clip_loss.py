@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mosaictool.model.distributed import all_reduce_sum
+from mosaictool.model.collectives import all_reduce_sum
 
 
 def hn_logits_global(image_features: torch.Tensor, pos_features: torch.Tensor, neg_features: torch.Tensor,
@@ -90,7 +90,7 @@ class FSCCLIPLoss(nn.Module):
         self.clip = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size)
 
     def forward(self, f) -> dict[str, torch.Tensor]:
-        """The loss on a mosaictool.model.batch.Features (one positive slot per image)."""
+        """The loss on a mosaictool.training.batch.Features (one positive slot per image)."""
         b, k = f.neg_mask.shape
         if f.pos_mask.shape[1] != 1:
             raise ValueError("fsc-clip takes one positive slot per image (the caption)")

@@ -19,7 +19,7 @@ class ProbeFTLoss(nn.Module):
         self.contrastive = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size)
 
     def forward(self, f) -> dict[str, torch.Tensor]:
-        """The loss on a mosaictool.model.batch.Features (what the training loop passes)."""
+        """The loss on a mosaictool.training.batch.Features (what the training loop passes)."""
         return self.compute(f.image, f.pos, f.pos_mask, f.neg, f.neg_mask, f.logit_scale, f.pos_ids, f.neg_ids)
 
     def compute(

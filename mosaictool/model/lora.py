@@ -68,3 +68,12 @@ def merged_model(model):
 def merged_state_dict(model) -> dict:
     """The state dict of `merged_model(model)`; `model`'s own state dict when it has no adapter."""
     return merged_model(model).state_dict() if is_lora(model) else model.state_dict()
+
+
+def merged_bundle(bundle):
+    """`bundle` (a mosaictool.model.openclip.ModelBundle) with plain weights: its model merged when it
+    has adapters (a copy; training goes on with the adapters), else `bundle` itself. What checkpoints
+    hold and evaluation scores."""
+    import dataclasses
+
+    return dataclasses.replace(bundle, model=merged_model(bundle.model)) if is_lora(bundle.model) else bundle

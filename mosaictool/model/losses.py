@@ -1,4 +1,4 @@
-"""Contrastive losses over the batch contract (mosaictool.model.batch).
+"""Contrastive losses over the batch contract (mosaictool.training.batch).
 
 `MultiPositiveContrastiveLoss` is MosaiCLIP's coarse-to-fine loss (seed 000, Sec. 3.5), and it is
 also CLIP's and NegCLIP's loss, which are its special cases:
@@ -45,7 +45,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mosaictool.model.distributed import all_gather_no_grad, all_gather_with_grad, all_reduce_sum
+from mosaictool.model.collectives import all_gather_no_grad, all_gather_with_grad, all_reduce_sum
 
 
 class MultiPositiveContrastiveLoss(nn.Module):
@@ -176,7 +176,7 @@ def _gather_padded(keys: torch.Tensor) -> torch.Tensor:
 
 
 class ContrastiveLoss(MultiPositiveContrastiveLoss):
-    """The same loss on a mosaictool.model.batch.Features (what the training loop passes a method's
+    """The same loss on a mosaictool.training.batch.Features (what the training loop passes a method's
     loss): loss, i2t, t2i. The batch carries sub-graph keys only for methods whose
     Method.uses_subgraph_keys is True (mosaiclip); without them the loss is the equal-text one."""
 

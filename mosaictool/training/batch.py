@@ -24,6 +24,7 @@ the captions of both. `is_hard` marks them (for statistics only; the loss does n
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -296,3 +297,40 @@ def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextli
             neg_tokens=fill_slots(token_f[n_pos:], neg_mask), neg_token_mask=fill_slots(token_mask[n_pos:], neg_mask),
         )
     return feats
+
+
+def make_forward_backward(cfg, method, model, images, precision, info) -> Callable:
+    """A run's (a TrainConfig's) forward and backward over a step's micro-batches: -> the last micro-batch's
+    loss terms. `images` has the model's mean and std, `precision` autocast() and backward(loss)."""
+    train_model = ContrastiveForward(model)
+    if info.distributed:
+        ddp_kwargs = {"device_ids": [info.device]} if precision.device_type == "cuda" else {}
+        train_model = torch.nn.parallel.DistributedDataParallel(train_model, **ddp_kwargs)
+    loss_fn = method.make_loss(local_loss=cfg.local_loss, rank=info.rank, world_size=info.world_size)
+
+    def encode(batch):
+        return batch_features(train_model, batch, mean=images.mean, std=images.std, device=info.device,
+                              autocast=precision.autocast, text_ids=cfg.merge_equal_texts, dense=method.dense)
+
+    def forward_backward(micro: list) -> dict:
+        if len(micro) == 1:
+            losses = loss_fn(encode(micro[0]))
+            precision.backward(losses["loss"])
+            return losses
+        # Features of every micro-batch without gradient first; then each micro-batch again with
+        # gradient, joined with the others' cached features field by field (Features.cat), so
+        # the loss sees the big batch's layout.
+        with torch.no_grad():
+            cached = [encode(b) for b in micro]
+        for j, b in enumerate(micro):
+            last = j == len(micro) - 1
+            sync = contextlib.nullcontext() if last or not info.distributed else train_model.no_sync()
+            with sync:
+                live = encode(b)
+                parts = [live if m == j else cached[m] for m in range(len(micro))]
+                scale = live.logit_scale if last else live.logit_scale.detach()  # its gradient counted once
+                losses = loss_fn(Features.cat(parts, scale))
+                precision.backward(losses["loss"])
+        return losses
+
+    return forward_backward

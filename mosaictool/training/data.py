@@ -1,4 +1,4 @@
-"""Training data: records + images -> batches of the batch contract (mosaictool.model.batch).
+"""Training data: records + images -> batches of the batch contract (mosaictool.training.batch).
 
 Sources (`--data`):
   - WebDataset shards written by `shard`: a folder of *.tar, a glob ('shards/*.tar') or a brace
@@ -25,6 +25,7 @@ import json
 import math
 import os
 import random
+import sys
 import tarfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,8 @@ import numpy as np
 import torch
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.io import Skips, is_parquet, read_records
-from mosaictool.model.batch import Batch, normalize_images
+from mosaictool.io import Skips, is_parquet, read_records, write_json
+from mosaictool.training.batch import Batch, normalize_images
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
@@ -172,6 +173,28 @@ def preload_shards(spec: str) -> None:
 def is_record_file(spec: str) -> bool:
     s = spec.lower()
     return s.endswith((".jsonl", ".jsonl.gz", ".json", ".ndjson")) or is_parquet(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's images: their size and normalisation
+
+
+@dataclass(frozen=True)
+class ImagePrep:
+    """The model's image size and normalisation (images travel as uint8 and are normalised per batch)."""
+
+    size: int
+    mean: tuple
+    std: tuple
+
+    @classmethod
+    def of(cls, bundle) -> "ImagePrep":
+        import open_clip
+
+        pp = open_clip.get_model_preprocess_cfg(bundle.model)
+        size = bundle.meta["model_cfg"]["vision_cfg"].get("image_size", 224)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        return cls(size, pp.get("mean", open_clip.OPENAI_DATASET_MEAN), pp.get("std", open_clip.OPENAI_DATASET_STD))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -547,3 +570,44 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
         neighbours.extend(sims.topk(k, dim=1).indices.tolist())
     model.train()
     return neighbours
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's data and batches (mosaictool.training.loop)
+
+
+def load_run_data(cfg, method, bundle, images: ImagePrep, info) -> tuple[TrainData, bool]:
+    """A run's (a TrainConfig's) records and images, with their hard images (the records' own, and/or
+    --hard-images K mined with the starting model); -> (data, whether batches carry hard images)."""
+    out = Path(cfg.out)
+    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad)
+    note = method.check_data(data.records, cfg.data)
+    if note and info.is_main:
+        print(f"note: {note}", file=sys.stderr)
+    use_hard = False
+    if cfg.record_hard_images:
+        unknown = data.resolve_record_hard_images()
+        use_hard = any(data.hard)
+        if unknown and info.is_main:
+            print(f"note: {unknown} hard_images id(s) are not in the training data and are ignored", file=sys.stderr)
+    if cfg.hard_images > 0:
+        mined_path = out / "mined_hard_images.json"
+        if mined_path.exists():  # a resumed run mined them with its starting model already
+            neighbours = json.loads(mined_path.read_text())
+        else:
+            neighbours = mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean,
+                                          images.std, k=cfg.hard_images, device=info.device)
+            if info.is_main:
+                out.mkdir(parents=True, exist_ok=True)
+                write_json(mined_path, neighbours)
+        data.add_hard(neighbours)
+        use_hard = True
+    return data, use_hard
+
+
+def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPlan, tokenizer, images: ImagePrep, info):
+    """The iterator of a run's micro-batches on this rank, as `plan` lays them out (the data of a step
+    is a function of the seed and the step alone: see the module docstring)."""
+    transform = ImageTransform(images.size, augment=cfg.augment, scale=tuple(cfg.crop_scale))
+    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer)
+    return iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=info.device.startswith("cuda")))

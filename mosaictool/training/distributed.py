@@ -1,9 +1,8 @@
-"""torchrun / DDP plumbing: process-group setup from the environment, and feature gathering.
+"""torchrun / DDP plumbing: the process group from the environment, and this rank's device.
 
 `torchrun --nproc_per_node K -m mosaictool train ...` sets WORLD_SIZE, RANK and LOCAL_RANK; one
 plain process is world size 1 and touches no process group. The backend is gloo on CPU and nccl on
-CUDA. `all_gather_with_grad` keeps the autograd graph (torch.distributed.nn), so every rank's
-features receive the gradients that other ranks' losses send them.
+CUDA. The losses' feature gathering is mosaictool.model.collectives.
 """
 
 from __future__ import annotations
@@ -35,10 +34,10 @@ class DistInfo:
 
 def init(device: str | None = None, timeout_s: float | None = None) -> DistInfo:
     """Join the process group torchrun describes (if any) and choose this rank's device
-    (mosaictool.model.device.resolve_device: by default the GPU of this rank, else cpu).
+    (mosaictool.training.device.resolve_device: by default the GPU of this rank, else cpu).
     `timeout_s` bounds every collective (torch's default is 30 min): when one rank dies, the
     others fail after it instead of waiting."""
-    from mosaictool.model.device import resolve_device
+    from mosaictool.training.device import resolve_device
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -72,34 +71,11 @@ def shutdown(info: DistInfo) -> None:
             dist.destroy_process_group()
 
 
-def all_gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
-    from torch.distributed.nn.functional import all_gather
-
-    return torch.cat(all_gather(tensor.contiguous()))
-
-
-def all_gather_no_grad(tensor: torch.Tensor) -> torch.Tensor:
-    import torch.distributed as dist
-
-    is_bool = tensor.dtype == torch.bool  # gloo has no bool all_gather
-    source = tensor.to(torch.uint8) if is_bool else tensor
-    parts = [torch.empty_like(source) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, source.contiguous())
-    out = torch.cat(parts)
-    return out.bool() if is_bool else out
-
-
-def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    import torch.distributed as dist
-
-    tensor = tensor.clone()
-    dist.all_reduce(tensor)
-    return tensor
-
-
 def mean_over_ranks(value: float, info: DistInfo) -> float:
     """For logging: the mean of a scalar over ranks (a no-op in one process)."""
     if not info.distributed:
         return value
+    from mosaictool.model.collectives import all_reduce_sum
+
     t = torch.tensor([value], dtype=torch.float64, device=info.device)
     return float(all_reduce_sum(t)) / info.world_size

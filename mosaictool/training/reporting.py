@@ -1,6 +1,9 @@
-"""Training loggers for `train --report-to tensorboard,wandb` (off by default), as open_clip_train offers.
+"""What a training run reports: metrics.jsonl, and `train --report-to tensorboard,wandb` (off by default), as
+open_clip_train offers.
 
-The loop hands its per-step metrics dict to `Reporter.log_step`; every number in it is logged under
+`Reporter.write_line` appends a step's metrics to RUN/metrics.jsonl (the main rank's; a resumed run first
+drops the lines logged after its checkpoint, which it logs again). The loop hands its per-step metrics dict
+to `Reporter.log_step`; every number in it is logged under
 `train/` (the loss and each named term of the method's loss, the learning rate, the logit scale,
 samples/s, texts per image), plus texts/s (samples/s x texts per image) and, on CUDA, the GPU memory
 allocated now and at its peak (`gpu/`). `log_eval` logs an evaluation headline under `eval/` for loops
@@ -10,6 +13,7 @@ that evaluate. TensorBoard event files go to `RUN/tensorboard/`; wandb runs are 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -35,10 +39,13 @@ class Reporter:
     """Logs one training run to the chosen targets; `Reporter([], ...)` does nothing."""
 
     def __init__(self, targets: list[str], out: str | os.PathLike, *, config: dict | None = None,
-                 device: str = "cpu", start_step: int = 0):
+                 device: str = "cpu", start_step: int = 0, metrics_file: bool = False, resumed: bool = False):
         self.targets = list(targets)
         self.out = Path(out)
         self.device = device
+        self.metrics_file = self.out / "metrics.jsonl" if metrics_file else None
+        if self.metrics_file is not None and resumed:  # lines logged after the checkpoint (or before none) come again
+            _truncate_jsonl(self.metrics_file, start_step)
         self._tb = None
         self._wandb = None
         if "tensorboard" in self.targets:
@@ -80,6 +87,12 @@ class Reporter:
         if self:
             self._write(step, self.step_scalars(metrics))
 
+    def write_line(self, metrics: dict) -> None:
+        """Append a step's metrics to metrics.jsonl (when this reporter keeps it)."""
+        if self.metrics_file is not None:
+            with open(self.metrics_file, "a") as f:
+                f.write(json.dumps(metrics) + "\n")
+
     def log_eval(self, step: int, headline: dict[str, float]) -> None:
         """An evaluation's headline numbers (e.g. {'aro/VG-Relation/accuracy': 0.61}) at `step`."""
         if self:
@@ -107,3 +120,13 @@ def _wandb_id(out: Path) -> str:
     import hashlib
 
     return hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:16]
+
+
+def _truncate_jsonl(path: Path, step: int) -> None:
+    """Drop the lines of steps after `step`."""
+    if not path.exists():
+        return
+    keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in keep))
+    os.replace(tmp, path)

@@ -1,0 +1,24 @@
+"""The main job: the whole pipeline on the synthetic world, and the comparison it exists to show.
+
+    data.py        world -> parse -> decompose -> negate -> template -> shard (every image with both its
+                   captions), and the texts audit against the world's truth
+    base.py        a tiny base model pretrained once with the plain CLIP loss on plain captions (cached)
+    finetune.py    the base fine-tuned with every registered method's demo rows (mosaictool.methods: CLIP,
+                   NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT, ...), several seeds, all with
+                   the same steps, batch, learning rate and images per step; WiSE-FT of all weights: curves
+                   (alpha 0..1 step 0.1) for MosaiCLIP and FSC-CLIP, and the Probe paper's "patching"
+                   (alpha 0.2) of every Probe-FT seed as a row of its own
+    evaluation.py  every checkpoint scored on the world's test (or, to choose settings, val) split
+    report.py      statistics, tables and plots
+    run.py         the whole job in order, and the choice of settings on val (--select-on-val)
+    config.py      DemoConfig, the rows and the columns
+
+It calls the same stage functions the CLI commands call, and keeps every artifact on disk
+(graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.
+Settings are chosen on the world's validation split (`world-val`), never on test.
+"""
+
+from mosaictool.demo.config import DemoConfig
+from mosaictool.demo.run import run_demo
+
+__all__ = ["DemoConfig", "run_demo"]

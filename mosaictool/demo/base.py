@@ -1,0 +1,43 @@
+"""The base model every row is fine-tuned from: pretrained once with the plain CLIP loss, cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from mosaictool.demo.config import DemoConfig, digest, log
+
+
+def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> Path:
+    """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
+    two-object scenes, and cached by everything it depends on."""
+    from mosaictool.training import TrainConfig, train
+    from mosaictool.world.generate import load_manifest
+
+    device, workers = cfg.runtime()
+    recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "model": cfg.model,
+              "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch, "twins_in_batch": True}
+    cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}.pt"
+    if cached.is_file():
+        log(f"pretrain: reusing cached base model {cached}")
+    else:
+        log(f"pretrain: base model, plain CLIP loss, {cfg.pretrain_steps} steps on plain captions (cached as {cached})")
+        run = out / "runs" / "base"
+        if run.exists():
+            shutil.rmtree(run)
+        final = train(TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=True,
+                                  augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
+                                  warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
+                                  device=device, num_workers=workers))
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.copyfile(final, tmp)
+        os.replace(tmp, cached)
+    link = out / "base.pt"
+    if link.exists() or link.is_symlink():
+        link.unlink()
+    shutil.copyfile(cached, link)
+    return link

@@ -1,0 +1,154 @@
+"""The demo's settings (DemoConfig), its rows and columns, and the names and digests its cached
+artifacts are kept under."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+
+
+def demo_rows() -> list[tuple[str, str, dict]]:
+    """(label, train method, method options) of every row: each registered method's demo_rows."""
+    from mosaictool import methods
+
+    return [(row.label, name, dict(row.options)) for name in methods.names() for row in methods.get(name).demo_rows]
+
+
+METHODS = demo_rows()
+# The caption-level hard negatives `negate --text` writes for the rows: NegCLIP's swaps, and the
+# replace and bigram-shuffle texts FSC-CLIP's three HN kinds need (text negatives come on top of
+# the graph ones, drawn from their own RNGs: adding kinds leaves the others unchanged).
+TEXT_METHODS = ("negclip", "replace", "shuffle")
+# WiSE-FT curves (all weights) of these rows' seed 0; the Probe paper's patching of every seed of PATCH_ROW
+WISE_ROWS = ("MosaiCLIP", "FSC-CLIP")
+PATCH_ROW, PATCH_ALPHA = "Probe-FT", 0.2
+# the families a WiSE-FT point needs: compositionality (ARO) and recognition (zero-shot)
+WISE_FAMILIES = ["aro", "zeroshot"]
+# the families of the table's columns (the split's other benchmarks are not in the table)
+MAIN_FAMILIES = ["aro", "crepe", "zeroshot"]
+
+# The columns of the paper's Table 1, scaled down to the world: (column, subtask, metric).
+COLUMNS: list[tuple[str, str, str]] = [
+    ("attribute", "aro/VG-Attribution", "micro_accuracy"),
+    ("relation", "aro/VG-Relation", "accuracy"),
+    ("order", "aro/COCO-Order", "accuracy"),
+    ("seen", "crepe/syst/seen_compounds_in_laion/comp", "R@1"),
+    ("unseen", "crepe/syst/unseen_compounds_in_laion/comp", "R@1"),
+    ("productivity", "crepe/*", "R@1"),
+    ("recognition", "zeroshot/*", "top1"),
+]
+
+
+@dataclass
+class DemoConfig:
+    out: str = "demo-out"
+    cache_dir: str = field(default_factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")))
+    quick: bool = False
+    seeds: int = 3
+    # world
+    world_train: int = 8000
+    twins: bool = True  # counterfactual twins of every scene: arrangement, binding (colours traded), shape
+    image_size: int = 64
+    eval_scale: float = 0.5
+    world_seed: int = 0
+    # base model: plain CLIP from scratch on the world's plain captions of 1-2-object scenes (one
+    # fixed form: the text tower learns word order, the image tower arrangement), each scene's
+    # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
+    # tell apart. On the varied captions both towers stayed at chance on relations for 3,000 steps
+    # (perf/world_probe.py), and a second stage on them took val relation from 62% to 46-52%.
+    model: str = "mosaic-micro"
+    pretrain_steps: int = 1500
+    pretrain_lr: float = 1e-3
+    pretrain_batch: int = 64
+    # fine-tuning: every method gets the same steps and the same scenes per step
+    finetune_steps: int = 100
+    # finetune_lr and hard_images were chosen on val (`demo --select-on-val` at these defaults, seed 0
+    # of every row; mean val headline over the six rows): hard images off / lr 5e-5 37.0, on / 5e-5
+    # 36.8, off / 2e-4 36.2, on / 2e-4 35.5. The lower lr helps MosaiCLIP most (37.7 vs 33.1).
+    finetune_lr: float = 5e-5
+    finetune_batch: int = 32
+    # each image's hard image (its twin: arrangement, binding or shape; NegCLIP's hard images) in the
+    # batch, for every row or for none: with it a step holds 2 x finetune_batch images
+    hard_images: bool = False
+    max_pos: int = 3
+    max_neg: int = 6
+    wise_alphas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
+    split: str = "test"  # "val" to choose hyperparameters; the reported table is test's
+    # --select-on-val: these candidate settings (every combination), one seed each, on val
+    select_on_val: bool = False
+    select_hard_images: tuple[bool, ...] = (False, True)
+    select_lrs: tuple[float, ...] = (2e-4, 5e-5)
+    # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
+    audit_batches: int = 150
+    workers: int = 2
+    # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
+    # mosaictool.training.device) and the DataLoader processes that decode shards for train and
+    # evaluate (None: 0 on CPU, where they would compete with the step for the cores; on a GPU
+    # up to 8, so that decoding overlaps the GPU's step)
+    device: str | None = None
+    loader_workers: int | None = None
+    # fine-tuning runs trained at once on a CPU, each in its own process with one torch thread (the
+    # tiny model keeps two threads ~70% busy: two runs of one thread do twice the work in the same
+    # time on 2 cores). None: one per core, at most 8; 1: one run at a time in this process (torch's
+    # default threads). On a GPU, always one at a time. The thread setting is part of a run's name.
+    parallel_runs: int | None = None
+
+    @classmethod
+    def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":
+        """quick: a check of the pipeline (minutes on CPU); gpu: a larger world and longer runs sized
+        for one GPU (issue 14's configuration); neither: the default, sized for a CPU machine."""
+        if quick and gpu:
+            raise MosaicError("--quick and --preset gpu are different sizes: choose one")
+        if quick:
+            base = cls(quick=True, seeds=1, world_train=600, eval_scale=0.1, pretrain_steps=40,
+                       finetune_steps=15, pretrain_batch=16, finetune_batch=16, wise_alphas=(0.0, 0.5, 1.0),
+                       audit_batches=20)
+        elif gpu:
+            base = cls(seeds=3, world_train=20000, pretrain_steps=4000, pretrain_batch=128, finetune_steps=500, finetune_batch=64)
+        else:
+            base = cls()
+        return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+    def runtime(self) -> tuple[str, int]:
+        """The resolved device and loader workers."""
+        from mosaictool.training.device import resolve_device
+
+        device = resolve_device(self.device)
+        if self.loader_workers is not None:
+            return device, self.loader_workers
+        return device, (min(8, os.cpu_count() or 1) if device.startswith("cuda") else 0)
+
+    def runs_at_once(self) -> int:
+        device, _ = self.runtime()
+        if device != "cpu":
+            return 1
+        return max(1, self.parallel_runs if self.parallel_runs is not None else min(8, os.cpu_count() or 1))
+
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def slug(label: str) -> str:
+    """A folder / model name for a row label ("Probe-FT patched (α=0.2)" -> "probe-ft-patched-a0.2")."""
+    return "-".join("".join(c if c.isalnum() or c in ".-" else " " for c in label.lower().replace("α=", "a")).split())

@@ -1,0 +1,133 @@
+"""Fine-tuning runs: every row x seed from the base (in parallel processes on a CPU), and WiSE-FT of
+their weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from mosaictool.demo.config import METHODS, PATCH_ALPHA, PATCH_ROW, WISE_ROWS, DemoConfig, digest, file_digest, log, slug
+
+
+def _expected_texts(method: str, options: dict, steps: int) -> int:
+    """Texts a run encodes per image over its steps (the slots of every step): the longest runs go
+    to the pool first, so that no core waits alone for one at the end."""
+    from mosaictool.methods import create
+
+    m = create(method, options)
+    return sum(sum(m.slots(step, steps)) for step in range(steps))
+
+
+def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
+    """Every row x seed from the base, all with the same steps, batch, learning rate and hard-image
+    setting (cfg.hard_images for every row, never the method's own default); a run is reused only
+    when its base and settings are the same (its folder is named by their digest), so changing a
+    flag never returns a stale run."""
+    from mosaictool.methods import get as get_method
+    from mosaictool.training import TrainConfig, train
+
+    device, workers = cfg.runtime()
+    at_once = cfg.runs_at_once()
+    base_sha = file_digest(base)
+    recipe = shards.with_name(shards.name + ".recipe.json")  # what the shards hold: a new recipe, new runs
+    data_sha = file_digest(recipe) if recipe.is_file() else None
+    runs: dict[str, list[Path]] = defaultdict(list)
+    todo: list[TrainConfig] = []
+    for seed in range(cfg.seeds):
+        for label, method, options in METHODS:
+            declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
+            options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
+            tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
+                             pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr,
+                             batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
+                             record_hard_images=cfg.hard_images, seed=seed, quiet=not sys.stderr.isatty())
+            threads = 1 if at_once > 1 else None
+            key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
+                           **({"threads": threads} if threads else {})})
+            run = out / "runs" / f"{slug(label)}-seed{seed}-{key}"
+            final = run / "final.pt"
+            if not final.is_file():
+                if run.exists():
+                    shutil.rmtree(run)
+                log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.finetune_lr:g}, "
+                     f"hard images {'on' if cfg.hard_images else 'off'}")
+                # device and loader workers are runtime: not in the run's digest
+                todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
+            runs[label].append(final)
+    if at_once > 1 and len(todo) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from mosaictool.training.data import preload_shards
+
+        log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
+        preload_shards(str(shards))  # indexed once here, read by every forked run
+        todo.sort(key=lambda tc: -_expected_texts(tc.method, tc.method_options, tc.steps))
+        # fork (as DataLoader workers): no re-import of the main module; each run sets one thread first
+        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        with ProcessPoolExecutor(min(at_once, len(todo)), mp_context=context) as pool:
+            list(pool.map(_train_one_thread, todo))  # re-raises a run's error here
+    elif at_once > 1:
+        for tc in todo:
+            _train_one_thread(tc)  # the same single thread as in the pool: the same weights
+    else:
+        for tc in todo:
+            train(tc)
+    return runs
+
+
+def _train_one_thread(tc) -> str:
+    """One fine-tuning run with one torch thread (a pool process, or this one and then restored)."""
+    import torch
+
+    from mosaictool.training import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return str(train(tc))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str) -> list[Path]:
+    """WiSE-FT checkpoints of all weights, written once per (base, fine-tuned run, alpha): the folder
+    is named by the base's digest and the run (itself named by its settings), so a second demo reuses
+    them and their kept evaluations."""
+    from mosaictool.model.wise_ft import wise_ft
+
+    folder = folder.with_name(f"{folder.name}-{digest([file_digest(base), str(finetuned.parent.name)])}")
+    paths = [folder / f"wise_ft_alpha_{a:.3f}.pt" for a in alphas]
+    if all(p.is_file() for p in paths):
+        return paths
+    return wise_ft(str(base), str(finetuned), alphas, out=folder, scope="all", device=device)
+
+
+def wise_models(cfg: DemoConfig, base: Path, runs: dict[str, list[Path]], out: Path) -> tuple[dict, dict]:
+    """WiSE-FT of all weights. Curves: {row: [(alpha, model label, path or None)]} for WISE_ROWS' seed 0;
+    alpha 0 is the base itself and alpha 1 the fine-tuned model (path None: their full evaluation is
+    reused). Patched: {model label: path}, PATCH_ALPHA of every seed of PATCH_ROW."""
+    device, _ = cfg.runtime()
+    curves: dict[str, list[tuple[float, str, Path | None]]] = {}
+    for row in WISE_ROWS:
+        if row not in runs:
+            continue
+        inner = [a for a in cfg.wise_alphas if 0 < a < 1]
+        log(f"wise-ft: {row} seed 0, all weights, alpha in {list(cfg.wise_alphas)}")
+        paths = dict(zip(inner, _wise(base, runs[row][0], inner, out / "wise" / slug(row), device))) if inner else {}
+        curves[row] = [(a, "base" if a == 0 else f"{row}-s0" if a == 1 else f"wise-{slug(row)}-a{a:g}", paths.get(a))
+                       for a in cfg.wise_alphas]
+    patched: dict[str, Path] = {}
+    if PATCH_ROW in runs:
+        log(f"wise-ft: {PATCH_ROW} patched, all weights, alpha {PATCH_ALPHA:g}, every seed")
+        for seed, final in enumerate(runs[PATCH_ROW]):
+            [path] = _wise(base, final, [PATCH_ALPHA], out / "wise" / f"{slug(PATCH_ROW)}-patched-seed{seed}", device)
+            patched[f"{patch_label()}-s{seed}"] = path
+    return curves, patched
+
+
+def patch_label() -> str:
+    return f"{PATCH_ROW} patched (α={PATCH_ALPHA:g})"

@@ -1,0 +1,169 @@
+"""Where a run's state is written and read back: the run folder, --resume, last.pt, final.pt, RNG states.
+
+last.pt (every --save-every steps) holds model + optimizer + scaler + every rank's RNG + the step, so
+`--resume` continues bit-exact; with --lora its state_dict is the merged weights (what evaluate and
+--pretrained read) and the LoRA model's own state sits beside it. final.pt holds the trained model
+with its config. Both are written by mosaictool.model.openclip (atomic; last.pt keeps its previous
+version, which --resume falls back to when last.pt is truncated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+from mosaictool.io import write_json
+from mosaictool.training.config import TrainConfig
+
+
+def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[TrainConfig, dict | None]:
+    """The config to train with and, when resuming, the state of last.pt (None: start from step 0)."""
+    out = Path(cfg.out)
+    if resume:
+        return resume_state(cfg, out)
+    cfg = cfg.resolved()
+    if (out / "final.pt").exists() or (out / "last.pt").exists():
+        raise MosaicError(f"{out}: already holds a run; continue it with --resume {out}, or choose another --out")
+    return cfg, None
+
+
+def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]:
+    """The stored config of the run in `out` (runtime options from `cfg`) and its last.pt's state."""
+    from mosaictool import methods
+    from mosaictool.model import openclip
+
+    if (out / "final.pt").exists():
+        raise MosaicError(f"{out}: the run already finished (final.pt); nothing to resume")
+    config_file = out / "config.json"
+    if not config_file.exists():
+        raise MosaicError(f"{out}: no run to resume (config.json missing); start it without --resume")
+    stored = json.loads(config_file.read_text())
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    resumed = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+    resumed.crop_scale = tuple(resumed.crop_scale)  # JSON gave a list
+    # configs written before methods had their own options kept them at the top level
+    declared = {o.name for o in methods.get(resumed.method).options}
+    resumed.method_options = {**{k: v for k, v in stored.items() if k in declared and k not in known},
+                              **resumed.method_options}
+    resumed.out = str(out)
+    for runtime in ("num_workers", "quiet", "device"):
+        setattr(resumed, runtime, getattr(cfg, runtime))
+    if cfg.report_to is not None:  # given again on --resume: it replaces the stored one
+        resumed.report_to = cfg.report_to
+    state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
+    return resumed, state
+
+
+class Checkpoints:
+    """The run folder's config.json, last.pt and final.pt, and the steps last.pt and its previous version hold."""
+
+    def __init__(self, cfg: TrainConfig, bundle, optimizer, scaler, info):
+        self.cfg, self.bundle, self.optimizer, self.scaler, self.info = cfg, bundle, optimizer, scaler, info
+        self.out = Path(cfg.out)
+        self.last = self.out / "last.pt"
+        self.saved_step: int | None = None  # of last.pt, named if the loss blows up
+
+    def write_config(self) -> None:
+        """config.json: the run folder appears (once model, data and plan are usable: a refused --data or
+        --model leaves none)."""
+        if self.info.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            write_json(self.out / "config.json", dataclasses.asdict(self.cfg))
+
+    def restore(self, state: dict | None) -> int:
+        """Model, optimizer, scaler and this rank's RNG from last.pt's state; returns its step (0: none)."""
+        if state is None:
+            return 0
+        model = self.bundle.model
+        # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
+        model.load_state_dict(state["lora_state"] if self.cfg.lora else
+                              {k.removeprefix("module."): v for k, v in state["state_dict"].items()})
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        restore_rng(state["rng"][min(self.info.rank, len(state["rng"]) - 1)])
+        self.saved_step = state["step"]
+        return state["step"]
+
+    def save(self, step: int, total_steps: int, micro_per_epoch: int, *, final: bool = False) -> Path:
+        """last.pt (resumable: every rank takes part, their RNG states are gathered), or at the end
+        final.pt, whereupon the resumable files go. Both hold plain weights (with --lora the adapters
+        merged in); last.pt also the LoRA model itself, for --resume."""
+        from mosaictool.model import lora, openclip
+
+        rng = None if final else gather_rng(self.info)
+        path = self.out / "final.pt" if final else self.last
+        if self.info.is_main:
+            plain = lora.merged_bundle(self.bundle)
+            previous = openclip.previous_checkpoint(self.last)
+            if final:
+                extra = {"method": self.cfg.method}
+            else:
+                position = {"micro_batch": step * self.cfg.accum_freq, "micro_batches_per_epoch": micro_per_epoch}
+                extra = {"rng": rng, "data_position": position, "keep_previous": True, "optimizer": self.optimizer.state_dict(),
+                         "scaler": self.scaler.state_dict() if self.scaler else None}
+                if self.cfg.lora:
+                    extra["lora_state"] = self.bundle.model.state_dict()
+            openclip.save_checkpoint(path, plain, config=dataclasses.asdict(self.cfg), step=step, total_steps=total_steps,
+                                     **extra)
+            for resumable in (self.last, previous) if final else ():
+                if resumable.exists():
+                    os.unlink(resumable)
+        self.saved_step = step
+        return path
+
+    def diverged(self, step: int, what: str) -> MosaicError:
+        """The error that stops a run whose loss or gradient is not finite at `step`. When last.pt holds
+        the weights that gave it, its previous version is put back in its place."""
+        from mosaictool.model import openclip
+
+        if self.saved_step == step - 1 and self.info.is_main:
+            previous = openclip.previous_checkpoint(self.last)
+            if previous.exists():
+                os.replace(previous, self.last)
+                self.saved_step = openclip.read_checkpoint(self.last)["step"]
+            else:
+                self.last.unlink(missing_ok=True)
+                self.saved_step = None
+        kept = (f"the last good checkpoint {self.last} (step {self.saved_step}) is kept: start a new run "
+                f"from it (--pretrained {self.last}) with a lower --lr" if self.saved_step else
+                f"no checkpoint was written yet (--save-every {self.cfg.save_every}): start again with a lower --lr")
+        return MosaicError(f"step {step}: {what} (not finite), training stopped; {kept}, --grad-clip on, or "
+                           "--precision fp32")
+
+
+def gather_rng(info) -> list[dict]:
+    """RNG states of every rank (for the checkpoint)."""
+    state = rng_state(info.device)
+    if not info.distributed:
+        return [state]
+    import torch.distributed
+
+    states: list = [None] * info.world_size
+    torch.distributed.all_gather_object(states, state)
+    return states
+
+
+def rng_state(device: str) -> dict:
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and device.startswith("cuda"):
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def restore_rng(state: dict) -> None:
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])

@@ -1,0 +1,144 @@
+"""What a training run is: TrainConfig, its checks (`resolved`) and the papers' named recipes.
+
+The stored config (config.json, and inside every checkpoint) is the resolved one: every field and
+every method option filled in, paths absolute, so a run can be resumed or repeated from it alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from mosaictool.errors import MosaicError
+
+PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
+# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (seed 004 App. B)
+OPTIMIZERS = ("adamw", "sgd")
+
+
+@dataclass
+class TrainConfig:
+    data: str
+    out: str
+    method: str = "clip"  # a name of mosaictool.methods
+    method_options: dict = field(default_factory=dict)  # the method's own flags (Method.options), by name
+    recipe: str | None = None  # the method's named recipe these settings came from (with_recipe), if any
+    image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
+    skip_bad: bool = False
+    # model
+    model: str = "mosaic-tiny"
+    pretrained: str | None = None  # open_clip tag, weights file, local-dir:, or a mosaictool checkpoint
+    model_config: str | None = None  # a JSON model config (open_clip schema)
+    force_quick_gelu: bool = False
+    # hard images
+    hard_images: int = 0  # mine K nearest-neighbour hard images with the starting model
+    record_hard_images: bool | None = None  # use records' hard_images ids (default: the method's)
+    # optimisation
+    batch_size: int = 32  # images per rank per micro-batch (hard images come on top)
+    epochs: int = 5
+    steps: int | None = None  # optimizer steps; overrides epochs
+    lr: float | None = None  # default: 1e-5 from pretrained weights (seed 000 App. H.1), 5e-4 from scratch
+    optimizer: str = "adamw"  # one of OPTIMIZERS
+    momentum: float = 0.9  # --optimizer sgd
+    wd: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.98
+    eps: float = 1e-6
+    warmup: int = 50
+    grad_clip: float | None = 1.0
+    accum_freq: int = 1
+    precision: str = "fp32"
+    grad_checkpointing: bool = False
+    lock_image: bool = False
+    lock_text: bool = False
+    lora: int = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
+    augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
+    crop_scale: tuple[float, float] = (0.8, 1.0)  # the crop's share of the image area (open_clip's fine-tuning aug)
+    local_loss: bool = False
+    merge_equal_texts: bool | None = None  # equal texts in a batch = the same sub-graph (default: the method's)
+    seed: int = 0
+    # runtime
+    device: str | None = None  # default: cuda if available
+    num_workers: int = 0
+    save_every: int = 0  # write last.pt every N steps (0: only at the end)
+    log_every: int = 1
+    quiet: bool = False
+    report_to: str | None = None  # tensorboard, wandb or both, comma-separated (mosaictool.training.reporting)
+    eval_bench: str | None = None  # benchmarks scored at the end of every epoch (evaluate's --bench syntax)
+    eval_data_root: str | None = None  # where they are (evaluate's --data-root)
+
+    def resolved(self) -> "TrainConfig":
+        from mosaictool import methods
+
+        cfg = dataclasses.replace(self)
+        method = methods.create(cfg.method, cfg.method_options)
+        cfg.method_options = dict(method.opts)  # every option, defaults included: the stored config is complete
+        if cfg.precision not in PRECISIONS:
+            raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
+        if cfg.optimizer not in OPTIMIZERS:
+            raise MosaicError(f"--optimizer {cfg.optimizer!r}: choose one of {', '.join(OPTIMIZERS)}")
+        if not 0 <= cfg.momentum < 1:
+            raise MosaicError(f"--momentum {cfg.momentum}: a fraction in [0, 1)")
+        if cfg.lr is None:
+            cfg.lr = 1e-5 if cfg.pretrained else 5e-4
+        if cfg.merge_equal_texts is None:
+            cfg.merge_equal_texts = method.merge_equal_texts
+        cfg.crop_scale = tuple(cfg.crop_scale)  # a list once read back from config.json
+        low, high = cfg.crop_scale
+        if not 0 < low <= high <= 1:
+            raise MosaicError(f"--crop-scale {low},{high}: two area fractions with 0 < low <= high <= 1, e.g. 0.8,1")
+        # absolute paths: the stored config must still work when resumed from another folder
+        cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
+        for name in ("image_root", "model_config", "pretrained", "eval_data_root"):
+            value = getattr(cfg, name)
+            if value and os.path.exists(value):
+                setattr(cfg, name, os.path.abspath(value))
+        if cfg.record_hard_images is None:
+            cfg.record_hard_images = method.uses_hard_images
+        for name in ("batch_size", "accum_freq", "log_every", "epochs"):
+            if getattr(cfg, name) < 1:
+                raise MosaicError(f"--{name.replace('_', '-')} must be at least 1")
+        if cfg.steps is not None and cfg.steps < 1:
+            raise MosaicError("--steps must be at least 1")
+        if not (math.isfinite(cfg.lr) and cfg.lr > 0) or not (math.isfinite(cfg.wd) and cfg.wd >= 0):
+            raise MosaicError(f"--lr {cfg.lr} / --wd {cfg.wd}: the learning rate must be a positive number, the weight "
+                              "decay zero or more (finite)")
+        if cfg.lora < 0:
+            raise MosaicError(f"--lora {cfg.lora}: a rank of at least 1 (0: full fine-tuning)")
+        if cfg.lock_image and cfg.lock_text:
+            raise MosaicError("--lock-image and --lock-text together leave nothing to train")
+        from mosaictool.training.reporting import parse_report_to
+
+        cfg.report_to = ",".join(parse_report_to(cfg.report_to)) or None
+        if cfg.eval_bench:
+            if not cfg.eval_data_root or not os.path.isdir(cfg.eval_data_root):
+                raise MosaicError(f"--eval-bench {cfg.eval_bench}: give --eval-data-root, the folder holding the "
+                                  f"benchmark (not found: {cfg.eval_data_root})")
+            from mosaictool.bench import get
+            from mosaictool.bench.engine import parse_bench_spec
+
+            for name, _ in parse_bench_spec(cfg.eval_bench):
+                get(name)  # an unknown name fails here, before any training
+        return cfg
+
+
+def with_recipe(cfg: TrainConfig, name: str, given: Collection[str] = ()) -> TrainConfig:
+    """`cfg` with the method's recipe `name` (Method.recipes) filled in, except the fields in `given`
+    (flags the user gave explicitly, and method options given in cfg.method_options, win)."""
+    from mosaictool import methods
+
+    recipes = methods.get(cfg.method).recipes
+    if name not in recipes:
+        have = ", ".join(recipes) or "none"
+        raise MosaicError(f"--recipe {name!r}: --method {cfg.method} has no such recipe (its recipes: {have})")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    recipe = dict(recipes[name])
+    options = {**recipe.pop("method_options", {}), **cfg.method_options}
+    unknown = sorted(set(recipe) - fields)
+    if unknown:  # a recipe is code: a wrong field name is our bug, named here rather than ignored
+        raise MosaicError(f"recipe {cfg.method}:{name} sets unknown TrainConfig fields {unknown}")
+    chosen = {k: v for k, v in recipe.items() if k not in given}
+    return dataclasses.replace(cfg, **chosen, method_options=options, recipe=name)
