@@ -7,8 +7,9 @@ Every method at every precision, accum-freq, grad checkpointing, hard-image mini
 tree-score, wise-ft and `demo --quick`, on the small world the CPU tests build (train_fixtures).
 No command gets --device unless the test is about the flag: the default must find the GPU.
 
-MOSAICTOOL_GPU_TESTS_ON_CPU=1 runs the same tests on the CPU (fp16 autocast skipped, gloo for
-NCCL) to check the tests themselves on a machine without a GPU; it proves nothing about the GPU.
+Where no GPU is visible (CI) the same tests run on the CPU (fp16 `amp` skipped, bf16 autocast kept,
+gloo for NCCL), so that they cannot rot unseen; MOSAICTOOL_GPU_TESTS_ON_CPU=0 skips them instead. On
+the CPU they check the tests and the device-independent code, and prove nothing about the GPU.
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ from mosaictool.training import TrainConfig, train
 from mosaictool.training.config import PRECISIONS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world, write_tiny_model  # noqa: E402
 
-ON_CPU = os.environ.get("MOSAICTOOL_GPU_TESTS_ON_CPU") == "1" and not torch.cuda.is_available()
+ON_CPU = not torch.cuda.is_available() and os.environ.get("MOSAICTOOL_GPU_TESTS_ON_CPU", "1") != "0"
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available() and not ON_CPU, reason="no CUDA GPU visible"),
 ]
 DEVICE_TYPE = "cpu" if ON_CPU else "cuda"
-CUDA_ONLY_PRECISIONS = ("amp", "amp_bf16")  # fp16 / bf16 autocast with a GradScaler: GPU only
+CUDA_ONLY_PRECISIONS = ("amp",)  # fp16 autocast with a GradScaler: GPU only (bf16 autocast runs on the CPU)
 
 
 def method_names() -> list[str]:
@@ -62,7 +63,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu-world")
-    return make_world(root, n=16), write_tiny_model(root)
+    return add_fsc_negatives(make_world(root, n=16)), write_tiny_model(root)  # fsc-clip's text negatives too
 
 
 def config(world, out, **kw) -> TrainConfig:
@@ -129,7 +130,7 @@ def test_grad_checkpointing_and_hard_image_mining(world, tmp_path):
 
 
 def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
-    steps = dict(method="mosaiclip", steps=8, save_every=2, curriculum=True)
+    steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference, _ = run_on_device(config(world, tmp_path / "ref", **steps))
     out = tmp_path / "crash"
     script = textwrap.dedent(f"""

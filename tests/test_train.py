@@ -157,6 +157,15 @@ def test_lock_towers_grad_checkpointing_and_bf16(world, tmp_path):
     assert not torch.equal(start["visual.proj"], after["visual.proj"])
 
 
+def test_fp16_amp_is_refused_on_the_cpu_and_bf16_autocast_runs(world, tmp_path):
+    from mosaictool.errors import MosaicError
+
+    with pytest.raises(MosaicError, match="amp .fp16. needs a GPU"):
+        train(config(world, tmp_path / "fp16", device="cpu", precision="amp"))
+    final = train(config(world, tmp_path / "bf16", device="cpu", precision="amp_bf16", steps=1))
+    assert all(torch.isfinite(v).all() for v in weights(final).values() if v.is_floating_point())
+
+
 def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
     bundle = openclip.create("test-tiny", model_config_file=world[1], seed=7)
     weights_file = tmp_path / "start.pt"

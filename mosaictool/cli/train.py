@@ -46,7 +46,7 @@ def train_cli(
     warmup: Annotated[int, typer.Option(help="Linear warmup steps before the cosine decay.")] = 50,
     grad_clip: Annotated[float, typer.Option(help="Gradient norm clip (0: off).")] = 1.0,
     accum_freq: Annotated[int, typer.Option(help="Micro-batches per optimizer step (the loss sees them all).")] = 1,
-    precision: Annotated[str, typer.Option(help="fp32 | bf16 | amp | amp_bf16 (amp needs a GPU).")] = "fp32",
+    precision: Annotated[str, typer.Option(help="fp32 | bf16 | amp | amp_bf16 (amp, fp16 with a loss scaler, needs a GPU; amp_bf16 also runs on CPU).")] = "fp32",
     grad_checkpointing: Annotated[bool, typer.Option(help="Recompute activations in backward to save memory.")] = False,
     lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,

@@ -124,8 +124,8 @@ def setup(cfg: TrainConfig, resume: bool) -> Run:
 
     info = dist.init(cfg.device)
     cfg, state = prepare_run(cfg, resume)
-    if cfg.precision in ("amp", "amp_bf16") and not info.device.startswith("cuda"):
-        raise MosaicError(f"--precision {cfg.precision} needs a GPU; on CPU use fp32 (or bf16)")
+    if cfg.precision == "amp" and not info.device.startswith("cuda"):  # fp16's GradScaler is CUDA's; bf16 autocast runs on CPU
+        raise MosaicError("--precision amp (fp16) needs a GPU; on CPU use fp32, bf16 or amp_bf16")
     method = methods.create(cfg.method, cfg.method_options)
     random.seed(cfg.seed + info.rank)
     np.random.seed(cfg.seed + info.rank)
