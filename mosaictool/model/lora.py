@@ -5,8 +5,14 @@ weights for checkpoints.
 output projections), both MLP linears (c_fc, c_proj) of every residual block of the image and text
 transformers, and the ViT's patch embedding (conv1): the layers FSC-CLIP's code adapts (seed 002,
 Sec. 4 sets rank 4). Everything else is frozen, logit_scale included; the model keeps its class, so
-the training forward, dense features and grad checkpointing see the same modules. lora_alpha = rank
-(the update B A is added with scale 1); B starts at zero, so training starts from the base model.
+the training forward, dense features and grad checkpointing see the same modules. B starts at zero,
+so training starts from the base model.
+
+As in the authors' code (ytaek-oh/fsc-clip src/training/models/lora_utils/, commit 604015d, which
+builds loralib layers with lora_alpha 1): the update B A is added with scale alpha / r = 1 / rank
+(lora_layers.py:66, 152, 248), and conv1's adapter is loralib's ConvLoRA (lora_layers.py:146-150):
+A (r k, in k), B (out k, r k), B A reshaped to the kernel's shape, not peft's rank-r convolution
+pair. On ViT-B-32 that is 3.16M of the 4.14M trainable parameters (peft's conv adapter: 15K).
 
 `merged_state_dict(model)` folds B A into the base weights of a copy and returns a state dict with
 exactly the keys of a plain model: checkpoints are plain open_clip weights that evaluate,
@@ -19,6 +25,7 @@ rounding, so only the stored ones resume bit-exactly.
 from __future__ import annotations
 
 import copy
+import functools
 
 from mosaictool.errors import MosaicError
 
@@ -30,13 +37,15 @@ ADAPTER = "default"
 def add_lora(model, rank: int, *, dropout: float = 0.0):
     """Wrap `model`'s tower layers with rank-`rank` adapters (in place) and freeze everything else.
     Returns the model."""
+    import torch
     from peft import LoraConfig, LoraModel
 
     if rank < 1:
         raise MosaicError(f"--lora {rank}: the rank must be at least 1 (leave --lora out for full fine-tuning)")
     if is_lora(model):
         return model
-    config = LoraConfig(r=rank, lora_alpha=rank, lora_dropout=dropout, target_modules=TARGETS, bias="none")
+    config = LoraConfig(r=rank, lora_alpha=1, lora_dropout=dropout, target_modules=TARGETS, bias="none")
+    config._register_custom_module({torch.nn.Conv2d: patch_conv_lora_class()})
     try:
         tuner = LoraModel(model, config, ADAPTER)  # injects the adapters into `model` itself, freezes the rest
     except ValueError as e:  # peft: no module matched
@@ -48,6 +57,56 @@ def add_lora(model, rank: int, *, dropout: float = 0.0):
     # merge_and_unload; a deep copy of the model copies it along, pointing at the copy
     object.__setattr__(model, "_lora_tuner", tuner)
     return model
+
+
+@functools.cache
+def patch_conv_lora_class():
+    """peft's LoRA Conv2d with loralib's ConvLoRA adapter (built here: peft imports torch)."""
+    import torch
+    from peft.tuners.lora.layer import Conv2d
+    from torch import nn
+
+    class ConvLoRA(Conv2d):
+        """loralib's ConvLoRA as the authors use it on visual.conv1 (lora_layers.py:118-189 at 604015d):
+        A (r k, in k) and B (out k, r k), both plain matrices; the update is (B A).view(kernel shape)
+        * scaling, added to the kernel before the convolution. peft has no such conv adapter (its own
+        is a rank-r conv followed by a 1x1 conv: far fewer parameters), so it is registered as a peft
+        custom module: peft's merge, unmerge and merge_and_unload work through get_delta_weight.
+        Like loralib's, it has no dropout (the adapter is on the weight, not the input)."""
+
+        def update_layer(self, adapter_name, r, lora_alpha, config, **kwargs):
+            super().update_layer(adapter_name, r, lora_alpha=lora_alpha, config=config, **kwargs)
+            base = self.get_base_layer()
+            k = base.kernel_size[0]
+            if base.kernel_size != (k, k) or base.groups != 1:
+                raise ValueError(f"ConvLoRA needs a square kernel and groups 1, not {base.kernel_size}, {base.groups}")
+            # nn.Linear(n_in, n_out).weight is (n_out, n_in): A (r k, in k), B (out k, r k)
+            self.lora_A[adapter_name] = nn.Linear(self.in_features * k, r * k, bias=False)
+            self.lora_B[adapter_name] = nn.Linear(r * k, self.out_features * k, bias=False)
+            self.reset_lora_parameters(adapter_name, config.init_lora_weights)  # A kaiming-uniform, B zero
+            self._move_adapter_to_device_of_base_layer(adapter_name)
+            self.set_adapter(self.active_adapters, inference_mode=config.inference_mode)
+
+        def get_delta_weight(self, adapter):
+            weight_a, weight_b = self.lora_A[adapter].weight, self.lora_B[adapter].weight
+            dtype = weight_a.dtype
+            if weight_a.device.type == "cpu" and dtype in (torch.float16, torch.bfloat16):  # slow half matmul on CPU
+                weight_a, weight_b = weight_a.float(), weight_b.float()
+            delta = (weight_b @ weight_a).view(self.get_base_layer().weight.shape) * self.scaling[adapter]
+            return delta.to(dtype)
+
+        def forward(self, x, *args, **kwargs):
+            self._check_forward_args(x, *args, **kwargs)
+            base = self.get_base_layer()
+            active = [a for a in self.active_adapters if a in self.lora_A]
+            if self.disable_adapters and self.merged:
+                self.unmerge()
+            if self.disable_adapters or self.merged or not active:
+                return base(x, *args, **kwargs)
+            weight = base.weight + sum(self.get_delta_weight(a).to(base.weight.dtype) for a in active)
+            return base._conv_forward(x, weight, base.bias)
+
+    return ConvLoRA
 
 
 def is_lora(model) -> bool:
