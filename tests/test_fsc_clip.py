@@ -40,10 +40,11 @@ def ref_s_local(patches, tokens, mask, scale):
     return total
 
 
-def ref_focal(scores, gamma, beta):
-    """Eq. 9-10 for one image: scores = [S(I, T), S(I, T~^1), ...] (similarities, not logs)."""
+def ref_focal(scores, gamma, beta, n_empty=0):
+    """Eq. 9-10 for one image: scores = [S(I, T), S(I, T~^1), ...] (similarities, not logs) of its
+    filled slots; n_empty empty slots in the softmax with S = exp(0) = 1 and target 0 (the authors' rule)."""
     k = len(scores) - 1
-    z = sum(scores)
+    z = sum(scores) + n_empty
     out = 0.0
     for j, s in enumerate(scores):
         p = s / z
@@ -52,7 +53,7 @@ def ref_focal(scores, gamma, beta):
     return out
 
 
-def ref_total(x, lg, ll, gamma, beta):
+def ref_total(x, lg, ll, gamma, beta, empty="zero"):
     v, t, neg, mask, scale = x["image"], x["pos"], x["neg"], x["neg_mask"], x["scale"]
     clip = ref_clip(v, t, scale)
     g_terms, l_terms = [], []
@@ -60,11 +61,12 @@ def ref_total(x, lg, ll, gamma, beta):
         ks = [k for k in range(mask.shape[1]) if mask[i, k]]
         if not ks:
             continue  # no HN: out of both HN losses
+        n_empty = mask.shape[1] - len(ks) if empty == "zero" else 0
         sg = [torch.exp(scale * torch.dot(v[i], t[i]))] + [torch.exp(scale * torch.dot(v[i], neg[i, k])) for k in ks]
-        g_terms.append(ref_focal(sg, gamma, beta))
+        g_terms.append(ref_focal(sg, gamma, beta, n_empty))
         sl = [ref_s_local(x["patches"][i], x["pos_tok"][i], x["pos_tok_mask"][i], scale)]
         sl += [ref_s_local(x["patches"][i], x["neg_tok"][i, k], x["neg_tok_mask"][i, k], scale) for k in ks]
-        l_terms.append(ref_focal(sl, gamma, beta))
+        l_terms.append(ref_focal(sl, gamma, beta, n_empty))
     hn_g = sum(g_terms) / max(len(g_terms), 1)
     hn_l = sum(l_terms) / max(len(l_terms), 1)
     return {"loss": clip + lg * hn_g + ll * hn_l, "clip": clip, "hn_global": hn_g, "hn_local": hn_l}
@@ -125,13 +127,14 @@ def grads(value, x):
 # ---- tests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("empty", ["zero", "drop"])
 @pytest.mark.parametrize("seed,k", [(0, 3), (1, 1), (2, 4)])
 @pytest.mark.parametrize("gamma,beta", [(2.0, 0.02), (0.0, 0.0), (1.0, 0.3)])
-def test_every_term_and_gradient_matches_the_equations(seed, k, gamma, beta):
+def test_every_term_and_gradient_matches_the_equations(seed, k, gamma, beta, empty):
     x = make_inputs(seed, k=k)
-    kw = dict(lambda_global=0.5, lambda_local=0.2, focal_gamma=gamma, label_smoothing=beta)
+    kw = dict(lambda_global=0.5, lambda_local=0.2, focal_gamma=gamma, label_smoothing=beta, empty_hn_slots=empty)
     got = run_module(x, **kw)
-    want = ref_total(x, 0.5, 0.2, gamma, beta)
+    want = ref_total(x, 0.5, 0.2, gamma, beta, empty)
     for name in ("clip", "hn_global", "hn_local", "loss"):
         torch.testing.assert_close(got[name], want[name], rtol=1e-9, atol=1e-9, msg=name)
     g_got, g_want = grads(got["loss"], x), grads(want["loss"], x)
@@ -148,15 +151,34 @@ def test_hn_texts_are_not_in_the_clip_denominator():
     assert run_module(x2)["hn_global"].item() != pytest.approx(run_module(x)["hn_global"].item())
 
 
-def test_images_without_hn_change_nothing_in_the_hn_terms():
+@pytest.mark.parametrize("empty", ["zero", "drop"])
+def test_what_sits_in_empty_slots_changes_nothing(empty):
     x = make_inputs(0)
-    got = run_module(x)
+    got = run_module(x, empty_hn_slots=empty)
     x["neg"].data[0] = 5.0  # image 0 has no HN: whatever sits in its slots is ignored
     x["neg_tok"].data[0] = -3.0
-    again = run_module(x)
+    x["neg"].data[2, 1:] = 7.0  # image 2's empty slots: logit 0 (zero) or out of the softmax (drop), whatever they hold
+    x["neg_tok"].data[2, 1:] = 2.0
+    again = run_module(x, empty_hn_slots=empty)
     assert again["hn_global"].item() == pytest.approx(got["hn_global"].item(), rel=1e-12)
     assert again["hn_local"].item() == pytest.approx(got["hn_local"].item(), rel=1e-12)
-    assert grads(again["loss"], x)["neg"][0].abs().max() == 0
+    g = grads(again["loss"], x)
+    assert g["neg"][0].abs().max() == 0 and g["neg"][2, 1:].abs().max() == 0 and g["neg_tok"][2, 1:].abs().max() == 0
+
+
+def test_empty_slot_rules_differ_and_a_bad_rule_is_refused():
+    from mosaictool import methods
+    from mosaictool.errors import MosaicError
+
+    x = make_inputs(0)
+    zero, drop = run_module(x, empty_hn_slots="zero"), run_module(x, empty_hn_slots="drop")
+    # an extra exp(0) in every denominator with empty slots: lower p for the filled texts, a higher loss
+    assert zero["hn_global"].item() > drop["hn_global"].item() + 1e-6
+    assert zero["hn_local"].item() > drop["hn_local"].item() + 1e-6
+    assert zero["clip"].item() == drop["clip"].item()
+    assert methods.create("fsc-clip").opts["empty_hn_slots"] == "zero"  # the authors' rule is the default
+    with pytest.raises(MosaicError, match="--empty-hn-slots 'none': choose zero or drop"):
+        methods.create("fsc-clip", {"empty_hn_slots": "none"})
 
 
 def test_no_hn_in_the_batch_gives_plain_clip():
@@ -171,9 +193,12 @@ def test_focal_loss_special_cases():
     """gamma 0 and beta 0: cross entropy of the caption; ties: log(1 + K)."""
     logits = torch.tensor([[2.0, 1.0, 0.5, -1.0], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
     mask = torch.tensor([[True, True, False], [True, True, True]])
-    ce = focal_hn_loss(logits, mask, gamma=0.0, smoothing=0.0)
+    ce = focal_hn_loss(logits, mask, gamma=0.0, smoothing=0.0, empty_slots="drop")
     assert ce[0].item() == pytest.approx(-torch.log_softmax(logits[0, :3], 0)[0].item())
     assert ce[1].item() == pytest.approx(math.log(4))
+    # the authors' rule: the empty slot (logit -1 here) counts with logit 0
+    ce_zero = focal_hn_loss(logits, mask, gamma=0.0, smoothing=0.0, empty_slots="zero")
+    assert ce_zero[0].item() == pytest.approx(-torch.log_softmax(torch.tensor([2.0, 1.0, 0.5, 0.0]), 0)[0].item())
     # uniform target (beta = 1) on a tie: every text has p = y = 1/(1+K)
     tie = focal_hn_loss(logits[1:], mask[1:], gamma=2.0, smoothing=1.0)
     assert tie.item() == pytest.approx(4 * (0.75 ** 2) * 0.25 * math.log(4))

@@ -51,7 +51,8 @@ def train_cli(
     lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
     lora: Annotated[int, typer.Option(
-        help="Train LoRA adapters of this rank (peft) on both towers instead of all weights, e.g. --lora 4 (FSC-CLIP's); "
+        help="Train LoRA adapters of this rank (peft; scale 1/rank and a loralib-style conv1 adapter, as FSC-CLIP's code) "
+             "on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
              "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
     crop_scale: Annotated[str, typer.Option(help="The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).")] = "0.8,1",
@@ -103,7 +104,7 @@ def train_cli(
           --lr 1e-3 --wd 1e-4 --warmup 0 --out runs/p1   # the Probe paper's recipe (SGD)
 
       \b
-      mosaictool train --data shards/ --method fsc-clip --lora 4 --lr 5e-6 --out runs/f1   # LoRA, merged at the end
+      mosaictool train --data shards/ --method fsc-clip --lora 4 --lr 5e-5 --out runs/f1   # LoRA, merged at the end
 
       \b
       mosaictool train --data shards/ --method mosaiclip --report-to tensorboard --eval-bench world-val \

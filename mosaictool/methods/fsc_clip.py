@@ -18,9 +18,13 @@ Per image i with its caption T_i and its own K HN texts T~_i^k (negclip swap, re
 
 tau is the model's (learned) temperature, 1 / logit_scale, in every term. Images whose HN
 generation failed are masked out of the HN losses (App. A.1); an image with fewer than K HN texts
-(K_i < K) competes against those it has: empty slots are left out of the softmax, and the
-smoothing mass beta is spread over its 1 + K_i texts. (The authors' code keeps empty slots in the
-softmax with logit 0; the paper says they are excluded.)
+(K_i < K) spreads the smoothing mass beta over its 1 + K_i texts. Its empty slots, by default
+(--empty-hn-slots zero), stay in the softmax with logit 0 and target 0, as in the authors' code (it
+fills them with zero features and zero local scores: fsc-clip loss.py:212-222, 503 at 604015d);
+--empty-hn-slots drop leaves them out of the softmax, which is how we read the paper's "no counterpart".
+
+L_clip labels captions by position, as the authors' code does (arange labels): two images with the
+same caption are not each other's positives (merge_equal_texts = False; --merge-equal-texts merges them).
 
 Choices the paper leaves open, taken as in the authors' code: the attention weights a are computed
 without gradient (they weight patches; the gradient flows through v_p and t_w), the text tokens of
@@ -39,7 +43,16 @@ from __future__ import annotations
 from mosaictool.errors import MosaicError
 from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of
 
-DEFAULTS = {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02, "hn_per_image": 3}
+# the --empty-hn-slots rules (fsc_clip_loss.focal_hn_loss's empty_slots)
+EMPTY_SLOT_RULES = ("zero", "drop")
+DEFAULTS = {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02, "hn_per_image": 3,
+            "empty_hn_slots": "zero"}
+# the authors' training scripts (fsc-clip README.md "Training Scripts", COCO rows, at 604015d) with their
+# parser's defaults (src/training/params.py: --grad-clip-norm None, --precision amp; AdamW betas 0.9 / 0.98,
+# eps 1e-6 for ViTs) and open_clip's crop (src/open_clip/transform.py: AugmentationCfg.scale (0.9, 1.0))
+PAPER = {"lr": 5e-6, "wd": 0.1, "epochs": 5, "warmup": 50, "batch_size": 256, "optimizer": "adamw", "beta1": 0.9,
+         "beta2": 0.98, "eps": 1e-6, "grad_clip": None, "precision": "amp", "crop_scale": (0.9, 1.0), "lora": 0,
+         "method_options": {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02}}
 # the HN kinds of App. A.1, by the `transform` prefix `negate --text` writes: negclip:* swaps,
 # replace:obj|att|rel, shuffle:bigram
 HN_KINDS = ("negclip", "replace", "shuffle")
@@ -100,9 +113,9 @@ def check_hn_data(records, source: str) -> dict[str, int]:
 class FscClip(Method):
     name = "fsc-clip"
     help = ("FSC-CLIP: the caption + --hn-per-image hard-negative texts (negclip, replace, shuffle) in a global and "
-            "a local token-patch HN loss (focal, label-smoothed); CLIP loss over captions only. Paper recipe: "
-            "--lr 5e-6 (the default here is the shared one), warmup 50, wd 0.1, batch 256, 5 epochs; --lora 4 for "
-            "its LoRA variant.")
+            "a local token-patch HN loss (focal, label-smoothed); CLIP loss over captions only. Paper recipes: "
+            "--recipe paper (lr 5e-6, batch 256, 5 epochs, warmup 50, wd 0.1, amp, no grad clip, crop 0.9-1) and "
+            "paper-lora (the same with --lora 4 and lr 5e-5).")
     options = (
         Option("lambda_global", float, DEFAULTS["lambda_global"], "fsc-clip: weight of the global HN loss (lambda_g, Eq. 11)."),
         Option("lambda_local", float, DEFAULTS["lambda_local"],
@@ -111,8 +124,13 @@ class FscClip(Method):
         Option("label_smoothing", float, DEFAULTS["label_smoothing"], "fsc-clip: label smoothing beta of the HN targets (Eq. 10)."),
         Option("hn_per_image", int, DEFAULTS["hn_per_image"],
                "fsc-clip: HN text slots per image (K); slot j is a negclip / replace / shuffle text for j mod 3."),
+        Option("empty_hn_slots", str, DEFAULTS["empty_hn_slots"],
+               "fsc-clip: an image's empty HN slots (fewer than K HN texts): zero (the authors' code: in the HN softmax "
+               "with logit 0, as zero features) or drop (left out of the softmax)."),
     )
     demo_rows = (DemoRow("FSC-CLIP"),)
+    recipes = {"paper": PAPER, "paper-lora": {**PAPER, "lr": 5e-5, "lora": 4}}
+    merge_equal_texts = False  # the authors' L_clip: arange labels, equal captions of two images are negatives
     stage_hint = NEGATE_HINT
 
     def validate(self) -> None:
@@ -122,6 +140,8 @@ class FscClip(Method):
                 raise MosaicError(f"--{name.replace('_', '-')} {o[name]}: must be at least 0")
         if not 0 <= o["label_smoothing"] <= 1:
             raise MosaicError(f"--label-smoothing {o['label_smoothing']}: a fraction between 0 and 1")
+        if o["empty_hn_slots"] not in EMPTY_SLOT_RULES:
+            raise MosaicError(f"--empty-hn-slots {o['empty_hn_slots']!r}: choose {' or '.join(EMPTY_SLOT_RULES)}")
         if o["hn_per_image"] < 1:
             raise MosaicError(f"--hn-per-image {o['hn_per_image']}: at least 1 (without HN texts use --method clip)")
 
@@ -148,7 +168,8 @@ class FscClip(Method):
 
         o = self.opts
         return FSCCLIPLoss(lambda_global=o["lambda_global"], lambda_local=o["lambda_local"], focal_gamma=o["focal_gamma"],
-                           label_smoothing=o["label_smoothing"], local_loss=local_loss, rank=rank, world_size=world_size)
+                           label_smoothing=o["label_smoothing"], empty_hn_slots=o["empty_hn_slots"], local_loss=local_loss,
+                           rank=rank, world_size=world_size)
 
 
 METHOD = FscClip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mosaictool.methods.fsc_clip import EMPTY_SLOT_RULES
 from mosaictool.model.collectives import all_reduce_sum
 
 
@@ -53,12 +54,21 @@ def hn_logits_local(patch_tokens: torch.Tensor, token_features: torch.Tensor, to
     return scores.masked_fill(empty[..., 0], float("-inf"))
 
 
-def focal_hn_loss(logits: torch.Tensor, neg_mask: torch.Tensor, *, gamma: float, smoothing: float) -> torch.Tensor:
+def focal_hn_loss(logits: torch.Tensor, neg_mask: torch.Tensor, *, gamma: float, smoothing: float,
+                  empty_slots: str = "zero") -> torch.Tensor:
     """Focal(p_i, y~_i) of Eq. 9-10 per image: (B,). logits (B, 1+K) = log S (column 0: the caption),
-    neg_mask (B, K) bool: filled HN slots. Images without HN get 0 (the caller leaves them out)."""
+    neg_mask (B, K) bool: filled HN slots. Images without HN get 0 (the caller leaves them out).
+
+    empty_slots: "zero" (the authors' code) keeps an empty slot in the softmax with logit 0, what
+    their zero-filled features and scores give, and target 0; "drop" leaves it out of the softmax."""
     valid = torch.cat([torch.ones_like(neg_mask[:, :1]), neg_mask], dim=1)
-    logp = logits.masked_fill(~valid, float("-inf")).log_softmax(dim=1)
-    logp = torch.where(valid, logp, 0.0)  # no -inf * 0 (nan) in the sums or their gradients
+    if empty_slots == "zero":
+        logp = torch.where(valid, logits, 0.0).log_softmax(dim=1)
+    elif empty_slots == "drop":
+        logp = logits.masked_fill(~valid, float("-inf")).log_softmax(dim=1)
+        logp = torch.where(valid, logp, 0.0)  # no -inf * 0 (nan) in the sums or their gradients
+    else:
+        raise ValueError(f"empty_slots {empty_slots!r}: one of {EMPTY_SLOT_RULES}")
     p = torch.where(valid, logp.exp(), 0.0)
     n_texts = valid.sum(1, keepdim=True).to(logits.dtype)  # 1 + K_i
     target = valid.to(logits.dtype) * smoothing / n_texts
@@ -78,7 +88,8 @@ class FSCCLIPLoss(nn.Module):
     The HN terms are reported unweighted; `loss` weighs them with lambda_global and lambda_local."""
 
     def __init__(self, *, lambda_global: float = 0.5, lambda_local: float = 0.2, focal_gamma: float = 2.0,
-                 label_smoothing: float = 0.02, local_loss: bool = False, rank: int = 0, world_size: int = 1):
+                 label_smoothing: float = 0.02, empty_hn_slots: str = "zero", local_loss: bool = False, rank: int = 0,
+                 world_size: int = 1):
         super().__init__()
         from mosaictool.model.losses import MultiPositiveContrastiveLoss
 
@@ -86,6 +97,7 @@ class FSCCLIPLoss(nn.Module):
         self.lambda_local = lambda_local
         self.gamma = focal_gamma
         self.smoothing = label_smoothing
+        self.empty_hn_slots = empty_hn_slots
         self.world_size = world_size
         self.clip = MultiPositiveContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size)
 
@@ -135,7 +147,8 @@ class FSCCLIPLoss(nn.Module):
         denominator = n_hn.clamp(min=1)
 
         def term(logits):
-            per_image = focal_hn_loss(logits, neg_mask, gamma=self.gamma, smoothing=self.smoothing)
+            per_image = focal_hn_loss(logits, neg_mask, gamma=self.gamma, smoothing=self.smoothing,
+                                      empty_slots=self.empty_hn_slots)
             return scale * torch.where(has_hn, per_image, 0.0).sum() / denominator
 
         out = {"clip": clip["loss"], "i2t": clip["i2t"], "t2i": clip["t2i"]}
