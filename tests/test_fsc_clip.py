@@ -370,3 +370,231 @@ def test_resume_after_kill_9_gives_the_same_final_weights(tmp_path, lora_rank):
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
     assert [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()] == list(range(1, 7))
+
+
+# ---- against the authors' code ---------------------------------------------------------------
+# A transcription of ytaek-oh/fsc-clip src/training/losses/loss.py at commit
+# 604015db3f009a8f7485f1fb7e21d8343c67664a, one process (world_size 1, no gather), in their input
+# format: text features [B captions; the filled HN slots, compacted, type-major (slot k of image b is
+# row k * B + b of neg_text_masks)], token features and attn masks likewise.
+
+
+def official_fill_empty_negatives(neg_text_features, neg_mask):
+    """ClipLoss._fill_empty_negatives, loss.py:212-222."""
+    new_neg_shape = (neg_mask.size(0), )
+    if neg_text_features.ndim > 1:
+        new_neg_shape += neg_text_features.shape[1:]
+    new_neg_text_features = torch.zeros(new_neg_shape, device=neg_text_features.device, dtype=neg_text_features.dtype)
+    new_neg_text_features[neg_mask > 0] = neg_text_features
+    return new_neg_text_features
+
+
+def official_focal_loss_with_nsr(logits, labels, gamma=2.0, label_smoothing=0.1, valid_neg_mask=None):
+    """_focal_loss_with_nsr, loss.py:77-105 (reduction "mean"). Their target is float32 (`.float()`)."""
+    num_cls_per_row = valid_neg_mask.sum(dim=-1) + 1
+    num_batch, num_cls = logits.size(0), logits.size(1)
+    labels_2d = torch.zeros((num_batch, num_cls), device=logits.device).float()
+    labels_2d[:, 0] = (1.0 - label_smoothing) + label_smoothing / num_cls_per_row
+    labels_2d[:, 1:] = label_smoothing / num_cls_per_row.unsqueeze(-1)
+    labels_2d[:, 1:] *= valid_neg_mask
+    celoss_2d = -1.0 * torch.nn.functional.log_softmax(logits, dim=-1)
+    celoss_2d *= torch.pow(1.0 - torch.exp(-celoss_2d), gamma)
+    return torch.sum(labels_2d * celoss_2d, dim=-1).mean()
+
+
+def official_clip_loss(image_features, text_features, logit_scale):
+    """ClipLoss.forward, loss.py:282-291 with get_logits 249-259 and get_ground_truth 238-247: arange labels."""
+    logits_per_img = logit_scale * image_features @ text_features.T
+    logits_per_txt = logit_scale * text_features @ image_features.T
+    labels = torch.arange(logits_per_img.shape[0])
+    F = torch.nn.functional
+    return (F.cross_entropy(logits_per_img, labels) + F.cross_entropy(logits_per_txt, labels)) / 2
+
+
+def official_per_token_visual_patches(image_tokens, text_tokens):
+    """Local_HNLoss.get_per_token_visual_patches, loss.py:393-416 (sim_normalizer "minmax", no sparsify)."""
+    sim_map = torch.einsum("btd,bpd->btp", text_tokens, image_tokens).detach()
+    sim_max = sim_map.max(dim=-1, keepdim=True)[0]
+    sim_min = sim_map.min(dim=-1, keepdim=True)[0]
+    sim_map = (sim_map - sim_min) / (sim_max - sim_min)
+    sim_map = sim_map / sim_map.sum(dim=-1, keepdim=True)
+    image_tokens = torch.einsum("btp,bpd->btd", sim_map, image_tokens)
+    return torch.nn.functional.normalize(image_tokens, dim=-1)
+
+
+def official_aggregated_local_score(image_tokens, text_tokens, attn_mask, logit_scale):
+    """Local_HNLoss.get_aggregated_local_score, loss.py:418-432."""
+    text_tokens = torch.nn.functional.normalize(text_tokens, dim=-1)
+    batch_size, context_len = image_tokens.shape[:2]
+    local_sim = logit_scale * torch.einsum("bd,bd->b", image_tokens.reshape(batch_size * context_len, -1),
+                                           text_tokens.reshape(batch_size * context_len, -1)).view(batch_size, context_len)
+    additive_attn_mask = torch.where(attn_mask > 0, 0., float("-inf"))
+    return torch.logsumexp(local_sim + additive_attn_mask, dim=1)
+
+
+def official_fsc_clip_loss(image_features, image_tokens, text_features, text_tokens, attn_mask, neg_text_masks,
+                           logit_scale, *, neg_loss_weight, local_neg_weight, gamma, smoothing):
+    """Local_HNLoss.forward (loss.py:434-525) over Global_HNLoss.forward (319-376), world_size 1;
+    the dict train.py sums into the loss: clip_loss, clip_neg_loss, local_neg_loss (weighted)."""
+    lbs = image_features.shape[0]
+    neg_loss_fn = lambda lg, lb, valid_neg_mask: official_focal_loss_with_nsr(  # noqa: E731 (build_neg_loss, 108-122)
+        lg, lb, gamma=gamma, label_smoothing=smoothing, valid_neg_mask=valid_neg_mask)
+    total = {}
+    # Global_HNLoss.forward
+    text_feats, neg_text_features = text_features[:lbs], text_features[lbs:]
+    neg_text_features = official_fill_empty_negatives(neg_text_features, neg_text_masks)
+    total["clip_loss"] = official_clip_loss(image_features, text_feats, logit_scale)
+    neg_text_features = torch.stack(neg_text_features.split(lbs, dim=0), dim=1)
+    neg_logits_per_img = logit_scale * torch.einsum(
+        "bkd,bld->bkl", image_features.unsqueeze(1), torch.cat((text_feats.unsqueeze(1), neg_text_features), dim=1)
+    ).squeeze(1)
+    neg_labels = torch.zeros(lbs, dtype=torch.long)
+    valid_neg_mask = torch.stack(neg_text_masks.split(lbs, dim=0), dim=1)
+    valid_neg_weight = torch.any(valid_neg_mask > 0, dim=1)
+    total["clip_neg_loss"] = neg_loss_weight * neg_loss_fn(
+        neg_logits_per_img[valid_neg_weight], neg_labels[valid_neg_weight], valid_neg_mask=valid_neg_mask[valid_neg_weight])
+    # Local_HNLoss.forward, 469-521
+    text_tokens, neg_text_tokens = text_tokens[:lbs], text_tokens[lbs:]
+    attn_mask, neg_attn_mask = attn_mask[:lbs], attn_mask[lbs:]
+    new_image_tokens = official_per_token_visual_patches(image_tokens, text_tokens)
+    pos_local_scores = official_aggregated_local_score(new_image_tokens, text_tokens, attn_mask, logit_scale)
+    neg_chunk_sizes = [neg_mask.sum().item() for neg_mask in neg_text_masks.split(lbs, dim=0)]
+    neg_local_score_list = []
+    for _neg_text_masks, _neg_text_tokens, _neg_attn_mask in zip(
+            neg_text_masks.split(lbs, dim=0), neg_text_tokens.split(neg_chunk_sizes, dim=0),
+            neg_attn_mask.split(neg_chunk_sizes, dim=0)):
+        _image_tokens = image_tokens[_neg_text_masks > 0]
+        neg_img_tokens = official_per_token_visual_patches(_image_tokens, _neg_text_tokens)
+        neg_local_score_list.append(
+            official_aggregated_local_score(neg_img_tokens, _neg_text_tokens, _neg_attn_mask, logit_scale))
+    neg_local_score_list = torch.cat(neg_local_score_list, dim=0)
+    neg_local_score_list = official_fill_empty_negatives(neg_local_score_list, neg_text_masks)
+    neg_local_score_list = torch.stack(neg_local_score_list.split(lbs, dim=0), dim=1)
+    neg_logits = torch.cat((pos_local_scores.unsqueeze(1), neg_local_score_list), dim=1)
+    total["local_neg_loss"] = local_neg_weight * neg_loss_fn(
+        neg_logits[valid_neg_weight], neg_labels[valid_neg_weight], valid_neg_mask=valid_neg_mask[valid_neg_weight])
+    return total
+
+
+def to_official_format(x):
+    """Our slot layout (B, K, ...) -> their inputs: captions then the filled slots, type-major."""
+    b, k = x["neg_mask"].shape
+    flat = x["neg_mask"].T.reshape(-1)  # neg_text_masks: row k * B + b
+    def filled(t):  # (B, K, ...) -> the filled slots in their order
+        return t.transpose(0, 1).reshape(b * k, *t.shape[2:])[flat]
+    return dict(image_features=x["image"], image_tokens=x["patches"],
+                text_features=torch.cat([x["pos"], filled(x["neg"])]),
+                text_tokens=torch.cat([x["pos_tok"], filled(x["neg_tok"])]),
+                attn_mask=torch.cat([x["pos_tok_mask"], filled(x["neg_tok_mask"])]).long(),
+                neg_text_masks=flat.long(), logit_scale=x["scale"])
+
+
+def hn_per_image_inputs(counts=(3, 0, 1, 1, 3, 2), seed=0, w=5, p=7, d=8):
+    """make_inputs with the issue's HN counts per image (K = 3), filled slots not always first, no ties
+    (their min-max normalisation divides by zero on a tie)."""
+    k = 3
+    x = make_inputs(seed, b=len(counts), k=k, w=w, p=p, d=d, ties=False)
+    rng = torch.Generator().manual_seed(seed + 1)
+    x["neg_mask"] = torch.zeros(len(counts), k, dtype=torch.bool)
+    for i, n in enumerate(counts):
+        x["neg_mask"][i, torch.randperm(k, generator=rng)[:n]] = True
+    return x
+
+
+@pytest.mark.parametrize("gamma,beta", [(2.0, 0.02), (1.0, 0.3)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_loss_and_gradients_equal_the_authors_code(seed, gamma, beta):
+    """HN texts per image [3, 0, 1, 1, 3, 2], B = 6, K = 3, float64: every term and every gradient of
+    our default (--empty-hn-slots zero) equals the transcription above; --empty-hn-slots drop does not.
+    (Tolerance 1e-7: their smoothed target is float32, loss.py:90.)"""
+    x = hn_per_image_inputs(seed=seed)
+    kw = dict(lambda_global=0.5, lambda_local=0.2, focal_gamma=gamma, label_smoothing=beta)
+    ours = run_module(x, **kw)
+    theirs = official_fsc_clip_loss(**to_official_format(x), neg_loss_weight=0.5, local_neg_weight=0.2, gamma=gamma,
+                                    smoothing=beta)
+    their_total = sum(theirs.values())
+    torch.testing.assert_close(ours["clip"], theirs["clip_loss"], rtol=1e-12, atol=0)
+    torch.testing.assert_close(0.5 * ours["hn_global"], theirs["clip_neg_loss"], rtol=1e-7, atol=0)
+    torch.testing.assert_close(0.2 * ours["hn_local"], theirs["local_neg_loss"], rtol=1e-7, atol=0)
+    torch.testing.assert_close(ours["loss"], their_total, rtol=1e-7, atol=0)
+    g_ours, g_theirs = grads(ours["loss"], x), grads(their_total, x)
+    for name in GRAD_KEYS:
+        torch.testing.assert_close(g_ours[name], g_theirs[name], rtol=1e-6, atol=1e-9, msg=name)
+    drop = run_module(x, empty_hn_slots="drop", **kw)
+    assert abs(0.5 * drop["hn_global"].item() - theirs["clip_neg_loss"].item()) > 1e-3
+
+
+class _StubTowers(torch.nn.Module):
+    """ContrastiveForward's outputs without a model: fixed image and patch features, and text features
+    from the token ids (equal texts: equal features), as batch_features reads them."""
+
+    def __init__(self, b, p=7, d=8, vocab=40, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.image = unit(b, d, g=g).float()
+        self.patches = torch.randn(b, p, d, generator=g)
+        self.embedding = torch.randn(vocab, d, generator=g)
+
+    def text(self, tokens):
+        token_f = self.embedding[tokens]
+        pooled = (token_f * (tokens != 0)[..., None]).sum(1)
+        return torch.nn.functional.normalize(pooled, dim=-1), token_f
+
+    def forward(self, images, tokens, dense=False):
+        text_f, token_f = self.text(tokens)
+        out = (self.image, text_f, torch.tensor(1 / 0.07))
+        return out + (self.patches, token_f) if dense else out
+
+
+def test_equal_captions_are_labelled_by_position_as_in_the_authors_code(tmp_path):
+    """Two images with the same caption: the training loop's path (the resolved TrainConfig's
+    merge_equal_texts -> batch_features -> the method's loss) gives the authors' loss, whose CLIP term
+    labels captions by position (arange; transcription above); merging equal texts would not."""
+    from mosaictool import methods
+    from mosaictool.model.text_ids import text_id
+    from mosaictool.training import TrainConfig
+    from mosaictool.training.batch import Batch, batch_features
+
+    cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="fsc-clip").resolved()
+    assert cfg.merge_equal_texts is False
+    method = methods.create(cfg.method, cfg.method_options)
+    # captions as token ids (0: padding); images 0 and 2 have the same caption
+    captions = torch.tensor([[1, 5, 6, 2, 0], [1, 7, 8, 9, 2], [1, 5, 6, 2, 0], [1, 10, 11, 2, 0]])
+    hn = {(0, 0): [1, 6, 5, 2, 0], (1, 0): [1, 9, 8, 7, 2], (1, 1): [1, 12, 8, 9, 2], (3, 2): [1, 11, 13, 2, 0]}
+    b, k = 4, 3
+    neg_mask = torch.zeros(b, k, dtype=torch.bool)
+    for i, j in hn:
+        neg_mask[i, j] = True
+    neg_tokens = torch.tensor([hn[i, j] for i, j in sorted(hn)])  # row-major, as the collate stores them
+    ids = lambda rows: torch.tensor([text_id(" ".join(map(str, r.tolist()))) for r in rows])  # noqa: E731
+    neg_ids = torch.zeros(b, k, dtype=torch.long)
+    neg_ids[neg_mask] = ids(neg_tokens)
+    batch = Batch(images=torch.zeros(b, 3, 2, 2, dtype=torch.uint8), pos_tokens=captions,
+                  pos_mask=torch.ones(b, 1, dtype=torch.bool), neg_tokens=neg_tokens, neg_mask=neg_mask,
+                  is_hard=torch.zeros(b, dtype=torch.bool), indices=torch.arange(b), pos_ids=ids(captions)[:, None],
+                  neg_ids=neg_ids)
+    towers = _StubTowers(b)
+    noise = torch.randn(b, towers.image.shape[1], generator=torch.Generator().manual_seed(3))
+    towers.image = torch.nn.functional.normalize(towers.text(captions)[0] + 0.3 * noise, dim=-1)  # near its caption
+    loss_fn = method.make_loss()
+
+    def ours(text_ids):
+        feats = batch_features(towers, batch, mean=(0.5,) * 3, std=(0.5,) * 3, device="cpu", text_ids=text_ids,
+                               dense=method.dense)
+        return loss_fn(feats)
+
+    got, merged = ours(cfg.merge_equal_texts), ours(True)
+    # their inputs: captions, then the filled slots type-major; attn_mask = (text > 0) without the
+    # start token (their open_clip model.py:331-333, same commit)
+    flat = neg_mask.T.reshape(-1)
+    neg_by_type = torch.stack([torch.tensor(hn.get((i, j), [0] * 5)) for j in range(k) for i in range(b)])[flat]
+    tokens = torch.cat([captions, neg_by_type])
+    text_f, token_f = towers.text(tokens)
+    attn_mask = (tokens > 0).long()
+    attn_mask[:, 0] = 0
+    theirs = official_fsc_clip_loss(towers.image, towers.patches, text_f, token_f, attn_mask, flat.long(),
+                                    torch.tensor(1 / 0.07), neg_loss_weight=0.5, local_neg_weight=0.2, gamma=2.0,
+                                    smoothing=0.02)
+    torch.testing.assert_close(got["clip"], theirs["clip_loss"], rtol=1e-6, atol=0)
+    torch.testing.assert_close(got["loss"], sum(theirs.values()), rtol=1e-6, atol=0)
+    assert abs(merged["clip"].item() - theirs["clip_loss"].item()) > 1e-3  # merging equal captions is another loss

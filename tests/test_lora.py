@@ -177,3 +177,86 @@ def test_train_negative_rank_is_one_line_naming_lora(run_config, tmp_path):
                                       "--out", cfg.out])
     assert result.exit_code == 1 and "--lora -1" in result.output and "Traceback" not in result.output
     assert not Path(cfg.out).exists()
+
+
+# ---- against the FSC-CLIP authors' LoRA ----------------------------------------------------------
+# ytaek-oh/fsc-clip at commit 604015db3f009a8f7485f1fb7e21d8343c67664a: src/training/models/lora_utils/
+# patch.py (which layers get an adapter, each built with lora_alpha 1) and lora_layers.py (their shapes
+# and forwards, loralib's).
+
+
+def official_lora_parameter_count(model, r: int) -> int:
+    """The adapter parameters patch_vit_clip_lora + mark_only_lora_as_trainable leave trainable
+    (patch.py:63-80, utils.py:13-16), from the shapes lora_layers.py gives them:
+    every nn.Linear outside attention (patch.py:13-25): Linear A (r, in), B (out, r) (lora_layers.py:64-65);
+    every nn.Conv2d (patch.py:28-44): Conv2d A (r k, in k), B (out k, r k) (lora_layers.py:146-151);
+    every resblock's attention (patch.py:47-60): MultiheadAttention in_proj A (r, D), B (3 D, r)
+    (lora_layers.py:264-266) and its out_proj Linear (281-288)."""
+    import torch.nn as nn
+
+    total = 0
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear) and "attn" not in name:
+            total += r * m.in_features + m.out_features * r
+        elif isinstance(m, nn.Conv2d):
+            k = m.kernel_size[0]
+            total += r * k * m.in_channels * k + m.out_channels * k * r * k
+    for transformer in (model.visual.transformer, model.transformer):
+        for block in transformer.resblocks:
+            d = block.attn.embed_dim
+            total += r * d + 3 * d * r + (r * d + d * r)
+    return total
+
+
+def test_vit_b_32_trains_as_many_adapter_parameters_as_the_authors_lora():
+    """ViT-B-32 (open_clip, no weights), rank 4: 4,141,056 trainable parameters, 3,158,016 of them in
+    conv1's adapter (peft's own conv adapter would have 15,360)."""
+    import open_clip
+
+    model = open_clip.create_model("ViT-B-32", pretrained=None)
+    want = official_lora_parameter_count(model, 4)
+    lora.add_lora(model, 4)
+    got = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert got == want == 4_141_056
+    conv = sum(p.numel() for n, p in model.named_parameters() if p.requires_grad and n.startswith("visual.conv1."))
+    assert conv == 4 * 32 * 3 * 32 + 768 * 32 * 4 * 32
+
+
+def official_conv_forward(x, weight, lora_a, lora_b, r, conv):
+    """lora_layers.Conv2d.forward, lora_layers.py:178-189 (not merged), lora_alpha 1 (scaling 152)."""
+    scaling = 1 / r
+    return torch.nn.functional.conv2d(x, weight + (lora_b @ lora_a).view(weight.shape) * scaling, None, conv.stride,
+                                      conv.padding, conv.dilation, conv.groups)
+
+
+def official_linear_forward(x, weight, bias, lora_a, lora_b, r):
+    """lora_layers.Linear.forward, lora_layers.py:104-115 (not merged, no dropout), lora_alpha 1 (scaling 66)."""
+    scaling = 1 / r
+    return torch.nn.functional.linear(x, weight, bias) + (x @ lora_a.T @ lora_b.T) * scaling
+
+
+def test_conv1_and_linear_adapters_compute_what_the_authors_layers_compute(tiny):
+    """The same A and B in ours and in a transcription of their forwards: the same outputs, and merging
+    folds exactly that update into the plain weights."""
+    bundle = tiny()
+    model = lora.add_lora(bundle.model, 2)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+    conv = model.visual.conv1
+    base_conv = conv.get_base_layer()
+    a, b = conv.lora_A["default"].weight, conv.lora_B["default"].weight
+    k = base_conv.kernel_size[0]
+    assert a.shape == (2 * k, base_conv.in_channels * k) and b.shape == (base_conv.out_channels * k, 2 * k)
+    images = torch.randn(2, 3, 32, 32, generator=g)
+    with torch.no_grad():
+        torch.testing.assert_close(conv(images), official_conv_forward(images, base_conv.weight, a, b, 2, base_conv))
+        fc = model.transformer.resblocks[0].mlp.c_fc
+        x = torch.randn(3, fc.in_features, generator=g)
+        base_fc = fc.get_base_layer()
+        torch.testing.assert_close(fc(x), official_linear_forward(x, base_fc.weight, base_fc.bias, fc.lora_A["default"].weight,
+                                                                  fc.lora_B["default"].weight, 2))
+        merged = lora.merged_model(model).state_dict()["visual.conv1.weight"]
+        torch.testing.assert_close(merged, base_conv.weight + (b @ a).view(base_conv.weight.shape) / 2)
