@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import socket
@@ -598,3 +599,53 @@ def test_equal_captions_are_labelled_by_position_as_in_the_authors_code(tmp_path
     torch.testing.assert_close(got["clip"], theirs["clip_loss"], rtol=1e-6, atol=0)
     torch.testing.assert_close(got["loss"], sum(theirs.values()), rtol=1e-6, atol=0)
     assert abs(merged["clip"].item() - theirs["clip_loss"].item()) > 1e-3  # merging equal captions is another loss
+
+
+# ---- the paper's recipe ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("recipe,lr,lora_rank", [("paper", 5e-6, 0), ("paper-lora", 5e-5, 4)])
+def test_recipes_are_the_authors_settings(tmp_path, recipe, lr, lora_rank):
+    """The authors' COCO scripts (fsc-clip README.md "Training Scripts" at 604015d: lr 5e-6, or 5e-5 with
+    --lora-rank 4; wd 0.1, 5 epochs, warmup 50, batch 256) with their parser's defaults (src/training/
+    params.py:307-313, 503: --precision amp, --grad-clip-norm None) and their open_clip's crop scale
+    (src/open_clip/transform.py:69: (0.9, 1.0)); fields given explicitly win."""
+    from mosaictool.training import TrainConfig, with_recipe
+
+    cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="fsc-clip")
+    got = with_recipe(cfg, recipe).resolved()
+    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert got.grad_clip is None and got.precision == "amp" and got.crop_scale == (0.9, 1.0)
+    assert (got.optimizer, got.beta1, got.beta2, got.eps) == ("adamw", 0.9, 0.98, 1e-6)
+    assert got.merge_equal_texts is False and got.method_options["empty_hn_slots"] == "zero"
+    mine = dataclasses.replace(cfg, lr=1e-4, grad_clip=2.0, method_options={"lambda_global": 1.0})
+    got = with_recipe(mine, recipe, given={"lr", "grad_clip"}).resolved()
+    assert (got.lr, got.grad_clip, got.method_options["lambda_global"], got.batch_size) == (1e-4, 2.0, 1.0, 256)
+
+
+@pytest.mark.xfail(strict=True, reason="cli/train.py compares typer's own ParameterSource (typer._click) with "
+                   "click.core's, so every flag counts as given and the recipe sets nothing; reported to the lead")
+@pytest.mark.parametrize("recipe,lr,lora_rank", [("paper", 5e-6, 0), ("paper-lora", 5e-5, 4)])
+def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypatch, tmp_path, recipe, lr, lora_rank):
+    """`train --method fsc-clip --recipe paper[-lora]` applies the recipe above; flags given on the
+    command line win over it."""
+    from typer.testing import CliRunner
+
+    import mosaictool.training
+    from mosaictool.cli import app
+
+    seen = []
+    monkeypatch.setattr(mosaictool.training, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
+    base = ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--method", "fsc-clip", "--recipe", recipe]
+    result = CliRunner().invoke(app, base)
+    assert result.exit_code == 0, result.output
+    cfg = seen[-1]
+    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert cfg.grad_clip is None and cfg.precision == "amp" and tuple(cfg.crop_scale) == (0.9, 1.0)
+    assert cfg.method_options["lambda_global"] == 0.5 and cfg.method_options["label_smoothing"] == 0.02
+    result = CliRunner().invoke(app, base + ["--lr", "1e-4", "--grad-clip", "2", "--batch-size", "8", "--precision", "fp32",
+                                             "--lambda-global", "1.0", "--crop-scale", "0.5,1"])
+    assert result.exit_code == 0, result.output
+    cfg = seen[-1]
+    assert (cfg.lr, cfg.grad_clip, cfg.batch_size, cfg.precision, tuple(cfg.crop_scale)) == (1e-4, 2.0, 8, "fp32", (0.5, 1.0))
+    assert cfg.method_options["lambda_global"] == 1.0 and cfg.epochs == 5  # the recipe still sets what was not given
