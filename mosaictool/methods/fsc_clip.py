@@ -21,7 +21,8 @@ generation failed are masked out of the HN losses (App. A.1); an image with fewe
 (K_i < K) spreads the smoothing mass beta over its 1 + K_i texts. Its empty slots, by default
 (--empty-hn-slots zero), stay in the softmax with logit 0 and target 0, as in the authors' code (it
 fills them with zero features and zero local scores: fsc-clip loss.py:212-222, 503 at 604015d);
---empty-hn-slots drop leaves them out of the softmax, which is how we read the paper's "no counterpart".
+--empty-hn-slots drop leaves them out of the softmax: one reading of App. A.1 (texts without an HN
+counterpart are "masked out and excluded from the hard negative loss calculation").
 
 L_clip labels captions by position, as the authors' code does (arange labels): two images with the
 same caption are not each other's positives (merge_equal_texts = False; --merge-equal-texts merges them).
