@@ -45,6 +45,9 @@ TEXTS = {"R1": "a photo of a man riding a horse", "R2": "a photo of a man eating
 
 
 def test_probe_r_scores(tmp_path):
+    """Subject-only images count as ONE image per group (the mean of their logits), as the authors'
+    eval_relation_understanding.py does; the old rule (one case per image) gave O1_vs_R1 0.5 here.
+    The headline is R1 vs R2 accuracy (Table 2 = Table 3's Acc column), no longer its mu_c."""
     _jsonl(tmp_path / "probe_r" / "probe_r.jsonl", [
         {"id": "a", "image": "1.jpg", "texts": TEXTS, "subject_images": ["2.jpg", "3.jpg"]},
         {"id": "b", "image": "4.jpg", "texts": TEXTS, "subject_images": []},
@@ -52,19 +55,26 @@ def test_probe_r_scores(tmp_path):
     bench = get("probe_r")
     items = bench.load(tmp_path)
     assert [it.meta["subtask"] for it in items] == ["anchor", "subject", "anchor"]
-    assert items[0].texts == [TEXTS["R1"], TEXTS["R2"], TEXTS["R3"]] and items[1].texts == [TEXTS["O1"], TEXTS["R1"], TEXTS["O3"]]
+    assert items[0].texts == [TEXTS[k] for k in ("R1", "R2", "R3", "O1")]
+    assert items[1].texts == [TEXTS[k] for k in ("O1", "R1", "R2", "R3", "O3")]
     assert items[1].images[1].path == str(tmp_path / "probe_r" / "3.jpg")
-    sims = [np.array([[0.30, 0.29, 0.31]]),  # R2 lower (right), R3 higher (wrong)
-            np.array([[0.3, 0.2, 0.1], [0.2, 0.25, 0.2]]),  # image 2: O1 < R1 (wrong), O1 == O3 (tie: wrong)
-            np.array([[0.3, 0.3, 0.1]])]  # R1 == R2 (tie: wrong), R3 lower (right)
-    got = by_key(bench.score(items, sims, logit_scale=100.0))
-    assert got[("R1_vs_R2", "accuracy")] == 0.5 and got[("R1_vs_R3", "accuracy")] == 0.5
-    assert got[("O1_vs_R1", "accuracy")] == 0.5 and got[("O1_vs_O3", "accuracy")] == 0.5
+    sims = [np.array([[0.30, 0.29, 0.31, 0.25]]),  # R2 lower (right), R3 higher (wrong), O1 lower (right)
+            # image 2 alone would put R1 above O1; the mean [.25, .225, .15, .2, .15] has O1 first
+            np.array([[0.3, 0.2, 0.1, 0.1, 0.1], [0.2, 0.25, 0.2, 0.3, 0.2]]),
+            np.array([[0.3, 0.3, 0.1, 0.3]])]  # R1 == R2 (tie: wrong), R3 lower (right), O1 tie (wrong)
+    rows = bench.score(items, sims, logit_scale=100.0)
+    got = by_key(rows)
+    assert got[("R1_vs_R2", "accuracy")] == 0.5 and got[("R1_vs_R3", "accuracy")] == 0.5 and got[("R1_vs_O1", "accuracy")] == 0.5
     assert got[("R1_vs_R2", "mu_c")] == pytest.approx((sig(1) + 0.5) / 2)
     assert got[("R1_vs_R3", "mu_c")] == pytest.approx((sig(-1) + sig(20)) / 2)
-    assert got[("O1_vs_R1", "mu_c")] == pytest.approx((sig(10) + sig(-5)) / 2)
-    assert got[("O1_vs_O3", "mu_c")] == pytest.approx((sig(20) + 0.5) / 2)
-    assert got[(HEADLINE, "mu_c")] == got[("R1_vs_R2", "mu_c")]
+    assert got[("R1_vs_O1", "mu_c")] == pytest.approx((sig(5) + 0.5) / 2)
+    for sub, mu in [("O1_vs_R1", sig(2.5)), ("O1_vs_R2", sig(10)), ("X_O1/R1_vs_R2", sig(7.5)), ("X_O1/R1_vs_R3", sig(2.5)),
+                    ("O1_vs_O3", sig(10))]:
+        assert got[(sub, "accuracy")] == 1.0 and got[(sub, "mu_c")] == pytest.approx(mu), sub
+    assert {r["subtask"]: r["n"] for r in rows}["O1_vs_R1"] == 1  # one comparison per group
+    assert got[(HEADLINE, "accuracy")] == got[("R1_vs_R2", "accuracy")] and (HEADLINE, "mu_c") not in got
+    # Table 3's four columns are shown; the code's other comparisons are detail rows
+    assert {r["subtask"] for r in rows if not r.get("detail")} == {"R1_vs_R3", "R1_vs_R2", "O1_vs_R1", "O1_vs_R2", HEADLINE}
     assert len(bench.load(tmp_path, limit=1)) == 2
 
 
@@ -105,8 +115,14 @@ def test_probe_c_scores(tmp_path):
 
 
 def test_average_precision_by_hand():
+    """Per image over its class ranking, with the authors' epsilon; a run of tied scores is one rank
+    (scikit-learn's rule), so a tie no longer depends on list order (it used to: [0, 1] -> 0.5, [1, 0] -> 1)."""
     assert average_precision(np.array([0.9, 0.8, 0.7]), np.array([0, 1, 1])) == pytest.approx((1 / 2 + 2 / 3) / 2)
-    assert average_precision(np.array([0.5, 0.5]), np.array([0, 1])) == 0.5  # a tie keeps file order
+    assert average_precision(np.array([0.5, 0.5]), np.array([0, 1])) == average_precision(np.array([0.5, 0.5]), np.array([1, 0])) \
+        == pytest.approx(0.5)
+    assert average_precision(np.array([0.9, 0.5, 0.5, 0.1]), np.array([0, 1, 1, 0])) == pytest.approx(2 / 3)
+    for k in range(4):  # a constant model: 1/4 wherever its one class sits
+        assert average_precision(np.zeros(4), np.eye(4)[k]) == pytest.approx(0.25)
 
 
 def _softmax(row, k):
@@ -132,18 +148,24 @@ def test_probe_b_scores(tmp_path):
     r2 = np.array([[0.1, 0.3, 0.2], [0.2, 0.3, 0.1], [0.3, 0.2, 0.1]])
     r3 = np.array([[0.3, 0.2], [0.2, 0.3], [0.3, 0.3]])
     got = by_key(bench.score(items, [r1, r2, r3], logit_scale=100.0))
-    # x0: dog AP 1, cat AP 1, car tie (r1 first) AP 1/2; x0_patch: 1, 1, 1/2; x1: 1/2, 1/2 (tie), 1/2
-    assert got[("MR/black", "mAP_x0")] == pytest.approx(2.5 / 3) and got[("MR/black", "mAP_x0_patch")] == pytest.approx(2.5 / 3)
-    assert got[("MR/black", "mAP_x1")] == pytest.approx(0.5)
-    assert got[("MR/black", "robustness_x0_x1")] == pytest.approx(0.6) and got[("MR/black", "robustness_x0_x0_patch")] == 1.0
-    pairs = [(r1, 0), (r2, 1), (r2, 2)]
-    expected = np.mean([_softmax(m[0], k) - _softmax(m[2], k) for m, k in pairs])
+    # AP per image (was per class): record 1 (dog) 1, 1, 1/3; record 2 (cat, car) 1, 5/6, 7/12
+    assert got[("MR/black", "mAP_x0")] == pytest.approx(1) and got[("MR/black", "mAP_x0_patch")] == pytest.approx(11 / 12)
+    assert got[("MR/black", "mAP_x1")] == pytest.approx(11 / 24)
+    # robustness per image, then the mean (was the ratio of the two mAPs)
+    assert got[("MR/black", "robustness_x0_x1")] == pytest.approx(11 / 24)
+    assert got[("MR/black", "robustness_x0_x0_patch")] == pytest.approx(11 / 12)
+    assert got[("MR/black", "robustness_x0_patch_x1")] == pytest.approx((1 / 3 + 0.7) / 2)
+    # confidence change: the mean over each image's objects, then over images (was over all pairs)
+    expected = np.mean([_softmax(r1[0], 0) - _softmax(r1[2], 0),
+                        np.mean([_softmax(r2[0], k) - _softmax(r2[2], k) for k in (1, 2)])])
     assert got[("MR/black", "confidence_change_x0_x1")] == pytest.approx(expected)
     assert got[("R/black", "accuracy_x0")] == 1.0 and got[("R/black", "accuracy_x0_patch")] == 0.0 and got[("R/black", "accuracy_x1")] == 0.0
-    assert got[("R/black", "robustness_x0_x1")] == 0.0 and math.isnan(got[("R/black", "robustness_x0_patch_x1")])
+    # R: robustness = the relative change of the target's softmax confidence (Table 9), not of accuracy
+    assert got[("R/black", "robustness_x0_x1")] == pytest.approx(0.5 / sig(10))
+    assert got[("R/black", "robustness_x0_patch_x1")] == pytest.approx(0.5 / sig(-10))
     assert got[("R/black", "confidence_change_x0_x0_patch")] == pytest.approx(sig(10) - sig(-10))
-    assert got[("MR", "mAP_x1")] == got[(HEADLINE, "mAP_x1")] == pytest.approx(0.5)
-    assert got[("R", "accuracy_x0")] == 1.0 and math.isnan(got[("R", "robustness_x0_patch_x1")])
+    assert got[("MR", "mAP_x1")] == got[(HEADLINE, "mAP_x1")] == pytest.approx(11 / 24)
+    assert got[("R", "accuracy_x0")] == 1.0
 
 
 def test_probe_b_unknown_class(tmp_path):

@@ -1,5 +1,8 @@
-"""Reading the Probe benchmarks' JSONL (written by `mosaictool probe build` or `mosaictool world`):
-one record per line, image paths relative to the file's folder. Private: no BENCHMARK here."""
+"""Reading the Probe benchmarks (seed 004) in either of two layouts: our JSONL (written by `mosaictool
+probe build` or `mosaictool world`: one record per line, image paths relative to the file's folder), or
+the authors' released files (GitHub DeepLearningRobustnessStudies/UnderstandingVisualTextModels,
+new_datasets/README.md and the core/eval_*.py scripts that read them, commit da44432). Private: no
+BENCHMARK here."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import json
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
+
+OURS, OFFICIAL = "ours", "official"
 
 
 def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | None = None) -> list[dict]:
@@ -31,3 +36,43 @@ def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | Non
                                   f"(not a {bench} file; build it with `mosaictool probe build`)")
             out.append(rec)
     return out
+
+
+def which_layout(folder: Path, bench: str, ours: str, theirs: tuple[str, ...]) -> str:
+    """OURS or OFFICIAL, by the files in `folder`: our `ours` file, or any of the authors' `theirs`."""
+    mine = (folder / ours).is_file()
+    found = [t for t in theirs if (folder / t).is_file()]
+    if mine and found:
+        raise MosaicError(f"{bench}: {folder} holds both our {ours} and the authors' {', '.join(found)}; "
+                          "keep one layout per folder (move the other) so it is clear which is scored")
+    if mine:
+        return OURS
+    if found:
+        return OFFICIAL
+    raise MosaicError(f"{bench}: no {bench} files in {folder}: expected either our layout ({ours}, written by "
+                      f"`mosaictool probe build {bench[-1]} --out <data root>`) or the authors' released layout "
+                      f"({' / '.join(theirs)}); see `mosaictool evaluate --list`, or fix --data-root")
+
+
+def read_json(path: Path, bench: str, kind: type):
+    """A JSON file of the authors' release, which must hold a `kind` (dict or list) at the top."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from e
+    if not isinstance(data, kind):
+        raise MosaicError(f"{bench}: {path}: expected a JSON {'object' if kind is dict else 'list'} at the top, "
+                          f"as the authors' release has; got {type(data).__name__}")
+    return data
+
+
+def need(rec: dict, fields: tuple[str, ...], bench: str, where: str) -> None:
+    """A record of the authors' files must have `fields`; `where` names it (file and key / index)."""
+    missing = [k for k in fields if not isinstance(rec, dict) or k not in rec]
+    if missing:
+        raise MosaicError(f"{bench}: {where}: missing field(s) {', '.join(missing)} (not the authors' {bench} file?)")
+
+
+def coco_name(image_id) -> str:
+    """The authors' COCO val2014 file name for an image id (their load_image: zero-padded to 12)."""
+    return f"COCO_val2014_{str(image_id).zfill(12)}.jpg"
