@@ -623,8 +623,6 @@ def test_recipes_are_the_authors_settings(tmp_path, recipe, lr, lora_rank):
     assert (got.lr, got.grad_clip, got.method_options["lambda_global"], got.batch_size) == (1e-4, 2.0, 1.0, 256)
 
 
-@pytest.mark.xfail(strict=True, reason="cli/train.py compares typer's own ParameterSource (typer._click) with "
-                   "click.core's, so every flag counts as given and the recipe sets nothing; reported to the lead")
 @pytest.mark.parametrize("recipe,lr,lora_rank", [("paper", 5e-6, 0), ("paper-lora", 5e-5, 4)])
 def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypatch, tmp_path, recipe, lr, lora_rank):
     """`train --method fsc-clip --recipe paper[-lora]` applies the recipe above; flags given on the

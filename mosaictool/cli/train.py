@@ -140,9 +140,8 @@ def train_cli(
             log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
         )
         if recipe:
-            from click.core import ParameterSource
-
-            given = {name for name in ctx.params if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT}
+            # by name: typer ships its own click, whose ParameterSource is not click.core's
+            given = {name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"}
             cfg = with_recipe(cfg, recipe, given)
         final = train(cfg)
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
