@@ -175,6 +175,9 @@ def test_probe_b_unknown_class(tmp_path):
     _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": {}, "labels": ["cow"], "target": None}])
     with pytest.raises(MosaicError, match="cow not in classes.txt"):
         get("probe_b").load(tmp_path)
+    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": {}, "labels": [], "target": None}])
+    with pytest.raises(MosaicError, match="record 1: split MR needs the classes present"):  # no AP without a present class
+        get("probe_b").load(tmp_path)
 
 
 # --- end to end: build from tiny VG / COCO files, then evaluate --------------------------------------
