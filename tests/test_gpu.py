@@ -129,6 +129,16 @@ def test_grad_checkpointing_and_hard_image_mining(world, tmp_path):
         torch.testing.assert_close(value, without[name], rtol=1e-4, atol=1e-5, msg=name)
 
 
+def test_images_on_device(world, tmp_path):
+    """--images-on-device: the images wait on the GPU, a step gathers them there; the same weights as
+    the loader's images (fp32; GPU reductions: 1e-5)."""
+    common = dict(method="negclip", augment=False, grad_clip=None)
+    loader = weights(run_on_device(config(world, tmp_path / "loader", **common))[0])
+    on_device = weights(run_on_device(config(world, tmp_path / "device", images_on_device=True, **common))[0])
+    for name in loader:
+        torch.testing.assert_close(on_device[name], loader[name], rtol=1e-5, atol=1e-5, msg=name)
+
+
 def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference, _ = run_on_device(config(world, tmp_path / "ref", **steps))

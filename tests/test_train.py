@@ -157,6 +157,24 @@ def test_lock_towers_grad_checkpointing_and_bf16(world, tmp_path):
     assert not torch.equal(start["visual.proj"], after["visual.proj"])
 
 
+def test_images_on_device_gives_the_same_weights(world, tmp_path, monkeypatch):
+    """--images-on-device (every image decoded once into one tensor on the device, batches gathered
+    there) trains the same weights as images decoded by the loader; the loader then decodes none."""
+    from mosaictool.errors import MosaicError
+    from mosaictool.training import data as train_data
+
+    common = dict(method="negclip", steps=3, augment=False)
+    plain = weights(train(config(world, tmp_path / "loader", **common)))
+    decoded = []
+    real = train_data.TrainDataset._decode
+    monkeypatch.setattr(train_data.TrainDataset, "_decode", lambda self, i, rng: decoded.append(i) or real(self, i, rng))
+    on_device = weights(train(config(world, tmp_path / "device", images_on_device=True, **common)))
+    assert_same_weights(plain, on_device)
+    assert sorted(decoded) == list(range(12))  # each image once, up front
+    with pytest.raises(MosaicError, match="needs --no-augment"):
+        train(config(world, tmp_path / "aug", images_on_device=True))
+
+
 def test_fp16_amp_is_refused_on_the_cpu_and_bf16_autocast_runs(world, tmp_path):
     from mosaictool.errors import MosaicError
 

@@ -55,6 +55,8 @@ def train_cli(
              "on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
              "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
+    images_on_device: Annotated[bool, typer.Option(help="With --no-augment: decode every image once into one tensor on the "
+                                                        "training device (GPU memory: N x 3 x S x S bytes); a step gathers its images there.")] = False,
     crop_scale: Annotated[str, typer.Option(help="The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).")] = "0.8,1",
     local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
     merge_equal_texts: Annotated[
@@ -134,7 +136,7 @@ def train_cli(
             batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
             warmup=warmup,
             grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
-            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
+            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment, images_on_device=images_on_device,
             crop_scale=_pair(crop_scale, "--crop-scale"), local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
             num_workers=num_workers, save_every=save_every,
             log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,

@@ -31,7 +31,7 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
         final = train(TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=True,
                                   augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
                                   warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
-                                  device=device, num_workers=workers))
+                                  device=device, num_workers=workers, images_on_device=device.startswith("cuda")))
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
         shutil.copyfile(final, tmp)

@@ -57,6 +57,7 @@ class TrainConfig:
     lora: int = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
     augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
     crop_scale: tuple[float, float] = (0.8, 1.0)  # the crop's share of the image area (open_clip's fine-tuning aug)
+    images_on_device: bool = False  # --no-augment only: every image decoded once and kept on the training device
     local_loss: bool = False
     merge_equal_texts: bool | None = None  # equal texts in a batch = the same sub-graph (default: the method's)
     seed: int = 0
@@ -108,6 +109,8 @@ class TrainConfig:
                               "decay zero or more (finite)")
         if cfg.lora < 0:
             raise MosaicError(f"--lora {cfg.lora}: a rank of at least 1 (0: full fine-tuning)")
+        if cfg.images_on_device and cfg.augment:
+            raise MosaicError("--images-on-device keeps each image decoded once: it needs --no-augment (a fixed center crop)")
         if cfg.lock_image and cfg.lock_text:
             raise MosaicError("--lock-image and --lock-text together leave nothing to train")
         from mosaictool.training.reporting import parse_report_to
