@@ -125,11 +125,29 @@ def load_subtasks(root: Path, subtasks: list[str], limit: int | None = None) -> 
     return items
 
 
-def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float, prefix: str = "") -> list[dict]:
-    """Rows per ARO subtask (prefixed with `prefix` for the world bench), without the headline."""
+def _by_subtask(items: list[Item]) -> dict[str, list[int]]:
     by_sub: dict[str, list[int]] = defaultdict(list)
     for i, it in enumerate(items):
         by_sub[it.meta["subtask"]].append(i)
+    return by_sub
+
+
+def _hits(sub: str, scores: np.ndarray) -> np.ndarray:
+    """Per case: is the true caption the model's choice (VG: option 1, the ARO files' order; Order:
+    option 0; ties go to the first maximum, as the authors' argmax)."""
+    return metrics.choice_correct(scores, 1 if sub in (VG_RELATION, VG_ATTRIBUTION) else 0, tie="argmax-first")
+
+
+def item_hits(items: list[Item], sims: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Per subtask, every case's outcome (bool, in the items' order): what paired tests over cases
+    compare between two models (micro_accuracy / Order's accuracy are their means)."""
+    by_sub = _by_subtask(items)
+    return {sub: _hits(sub, np.stack([sims[i][0] for i in by_sub[sub]])) for sub in SUBTASKS if by_sub.get(sub)}
+
+
+def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float, prefix: str = "") -> list[dict]:
+    """Rows per ARO subtask (prefixed with `prefix` for the world bench), without the headline."""
+    by_sub = _by_subtask(items)
     rows = []
     for sub in SUBTASKS:
         idx = by_sub.get(sub)
@@ -137,8 +155,8 @@ def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float
             continue
         scores = np.stack([sims[i][0] for i in idx])
         name = prefix + sub
+        hits = _hits(sub, scores)
         if sub in (VG_RELATION, VG_ATTRIBUTION):
-            hits = metrics.choice_correct(scores, 1, tie="argmax-first")
             per_group: dict[str, list[bool]] = defaultdict(list)
             for i, h in zip(idx, hits):
                 per_group[items[i].meta["group"]].append(bool(h))
@@ -153,7 +171,7 @@ def score_subtasks(items: list[Item], sims: list[np.ndarray], logit_scale: float
             rows.append(row(name, "groups_kept", len(kept), len(per_group)))
             rows += [row(f"{name}/{g}", "accuracy", np.mean(per_group[g]), len(per_group[g]), detail=True) for g in sorted(per_group)]
         else:
-            rows.append(row(name, "accuracy", metrics.choice_accuracy(scores, 0, tie="argmax-first"), len(idx)))
+            rows.append(row(name, "accuracy", float(hits.mean()), len(idx)))
             rows.append(row(name, "mu_c", metrics.mean_confidence(scores, 0, logit_scale), len(idx)))
     return rows
 
@@ -184,6 +202,9 @@ class Aro:
             if not (root / ANNOTATIONS[s]).is_file():
                 raise MosaicError(f"aro: {root / ANNOTATIONS[s]} not found (expected layout: see `mosaictool evaluate --list`; check --data-root)")
         return load_subtasks(root, subtasks, limit)
+
+    def item_hits(self, items: list[Item], sims: list[np.ndarray]) -> dict[str, np.ndarray]:
+        return item_hits(items, sims)
 
     def score(self, items: list[Item], sims: list[np.ndarray], *, logit_scale: float = metrics.CLIP_LOGIT_SCALE) -> list[dict]:
         rows = score_subtasks(items, sims, logit_scale)

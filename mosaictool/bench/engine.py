@@ -41,6 +41,9 @@ class EngineOptions:
     workers: int = 0  # DataLoader processes decoding and preprocessing images
     cache_dir: str | None = None
     skip_missing: bool = False
+    # also a row per subtask with every case's outcome ("hits": a string of 0/1 in the file's order)
+    # where the benchmark can say (Bench.item_hits): the input of paired tests over cases
+    item_hits: bool = False
     limit: int | None = None
     quiet: bool = False
     log: object = field(default=None, repr=False)  # a text stream for notes; default stderr
@@ -346,12 +349,15 @@ def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOption
     return Prepared(bench, items, missing)
 
 
-def score_prepared(prep: Prepared, encoder: Encoder) -> list[dict]:
+def score_prepared(prep: Prepared, encoder: Encoder, item_hits: bool = False) -> list[dict]:
     sims = similarities(prep.items, encoder, prep.bench.name)
     if _accepts(prep.bench.score, "logit_scale"):
         rows = prep.bench.score(prep.items, sims, logit_scale=encoder.logit_scale)
     else:
         rows = prep.bench.score(prep.items, sims)
+    if item_hits and hasattr(prep.bench, "item_hits"):
+        rows = [*rows, *({"subtask": sub, "metric": "hits", "value": float(h.mean()), "n": int(h.size), "detail": True,
+                          "hits": "".join("1" if x else "0" for x in h)} for sub, h in prep.bench.item_hits(prep.items, sims).items())]
     if prep.missing.items_skipped:
         rows = [*rows, {"subtask": "*", "metric": "skipped_missing_images", "value": float(prep.missing.items_skipped), "n": prep.missing.items_total}]
     return rows
@@ -374,6 +380,6 @@ def evaluate(
     for label, bundle in models:
         encoder = Encoder(bundle, options)
         for prep in prepared:
-            for r in score_prepared(prep, encoder):
+            for r in score_prepared(prep, encoder, options.item_hits):
                 yield {"model": label, "benchmark": prep.bench.name, **r, "detail": bool(r.get("detail", False))}
 

@@ -21,6 +21,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from mosaictool.bench import aro, crepe, metrics, probe_b, probe_c, retrieval, zeroshot
 from mosaictool.bench.base import HEADLINE, Item, row
 from mosaictool.errors import MosaicError
@@ -122,6 +124,12 @@ class WorldSplit:
         if not items:
             raise MosaicError(f"{self.name}: no benchmark files under {split_dir}; expected:\n{self.layout}")
         return items
+
+    def item_hits(self, items: list[Item], sims) -> dict[str, np.ndarray]:
+        """Per ARO subtask (prefixed aro/), every case's outcome: see aro.item_hits."""
+        idx = [i for i, it in enumerate(items) if it.meta["family"] == "aro"]
+        got = aro.item_hits([items[i] for i in idx], _Subset(sims, idx)) if idx else {}
+        return {f"aro/{sub}": hits for sub, hits in got.items()}
 
     def score(self, items: list[Item], sims, *, logit_scale: float = metrics.CLIP_LOGIT_SCALE) -> list[dict]:
         return score_split(items, sims, logit_scale)
