@@ -206,15 +206,15 @@ class ContrastiveForward(torch.nn.Module):
             and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
         )
 
-    def _text_tower(self, tokens: torch.Tensor, length: int, dense: bool):
-        """CLIP.encode_text (unnormalised) on tokens cut to `length` -> (pooled features, per-token
-        features (N, length, D) with `dense`, else None); both projected."""
+    def _text_tower(self, tokens: torch.Tensor, embedded: torch.Tensor, length: int, dense: bool):
+        """CLIP.encode_text (unnormalised) on tokens cut to `length`, given their token embeddings ->
+        (pooled features, per-token features (N, length, D) with `dense`, else None); both projected."""
         from open_clip.transformer import text_global_pool
 
         m = self.model
         tokens = tokens[:, :length]
         cast = m.transformer.get_cast_dtype()
-        x = m.token_embedding(tokens).to(cast) + m.positional_embedding[:length].to(cast)
+        x = embedded[:, :length].to(cast) + m.positional_embedding[:length].to(cast)
         x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
         pooled = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
         project = m.text_projection if isinstance(m.text_projection, torch.nn.Linear) else (lambda t: t @ m.text_projection)
@@ -245,10 +245,14 @@ class ContrastiveForward(torch.nn.Module):
         lengths = (tokens != 0).sum(1).cpu()  # the tokenizer pads with 0 after the end token
         groups = length_buckets(lengths, self.max_buckets)
         longest = int(lengths.max())
+        # one embedding lookup for every bucket: its backward writes a dense (vocabulary x width)
+        # gradient, which per bucket cost ~7 ms a bucket on the demo's tiny model (perf/step_profile.py)
+        embedded = m.token_embedding(tokens[:, :longest])
         if len(groups) == 1:
-            pooled, token_f = self._text_tower(tokens, longest, dense)
+            pooled, token_f = self._text_tower(tokens, embedded, longest, dense)
         else:
-            parts = [self._text_tower(tokens[g.to(tokens.device)], int(lengths[g].max()), dense) for g in groups]
+            parts = [self._text_tower(tokens[g.to(tokens.device)], embedded[g.to(tokens.device)], int(lengths[g].max()), dense)
+                     for g in groups]
             inverse = torch.argsort(torch.cat(groups)).to(tokens.device)  # batch position -> row of the buckets' output
             pooled = torch.cat([p for p, _ in parts]).index_select(0, inverse)
             token_f = None
