@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -99,32 +100,74 @@ def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard
     assert not set(map(str, sum(runs.values(), []))) & set(map(str, sum(other.values(), [])))
 
 
-def test_select_on_val_reads_val_only_and_picks_one_setting_for_all_rows(tmp_path, monkeypatch):
+def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, monkeypatch):
     trained, benches = [], []
+    best_lr = {label: (2e-4, 5e-4, 1e-3)[k % 3] for k, (label, _, _) in enumerate(METHODS)}
 
     def fake_finetune(cfg, shards, base, out):
-        trained.append((cfg.hard_images, cfg.finetune_lr, cfg.seeds))
-        return {label: [Path(f"{label}|{cfg.hard_images}|{cfg.finetune_lr}")] for label, _, _ in METHODS}
+        trained.append((cfg.finetune_lr, cfg.seeds))
+        return {label: [Path(f"{label}|{cfg.finetune_lr}")] for label, _, _ in METHODS}
 
     def fake_evaluate(models, world, bench, **kwargs):
         benches.append(bench)
         rows = []
         for label, path in models:
-            _, hard, lr = str(path).split("|")
-            # hard images off and the lower lr are best on val, for every row
-            value = 0.5 + 0.1 * (hard == "False") + 0.05 * (float(lr) == 5e-5)
+            row, lr = str(path).split("|")
+            value = 0.5 + 0.1 * (float(lr) == best_lr[row])  # each row has its own best lr on val
             rows += [{"model": label, "subtask": "headline", "metric": "accuracy", "value": value},
                      {"model": label, "subtask": "zeroshot/shape", "metric": "top1", "value": 0.9}]
         return rows
 
     monkeypatch.setattr(run, "finetune_all", fake_finetune)
     monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
-    best, table = run.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
-    assert (best["hard_images"], best["lr"]) == (False, 5e-5)
-    assert sorted(trained) == sorted((h, lr, 1) for h in (False, True) for lr in (2e-4, 5e-5))
+    chosen, table = run.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
+    assert chosen == best_lr
+    assert sorted(trained) == sorted((lr, 1) for lr in (2e-4, 5e-4, 1e-3))  # one seed per candidate
     assert set(benches) == {"world-val"}  # never the test split
-    assert "| off | 5e-05 **(chosen)** | 65.0 |" in table
-    assert (tmp_path / "selection.json").is_file()
+    assert "| CLIP | 60.0 **(chosen)** | 50.0 | 50.0 |" in table
+    assert json.loads((tmp_path / "selection.json").read_text())["chosen"] == best_lr
+
+
+def test_ablation_trains_each_variant_at_mosaiclips_lr_and_reads_val_only(tmp_path, monkeypatch):
+    import numpy as np
+
+    trained, benches = [], []
+
+    def fake_finetune(cfg, shards, base, out, rows=None):
+        trained.extend((name, method, options["max_pos"] if "max_pos" in options else 3, cfg.finetune_lr) for name, method, options in rows)
+        return {name: [Path(f"{name}|{s}") for s in range(cfg.seeds)] for name, _, _ in rows}
+
+    def fake_evaluate(models, world, bench, **kwargs):
+        benches.append(bench)
+        rng = np.random.default_rng(0)
+        out = []
+        for label, path in models:
+            weaker = "max-pos 1" in str(path)  # without sub-graph positives: 20 points fewer relation cases right
+            for sub, acc in (("aro/VG-Relation", 0.5 if weaker else 0.7), ("aro/COCO-Order", 0.3)):
+                hits = rng.random(400) < acc
+                out.append({"model": label, "subtask": sub, "metric": "hits", "hits": "".join("1" if h else "0" for h in hits)})
+            out.append({"model": label, "subtask": "headline", "metric": "accuracy", "value": 0.4})
+        return out
+
+    monkeypatch.setattr(run, "finetune_all", fake_finetune)
+    monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
+    cfg = DemoConfig(seeds=3, device="cpu")
+    table = run.ablate_on_val(cfg, tmp_path, tmp_path, tmp_path, tmp_path)
+    assert set(benches) == {"world-val"}
+    assert {lr for *_, lr in trained} == {cfg.lr_for("MosaiCLIP")} and {m for _, m, _, _ in trained} == {"mosaiclip"}
+    assert [name for name, *_ in trained] == [name for name, _ in run.ABLATIONS]
+    row = next(line for line in table.splitlines() if "max-pos 1" in line)
+    attribute, relation = row.split(" | ")[2:4]  # no attribute outcomes here: a dash
+    assert attribute == "–" and relation.startswith("-2") or relation.startswith("-1"), row  # about -20 points
+    assert (tmp_path / "ablation.md").read_text().strip() == table
+
+
+def test_rows_take_their_own_lr_unless_one_is_given():
+    cfg = DemoConfig(device="cpu")
+    assert {label: cfg.lr_for(label) for label, _, _ in METHODS} == cfg.row_lrs
+    assert {DemoConfig(finetune_lr=1e-3).lr_for(label) for label, _, _ in METHODS} == {1e-3}
+    with pytest.raises(MosaicError, match="no learning rate for the row 'New'"):
+        cfg.lr_for("New")
 
 
 def test_gpu_preset_uses_the_gpu_with_loader_workers(monkeypatch):
@@ -163,9 +206,11 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     out, cache = tmp_path / "demo", tmp_path / "cache"
     result = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
-    # base, every registry row, and Probe-FT patched
+    table, summary = result.stdout.strip().split("\n\n", 1)
+    lines = table.splitlines()
+    # base, every registry row, and Probe-FT patched; then the positive control's verdict and the power
     assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS) + 1
+    assert "positive control" in summary.lower() and "Minimal detectable effect" in summary
     assert [line.split(" | ")[0][2:] for line in lines[2:]] == ["base (CLIP pretrain)", *[label for label, _, _ in METHODS], "Probe-FT patched (α=0.2)"]
     for artifact in ("graphs.parquet", "negatives.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
                      "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
@@ -179,9 +224,13 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     # every row was fine-tuned with the same hard-image setting, steps and lr
     configs = [orjson.loads(p.read_bytes()) for p in (out / "runs").glob("*-seed0-*/config.json")]
     assert len(configs) == len(METHODS)
-    assert len({(c["record_hard_images"], c["steps"], c["lr"], c["batch_size"]) for c in configs}) == 1
+    assert len({(c["record_hard_images"], c["steps"], c["batch_size"]) for c in configs}) == 1
+    lr_of = {config.slug(label): lr for label, lr in DemoConfig().row_lrs.items()}  # each row at its own lr
+    for path in (out / "runs").glob("*-seed0-*/config.json"):
+        assert orjson.loads(path.read_bytes())["lr"] == lr_of[path.parent.name.rsplit("-seed0-", 1)[0]]
     report = (out / "report.md").read_text()
-    assert "16 images per step (16 images, no hard images for any row)" in report and "lr 5e-05" in report
+    assert "16 images per step (16 images, no hard images for any row)" in report and "each row's own lr, CLIP " in report
+    assert "positive control" in report.lower() and "Minimal detectable effect" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert len(list(cache.glob("base-*.pt"))) == 1
     # the world's images come twice, with the varied and with the plain caption

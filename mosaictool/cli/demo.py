@@ -15,21 +15,26 @@ def demo_cli(
     quick: Annotated[bool, typer.Option("--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
     seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 3; 1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
-    finetune_lr: Annotated[Optional[float], typer.Option(help="Fine-tuning learning rate, equal for every method (default 5e-5, chosen on val).")] = None,
+    finetune_lr: Annotated[Optional[float], typer.Option(help="One fine-tuning learning rate for every row (default: each row its own, chosen on val by its own val headline; see --select-on-val).")] = None,
     hard_images: Annotated[
         Optional[bool], typer.Option("--hard-images/--no-hard-images",
                                      help="Each image's hard image (its twin) in the batch for EVERY row, or for none (default off, chosen on val): "
                                           "every row sees the same images per step.")
     ] = None,
     select_on_val: Annotated[
-        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) with hard images off/on x lr 2e-4/5e-5, "
-                                                   "evaluate on the world's val split, and run the demo with the best setting for all rows.")
+        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (2e-4, 5e-4, 1e-3), "
+                                                   "evaluate on the world's val split, and give each row the lr of its own best val headline.")
+    ] = False,
+    ablate: Annotated[
+        bool, typer.Option("--ablate", help="Also fine-tune MosaiCLIP with each of its parts taken away (sub-graph positives, "
+                                            "curriculum, graph negatives, loss weighting), every seed, and compare them on val.")
     ] = False,
     max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
+    world_seed: Annotated[Optional[int], typer.Option(help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
-    workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate.")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate (default: every core).")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
     preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 3 seeds; "
@@ -59,7 +64,9 @@ def demo_cli(
 
       mosaictool demo --split val --finetune-steps 120   # choosing settings: never on test
 
-      mosaictool demo --select-on-val   # hard images and lr chosen on val, then the test table
+      mosaictool demo --select-on-val   # each row's lr chosen on val, then the test table
+
+      mosaictool demo --world-seed 7   # another world: settings were tuned on seed 0's val
 
       mosaictool demo --no-hard-images   # no row gets hard images
 
@@ -78,8 +85,8 @@ def demo_cli(
     if parallel_runs is not None and parallel_runs < 1:
         raise MosaicError("--parallel-runs must be at least 1")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, parallel_runs=parallel_runs, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
-                            select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
-                            world_train=world_train, cache_dir=cache_dir, workers=workers, model=model, split=split)
+                            select_on_val=select_on_val or None, ablate=ablate or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
+                            world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
 
 

@@ -24,7 +24,7 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
 
     if not models:
         return []
-    scope = {"world": load_manifest(world), "bench": split_bench, "families": families}
+    scope = {"world": load_manifest(world), "bench": split_bench, "families": families, "item_hits": True}
     keys = {label: digest({**scope, "checkpoint": file_digest(path)}) for label, path in models} if cache else {}
     rows: list[dict] = []
     todo = []
@@ -38,7 +38,7 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
         bench = get(split_bench)
         loaded = ((label, load_checkpoint(path, device=device)) for label, path in todo)
         batch = 256 if device.startswith("cuda") else 64
-        new = list(evaluate([(bench, families)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch)))
+        new = list(evaluate([(bench, families)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch, item_hits=True)))
         rows += new
         if cache:
             cache.mkdir(parents=True, exist_ok=True)

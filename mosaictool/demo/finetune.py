@@ -21,9 +21,10 @@ def _expected_texts(method: str, options: dict, steps: int) -> int:
     return sum(sum(m.slots(step, steps)) for step in range(steps))
 
 
-def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[str, list[Path]]:
-    """Every row x seed from the base, all with the same steps, batch, learning rate and hard-image
-    setting (cfg.hard_images for every row, never the method's own default); a run is reused only
+def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
+                 rows: list[tuple[str, str, dict]] | None = None) -> dict[str, list[Path]]:
+    """Every row x seed from the base, all with the same steps, batch and hard-image setting
+    (cfg.hard_images for every row, never the method's own default), each at its lr (cfg.lr_for); a run is reused only
     when its base and settings are the same (its folder is named by their digest), so changing a
     flag never returns a stale run."""
     from mosaictool.methods import get as get_method
@@ -37,11 +38,11 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
     runs: dict[str, list[Path]] = defaultdict(list)
     todo: list[TrainConfig] = []
     for seed in range(cfg.seeds):
-        for label, method, options in METHODS:
+        for label, method, options in rows or METHODS:
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
             options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
-                             pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.finetune_lr,
+                             pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
                              batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
                              record_hard_images=cfg.hard_images, seed=seed, quiet=not sys.stderr.isatty())
             threads = 1 if at_once > 1 else None
@@ -52,10 +53,11 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path) -> dict[s
             if not final.is_file():
                 if run.exists():
                     shutil.rmtree(run)
-                log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.finetune_lr:g}, "
+                log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.lr_for(label):g}, "
                      f"hard images {'on' if cfg.hard_images else 'off'}")
-                # device and loader workers are runtime: not in the run's digest
-                todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers))
+                # device, loader workers and where the images wait are runtime: not in the run's digest
+                todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers,
+                                                images_on_device=device.startswith("cuda")))
             runs[label].append(final)
     if at_once > 1 and len(todo) > 1:
         import multiprocessing

@@ -13,6 +13,15 @@ from mosaictool.demo.data import audit_texts, make_shards, make_texts, make_worl
 from mosaictool.demo.evaluation import column_value, comp_score, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import paired_markdown, plot_methods, plot_wise, summarise, table_markdown
+from mosaictool.demo.significance import (
+    CASE_COLUMNS,
+    CONTROL_ALPHA,
+    comparisons,
+    comparisons_markdown,
+    positive_control,
+    power_by_column,
+    power_markdown,
+)
 from mosaictool.errors import MosaicError
 
 
@@ -22,38 +31,72 @@ def _split_bench(split: str) -> str:
     return "world" if split == "test" else "world-val"
 
 
-def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> tuple[dict, str]:
-    """Fine-tune every row (seed 0) at each candidate (hard images, lr) of the config, evaluate on
-    the world's val split, and return the candidate with the best val headline (the world's mean
-    compositional score: ARO accuracies + CREPE productivity) averaged over the rows, one setting for
-    every row, with the markdown table of all candidates. Test is never read."""
+def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> tuple[dict[str, float], str]:
+    """Fine-tune every row (seed 0) at each candidate lr of the config, evaluate on the world's val
+    split, and give each row the lr with its own best val headline (the world's mean compositional
+    score: ARO accuracies + CREPE productivity): {row: lr} and the markdown table of all candidates.
+    Test is never read."""
     from mosaictool.bench.base import HEADLINE
 
     device, workers = cfg.runtime()
-    results = []
-    for hard in cfg.select_hard_images:
-        for lr in cfg.select_lrs:
-            trial = dataclasses.replace(cfg, seeds=1, hard_images=hard, finetune_lr=lr)
-            log(f"select on val: hard images {'on' if hard else 'off'}, lr {lr:g}")
-            runs = finetune_all(trial, shards, base, out)
-            models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
-            rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES,
-                                cache=out / "evals")
-            per_row = {label: column_value(rows, f"{label}-s0", HEADLINE, "accuracy") for label in runs}
-            recog = {label: column_value(rows, f"{label}-s0", "zeroshot/*", "top1") for label in runs}
-            score = sum(per_row.values()) / len(per_row)
-            results.append({"hard_images": hard, "lr": lr, "score": score, "per_row": per_row,
-                            "recognition": sum(recog.values()) / len(recog)})
-    best = max(results, key=lambda r: r["score"])  # ties: the first candidate
-    labels = list(results[0]["per_row"])
-    lines = ["| hard images | lr | mean val headline | " + " | ".join(labels) + " | mean val recognition |",
-             "|---|---|---|" + "---|" * len(labels) + "---|"]
-    for r in results:
-        mark = " **(chosen)**" if r is best else ""
-        lines.append(f"| {'on' if r['hard_images'] else 'off'} | {r['lr']:g}{mark} | {100 * r['score']:.1f} | "
-                     + " | ".join(f"{100 * r['per_row'][label]:.1f}" for label in labels) + f" | {100 * r['recognition']:.1f} |")
-    (out / "selection.json").write_text(json.dumps(results, indent=1) + "\n")
-    return best, "\n".join(lines)
+    scores: dict[str, dict[float, float]] = {}
+    for lr in cfg.select_lrs:
+        trial = dataclasses.replace(cfg, seeds=1, finetune_lr=lr)
+        log(f"select on val: every row at lr {lr:g}")
+        runs = finetune_all(trial, shards, base, out)
+        models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
+        rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES,
+                            cache=out / "evals")
+        for label in runs:
+            scores.setdefault(label, {})[lr] = column_value(rows, f"{label}-s0", HEADLINE, "accuracy")
+    chosen = {label: max(by_lr, key=lambda lr: by_lr[lr]) for label, by_lr in scores.items()}  # ties: the first lr
+    lines = ["| row | " + " | ".join(f"lr {lr:g}" for lr in cfg.select_lrs) + " |", "|---|" + "---|" * len(cfg.select_lrs)]
+    for label, by_lr in scores.items():
+        lines.append(f"| {label} | " + " | ".join(f"{100 * by_lr[lr]:.1f}" + (" **(chosen)**" if lr == chosen[label] else "")
+                                                  for lr in cfg.select_lrs) + " |")
+    (out / "selection.json").write_text(json.dumps({"val_headline": {k: {str(lr): v for lr, v in d.items()} for k, d in scores.items()},
+                                                    "chosen": chosen}, indent=1) + "\n")
+    return chosen, "\n".join(lines)
+
+
+# MosaiCLIP's parts, each taken away (or changed) in one variant: what each costs or gives, on val.
+ABLATIONS: list[tuple[str, dict]] = [
+    ("MosaiCLIP (the paper's)", {}),
+    ("− sub-graph positives (--max-pos 1)", {"max_pos": 1}),
+    ("− curriculum", {"curriculum": False}),
+    ("fewer graph negatives (--max-neg 2)", {"max_neg": 2}),
+    ("mean loss weighting", {"loss_weighting": "mean"}),
+]
+
+
+def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> str:
+    """MosaiCLIP and its ablations (ABLATIONS), every seed, at MosaiCLIP's lr, scored on val and
+    compared with the paper's MosaiCLIP paired by seed and test case: the markdown table."""
+    from mosaictool.bench.base import HEADLINE
+    from mosaictool.demo.config import METHODS
+
+    device, workers = cfg.runtime()
+    label, method, options = next(row for row in METHODS if row[0] == "MosaiCLIP")
+    rows = [(name, method, {**options, **change}) for name, change in ABLATIONS]
+    log(f"ablation on val: {len(rows)} MosaiCLIP variants x {cfg.seeds} seeds at lr {cfg.lr_for(label):g}")
+    runs = finetune_all(dataclasses.replace(cfg, finetune_lr=cfg.lr_for(label)), shards, base, out, rows=rows)
+    groups = {name: [f"ablation {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
+    models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
+    results = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
+    reference = ABLATIONS[0][0]
+    found = comparisons(results, groups, reference=reference)
+    lines = ["| variant | val headline | " + " | ".join(f"{c} − paper's" for c in CASE_COLUMNS) + " |",
+             "|---|---|" + "---|" * len(CASE_COLUMNS)]
+    for name in groups:
+        head = sum(column_value(results, m, HEADLINE, "accuracy") for m in groups[name]) / len(groups[name])
+        cells = []
+        for col in CASE_COLUMNS:
+            r = found.get(name, {}).get(col)
+            cells.append("–" if r is None else f"{100 * r.diff:+.1f} (p={r.p:.2g})")
+        lines.append(f"| {name} | {100 * head:.1f} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    (out / "ablation.md").write_text(table + "\n")
+    return table
 
 
 def run_demo(cfg: DemoConfig) -> dict:
@@ -77,9 +120,10 @@ def run_demo(cfg: DemoConfig) -> dict:
     audited = audit_texts(cfg, texts, out)
     selection = None
     if cfg.select_on_val:
-        best, selection = select_on_val(cfg, shards, base, world, out)
-        cfg = dataclasses.replace(cfg, hard_images=best["hard_images"], finetune_lr=best["lr"])
+        chosen, selection = select_on_val(cfg, shards, base, world, out)
+        cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
         (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+    ablation = ablate_on_val(cfg, shards, base, world, out) if cfg.ablate else None
     runs = finetune_all(cfg, shards, base, out)
     curves, patched = wise_models(cfg, base, runs, out)
 
@@ -106,16 +150,34 @@ def run_demo(cfg: DemoConfig) -> dict:
     plot_wise(wise_points, out / "wise_ft.png")
     minutes = (time.perf_counter() - t0) / 60
     per_step = 2 * cfg.finetune_batch if cfg.hard_images else cfg.finetune_batch
-    chosen = ("chosen on val by --select-on-val in this run (table below)" if selection else
-              "the defaults, chosen on val (`mosaictool demo --select-on-val`); this run did not select")
+    if cfg.finetune_lr is not None:
+        lrs = f"lr {cfg.finetune_lr:g} for every row (--finetune-lr)"
+    else:
+        lrs = ("each row's own lr, " + ", ".join(f"{label} {cfg.lr_for(label):g}" for label in runs) + ", chosen on val by the row's "
+               "own val headline (seed 0; " + ("--select-on-val in this run, table below)" if selection else
+                                                 "the defaults, from `mosaictool demo --select-on-val` on world seed 0; this run did not select)"))
+    control = positive_control(rows, groups)
+    found = comparisons(rows, groups)
+    mde = power_by_column(found)
+    cases = {col: next(len(r["hits"]) for r in rows if r.get("metric") == "hits" and r["subtask"] == sub)
+             for col, sub in CASE_COLUMNS.items() if col in mde}
+    power = power_markdown(mde, cfg.seeds, cases)
     report = "\n".join([
         "# mosaictool demo: the synthetic world",
         "",
         f"Every row is fine-tuned from the same base with the same settings: {cfg.finetune_steps} steps, "
         f"{per_step} images per step ({cfg.finetune_batch} images"
         + (" + each one's hard image, its twin, for every row" if cfg.hard_images else ", no hard images for any row")
-        + f"), lr {cfg.finetune_lr:g} (AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}), "
-        f"{cfg.seeds} seed(s) per row; settings {chosen}.",
+        + f"), AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}, {cfg.seeds} seed(s) per row; {lrs}. "
+        f"World seed {cfg.world_seed}.",
+        "",
+        f"**{control['verdict']}**",
+        "",
+        "The positive control: NegCLIP must beat CLIP fine-tuned without negatives on order and relation (ARO, seed 001 "
+        f"Table 6; MosaiCLIP Table 1), paired by seed and by test case, p < {CONTROL_ALPHA:g}. Until it passes, no "
+        "difference between rows means anything.",
+        "",
+        power,
         f"The base was pretrained {cfg.pretrain_steps} steps with the plain CLIP loss (plain captions of 1-2-object "
         f"scenes, each with its arrangement twin in the batch); fine-tuning data: every image with its varied and its "
         f"plain caption. Tables on the world's **{cfg.split}** split; mean ± 95% CI over seeds. "
@@ -127,11 +189,16 @@ def run_demo(cfg: DemoConfig) -> dict:
         "",
         table,
         "",
-        *([f"Paired by seed ({cfg.seeds} seeds), each method minus CLIP fine-tuning ({cfg.split} split): difference ± 95% CI "
-           "(p of the paired t-test).", "", paired, ""] if (paired := paired_markdown(rows, groups)) else []),
-        *(["Settings chosen on the **val** split (seed 0 of every row per candidate; score: the world's compositional "
-           "headline, ARO accuracies + CREPE productivity, averaged over the rows; one setting for all rows):", "",
+        *([f"Each method minus CLIP fine-tuning ({cfg.split} split), paired by seed and by test case (seeds and cases both "
+           "random: two-way random-effects ANOVA, Satterthwaite t; mosaictool.analysis.stats): difference [95% CI] "
+           "(p; the MDE of that comparison).", "", cases_table, ""] if (cases_table := comparisons_markdown(found)) else []),
+        *([f"Every column, paired by seed only ({cfg.seeds} seeds; scipy's paired t-test over the seeds' column values): "
+           "difference ± 95% CI (p).", "", paired, ""] if (paired := paired_markdown(rows, groups)) else []),
+        *(["Learning rates chosen on the **val** split: each row at each candidate (seed 0), scored by the world's "
+           "compositional headline (ARO accuracies + CREPE productivity); each row takes its own best:", "",
            selection, ""] if selection else []),
+        *([f"MosaiCLIP's parts on the **val** split ({cfg.seeds} seeds each, MosaiCLIP's lr; each variant minus the "
+           "paper's MosaiCLIP, paired by seed and test case):", "", ablation, ""] if ablation else []),
         f"WiSE-FT of all weights (seed 0, {cfg.split} split; α=0 is the base, α=1 the fine-tuned model): "
         "alpha -> compositionality (mean of attribute, relation, order) / recognition",
         "",
@@ -148,5 +215,10 @@ def run_demo(cfg: DemoConfig) -> dict:
     ])
     (out / "report.md").write_text(report)
     print(table)
+    print()
+    print(control["verdict"])
+    if power:
+        print(power)
     log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
-    return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes, "selection": selection}
+    return {"summary": summary, "wise": wise_points, "rows": rows, "minutes": minutes, "selection": selection,
+            "control": control, "mde": mde}

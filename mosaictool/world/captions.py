@@ -242,13 +242,17 @@ def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, di
             if converse:
                 i, j, di, dj = j, i, dj, di
             pred = relation_between(objs, i, j, axis) or relation_between(objs, i, j, "y" if axis == "x" else "x")
-            form = rng.randrange(4)
-            a, ma = w.np(di, i)
-            b, mb = w.np(dj, j)
+            # form 4, "the X is <rel> the Y": the copular sentence of COCO captions, and of ARO's
+            # VG-Relation (which a world without it tested on a form its captions never used)
+            form = rng.randrange(5)
+            det = "the" if form == 4 else "a"
+            a, ma = w.np(di, i, det)
+            b, mb = w.np(dj, j, det)
             word = w.relation(pred, ma, mb)
             if form == 3 and axis == "x":  # SceneGraphParser loses "sits to the left of"
                 form = 0
-            sentences.append([f"{a} {word} {b}", f"there is {a} {word} {b}", f"{a} {word} {b}", f"{a} sits {word} {b}"][form])
+            sentences.append([f"{a} {word} {b}", f"there is {a} {word} {b}", f"{a} {word} {b}", f"{a} sits {word} {b}",
+                              f"{a} is {word} {b}"][form])
         elif kind == "list":
             _, order, descs, counted = clause
             head = f"{w.plural({}, len(order))}: " if counted else ""  # mentions stay in text order

@@ -1,0 +1,70 @@
+"""The demo's positive control and power, on synthetic result rows (no training)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mosaictool.demo import significance
+
+
+def _rows(rng, acc: dict[str, tuple[float, float, float]], seeds: int = 3, cases: int = 600) -> tuple[list[dict], dict]:
+    """Engine-style "hits" rows: every method x seed answers the same cases of each case column with
+    its accuracy there (acc[method] = attribute, relation, order); the cases' difficulty is shared, so
+    methods agree on most cases, as models fine-tuned from one base do."""
+    rows, groups = [], {}
+    difficulty = {sub: rng.random(cases) for sub in significance.CASE_COLUMNS.values()}
+    for method, accs in acc.items():
+        groups[method] = [f"{method}-s{s}" for s in range(seeds)]
+        for s in range(seeds):
+            for acc_col, sub in zip(accs, significance.CASE_COLUMNS.values()):
+                noise = rng.random(cases) < 0.05  # a few cases flip per seed
+                hits = (difficulty[sub] < acc_col) ^ noise
+                rows.append({"model": f"{method}-s{s}", "subtask": sub, "metric": "hits", "value": float(hits.mean()),
+                             "n": cases, "detail": True, "hits": "".join("1" if h else "0" for h in hits)})
+    return rows, groups
+
+
+def test_control_passes_when_negclip_clearly_beats_clip():
+    rows, groups = _rows(np.random.default_rng(0), {"CLIP": (0.8, 0.60, 0.30), "NegCLIP": (0.8, 0.70, 0.45)})
+    control = significance.positive_control(rows, groups)
+    assert control["passed"], control["verdict"]
+    assert control["verdict"].startswith("positive control passed")
+    assert control["columns"]["order"].diff == pytest.approx(0.15, abs=0.03)
+    assert control["columns"]["relation"].p < significance.CONTROL_ALPHA
+
+
+@pytest.mark.parametrize("negclip", [(0.8, 0.60, 0.30), (0.8, 0.70, 0.20)], ids=["no effect", "order reversed"])
+def test_control_fails_loudly_without_the_effect(negclip):
+    rows, groups = _rows(np.random.default_rng(1), {"CLIP": (0.8, 0.60, 0.30), "NegCLIP": negclip})
+    control = significance.positive_control(rows, groups)
+    assert not control["passed"]
+    assert control["verdict"].startswith("POSITIVE CONTROL FAILED") and "p < 0.01 on order" in control["verdict"]
+
+
+def test_control_without_negclip_is_not_run():
+    rows, groups = _rows(np.random.default_rng(2), {"CLIP": (0.8, 0.6, 0.3), "MosaiCLIP": (0.8, 0.6, 0.3)})
+    control = significance.positive_control(rows, groups)
+    assert not control["passed"] and control["verdict"].startswith("POSITIVE CONTROL NOT RUN")
+
+
+def test_power_is_the_largest_mde_and_shrinks_with_cases():
+    acc = {"CLIP": (0.8, 0.6, 0.3), "NegCLIP": (0.8, 0.7, 0.45), "MosaiCLIP": (0.75, 0.6, 0.3)}
+    small = significance.power_by_column(significance.comparisons(*_rows(np.random.default_rng(3), acc, cases=200)))
+    found = significance.comparisons(*_rows(np.random.default_rng(3), acc, cases=2000))
+    large = significance.power_by_column(found)
+    assert set(large) == {"attribute", "relation", "order"}
+    assert large["order"] == max(found[m]["order"].mde for m in found)
+    assert all(large[c] < small[c] for c in large)
+    text = significance.power_markdown(large, 3, {c: 2000 for c in large})
+    assert "relation: " in text and "2000 cases × 3 seeds" in text
+
+
+def test_hit_matrix_needs_every_seed_and_equal_cases():
+    rows, groups = _rows(np.random.default_rng(4), {"CLIP": (0.8, 0.6, 0.3)}, seeds=2, cases=10)
+    m = significance.hit_matrix(rows, groups["CLIP"], "aro/COCO-Order")
+    assert m.shape == (2, 10) and set(np.unique(m)) <= {0.0, 1.0}
+    assert significance.hit_matrix(rows, ["CLIP-s0", "CLIP-s9"], "aro/COCO-Order") is None
+    rows[0]["hits"] = rows[0]["hits"][:-1]
+    with pytest.raises(ValueError, match="different cases"):
+        significance.hit_matrix(rows, groups["CLIP"], rows[0]["subtask"])
