@@ -1,24 +1,35 @@
-"""probe_build: the Probe paper's three benchmarks (seed 004 Sec. 3, App. A) from the annotation files a
-user brings, since the paper released none. Each builder returns an iterator of JSONL records (the layout
+"""probe_build: the Probe paper's three benchmarks (seed 004 Sec. 3, App. A) rebuilt from the annotation
+files a user brings. The authors released their built groups and their evaluation code (GitHub
+DeepLearningRobustnessStudies/UnderstandingVisualTextModels, new_datasets/README.md, commit da44432; the
+data from crcv.ucf.edu/data1/probe_rcb/), which `evaluate --bench probe_r,probe_c,probe_b` reads as they
+are; these builders make the same kind of groups from VG and COCO (other splits, other seeds, or when
+their download is unavailable). Each builder returns an iterator of JSONL records (the layout
 `mosaictool.bench.probe_r / probe_c / probe_b` read) and fills a `Counts` with what it kept and skipped.
 
 - Probe-R (`build_probe_r`), from Visual Genome relationships.json (+ optional objects.json,
-  image_data.json): per anchor image one relation R1 = <s, r, o>, a predicate swap R2 = <s, r~, o> with
-  r~ never annotated between s and o anywhere in the file, a subject swap R3 = <s~, r, o> with s~ never
-  the subject of r with o, the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that show
-  s but no other object of the anchor. Relation aliases are cleaned as App. A.1 says (lower case, leading
-  "is/are/..." and articles dropped, so "are standing next to" = "standing next to"; repeats merge);
-  a VG relationship_alias.txt can merge more.
+  image_data.json): per anchor image one relation R1 = <s, r, o>, a predicate swap R2 = <s, r~, o> and a
+  subject swap R3 = <s~, r, o>, by App. A.1's rule: each cleaned predicate collects every object it was
+  annotated with (as subject or object, anywhere in the file); r~ is a predicate that neither s nor o was
+  ever annotated with (the authors' README: "not ... associated with the original subject"), s~ an object
+  never annotated with r. Then the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that
+  show s but no other object of the anchor. Relation aliases are cleaned as App. A.1 says (lower case,
+  leading "is/are/..." and articles dropped, so "are standing next to" = "standing next to"; repeats
+  merge); a VG relationship_alias.txt can merge more.
 - Probe-C (`build_probe_c`), from COCO captions parsed with our `parse`: adjective-noun compositions per
-  image; the composition split pairs an image of (a, n) with one of (a~, n), a~ an antonym of a from the
-  shipped map, neither image showing the other's composition; the object split pairs (a, n1) with
-  (a, n2), n1 != n2, neither image mentioning the other's noun.
-- Probe-B (`build_probe_b`), from COCO instances (polygon and RLE masks, decoded with pycocotools):
-  split MR keeps x0 = the image, x0~ = x0 with a filler patch that overlaps no annotated box, x1~ = every
-  object kept on the filler (background removed); split R (images whose boxes do not overlap) keeps
-  x0 = the objects on the filler, x0~ = that with a patch from a second draw of the filler (visible for
-  noise and scene, invisible for black and gray), x1~ = one object alone on the filler. Fillers:
-  black, gray, Gaussian noise, a scene image from a folder the user supplies.
+  image, the attributes and categories of Table 5 (bench/data/probe_c_antonyms.tsv); the composition split
+  pairs an image of (a, n) with one of (a~, n), a~ an antonym of a from that map, neither image showing
+  the other's composition; the object split pairs (a, n1) with (a, n2), n1 != n2, neither image
+  mentioning the other's noun.
+- Probe-B (`build_probe_b`), from COCO instances (polygon and RLE masks, decoded with pycocotools), as the
+  authors' image folders are laid out (their eval scripts' val2014_random_patch_dataset,
+  val2014_background_removed_dataset, val2014_background_removed_and_cooccurrence_dataset): per image
+  and filler, patch = the photo with a filler patch that overlaps no annotated box; nobg = every object
+  kept on the filler (background removed); one = one object alone on the filler. Split MR keeps x0 = the
+  photo, x0~ = patch, x1~ = nobg; split R (images whose boxes do not overlap) keeps x0 = nobg, x0~ = the
+  same patch (their co-occurrence script reads the MR patch folder), x1~ = one. Crowd regions
+  (`iscrowd`) are objects: their classes are present (never an "absent" prompt of split R), kept with
+  the objects and avoided by the patch; a crowd region is never split R's target. Fillers: black, gray,
+  Gaussian noise, a scene image from a folder the user supplies.
 
 Every draw comes from a random stream keyed by (seed, benchmark, item), so output depends only on the
 inputs, the seed and the flags. The annotation files are single JSON documents (VG's and COCO's format),
@@ -167,15 +178,16 @@ def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
 
 
-def _sample_not_in(rng: random.Random, pool: list[str], banned: set[str], tries: int = 200) -> str | None:
-    """Uniform over pool minus banned, by rejection (pool is large, banned small); None if none is found."""
+def _sample_not_in(rng: random.Random, pool: list[str], *banned: set[str], tries: int = 200) -> str | None:
+    """Uniform over pool minus every banned set, by rejection, then by a scan when rejection keeps failing
+    (a frequent object bans most predicates); None if none is left."""
     if not pool:
         return None
     for _ in range(tries):
         c = pool[rng.randrange(len(pool))]
-        if c not in banned:
+        if not any(c in b for b in banned):
             return c
-    rest = [c for c in pool if c not in banned]
+    rest = [c for c in pool if not any(c in b for b in banned)]
     return rng.choice(rest) if rest else None
 
 
@@ -191,12 +203,13 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
     files = vg_image_files(image_data)
     finder = ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
                          + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
-    # pass 1: what the dataset says can go together
-    preds_of_pair: dict[tuple[str, str], set[str]] = defaultdict(set)
-    subjects_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    # pass 1: what the dataset says can go together (App. A.1: each cleaned predicate's objects, in
+    # either role, and so each object's predicates)
+    preds_with: dict[str, set[str]] = defaultdict(set)
+    objects_with: dict[str, set[str]] = defaultdict(set)
     image_objects: dict = defaultdict(set)
     pred_count: Counter = Counter()
-    subj_count: Counter = Counter()
+    obj_count: Counter = Counter()
     per_image: list[tuple[object, list[tuple]]] = []
     for i, entry in enumerate(data):
         need(entry, ("image_id", "relationships"), relationships, f"entry {i}", what)
@@ -213,10 +226,12 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
             if not r or s == o:
                 counts.skipped["relationships without a usable predicate"] += 1
                 continue
-            preds_of_pair[(s, o)].add(r)
-            subjects_of[(r, o)].add(s)
+            preds_with[s].add(r)
+            preds_with[o].add(r)
+            objects_with[r].update((s, o))
             pred_count[r] += 1
-            subj_count[s] += 1
+            obj_count[s] += 1
+            obj_count[o] += 1
             triples.append((s, r, o, rel.get("relationship_id", j)))
         per_image.append((iid, triples))
     if objects is not None:
@@ -234,7 +249,7 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
         for name in sorted(image_objects[iid]):
             images_with[name].append(iid)
     pred_pool = sorted(p for p, c in pred_count.items() if c >= min_count)
-    subj_pool = sorted(s for s, c in subj_count.items() if c >= min_count)
+    obj_pool = sorted(s for s, c in obj_count.items() if c >= min_count)
     out_dir = Path(out_dir)
     # pass 2: one group per anchor image
     made = 0
@@ -249,8 +264,8 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
         group = None
         for k in order:
             s, r, o, rid = triples[k]
-            r2 = _sample_not_in(rng, pred_pool, preds_of_pair[(s, o)] | {r})
-            s3 = _sample_not_in(rng, subj_pool, subjects_of[(r, o)] | {s, o})
+            r2 = _sample_not_in(rng, pred_pool, preds_with[s], preds_with[o])
+            s3 = _sample_not_in(rng, obj_pool, objects_with[r])
             if r2 and s3:
                 group = (s, r, o, rid, r2, s3)
                 break
@@ -265,15 +280,11 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
         others = image_objects[iid] - {s}
         pool = images_with[s]
         picked: list = []
-        tried: set = set()
-        for _ in range(min(len(pool), 20 * subject_images)):
+        # without replacement: a small pool is tried in full, a large one up to 20 per wanted image
+        for cand in rng.sample(pool, min(len(pool), 20 * subject_images)):
             if len(picked) >= subject_images:
                 break
-            cand = pool[rng.randrange(len(pool))]
-            if cand == iid or cand in tried:
-                continue
-            tried.add(cand)
-            if image_objects[cand] & others:
+            if cand == iid or image_objects[cand] & others:
                 continue
             path = finder(cand)
             if path is None:
@@ -307,6 +318,7 @@ def load_antonyms(path: str | Path | None = None) -> tuple[dict[str, set[str]], 
         text, where = Path(path).read_text(encoding="utf-8"), str(path)
     antonyms: dict[str, set[str]] = defaultdict(set)
     category: dict[str, str] = {}
+    second: dict[str, str] = {}  # the category of an attribute only ever named second
     lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.startswith("#")]
     for n, line in lines[1:]:  # the first is the header
         cols = line.split("\t")
@@ -315,9 +327,9 @@ def load_antonyms(path: str | Path | None = None) -> tuple[dict[str, set[str]], 
         a, b, cat = (c.strip().lower() for c in cols)
         antonyms[a].add(b)
         antonyms[b].add(a)
-        category.setdefault(a, cat)
-        category.setdefault(b, cat)
-    return dict(antonyms), category
+        category.setdefault(a, cat)  # the category column is the first attribute's (Table 5 crosses categories)
+        second.setdefault(b, cat)
+    return dict(antonyms), {**second, **category}
 
 
 def coco_caption_records(path: str | Path) -> tuple[list[dict], dict]:
@@ -545,7 +557,8 @@ class _BOptions:
 
 
 def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
-    """One annotated image's records (and written images), with what was kept and skipped."""
+    """One annotated image's records (and written images), with what was kept and skipped. `objs` holds
+    every annotation, crowd regions included: they are objects of the image, but never R's target."""
     import numpy as np
     from PIL import Image
 
@@ -572,7 +585,7 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     if "R" in o.splits:
         sizes = [m.mean() for m in masks]
         no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
-        fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object
+        fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object and not objs[i].get("iscrowd", 0)
                and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
         if not no_overlap:
             skipped["R: images with overlapping boxes"] += 1
@@ -589,35 +602,38 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     records = []
     for filler in o.fillers:
         fill = filler_image(filler, h, w, stream(o.seed, "probe-b-filler", iid, filler), list(o.scene_files))
-        # R's x0 already lies on the filler: its patch is a second draw (visible for noise and scene)
-        second = filler_image(filler, h, w, stream(o.seed, "probe-b-patch", iid, filler), list(o.scene_files)) if target is not None else fill
         px, py, side = place
+        saved: dict[str, str] = {}
 
-        def patched(img, source):
-            out = img.copy()
-            out[py:py + side, px:px + side] = source[py:py + side, px:px + side]
+        def save(tag, make) -> str:
+            """Each image file once per (image, filler): splits MR and R share patch and nobg, as the
+            authors' two scripts read the same folders."""
+            if tag not in saved:
+                rel = f"images/{filler}/{iid}_{tag}.{o.ext}"
+                path = out_dir / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                Image.fromarray(make()).save(path, **({"quality": 95} if o.ext == "jpg" else {}))
+                saved[tag] = rel
+            return saved[tag]
+
+        def patched():
+            out = x0.copy()
+            out[py:py + side, px:px + side] = fill[py:py + side, px:px + side]
             return out
 
-        def save(arr, split, tag) -> str:
-            rel = f"images/{split}/{filler}/{iid}_{tag}.{o.ext}"
-            path = out_dir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(arr).save(path, **({"quality": 95} if o.ext == "jpg" else {}))
-            return rel
+        def objects_only():
+            return np.where(union[..., None], x0, fill)
 
-        objects_only = np.where(union[..., None], x0, fill)
         if mr_ok:
             kept[f"MR groups ({filler})"] += 1
             records.append({"id": f"probe-b-MR-{iid}-{filler}", "split": "MR", "filler": filler, "image_id": iid,
-                            "images": {"x0": _rel(src, out_dir), "x0_patch": save(patched(x0, fill), "MR", "patch"),
-                                       "x1": save(objects_only, "MR", "nobg")},
+                            "images": {"x0": _rel(src, out_dir), "x0_patch": save("patch", patched), "x1": save("nobg", objects_only)},
                             "labels": labels, "target": None})
         if target is not None:
-            one = np.where(masks[target][..., None], x0, fill)
             kept[f"R groups ({filler})"] += 1
             records.append({"id": f"probe-b-R-{iid}-{filler}", "split": "R", "filler": filler, "image_id": iid,
-                            "images": {"x0": save(objects_only, "R", "nobg"), "x0_patch": save(patched(objects_only, second), "R", "patch"),
-                                       "x1": save(one, "R", "one")},
+                            "images": {"x0": save("nobg", objects_only), "x0_patch": save("patch", patched),
+                                       "x1": save("one", lambda: np.where(masks[target][..., None], x0, fill))},
                             "labels": labels, "target": objs[target]["category"]})
     return records, kept, skipped
 
@@ -626,7 +642,8 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
                   scenes: str | Path | None = None, splits=("MR", "R"), seed: int = 0, max_images: int | None = None,
                   min_removed: float = 0.2, min_object: float = 0.05, max_object: float = 0.5, patch: float = 0.2,
                   image_format: str = "png", workers: int = 1, counts: Counts | None = None) -> Iterator[dict]:
-    """Probe-B records in image-id order; writes the modified images under out_dir/images/<split>/<filler>/.
+    """Probe-B records in image-id order; writes the modified images under out_dir/images/<filler>/
+    (<image id>_patch, _nobg: shared by MR and R; _one: R's x1~).
     Images are independent (each its own random stream), so `workers` processes give the same output."""
     import multiprocessing
     import sys
@@ -652,7 +669,7 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
     def jobs():
         made = 0
         for iid in sorted(imgs):
-            objs = [a for a in anns.get(iid, []) if not a.get("iscrowd", 0)]
+            objs = anns.get(iid, [])
             if not objs:
                 counts.skipped["images without objects"] += 1
                 continue

@@ -291,3 +291,140 @@ def test_probe_b_bad_input(coco_inst, runner):
                               "--out", str(coco_inst / "d"), "--fillers", "scene", "--scenes", str(scenes), "--splits", "MR"])
     assert res.exit_code == 0, res.output
     assert "probe_b: wrote 2 MR groups (scene)" in res.stderr and "1 images missing" in res.stderr
+
+
+# --- issue 24: the builders as the paper and the authors build ------------------------------------------
+
+
+SWAP_VG = [  # man riding horse is the anchor under test: "sitting on" and "chasing" are seen with its s or o
+    {"image_id": 1, "relationships": [_rel("man", "riding", "horse", 10)]},
+    {"image_id": 2, "relationships": [_rel("man", "sitting on", "bench", 20)]},
+    {"image_id": 3, "relationships": [_rel("dog", "chasing", "horse", 30)]},
+    {"image_id": 4, "relationships": [_rel("woman", "holding", "umbrella", 40)]},
+    {"image_id": 5, "relationships": [_rel("cat", "under", "table", 50)]},
+    {"image_id": 6, "relationships": [_rel("boy", "eating", "apple", 60)]},
+    {"image_id": 7, "relationships": [_rel("girl", "riding", "bike", 70)]},
+]
+
+
+def test_probe_r_swaps_never_seen_with_the_subject_or_the_predicate(tmp_path):
+    """App. A.1 (and the authors' new_datasets/README.md, UnderstandingVisualTextModels da44432): R2's
+    predicate is one neither s nor o was ever annotated with, R3's subject an object never annotated with
+    r, in either role. The old rule (only the exact (s, o) / (r, o) unseen) allowed "man sitting on a
+    horse" and "girl riding a horse"."""
+    (tmp_path / "relationships.json").write_text(json.dumps(SWAP_VG))
+    for i in range(1, 8):
+        _img(tmp_path / "images" / f"{i}.jpg")
+    preds_with, objects_with = {}, {}
+    for e in SWAP_VG:
+        for r in e["relationships"]:
+            s, p, o = r["subject"]["name"], r["predicate"], r["object"]["names"][0]
+            for x in (s, o):
+                preds_with.setdefault(x, set()).add(p)
+            objects_with.setdefault(p, set()).update((s, o))
+    r2s, s3s = set(), set()
+    for seed in range(60):
+        for rec in pb.build_probe_r(tmp_path / "relationships.json", tmp_path / "images", tmp_path / "o", seed=seed):
+            s, r, o = rec["relation"]
+            assert rec["predicate_swap"] not in preds_with[s] | preds_with[o]
+            assert rec["subject_swap"] not in objects_with[r]
+            if rec["image_id"] == 1:
+                r2s.add(rec["predicate_swap"])
+                s3s.add(rec["subject_swap"])
+    assert r2s == {"holding", "under", "eating"}  # every allowed predicate drawn, no other
+    assert s3s == {"bench", "dog", "woman", "umbrella", "cat", "table", "boy", "apple"}  # any object not seen with "riding"
+
+
+def _runs(mask: np.ndarray) -> list[int]:
+    """COCO's uncompressed RLE counts (column-major, starting with a run of zeros), as crowd regions have."""
+    flat, counts, cur, n = mask.flatten(order="F"), [], 0, 0
+    for v in flat:
+        if v != cur:
+            counts.append(n)
+            cur, n = v, 0
+        n += 1
+    return counts + [n]
+
+
+def test_probe_b_r_patch_is_the_photo_with_a_filler_patch(coco_inst):
+    """The authors' co-occurrence script reads R's x0~ from the same folder as split MR's
+    (eval_cooccurence_understanding.py: --root_image_patch_dir val2014_random_patch_dataset/<fill>, file
+    COCO_val2014_<id>.jpg; README.md "Probe-B ... by Object Co-Occurence", da44432): the photo with a
+    patch of the filler. With black and gray fillers a patch drawn on the objects-only image was invisible,
+    so x0~ was pixel-identical to x0; Table 9 shows them differing."""
+    out = coco_inst / "data" / "probe_b"
+    recs = list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", out, fillers=("black", "gray"), min_object=0.01))
+    photo = np.asarray(Image.open(coco_inst / "img" / "a.jpg").convert("RGB")).astype(int)
+    for filler, value in (("black", 0), ("gray", 128)):
+        r = next(x for x in recs if x["split"] == "R" and x["filler"] == filler)
+        mr = next(x for x in recs if x["split"] == "MR" and x["filler"] == filler and x["image_id"] == r["image_id"])
+        x0, x0_patch = (np.asarray(Image.open(out / r["images"][v])).astype(int) for v in ("x0", "x0_patch"))
+        assert (x0 != x0_patch).any()
+        assert r["images"]["x0_patch"] == mr["images"]["x0_patch"] and r["images"]["x0"] == mr["images"]["x1"]
+        changed = (x0_patch != photo).any(axis=2)
+        assert changed.sum() == 8 * 8 and (x0_patch[changed] == value).all()  # the photo, but for one filler patch
+
+
+def test_probe_b_crowd_regions_are_present_never_absent(tmp_path):
+    """A class annotated only as a crowd region (iscrowd 1, uncompressed RLE) is in the image: it is among
+    the labels (so split R never prompts it as an absent class), kept on the objects-only image, avoided by
+    the patch, and never R's target. Before, crowd regions were dropped and became absent prompts."""
+    from mosaictool.bench import probe_b as bench_b
+
+    h, w = 40, 60
+    crowd = np.zeros((h, w), np.uint8)
+    crowd[25:35, 40:55] = 1
+    inst = {"images": [{"id": 1, "file_name": "a.jpg", "width": w, "height": h}],
+            "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "person"}, {"id": 3, "name": "car"}],
+            "annotations": [
+                {"id": 1, "image_id": 1, "category_id": 1, "segmentation": _square(2, 2, 12), "bbox": [2, 2, 12, 12], "iscrowd": 0},
+                {"id": 2, "image_id": 1, "category_id": 2, "segmentation": {"counts": _runs(crowd), "size": [h, w]},
+                 "bbox": [40, 25, 15, 10], "iscrowd": 1}]}
+    (tmp_path / "inst.json").write_text(json.dumps(inst))
+    _img(tmp_path / "img" / "a.jpg", (w, h), (250, 250, 250))
+    out = tmp_path / "data" / "probe_b"
+    for seed in range(8):
+        recs = list(pb.build_probe_b(tmp_path / "inst.json", tmp_path / "img", out, fillers=("black",), min_object=0.01, seed=seed))
+        assert {r["split"] for r in recs} == {"MR", "R"}
+        for r in recs:
+            assert r["labels"] == ["dog", "person"] and r["target"] in (None, "dog")
+            patched = np.asarray(Image.open(out / r["images"]["x0_patch"])).astype(int)
+            assert (patched[25:35, 40:55] > 200).all() and (patched[2:14, 2:14] > 200).all()  # patch hides neither
+        mr = next(r for r in recs if r["split"] == "MR")
+        nobg = np.asarray(Image.open(out / mr["images"]["x1"])).astype(int)
+        assert (nobg[25:35, 40:55] > 200).all() and (nobg[20, 30] == 0).all()  # the crowd region is kept, background gone
+    pb.write_jsonl(recs, out / "probe_b.jsonl")
+    r_item = next(it for it in bench_b.load_records(out, "probe_b") if it.meta["split"] == "R")
+    assert r_item.texts == ["a photo of a dog.", "a photo of a car."]  # person is present: no absent prompt
+
+
+# Table 5 of seed 004 (App. A.2), transcribed: category -> attributes, in the paper's order and spelling.
+TABLE_5 = {
+    "age": "young old new",
+    "color": "greyscale coloured sepia reddish bronze greenish green turquoise blue tan red white silver purple gold pink navy "
+             "brown teal gray black yellow grey golden camo pinkish beige orange blonde",
+    "expression": "happy unhappy smiling laughing smiley sad",
+    "gender": "male female",
+    "material": "tin aluminum cloth gravel unpaved wooden stainless marble metallic metal grassy porcelain wooded pebbled",
+    "pattern": "checkered patterned striped spotted plaid stripped checkerboard",
+    "shape": "triangular flat circular triangle oval round dotted rectangular square",
+    "size": "bulky long thin large big tall short small huge tiny giant little chubby pudgy",
+    "texture": "smooth fluffy fuzzy dry wet rusty bald hairy stony",
+    "visibility": "shiny unclear sun nightime blurry shadowy lit shady light darkened hazy dark barren cloudy clear sunlit "
+                  "bright foggy rainy sparkling",
+}
+
+
+def test_antonym_map_holds_every_table_5_attribute_in_its_category():
+    """Every attribute of Table 5 has an antonym and the paper's category ("shiny": visibility, not
+    texture); the attributes outside Table 5 are the antonyms the map's header names; and the bench's
+    reading of the categories (Probe-C per-category scores) agrees with the builder's."""
+    from mosaictool.bench import probe_c as bench_c
+
+    ant, cat = pb.load_antonyms()
+    table = {a: c for c, names in TABLE_5.items() for a in names.split()}
+    assert len(table) == 113
+    assert {a: cat.get(a) for a in table} == table
+    assert all(ant.get(a) for a in table)
+    assert set(ant) - set(table) == {"plain", "solid", "paved", "dull", "lush"}
+    assert {a: bench_c.categories().get(a) for a in table} == table
