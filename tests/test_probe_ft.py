@@ -153,3 +153,97 @@ def test_optimizer_flags_are_checked():
         TrainConfig(data="x", out="y", optimizer="lbfgs").resolved()
     with pytest.raises(MosaicError, match="--momentum 1.0"):
         TrainConfig(data="x", out="y", optimizer="sgd", momentum=1.0).resolved()
+
+
+# ---- issue 24.8: the paper's recipe and RelComp's synonym positives ---------------------------------
+
+
+PAPER_APP_B = {"optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "wd": 1e-4, "batch_size": 128, "epochs": 40}
+
+
+@pytest.mark.parametrize("recipe,lock_image,lock_text", [("paper", False, False), ("paper-text", True, False), ("paper-vision", False, True)])
+def test_recipes_are_app_b(tmp_path, recipe, lock_image, lock_text):
+    """Seed 004 App. B: "stochastic gradient descent with a cosine learning rate scheduler ... 40 epochs
+    ... batch size of 128, learning rate of .001, momentum 0.9, weight decay of .0001" (no warmup, no
+    clipping named; our schedule is cosine after the warmup); (T) / (V) freeze the other tower. Fields
+    given explicitly win."""
+    import dataclasses
+
+    from mosaictool.training import TrainConfig, with_recipe
+
+    cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="probe-ft")
+    got = with_recipe(cfg, recipe).resolved()
+    assert {k: getattr(got, k) for k in PAPER_APP_B} == PAPER_APP_B
+    assert (got.recipe, got.warmup, got.grad_clip, got.lock_image, got.lock_text) == (recipe, 0, None, lock_image, lock_text)
+    assert got.method_options["synonym_positives"] is True
+    mine = dataclasses.replace(cfg, lr=5e-4, epochs=2, method_options={"synonym_positives": False})
+    got = with_recipe(mine, recipe, given={"lr", "epochs"}).resolved()
+    assert (got.lr, got.epochs, got.batch_size, got.optimizer) == (5e-4, 2, 128, "sgd")
+    assert got.method_options["synonym_positives"] is False
+
+
+def test_train_recipe_paper_from_the_command_line(monkeypatch, tmp_path):
+    """`train --method probe-ft --recipe paper` sets App. B's values; an explicit --lr (and others) wins."""
+    from typer.testing import CliRunner
+
+    import mosaictool.training
+    from mosaictool.cli import app
+
+    seen = []
+    monkeypatch.setattr(mosaictool.training, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
+    base = ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--method", "probe-ft", "--recipe", "paper"]
+    result = CliRunner().invoke(app, base)
+    assert result.exit_code == 0, result.output
+    assert {k: getattr(seen[-1], k) for k in PAPER_APP_B} == PAPER_APP_B and seen[-1].warmup == 0 and seen[-1].grad_clip is None
+    result = CliRunner().invoke(app, base + ["--lr", "3e-4", "--batch-size", "16", "--no-synonym-positives"])
+    assert result.exit_code == 0, result.output
+    cfg = seen[-1]
+    assert (cfg.lr, cfg.batch_size, cfg.epochs, cfg.optimizer, cfg.momentum, cfg.wd) == (3e-4, 16, 40, "sgd", 0.9, 1e-4)
+    assert cfg.method_options["synonym_positives"] is False
+
+
+def _synonym_groups() -> dict[str, set[str]]:
+    """Attribute -> its synonym group, read from the shipped vocab/synonyms.tsv here (heads chained)."""
+    import csv
+
+    path = Path(__file__).resolve().parents[1] / "vocab" / "synonyms.tsv"
+    with open(path, encoding="utf-8") as f:
+        head = {r["name"]: r["head"] for r in csv.DictReader(f, delimiter="\t") if r["kind"] == "attributes"}
+
+    def top(w):
+        while w in head:
+            w = head[w]
+        return w
+
+    groups: dict[str, set[str]] = {}
+    for w in head:
+        groups.setdefault(top(w), {top(w)}).add(w)
+    return {w: g for g in groups.values() for w in g}
+
+
+LARGE_BED = {"caption": "A large bed with white sheets and blankets.",
+             "texts": {"positives": [{"text": "A large bed with white sheets and blankets."}, {"text": "large bed"}],
+                       "negatives": [{"text": "tiny bed", "positive": 1, "transform": "f_obj", "from": "large", "to": "tiny"}]}}
+
+
+def test_composition_positives_take_a_synonym_as_relcomp():
+    """Sec. 5 / Fig. 9: anchor "A large bed ...", positive "A giant bed ..." (compositions replaced by
+    synonyms), negative "A tiny bed ..." (by antonyms). p is the swapped attribute's synonym, every
+    synonym of the group drawn, never the word itself; predicate swaps and --no-synonym-positives keep p."""
+    from mosaictool.methods.probe_ft import synonym_positive
+
+    method = methods.create("probe-ft")
+    group = _synonym_groups()["large"]
+    got = {method.select(LARGE_BED, random.Random(seed), 2, 1).pos[1] for seed in range(60)}
+    assert got == {f"{w} bed" for w in group - {"large"}} and len(got) >= 2
+    sel = method.select(LARGE_BED, random.Random(0), 2, 1)
+    assert sel.pos[0] == LARGE_BED["caption"] and sel.neg == ["tiny bed"]
+    plain = methods.create("probe-ft", {"synonym_positives": False})
+    assert plain.select(LARGE_BED, random.Random(0), 2, 1).pos == [LARGE_BED["caption"], "large bed"]
+    rel = {"transform": "f_rel:replace_relation", "from": "riding", "to": "eating", "positive": 0}
+    assert synonym_positive("man riding horse", rel, random.Random(0)) == "man riding horse"
+    att = {"transform": "replace:att", "from": "large", "to": "tiny"}
+    assert synonym_positive("a big dog", att, random.Random(0)) == "a big dog"  # the attribute is not in p
+    assert synonym_positive("A LARGE dog, large", att, random.Random(0)).split()[1] in group - {"large"}
+    assert "red" not in _synonym_groups()  # an attribute without synonyms: p unchanged
+    assert synonym_positive("a red car", {"transform": "f_obj", "from": "red", "to": "blue"}, random.Random(0)) == "a red car"

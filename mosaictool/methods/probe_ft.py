@@ -24,27 +24,42 @@ with hard negatives in the denominators), so they gather across ranks like the o
 ITM terms compare an image with its own texts and its own rank's images, so each rank computes them
 on its micro-batch and DDP's averaging of gradients averages them over ranks.
 
-Training: `mosaictool train --method probe-ft` with --margin, --itm-weight, --contrastive-weight. The
-paper's optimiser (App. B): SGD, lr 1e-3, momentum 0.9, weight decay 1e-4, a cosine schedule, batch
-128, 40 epochs, that is `--optimizer sgd --momentum 0.9 --lr 1e-3 --wd 1e-4 --batch-size 128
---epochs 40` (the paper names no warmup: add `--warmup 0`). Then the paper's "patching": WiSE-FT of
-all weights at alpha 0.2, `mosaictool wise-ft BASE FINETUNED --alpha 0.2`.
+Training: `mosaictool train --method probe-ft` with --margin, --itm-weight, --contrastive-weight.
+`--recipe paper` is App. B's optimisation, every number of it: SGD, lr 1e-3 (".001"), momentum 0.9,
+weight decay 1e-4 (".0001"), a cosine schedule, batch 128, 40 epochs; the paper names no warmup and no
+gradient clipping, so none. `paper-text` and `paper-vision` are the same with the image or the text tower
+frozen (Table 2's CLIP Patched (T) and (V); `paper` is (VT)). Flags given explicitly win. Then the
+paper's "patching": WiSE-FT of all weights at alpha 0.2, `mosaictool wise-ft BASE FINETUNED --alpha 0.2`.
 
 Texts (`select`): positive slot 0 = the caption, slot 1 = the positive p of a randomly chosen
 predicate / composition swap (SWAP_TRANSFORMS of `negate`: a relation or an attribute replaced, in a
-sub-graph or, with `negate --text replace`, in the caption), negative slot 0 = that swap.
+sub-graph or, with `negate --text replace`, in the caption), negative slot 0 = that swap. RelComp's
+composition groups (Sec. 5, Fig. 9: anchor "A large bed ...", positive "A giant bed ...", negative "A
+tiny bed ...") take the positive with the composition replaced by a synonym and the negative with it
+replaced by an antonym: with --synonym-positives (the default, as the paper), p of an attribute swap
+has the swapped attribute (the negative's `from`) replaced by a word of its synonym group in the
+shipped vocabulary (vocab/synonyms.tsv), drawn by the record's rng; an attribute without synonyms, or
+not written as such in p, leaves p as it is. Predicate swaps keep p (the paper's relation positive is
+the prompt itself). One difference kept: `negate` replaces one attribute per negative, where RelComp
+replaces every composition of the caption.
 """
 
 from __future__ import annotations
 
 import random
+import re
 
 from mosaictool.errors import MosaicError
 from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
 
-DEFAULTS = {"margin": 0.2, "itm_weight": 1.0, "contrastive_weight": 1.0}
+DEFAULTS = {"margin": 0.2, "itm_weight": 1.0, "contrastive_weight": 1.0}  # the loss's options
 # negate's transforms that swap a predicate or a composition (an attribute) and nothing else
 SWAP_TRANSFORMS = frozenset({"f_rel:replace_relation", "f_attr:replace", "f_obj", "replace:rel", "replace:att"})
+# of those, the composition (attribute) swaps: their `from` is the attribute replaced
+ATTRIBUTE_SWAPS = frozenset({"f_attr:replace", "f_obj", "replace:att"})
+# App. B; warmup and clipping: none named
+PAPER = {"optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "wd": 1e-4, "batch_size": 128, "epochs": 40, "warmup": 0,
+         "grad_clip": None, "method_options": {"synonym_positives": True}}
 
 
 def choose_swap(texts: dict, rng) -> tuple[int, int] | None:
@@ -59,16 +74,42 @@ def _is_swap(negative: dict) -> bool:
     return negative.get("transform") in SWAP_TRANSFORMS and negative.get("positive") is not None
 
 
+def synonym_positive(text: str, negative: dict, rng, vocab=None) -> str:
+    """`text` with the attribute an attribute swap replaced (its `from`) replaced in turn by a synonym
+    (RelComp's positives); `text` itself when the swap is a predicate's, the attribute has no synonym,
+    or `text` does not contain it as a word."""
+    attribute = negative.get("from")
+    if negative.get("transform") not in ATTRIBUTE_SWAPS or not attribute:
+        return text
+    pattern = re.compile(rf"\b{re.escape(attribute)}\b", re.IGNORECASE)
+    if not pattern.search(text):
+        return text
+    if vocab is None:
+        from mosaictool import vocab as vocabulary
+
+        vocab = vocabulary.load()
+    head = vocab.head("attributes", attribute)
+    group = {head} | {n for n in vocab.synonyms.get("attributes", {}) if vocab.head("attributes", n) == head}
+    choices = sorted(group - {attribute})
+    if not choices:
+        return text
+    return pattern.sub(choices[rng.randrange(len(choices))], text)
+
+
 class ProbeFT(Method):
     name = "probe-ft"
     help = ("Probe paper (seed 004): the caption, a prompt and its predicate / composition swap in an ITM triplet "
-            "loss + the contrastive loss. Paper recipe: --optimizer sgd --momentum 0.9 --lr 1e-3 --wd 1e-4 "
-            "--warmup 0, batch 128, 40 epochs; then patch with wise-ft --alpha 0.2.")
+            "loss + the contrastive loss; composition swaps' positives take a synonym. Paper recipes: --recipe paper "
+            "(SGD lr 1e-3, momentum 0.9, wd 1e-4, cosine, batch 128, 40 epochs, no warmup), paper-text / paper-vision "
+            "(the other tower frozen); then patch with wise-ft --alpha 0.2.")
     options = (
         Option("margin", float, DEFAULTS["margin"], "probe-ft: triplet margin on cosine similarities."),
         Option("itm_weight", float, DEFAULTS["itm_weight"], "probe-ft: weight of the ITM triplet loss."),
         Option("contrastive_weight", float, DEFAULTS["contrastive_weight"], "probe-ft: weight of the contrastive loss."),
+        Option("synonym_positives", bool, True,
+               "probe-ft: a composition swap's positive has its attribute replaced by a synonym (the paper's RelComp)."),
     )
+    recipes = {"paper": PAPER, "paper-text": {**PAPER, "lock_image": True}, "paper-vision": {**PAPER, "lock_text": True}}
     demo_rows = (DemoRow("Probe-FT"),)
     stage_hint = "mosaictool negate (its relation / attribute replacements; or --text replace), then template"
 
@@ -93,14 +134,17 @@ class ProbeFT(Method):
             return Selection([caption])
         positives = texts.get("positives") or []
         p, swap = pair
+        negative = texts["negatives"][swap]
         prompt = positives[p]["text"] if 0 <= p < len(positives) else caption
+        if self.opts["synonym_positives"]:
+            prompt = synonym_positive(prompt, negative, rng)
         pos = [caption] if prompt == caption or kp < 2 else [caption, prompt]
-        return Selection(pos, [texts["negatives"][swap]["text"]])
+        return Selection(pos, [negative["text"]])
 
     def make_loss(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1):
         from mosaictool.methods.probe_ft_loss import ProbeFTLoss
 
-        return ProbeFTLoss(**self.opts, local_loss=local_loss, rank=rank, world_size=world_size)
+        return ProbeFTLoss(**{k: self.opts[k] for k in DEFAULTS}, local_loss=local_loss, rank=rank, world_size=world_size)
 
 
 METHOD = ProbeFT
