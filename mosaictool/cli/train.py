@@ -102,11 +102,10 @@ def train_cli(
           --method mosaiclip --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --out runs/m2
 
       \b
-      mosaictool train --data world/train/captions.jsonl --method probe-ft --optimizer sgd --momentum 0.9 \\
-          --lr 1e-3 --wd 1e-4 --warmup 0 --out runs/p1   # the Probe paper's recipe (SGD)
+      mosaictool train --data world/train/captions.jsonl --method probe-ft --recipe paper --out runs/p1   # App. B: SGD, lr 1e-3, 40 epochs
 
       \b
-      mosaictool train --data shards/ --method fsc-clip --lora 4 --lr 5e-5 --out runs/f1   # LoRA, merged at the end
+      mosaictool train --data shards/ --method fsc-clip --recipe paper-lora --out runs/f1   # LoRA 4, lr 5e-5, merged at the end
 
       \b
       mosaictool train --data shards/ --method mosaiclip --report-to tensorboard --eval-bench world-val \
