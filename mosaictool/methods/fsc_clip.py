@@ -44,8 +44,6 @@ from __future__ import annotations
 from mosaictool.errors import MosaicError
 from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of
 
-# the --empty-hn-slots rules (fsc_clip_loss.focal_hn_loss's empty_slots)
-EMPTY_SLOT_RULES = ("zero", "drop")
 DEFAULTS = {"lambda_global": 0.5, "lambda_local": 0.2, "focal_gamma": 2.0, "label_smoothing": 0.02, "hn_per_image": 3,
             "empty_hn_slots": "zero"}
 # the authors' training scripts (fsc-clip README.md "Training Scripts", COCO rows, at 604015d) with their
@@ -141,6 +139,8 @@ class FscClip(Method):
                 raise MosaicError(f"--{name.replace('_', '-')} {o[name]}: must be at least 0")
         if not 0 <= o["label_smoothing"] <= 1:
             raise MosaicError(f"--label-smoothing {o['label_smoothing']}: a fraction between 0 and 1")
+        from mosaictool.methods.fsc_clip_loss import EMPTY_SLOT_RULES
+
         if o["empty_hn_slots"] not in EMPTY_SLOT_RULES:
             raise MosaicError(f"--empty-hn-slots {o['empty_hn_slots']!r}: choose {' or '.join(EMPTY_SLOT_RULES)}")
         if o["hn_per_image"] < 1:

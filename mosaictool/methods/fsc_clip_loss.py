@@ -7,8 +7,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mosaictool.methods.fsc_clip import EMPTY_SLOT_RULES
 from mosaictool.model.collectives import all_reduce_sum
+
+# the rules for an image's empty HN slots (--empty-hn-slots): "zero" keeps them in the softmax with
+# logit 0 (the authors' code), "drop" leaves them out
+EMPTY_SLOT_RULES = ("zero", "drop")
 
 
 def hn_logits_global(image_features: torch.Tensor, pos_features: torch.Tensor, neg_features: torch.Tensor,
