@@ -49,12 +49,14 @@ def demo_cli(
     with the plain CLIP loss (once, cached; on the world's plain captions of one- and two-object
     scenes, each with its arrangement twin in the batch) -> fine-tune it with every registered
     method's rows (CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT) at equal steps,
-    batch, learning rate and images per step (hard images for all rows or none), several seeds, on
-    every image with both its captions -> WiSE-FT of all weights (curves for MosaiCLIP and FSC-CLIP;
-    Probe-FT patched at alpha 0.2) -> evaluate on the world's test split. Prints the table
-    (attribute, relation, order, seen/unseen compounds, productivity, recognition; mean ± 95% CI
-    over seeds) and writes OUT/report.md (settings, split of every table, WiSE-FT curves, the texts
-    audit), OUT/methods.png and OUT/wise_ft.png. Every artifact stays in OUT for inspection.
+    batch and images per step (hard images for all rows or none), each row at its own learning rate
+    chosen on val, several seeds, on every image with both its captions -> WiSE-FT of all weights
+    (curves for MosaiCLIP and FSC-CLIP; Probe-FT patched at alpha 0.2) -> evaluate on the world's
+    test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
+    recognition; mean ± 95% CI over seeds), the positive control (NegCLIP over CLIP on order and
+    relation, p < 0.01, paired by seed and test case) and the minimal detectable effect per column;
+    writes OUT/report.md (settings, every comparison with CLIP, WiSE-FT curves, the texts audit),
+    OUT/methods.png and OUT/wise_ft.png. Every artifact stays in OUT for inspection.
 
     Examples:
 
