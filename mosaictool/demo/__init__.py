@@ -5,12 +5,15 @@
     base.py        a tiny base model pretrained once with the plain CLIP loss on plain captions (cached)
     finetune.py    the base fine-tuned with every registered method's demo rows (mosaictool.methods: CLIP,
                    NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT, ...), several seeds, all with
-                   the same steps, batch, learning rate and images per step; WiSE-FT of all weights: curves
+                   the same steps, batch and images per step, each row at its own lr chosen on val;
+                   WiSE-FT of all weights: curves
                    (alpha 0..1 step 0.1) for MosaiCLIP and FSC-CLIP, and the Probe paper's "patching"
                    (alpha 0.2) of every Probe-FT seed as a row of its own
     evaluation.py  every checkpoint scored on the world's test (or, to choose settings, val) split
-    report.py      statistics, tables and plots
-    run.py         the whole job in order, and the choice of settings on val (--select-on-val)
+    report.py      tables and plots
+    significance.py the positive control (NegCLIP over CLIP) and the power of every comparison
+    run.py         the whole job in order, the choice of each row's lr on val (--select-on-val) and
+                   MosaiCLIP's ablation on val (--ablate)
     config.py      DemoConfig, the rows and the columns
 
 It calls the same stage functions the CLI commands call, and keeps every artifact on disk
