@@ -57,7 +57,8 @@ def test_power_is_the_largest_mde_and_shrinks_with_cases():
     assert large["order"] == max(found[m]["order"].mde for m in found)
     assert all(large[c] < small[c] for c in large)
     text = significance.power_markdown(large, 3, {c: 2000 for c in large})
-    assert "relation: " in text and "2000 cases × 3 seeds" in text
+    assert "relation: " in text and "2000 cases × 3 seeds" in text and "both random" in text
+    assert "NOT measured" in significance.power_markdown(large, 1, {c: 2000 for c in large})
 
 
 def test_hit_matrix_needs_every_seed_and_equal_cases():

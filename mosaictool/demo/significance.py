@@ -105,5 +105,7 @@ def power_markdown(mde: dict[str, float], seeds: int, cases: dict[str, int]) -> 
         return ""
     cells = [f"{c}: {100 * v:.1f} pts ({cases.get(c, 0)} cases × {seeds} seeds)" + ("" if v <= POWER_GOAL else " (above the 3-pt goal)")
              for c, v in mde.items() if not math.isnan(v)]
-    return ("Minimal detectable effect (80% power, α = 0.05, two-sided; seeds and cases both random, from the "
-            "variances measured in this run; the largest over the methods' comparisons with CLIP): " + "; ".join(cells) + ".")
+    random = ("seeds and cases both random" if seeds > 1 else
+              "cases random; with 1 seed the training noise is NOT measured and the MDE is too small")
+    return (f"Minimal detectable effect (80% power, α = 0.05, two-sided; {random}, from the variances measured in "
+            "this run; the largest over the methods' comparisons with CLIP): " + "; ".join(cells) + ".")
