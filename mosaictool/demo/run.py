@@ -159,8 +159,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     control = positive_control(rows, groups)
     found = comparisons(rows, groups)
     mde = power_by_column(found)
-    cases = {col: next(len(r["hits"]) for r in rows if r.get("metric") == "hits" and r["subtask"] == sub)
-             for col, sub in CASE_COLUMNS.items() if col in mde}
+    cases = {col: r.cases for by_col in found.values() for col, r in by_col.items()}
     power = power_markdown(mde, cfg.seeds, cases)
     report = "\n".join([
         "# mosaictool demo: the synthetic world",

@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from mosaictool.analysis.stats import Paired, paired
+from mosaictool.demo.config import COLUMNS
 
-# column -> the world subtask whose cases it is the mean of
-CASE_COLUMNS = {"attribute": "aro/VG-Attribution", "relation": "aro/VG-Relation", "order": "aro/COCO-Order"}
+# column -> the world subtask whose cases it is the mean of: the table's ARO columns (binary choices)
+CASE_COLUMNS = {col: sub for col, sub, _ in COLUMNS if sub.startswith("aro/")}
 # The ARO paper (seed 001, Table 6) and MosaiCLIP (seed 000, Table 1): NegCLIP > CLIP fine-tuned
 # without negatives, on VG-Relation and on COCO-Order.
 CONTROL_TREATED, CONTROL_REFERENCE, CONTROL_COLUMNS = "NegCLIP", "CLIP", ("order", "relation")

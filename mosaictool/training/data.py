@@ -611,12 +611,11 @@ def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPla
     """The iterator of a run's micro-batches on this rank, as `plan` lays them out (the data of a step
     is a function of the seed and the step alone: see the module docstring)."""
     transform = ImageTransform(images.size, augment=cfg.augment, scale=tuple(cfg.crop_scale))
-    if not cfg.images_on_device:
-        dataset = TrainDataset(data, sampler_cfg, transform, tokenizer)
-        return iter(make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=info.device.startswith("cuda")))
-    store = images_on_device(TrainDataset(data, sampler_cfg, transform, tokenizer), info.device)
-    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=False)
+    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=not cfg.images_on_device)
     loader = make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=info.device.startswith("cuda"))
+    if not cfg.images_on_device:
+        return iter(loader)
+    store = images_on_device(dataset, info.device)
     return (dataclasses.replace(b, images=store.index_select(0, b.indices.to(store.device))) for b in loader)
 
 
