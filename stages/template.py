@@ -27,7 +27,7 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   graph negatives in the same frame, so that a negative differs from its positive only where the
   graph does.
 - Texts are deduplicated (compared lower-cased without . and ,); a negative equal to any positive
-  is dropped.
+  is dropped, and one equal to an earlier negative of its own kind (graph or text).
 """
 
 from __future__ import annotations
@@ -187,7 +187,10 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             key = canonical_key(sg, vocab)
         positives.append({"text": text, "kind": kind, "subgraph": None if kind == "caption" else i, "key": key})
 
-    negatives, seen = [], set(norms)
+    # Deduplicated within a kind (graph / text), not across: each method draws from one kind, and a
+    # text negative dropped for reading like a graph one took NegCLIP's noun-phrase swaps (VG-Relation's
+    # very perturbation) away whenever the graph route wrote the same words (41% of them in the demo).
+    negatives, seen = [], {kind: set(norms) for kind in ("graph", "text")}
     for neg in record.get("negatives") or []:
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
@@ -198,9 +201,10 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         else:
             text = neg["text"]
         norm = normalize_text(text)
-        if not norm or norm in seen:
+        seen_here = seen.setdefault(neg.get("kind"), set(norms))
+        if not norm or norm in seen_here:
             continue
-        seen.add(norm)
+        seen_here.add(norm)
         negatives.append({
             "text": text,
             "positive": position_of.get(index) if index is not None else None,

@@ -74,7 +74,9 @@ def test_texts_schema_indices_and_dedup():
             {"subgraph": 0, "kind": "text", "category": "text", "transform": "shuffle:bigram", "slot": None, "from": None,
              "to": None, "graph": None, "text": "a tree"},  # equals a positive: dropped
             {"subgraph": 0, "kind": "text", "category": "attr", "transform": "replace:att", "slot": "attr", "from": "red",
-             "to": "blue", "graph": None, "text": "A blue car."},  # same text as the graph negative: dropped
+             "to": "blue", "graph": None, "text": "A blue car."},  # same words as the graph negative: kept (its kind)
+            {"subgraph": 0, "kind": "text", "category": "attr", "transform": "replace:att", "slot": "attr", "from": "red",
+             "to": "blue", "graph": None, "text": "a blue car"},  # same as an earlier text negative: dropped
         ],
     }
     texts = template_record(rec, VOCAB)["texts"]
@@ -85,6 +87,8 @@ def test_texts_schema_indices_and_dedup():
     assert texts["negatives"] == [
         {"text": "a blue car", "positive": 0, "kind": "graph", "category": "obj", "transform": "f_obj",
          "slot": "objects[0].attributes[0]", "from": "red", "to": "blue", "key": "car[blue]"},
+        {"text": "A blue car.", "positive": 0, "kind": "text", "category": "attr", "transform": "replace:att",
+         "slot": "attr", "from": "red", "to": "blue", "key": None},
     ]
 
 

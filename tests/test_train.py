@@ -202,6 +202,27 @@ def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
     assert openclip.read_checkpoint(again)["model_name"] == "test-tiny"
 
 
+def test_mined_hard_images_skip_the_same_picture_under_another_caption(world, tmp_path):
+    """The demo gives every image two captions (two records, the same bytes): the copy is the
+    closest image there is, but its caption is true of the anchor, so it is never mined."""
+    from mosaictool.training.data import ImagePrep, ImageTransform, TrainData, mine_hard_images
+
+    data, model_cfg = world
+    records = [json.loads(line) for line in Path(data).read_text().splitlines()]
+    twice = Path(data).parent / "twice.jsonl"
+    twice.write_text("".join(json.dumps(r) + "\n" + json.dumps({**r, "id": r["id"] + "-plain", "caption": "x"}) + "\n"
+                             for r in records))
+    loaded = TrainData.load(str(twice), method=methods.create("negclip", {}))
+    bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=7)
+    prep = ImagePrep.of(bundle)
+    mined = mine_hard_images(loaded, bundle.model, ImageTransform(prep.size, augment=False), prep.mean, prep.std, k=3,
+                             device="cpu")
+    picture = [i // 2 for i in range(len(loaded))]
+    assert len(mined) == 2 * len(records)
+    assert all(len(n) == 3 and picture[i] not in {picture[j] for j in n} for i, n in enumerate(mined))
+    assert mined[0] == mined[1]  # one picture, one list of neighbours
+
+
 def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference = train(config(world, tmp_path / "ref", **steps))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import hashlib
 import json
 import math
 import os
@@ -554,24 +555,35 @@ def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0,
 def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, std, *, k: int, device: str,
                      batch_size: int = 256) -> list[list[int]]:
     """The k nearest other images of every image under `model` (cosine), as NegCLIP mined them
-    with CLIP ViT-B/32."""
+    with CLIP ViT-B/32 (seed 001 App. C.2). An image that comes with several captions (several
+    records, the same bytes) is embedded once and is never its own neighbour: its twin record's
+    caption is true of it, so it is no negative (it was every such record's first neighbour)."""
     model.eval()
     rng = random.Random(0)
+    first: dict[bytes, int] = {}  # image bytes' digest -> index among the distinct images
+    image_of = []  # record -> distinct image
+    distinct = []  # distinct image -> its first record
+    for i in range(len(data)):
+        key = hashlib.blake2b(data.images[i].read(), digest_size=16).digest()
+        if key not in first:
+            first[key] = len(distinct)
+            distinct.append(i)
+        image_of.append(first[key])
     feats = []
-    for start in range(0, len(data), batch_size):
-        idx = range(start, min(start + batch_size, len(data)))
+    for start in range(0, len(distinct), batch_size):
+        idx = distinct[start : start + batch_size]
         imgs = torch.stack([transform(data.images[i].read(), rng) for i in idx]).to(device)
         feats.append(model.encode_image(normalize_images(imgs, mean, std), normalize=True).float().cpu())
     feats = torch.cat(feats)
-    k = min(k, len(data) - 1)
-    neighbours: list[list[int]] = []
-    for start in range(0, len(data), 1024):
+    k = min(k, len(distinct) - 1)
+    nearest: list[list[int]] = []
+    for start in range(0, len(distinct), 1024):
         sims = feats[start : start + 1024] @ feats.T
         rows = torch.arange(sims.shape[0])
         sims[rows, rows + start] = float("-inf")
-        neighbours.extend(sims.topk(k, dim=1).indices.tolist())
+        nearest.extend(sims.topk(k, dim=1).indices.tolist())
     model.train()
-    return neighbours
+    return [[distinct[j] for j in nearest[image_of[i]]] for i in range(len(data))]
 
 
 # ---------------------------------------------------------------------------------------------
