@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mosaictool.errors import MosaicError
+
 from mosaictool.cli import app
 from mosaictool.demo import DemoConfig, config, finetune, run
 from mosaictool.demo.config import COLUMNS, METHODS
@@ -69,13 +71,14 @@ def test_rows_come_from_the_registry():
     assert {"CLIP", "NegCLIP", "MosaiCLIP", "MosaiCLIP-NoCurric", "FSC-CLIP", "Probe-FT"} <= set(labels)
     assert set(config.WISE_ROWS) <= set(labels) and config.PATCH_ROW in labels
     assert config.slug(finetune.patch_label()) == "probe-ft-patched-a0.2"
-    assert DemoConfig().wise_alphas == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    assert DemoConfig().wise_alphas == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
-@pytest.mark.parametrize("hard", [True, False])
-def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard):
-    """The fair comparison: hard images for every row or for none (never the method's own default,
-    which is on for NegCLIP only), and the same steps, batch and learning rate."""
+@pytest.mark.parametrize("hard", ["method", "all", "none"])
+def test_every_row_gets_the_same_images_per_step_steps_and_lr(tmp_path, monkeypatch, hard):
+    """The fair comparison: the same steps, learning rate and images per step for every row; hard
+    images for the rows whose paper uses them (NegCLIP), for all or for none, and a row with hard
+    images takes half the images, each with its hard image."""
     import mosaictool.training as train_module
 
     seen = []
@@ -93,16 +96,23 @@ def test_every_row_gets_the_same_images_steps_and_lr(tmp_path, monkeypatch, hard
     runs = finetune.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
     assert list(runs) == [label for label, _, _ in METHODS] and all(len(v) == 2 for v in runs.values())
     assert len(seen) == 2 * len(METHODS)
-    assert {(tc.record_hard_images, tc.hard_images, tc.steps, tc.lr, tc.batch_size, tc.warmup) for tc in seen} == {(hard, 0, 7, 3e-4, 8, 0)}
+    assert {(tc.hard_images, tc.steps, tc.lr, tc.warmup) for tc in seen} == {(0, 7, 3e-4, 0)}
+    with_hard = {tc.method for tc in seen if tc.record_hard_images}
+    assert with_hard == {"method": {"negclip"}, "all": {tc.method for tc in seen}, "none": set()}[hard]
+    assert all(tc.batch_size == (4 if tc.record_hard_images else 8) for tc in seen)
     assert {tc.method for tc in seen} >= {"clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft"}
-    # the setting is part of each run's name: flipping it trains new runs, never reuses the others
-    other = finetune.finetune_all(DemoConfig(**{**cfg.__dict__, "hard_images": not hard}), tmp_path / "shards", base, tmp_path)
-    assert not set(map(str, sum(runs.values(), []))) & set(map(str, sum(other.values(), [])))
+    # the setting is part of each run's name: changing it trains new runs for the rows it changes
+    other_setting = "none" if hard != "none" else "all"
+    other = finetune.finetune_all(DemoConfig(**{**cfg.__dict__, "hard_images": other_setting}), tmp_path / "shards", base, tmp_path)
+    changed = [label for label, method, _ in METHODS if cfg.row_hard_images(method) != DemoConfig(hard_images=other_setting).row_hard_images(method)]
+    assert changed and all(not set(runs[label]) & set(other[label]) for label in changed)
+    with pytest.raises(MosaicError, match="choose method, all or none"):
+        DemoConfig(hard_images="some").row_hard_images("clip")
 
 
 def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, monkeypatch):
     trained, benches = [], []
-    best_lr = {label: (2e-4, 5e-4, 1e-3)[k % 3] for k, (label, _, _) in enumerate(METHODS)}
+    best_lr = {label: config.SELECT_LRS[k % 3] for k, (label, _, _) in enumerate(METHODS)}
 
     def fake_finetune(cfg, shards, base, out):
         trained.append((cfg.finetune_lr, cfg.seeds))
@@ -122,7 +132,7 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
     monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
     chosen, table = run.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
     assert chosen == best_lr
-    assert sorted(trained) == sorted((lr, 1) for lr in (2e-4, 5e-4, 1e-3))  # one seed per candidate
+    assert sorted(trained) == sorted((lr, 1) for lr in config.SELECT_LRS)  # one seed per candidate
     assert set(benches) == {"world-val"}  # never the test split
     assert "| CLIP | 60.0 **(chosen)** | 50.0 | 50.0 |" in table
     assert json.loads((tmp_path / "selection.json").read_text())["chosen"] == best_lr
@@ -221,15 +231,16 @@ def test_demo_quick_end_to_end(runner, tmp_path):
             "Probe-FT patched (α=0.2)-s0", "wise-mosaiclip-a0.5", "wise-fsc-clip-a0.5"} <= models
     # a WiSE-FT point is scored on what its curve plots (ARO, zero-shot) only
     assert {r["subtask"].split("/")[0] for r in rows if r["model"] == "wise-fsc-clip-a0.5"} <= {"aro", "zeroshot", "headline"}
-    # every row was fine-tuned with the same hard-image setting, steps and lr
+    # every row was fine-tuned with the same steps and images per step: NegCLIP with its hard images
     configs = [orjson.loads(p.read_bytes()) for p in (out / "runs").glob("*-seed0-*/config.json")]
     assert len(configs) == len(METHODS)
-    assert len({(c["record_hard_images"], c["steps"], c["batch_size"]) for c in configs}) == 1
+    assert {(c["method"] == "negclip", c["record_hard_images"], c["batch_size"] * (1 + c["record_hard_images"]), c["steps"])
+            for c in configs} == {(True, True, 16, 15), (False, False, 16, 15)}
     lr_of = {config.slug(label): lr for label, lr in DemoConfig().row_lrs.items()}  # each row at its own lr
     for path in (out / "runs").glob("*-seed0-*/config.json"):
         assert orjson.loads(path.read_bytes())["lr"] == lr_of[path.parent.name.rsplit("-seed0-", 1)[0]]
     report = (out / "report.md").read_text()
-    assert "16 images per step (16 images, no hard images for any row)" in report and "each row's own lr, CLIP " in report
+    assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report and "each row's own lr, CLIP " in report
     assert "positive control" in report.lower() and "Minimal detectable effect" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert len(list(cache.glob("base-*.pt"))) == 1
@@ -252,3 +263,23 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     other = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])
     assert other.exit_code == 0, other.stderr
     assert "reusing cached base model" in other.stderr and other.stderr.count("fine-tune:") == len(METHODS)
+
+
+def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):
+    from mosaictool.demo.evaluation import evaluate_all
+    from mosaictool.model import openclip
+    from mosaictool.world.generate import generate_world
+
+    world = tmp_path / "world"
+    generate_world(world, train=0, seed=0, eval_scale=0.02)
+    models = []
+    for seed in (1, 2):
+        path = tmp_path / f"m{seed}.pt"
+        openclip.save_checkpoint(path, openclip.create("mosaic-micro", seed=seed))
+        models.append((f"m{seed}", path))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    several = evaluate_all(models, world, "world-val", families=["aro"])
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    one = evaluate_all(models, world, "world-val", families=["aro"])
+    assert json.dumps(several) == json.dumps(one) and one[0]["model"] == "m1" and {r["model"] for r in one} == {"m1", "m2"}
+    assert any(r["metric"] == "hits" for r in one)

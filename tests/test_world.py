@@ -246,11 +246,12 @@ def test_shape_twins_change_one_shape(world):
 def test_plain_captions_are_true_and_follow_their_twins(world):
     for r in train_records(world):
         clauses = r["plain_caption"].split(" and ")
-        if r["mentions"]["relations"]:  # "a C S <relation> a C S", true of the scene
+        if r["mentions"]["relations"]:  # "the C S is <relation> the C S", true of the scene
             words = r["plain_caption"].split()
+            assert words[0] == words[-3] == "the" and words[3] == "is", r["plain_caption"]
             subj = {"colour": words[1], "shape": words[2]}
             obj = {"colour": words[-2], "shape": words[-1]}
-            pred = " ".join(words[3:-3])
+            pred = " ".join(words[4:-3])
             assert pred in RELATION_WORDS and holds([subj, obj], [(0, pred, 1)], r["scene"]), r["plain_caption"]
         else:  # "a C S and a C S ...": each names an object of the scene
             for c in clauses:
@@ -258,7 +259,7 @@ def test_plain_captions_are_true_and_follow_their_twins(world):
                 assert holds([{"colour": colour, "shape": shape}], [], r["scene"]), r["plain_caption"]
     for orig, t in twin_pairs(world, "arrangement"):  # the same words but the relation's
         a, b = orig["plain_caption"].split(), t["plain_caption"].split()
-        assert a != b and a[:3] == b[:3] and a[-3:] == b[-3:]
+        assert a != b and a[:4] == b[:4] and a[-3:] == b[-3:]
 
 
 WORDS = {**{w: ("shape", s) for s, ws in SHAPE_WORDS.items() for w in ws},

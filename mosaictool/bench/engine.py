@@ -378,8 +378,13 @@ def evaluate(
     root = Path(root).expanduser()
     prepared = [prepare(b, root, subs, options) for b, subs in benchmarks]
     for label, bundle in models:
-        encoder = Encoder(bundle, options)
-        for prep in prepared:
-            for r in score_prepared(prep, encoder, options.item_hits):
-                yield {"model": label, "benchmark": prep.bench.name, **r, "detail": bool(r.get("detail", False))}
+        yield from score_model(prepared, label, bundle, options)
+
+
+def score_model(prepared: Sequence[Prepared], label: str, bundle, options: EngineOptions) -> Iterator[dict]:
+    """One model's rows on benchmarks already prepared (`prepare`): what `evaluate` does per model."""
+    encoder = Encoder(bundle, options)
+    for prep in prepared:
+        for r in score_prepared(prep, encoder, options.item_hits):
+            yield {"model": label, "benchmark": prep.bench.name, **r, "detail": bool(r.get("detail", False))}
 

@@ -17,12 +17,14 @@ def demo_cli(
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
     finetune_lr: Annotated[Optional[float], typer.Option(help="One fine-tuning learning rate for every row (default: each row its own, chosen on val by its own val headline; see --select-on-val).")] = None,
     hard_images: Annotated[
-        Optional[bool], typer.Option("--hard-images/--no-hard-images",
-                                     help="Each image's hard image (its twin) in the batch for EVERY row, or for none (default off, chosen on val): "
-                                          "every row sees the same images per step.")
+        Optional[str], typer.Option("--hard-images", metavar="method|all|none",
+                                    help="Hard images in the batch (each image's twin, the world's nearest alternative): 'method' "
+                                         "(default) for the rows whose paper uses them (NegCLIP, ARO App. C.2), 'all' rows, or "
+                                         "'none'. Every row sees the same images per step: a row with hard images takes half as "
+                                         "many images, each with its hard image.")
     ] = None,
     select_on_val: Annotated[
-        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (2e-4, 5e-4, 1e-3), "
+        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (1e-4, 3e-4, 1e-3), "
                                                    "evaluate on the world's val split, and give each row the lr of its own best val headline.")
     ] = False,
     ablate: Annotated[
@@ -49,7 +51,7 @@ def demo_cli(
     with the plain CLIP loss (once, cached; on the world's plain captions of one- and two-object
     scenes, each with its arrangement twin in the batch) -> fine-tune it with every registered
     method's rows (CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT) at equal steps,
-    batch and images per step (hard images for all rows or none), each row at its own learning rate
+    images per step (NegCLIP with its hard images, at the same images per step), each row at its own learning rate
     chosen on val, several seeds, on every image with both its captions -> WiSE-FT of all weights
     (curves for MosaiCLIP and FSC-CLIP; Probe-FT patched at alpha 0.2) -> evaluate on the world's
     test split. Prints the table (attribute, relation, order, seen/unseen compounds, productivity,
@@ -70,7 +72,7 @@ def demo_cli(
 
       mosaictool demo --world-seed 7   # another world: settings were tuned on seed 0's val
 
-      mosaictool demo --no-hard-images   # no row gets hard images
+      mosaictool demo --hard-images none   # no row gets hard images
 
       mosaictool demo --parallel-runs 1   # one fine-tuning run at a time
 

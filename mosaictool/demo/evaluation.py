@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from mosaictool.demo.config import COLUMNS, digest, file_digest
@@ -16,15 +17,18 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
     """Result rows of every (label, checkpoint) on `split_bench` (`families`: a subset of the world's).
     With `cache`, a checkpoint's rows are kept under the digest of its bytes, the world, the split
     and the families, and reused: a second run, or a run whose settings share checkpoints with an
-    earlier one (the val selection's seed 0), evaluates only what is new."""
+    earlier one (the val selection's seed 0), evaluates only what is new. On a CPU the checkpoints
+    are scored in one process per core, each with one torch thread (the tiny model keeps two threads
+    half idle), after the benchmark's items are loaded once; one thread everywhere, so the scores do
+    not depend on how many processes there were."""
     from mosaictool.bench import get
-    from mosaictool.bench.engine import EngineOptions, evaluate
-    from mosaictool.model.openclip import load_checkpoint
+    from mosaictool.bench.engine import EngineOptions, prepare
     from mosaictool.world.generate import load_manifest
 
     if not models:
         return []
-    scope = {"world": load_manifest(world), "bench": split_bench, "families": families, "item_hits": True}
+    scope = {"world": load_manifest(world), "bench": split_bench, "families": families, "item_hits": True,
+             **({"threads": 1} if device == "cpu" else {})}
     keys = {label: digest({**scope, "checkpoint": file_digest(path)}) for label, path in models} if cache else {}
     rows: list[dict] = []
     todo = []
@@ -35,10 +39,23 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
         else:
             todo.append((label, path))
     if todo:
-        bench = get(split_bench)
-        loaded = ((label, load_checkpoint(path, device=device)) for label, path in todo)
-        batch = 256 if device.startswith("cuda") else 64
-        new = list(evaluate([(bench, families)], loaded, world, EngineOptions(quiet=True, device=device, workers=workers, batch_size=batch, item_hits=True)))
+        options = EngineOptions(quiet=True, device=device, workers=workers, batch_size=256 if device.startswith("cuda") else 64,
+                                item_hits=True)
+        _PREPARED[:] = [prepare(get(split_bench), Path(world), families, options)]
+        forks = sys.platform.startswith("linux")  # the workers inherit the loaded items
+        at_once = min(len(todo), os.cpu_count() or 1) if device == "cpu" and forks else 1
+        try:
+            if at_once > 1:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                context = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(at_once, mp_context=context) as pool:
+                    new = [r for part in pool.map(_score_one, [(label, path, options) for label, path in todo]) for r in part]
+            else:
+                new = [r for label, path in todo for r in _score_one((label, path, options))]
+        finally:
+            _PREPARED.clear()
         rows += new
         if cache:
             cache.mkdir(parents=True, exist_ok=True)
@@ -50,6 +67,25 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
     order = {label: i for i, (label, _) in enumerate(models)}
     return sorted(rows, key=lambda r: order[r["model"]])
 
+
+_PREPARED: list = []  # the benchmark's loaded items while evaluate_all runs (forked workers read it)
+
+
+def _score_one(job) -> list[dict]:
+    """One checkpoint's rows, with one torch thread on a CPU (restored after)."""
+    import torch
+
+    from mosaictool.bench.engine import score_model
+    from mosaictool.model.openclip import load_checkpoint
+
+    label, path, options = job
+    threads = torch.get_num_threads()
+    if options.device == "cpu":
+        torch.set_num_threads(1)
+    try:
+        return list(score_model(_PREPARED, label, load_checkpoint(path, device=options.device), options))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def column_value(rows: list[dict], model: str, subtask: str, metric: str) -> float:

@@ -23,8 +23,8 @@ def _expected_texts(method: str, options: dict, steps: int) -> int:
 
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
                  rows: list[tuple[str, str, dict]] | None = None) -> dict[str, list[Path]]:
-    """Every row x seed from the base, all with the same steps, batch and hard-image setting
-    (cfg.hard_images for every row, never the method's own default), each at its lr (cfg.lr_for); a run is reused only
+    """Every row x seed from the base, all with the same steps and images per step (hard images as
+    cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); a run is reused only
     when its base and settings are the same (its folder is named by their digest), so changing a
     flag never returns a stale run."""
     from mosaictool.methods import get as get_method
@@ -43,8 +43,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
             options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
                              pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
-                             batch_size=cfg.finetune_batch, warmup=min(50, cfg.finetune_steps // 10),
-                             record_hard_images=cfg.hard_images, seed=seed, quiet=not sys.stderr.isatty())
+                             batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
+                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty())
             threads = 1 if at_once > 1 else None
             key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
                            **({"threads": threads} if threads else {})})
@@ -54,7 +54,7 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
                 if run.exists():
                     shutil.rmtree(run)
                 log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.lr_for(label):g}, "
-                     f"hard images {'on' if cfg.hard_images else 'off'}")
+                     f"hard images {'on' if tc.record_hard_images else 'off'}")
                 # device, loader workers and where the images wait are runtime: not in the run's digest
                 todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers,
                                                 images_on_device=device.startswith("cuda")))

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from mosaictool.demo.base import pretrain_base
-from mosaictool.demo.config import MAIN_FAMILIES, PATCH_ALPHA, WISE_FAMILIES, DemoConfig, log
+from mosaictool.demo.config import MAIN_FAMILIES, METHODS, PATCH_ALPHA, WISE_FAMILIES, DemoConfig, log
 from mosaictool.demo.data import audit_texts, make_shards, make_texts, make_world, plain_records, train_fields
 from mosaictool.demo.evaluation import column_value, comp_score, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
@@ -149,7 +149,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     plot_methods(summary, out / "methods.png", cfg.split)
     plot_wise(wise_points, out / "wise_ft.png")
     minutes = (time.perf_counter() - t0) / 60
-    per_step = 2 * cfg.finetune_batch if cfg.hard_images else cfg.finetune_batch
+    hard_rows = [label for label, method, _ in METHODS if label in runs and cfg.row_hard_images(method)]
     if cfg.finetune_lr is not None:
         lrs = f"lr {cfg.finetune_lr:g} for every row (--finetune-lr)"
     else:
@@ -165,8 +165,9 @@ def run_demo(cfg: DemoConfig) -> dict:
         "# mosaictool demo: the synthetic world",
         "",
         f"Every row is fine-tuned from the same base with the same settings: {cfg.finetune_steps} steps, "
-        f"{per_step} images per step ({cfg.finetune_batch} images"
-        + (" + each one's hard image, its twin, for every row" if cfg.hard_images else ", no hard images for any row")
+        f"{cfg.finetune_batch} images per step ("
+        + (f"{', '.join(hard_rows)}: {cfg.finetune_batch // 2} images + each one's hard image, its twin (NegCLIP's hard "
+           "images, ARO App. C.2); the others none" if hard_rows else "no hard images for any row")
         + f"), AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}, {cfg.seeds} seed(s) per row; {lrs}. "
         f"World seed {cfg.world_seed}.",
         "",

@@ -346,3 +346,24 @@ def audit_markdown(result: dict) -> str:
                  "caption itself says (a text-only stage could drop it; the rest is image content the caption never mentions); "
                  "debris: a word the world has no meaning for.")
     return "\n".join(lines)
+
+
+def relation_prior_accuracy(items: Iterable[dict]) -> float:
+    """What a reader blind to the image scores on the world's VG-Relation items ("the A is <rel> the
+    B" vs its swap) when it knows the world's placement priors (scene.HEIGHT_RANK / LEFT_RANK): it
+    takes the caption the priors favour, a coin flip where both shapes rank the same. The share of
+    the relation column a text prior alone can win."""
+    from mosaictool.world.scene import HEIGHT_RANK, LEFT_RANK
+
+    score, n = 0.0, 0
+    for item in items:
+        pred = item["relation_name"]
+        subject, obj = (np.split()[-1] for np in item["true_caption"].split(f" is {pred} "))
+        rank = HEIGHT_RANK if pred in ("above", "below") else LEFT_RANK
+        first_is_lower_rank = pred in ("above", "to the left of")  # rank 0 sits top / left
+        if rank[subject] == rank[obj]:
+            score += 0.5
+        else:
+            score += (rank[subject] < rank[obj]) == first_is_lower_rank
+        n += 1
+    return score / n if n else float("nan")
