@@ -348,3 +348,22 @@ def test_cli(tmp_path):
     assert again.exit_code == 1 and "Error:" in again.stderr and "--overwrite" in again.stderr
     bad = CliRunner().invoke(app, ["world", "--out", str(tmp_path / "x"), "--image-size", "8"])
     assert bad.exit_code == 1 and "--image-size" in bad.stderr
+
+
+def test_relation_prior_accuracy_reads_the_priors_and_the_world_has_them(tmp_path):
+    from mosaictool.world.audit import relation_prior_accuracy
+    from mosaictool.world.generate import generate_world
+
+    def item(caption, pred):
+        return {"true_caption": caption, "relation_name": pred}
+
+    usual = item("the red star is above the blue square", "above")  # stars sit high, squares low
+    unusual = item("the blue square is above the red star", "above")
+    tie = item("the red star is to the left of the green star", "to the left of")
+    left = item("the red circle is to the left of the blue diamond", "to the left of")  # circles sit left
+    assert relation_prior_accuracy([usual, unusual, tie]) == 0.5
+    assert relation_prior_accuracy([left, usual]) == 1.0 and relation_prior_accuracy([unusual]) == 0.0
+    world = tmp_path / "world"
+    generate_world(world, train=0, seed=0, eval_scale=0.1)
+    items = json.loads((world / "val" / "aro" / "visual_genome_relation.json").read_text())
+    assert len(items) == 480 and 0.6 < relation_prior_accuracy(items) < 0.85  # a prior for most pairs, not all

@@ -5,9 +5,9 @@
     base.py        a tiny base model pretrained once with the plain CLIP loss on plain captions (cached)
     finetune.py    the base fine-tuned with every registered method's demo rows (mosaictool.methods: CLIP,
                    NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT, ...), several seeds, all with
-                   the same steps, batch and images per step, each row at its own lr chosen on val;
+                   the same steps, images per step and learning rate (calibrated on val);
                    WiSE-FT of all weights: curves
-                   (alpha 0..1 step 0.1) for MosaiCLIP and FSC-CLIP, and the Probe paper's "patching"
+                   (alpha 0..1 step 0.2) for MosaiCLIP and FSC-CLIP, and the Probe paper's "patching"
                    (alpha 0.2) of every Probe-FT seed as a row of its own
     evaluation.py  every checkpoint scored on the world's test (or, to choose settings, val) split
     report.py      tables and plots
