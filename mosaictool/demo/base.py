@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from mosaictool.demo.config import DemoConfig, digest, log
+from mosaictool.demo.config import DemoConfig, digest, file_digest, log
 
 
 def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> Path:
@@ -18,8 +18,12 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     from mosaictool.world.generate import load_manifest
 
     device, workers = cfg.runtime()
-    recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "model": cfg.model,
-              "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch, "twins_in_batch": True}
+    # the shards' bytes, not only their sizes: captions that change without a new world version
+    # (a code change) must not find the base trained on the old ones
+    data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
+    recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
+              "model": cfg.model, "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
+              "twins_in_batch": True}
     cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}.pt"
     if cached.is_file():
         log(f"pretrain: reusing cached base model {cached}")
