@@ -200,3 +200,26 @@ def test_dense_features_and_joining_micro_batches(world):
     assert joined.image.shape[0] == 6 and joined.dense.pos_tokens.shape == (12, width, 32)
     assert joined.dense.pos_token_mask.sum() == sum(p.dense.pos_token_mask.sum() for p in parts)
     torch.testing.assert_close(joined.pos_ids, torch.cat([p.pos_ids for p in parts]))
+
+
+def test_mosaiclip_text_negatives_variant_draws_the_caption_level_negatives_only():
+    """The ablation `--negatives text`: the record's text negatives in the graph ones' place, each with
+    the positive it perturbs (the caption); the paper's default draws graph negatives only."""
+    import random
+
+    from mosaictool.errors import MosaicError
+
+    record = {"id": "r", "caption": "a red star above a blue cross", "texts": {
+        "positives": [{"text": "a red star above a blue cross", "kind": "caption"}, {"text": "a red star", "kind": "object"}],
+        "negatives": [
+            {"text": "a blue star", "kind": "graph", "category": "obj", "positive": 1, "key": "star[blue]"},
+            {"text": "a blue cross above a red star", "kind": "text", "category": "rel", "transform": "negclip:np", "positive": 0},
+            {"text": "a red star above a green cross", "kind": "text", "category": "attr", "transform": "replace:att", "positive": 0},
+        ]}}
+    graph = methods.create("mosaiclip").select(record, random.Random(0), 3, 6)
+    text = methods.create("mosaiclip", {"negatives": "text"}).select(record, random.Random(0), 3, 6)
+    assert graph.neg == ["a blue star"]
+    assert sorted(text.neg) == ["a blue cross above a red star", "a red star above a green cross"]
+    assert text.pos[0] == "a red star above a blue cross"
+    with pytest.raises(MosaicError, match="--negatives 'both': choose graph or text"):
+        methods.create("mosaiclip", {"negatives": "both"})

@@ -78,6 +78,7 @@ ABLATIONS: list[tuple[str, dict]] = [
     ("− curriculum", {"curriculum": False}),
     ("fewer graph negatives (--max-neg 2)", {"max_neg": 2}),
     ("mean loss weighting", {"loss_weighting": "mean"}),
+    ("text negatives for graph ones (not the paper's)", {"negatives": "text"}),
 ]
 
 

@@ -43,10 +43,6 @@ def format_category_probs(probs: dict[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in probs.items())
 
 
-def _is_graph_negative(negative: dict) -> bool:
-    return negative.get("kind") == "graph"
-
-
 class MosaiClip(Method):
     name = "mosaiclip"
     help = "MosaiCLIP: the caption + sub-graph positives and graph negatives, coarse-to-fine loss."
@@ -57,6 +53,8 @@ class MosaiClip(Method):
                parse=parse_category_probs, format=format_category_probs),
         Option("curriculum", bool, False, "mosaiclip: stage 1 with the caption + <= 1 negative, then full."),
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
+        Option("negatives", str, "graph", "mosaiclip: graph (the paper's: perturbed scene graphs) | text (an ablation, not the "
+               "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place)."),
         Option("loss_weighting", str, "paper", "mosaiclip: paper (Sec. 3.5's sums: t2i, one term per positive text, "
                "weighs ~|P(i)| times i2t; both divided by the images) | mean (each direction averaged)."),
     )
@@ -68,6 +66,8 @@ class MosaiClip(Method):
             raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
         if not 0 <= self.opts["curriculum_split"] <= 1:
             raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
+        if self.opts["negatives"] not in ("graph", "text"):
+            raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose graph or text")
         if self.opts["loss_weighting"] not in ("paper", "mean"):
             raise MosaicError(f"--loss-weighting {self.opts['loss_weighting']!r}: choose paper or mean")
 
@@ -83,8 +83,11 @@ class MosaiClip(Method):
         if caption_of(record) is None and not (texts or {}).get("positives"):
             raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
 
+    def _is_negative(self, negative: dict) -> bool:
+        return negative.get("kind") == self.opts["negatives"]
+
     def check_data(self, records, source):
-        return require_negatives(self, records, source, _is_graph_negative, "graph")
+        return require_negatives(self, records, source, self._is_negative, self.opts["negatives"])
 
     def slots(self, step: int, total_steps: int) -> tuple[int, int]:
         max_pos, max_neg = self.opts["max_pos"], self.opts["max_neg"]
@@ -100,7 +103,7 @@ class MosaiClip(Method):
         category_probs = self.opts["category_probs"]
         by_category: dict[str, list[tuple[int | None, str, str | None]]] = {}
         for n in texts.get("negatives") or []:
-            if _is_graph_negative(n) and not holds_key(implied, n.get("key")):
+            if self._is_negative(n) and not holds_key(implied, n.get("key")):
                 pair = (n.get("positive"), n["text"], n.get("key"))
                 by_category.setdefault(n.get("category") or "other", []).append(pair)
         caption_only = kp == 1  # stage 1: the caption is the one positive, negatives come without theirs
