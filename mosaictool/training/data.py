@@ -563,17 +563,25 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
     first: dict[bytes, int] = {}  # image bytes' digest -> index among the distinct images
     image_of = []  # record -> distinct image
     distinct = []  # distinct image -> its first record
-    for i in range(len(data)):
-        key = hashlib.blake2b(data.images[i].read(), digest_size=16).digest()
+    feats, pending = [], []
+
+    def embed(imgs: list) -> None:
+        batch = torch.stack(imgs).to(device)
+        feats.append(model.encode_image(normalize_images(batch, mean, std), normalize=True).float().cpu())
+
+    for i in range(len(data)):  # each file read once: digested, and decoded when it is new
+        raw = data.images[i].read()
+        key = hashlib.blake2b(raw, digest_size=16).digest()
         if key not in first:
             first[key] = len(distinct)
             distinct.append(i)
+            pending.append(transform(raw, rng))
+            if len(pending) == batch_size:
+                embed(pending)
+                pending = []
         image_of.append(first[key])
-    feats = []
-    for start in range(0, len(distinct), batch_size):
-        idx = distinct[start : start + batch_size]
-        imgs = torch.stack([transform(data.images[i].read(), rng) for i in idx]).to(device)
-        feats.append(model.encode_image(normalize_images(imgs, mean, std), normalize=True).float().cpu())
+    if pending:
+        embed(pending)
     feats = torch.cat(feats)
     k = min(k, len(distinct) - 1)
     nearest: list[list[int]] = []
