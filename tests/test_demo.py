@@ -68,7 +68,7 @@ def test_table_has_a_row_per_method_and_a_column_per_split():
 
 def test_rows_come_from_the_registry():
     labels = [label for label, _, _ in METHODS]
-    assert {"CLIP", "NegCLIP", "MosaiCLIP", "MosaiCLIP-NoCurric", "FSC-CLIP", "Probe-FT"} <= set(labels)
+    assert {"CLIP", "NegCLIP", "MosaiCLIP", "FSC-CLIP", "Probe-FT"} <= set(labels)
     assert set(config.WISE_ROWS) <= set(labels) and config.PATCH_ROW in labels
     assert config.slug(finetune.patch_label()) == "probe-ft-patched-a0.2"
     assert DemoConfig().wise_alphas == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -228,7 +228,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
         assert (out / artifact).is_file(), artifact
     rows = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
     models = {r["model"] for r in rows}
-    assert {"base", "CLIP-s0", "NegCLIP-s0", "MosaiCLIP-s0", "MosaiCLIP-NoCurric-s0", "FSC-CLIP-s0", "Probe-FT-s0",
+    assert {"base", "CLIP-s0", "NegCLIP-s0", "MosaiCLIP-s0", "FSC-CLIP-s0", "Probe-FT-s0",
             "Probe-FT patched (α=0.2)-s0", "wise-mosaiclip-a0.5", "wise-fsc-clip-a0.5"} <= models
     # a WiSE-FT point is scored on what its curve plots (ARO, zero-shot) only
     assert {r["subtask"].split("/")[0] for r in rows if r["model"] == "wise-fsc-clip-a0.5"} <= {"aro", "zeroshot", "headline"}

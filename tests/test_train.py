@@ -304,3 +304,24 @@ def test_trimmed_text_forward_equals_open_clip_encode_text(world):
             reference_grad = bundle.model.get_parameter(name).grad
             scale = reference_grad.abs().max().item()
             torch.testing.assert_close(grad, reference_grad, rtol=1e-4, atol=1e-5 * scale + 1e-8, msg=name)
+
+
+@pytest.mark.slow  # two forked processes that train: ~10 s
+def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
+    """The demo pretrains its base in two one-thread gloo ranks: the same global batch as one
+    process (features gathered), so the same losses and, up to summation order, the same weights."""
+    from mosaictool.training.distributed import train_in_local_ranks
+
+    one = train(config(world, tmp_path / "one", method="clip", steps=3, record_hard_images=True, log_every=1))
+    two = train_in_local_ranks(config(world, tmp_path / "two", method="clip", steps=3, record_hard_images=True, log_every=1), 2)
+    losses = [[json.loads(line)["loss"] for line in (Path(p).parent / "metrics.jsonl").read_text().splitlines()] for p in (one, two)]
+    assert len(losses[0]) == 3 and losses[0] == pytest.approx(losses[1], abs=1e-5)
+    assert_same_weights(weights(one), weights(two), atol=1e-5)
+
+
+def test_local_ranks_refuse_a_batch_they_cannot_split(world, tmp_path):
+    from mosaictool.errors import MosaicError
+    from mosaictool.training.distributed import train_in_local_ranks
+
+    with pytest.raises(MosaicError, match="does not split into 2 ranks"):
+        train_in_local_ranks(config(world, tmp_path / "odd", batch_size=3), 2)

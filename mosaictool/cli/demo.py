@@ -13,7 +13,7 @@ from mosaictool.cli.common import handles_errors
 def demo_cli(
     out: Annotated[str, typer.Option("--out", "-o", help="Folder for every artifact (reused when run again).")] = "demo-out",
     quick: Annotated[bool, typer.Option("--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
-    seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 3; 1 with --quick).")] = None,
+    seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 5: the positive control and the MDEs need 4 degrees of freedom over seeds; 1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
     finetune_lr: Annotated[Optional[float], typer.Option(help="One fine-tuning learning rate for every row (default 5e-4, calibrated on val by the positive control; --select-on-val gives each row its own).")] = None,
     hard_images: Annotated[
@@ -39,7 +39,7 @@ def demo_cli(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate (default: every core).")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
-    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 3 seeds; "
+    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 5 seeds; "
                                                        "the GPU by default, loader workers and pinned memory).")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
     loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
@@ -50,7 +50,7 @@ def demo_cli(
     world -> parse -> decompose -> negate -> template -> shard -> pretrain a tiny base model
     with the plain CLIP loss (once, cached; on the world's plain captions of one- and two-object
     scenes, each with its arrangement twin in the batch) -> fine-tune it with every registered
-    method's rows (CLIP, NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT) at equal steps,
+    method's rows (CLIP, NegCLIP, MosaiCLIP, FSC-CLIP, Probe-FT) at equal steps,
     images per step (NegCLIP with its hard images, at the same images per step), one learning rate
     calibrated on val, several seeds, on every image with both its captions -> WiSE-FT of all weights
     (curves for MosaiCLIP and FSC-CLIP; Probe-FT patched at alpha 0.2) -> evaluate on the world's

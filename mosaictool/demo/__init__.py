@@ -4,7 +4,7 @@
                    captions), and the texts audit against the world's truth
     base.py        a tiny base model pretrained once with the plain CLIP loss on plain captions (cached)
     finetune.py    the base fine-tuned with every registered method's demo rows (mosaictool.methods: CLIP,
-                   NegCLIP, MosaiCLIP, MosaiCLIP-NoCurric, FSC-CLIP, Probe-FT, ...), several seeds, all with
+                   NegCLIP, MosaiCLIP, FSC-CLIP, Probe-FT, ...), several seeds, all with
                    the same steps, images per step and learning rate (calibrated on val);
                    WiSE-FT of all weights: curves
                    (alpha 0..1 step 0.2) for MosaiCLIP and FSC-CLIP, and the Probe paper's "patching"

@@ -11,9 +11,13 @@ import torch
 
 
 def all_gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
+    import warnings
+
     from torch.distributed.nn.functional import all_gather
 
-    return torch.cat(all_gather(tensor.contiguous()))
+    with warnings.catch_warnings():  # deprecated in favour of a private module (_functional_collectives)
+        warnings.simplefilter("ignore", FutureWarning)
+        return torch.cat(all_gather(tensor.contiguous()))
 
 
 def all_gather_no_grad(tensor: torch.Tensor) -> torch.Tensor:
