@@ -181,6 +181,14 @@ def test_every_row_takes_one_lr_unless_selection_gave_each_its_own():
         own.lr_for("New")
 
 
+def test_base_pretrains_in_two_ranks_on_a_multicore_cpu(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert DemoConfig(device="cpu").pretrain_ranks() == 2
+    assert DemoConfig(device="cpu", pretrain_batch=15).pretrain_ranks() == 1  # a batch that does not split
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert DemoConfig(device="cpu").pretrain_ranks() == 1
+
+
 def test_gpu_preset_uses_the_gpu_with_loader_workers(monkeypatch):
     """Checked on CPU with torch.cuda mocked: the GPU path itself is exercised in tests/test_gpu.py."""
     import torch
@@ -189,12 +197,13 @@ def test_gpu_preset_uses_the_gpu_with_loader_workers(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     cfg = DemoConfig.preset(gpu=True)
-    assert (cfg.world_train, cfg.pretrain_steps, cfg.pretrain_batch, cfg.finetune_steps, cfg.finetune_batch, cfg.seeds) == (20000, 4000, 128, 500, 64, 3)
+    assert (cfg.world_train, cfg.pretrain_steps, cfg.pretrain_batch, cfg.finetune_steps, cfg.finetune_batch, cfg.seeds) == (20000, 4000, 128, 500, 64, 5)
     device, workers = cfg.runtime()
     assert device == "cuda:0" and workers == min(8, os.cpu_count() or 1) and workers >= 1
     assert DemoConfig.preset(gpu=True, loader_workers=3).runtime() == ("cuda:0", 3)
     assert DemoConfig.preset(gpu=True, device="cpu").runtime() == ("cpu", 0)
     assert DemoConfig.preset(gpu=True).runs_at_once() == 1  # a GPU trains one run at a time
+    assert DemoConfig.preset(gpu=True).pretrain_ranks() == 1  # and pretrains in one process
     assert DemoConfig(device="cpu", parallel_runs=None).runs_at_once() == min(8, os.cpu_count() or 1)
     with pytest.raises(MosaicError, match="choose one"):
         DemoConfig.preset(quick=True, gpu=True)
