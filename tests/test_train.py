@@ -325,3 +325,14 @@ def test_local_ranks_refuse_a_batch_they_cannot_split(world, tmp_path):
 
     with pytest.raises(MosaicError, match="does not split into 2 ranks"):
         train_in_local_ranks(config(world, tmp_path / "odd", batch_size=3), 2)
+
+
+def test_mosaiclip_without_containment_trains_on_equal_texts_only(world, tmp_path):
+    """The ablation --no-containment: the batch carries no sub-graph keys, so the loss's P(i) is
+    each image's own texts plus equal texts of other images."""
+    assert methods.create("mosaiclip").uses_subgraph_keys
+    assert not methods.create("mosaiclip", {"containment": False}).uses_subgraph_keys
+    with_keys = first_step_gradients(config(world, tmp_path / "keys", method="mosaiclip", steps=1))
+    without = first_step_gradients(config(world, tmp_path / "nokeys", method="mosaiclip", steps=1,
+                                          method_options={"containment": False}))
+    assert without[0] != pytest.approx(with_keys[0])  # the positives differ (the fixture's scenes share sub-graphs)

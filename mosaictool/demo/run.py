@@ -75,6 +75,7 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 ABLATIONS: list[tuple[str, dict]] = [
     ("MosaiCLIP (the paper's)", {}),
     ("− sub-graph positives (--max-pos 1)", {"max_pos": 1}),
+    ("− P(i) by containment (equal texts only)", {"containment": False}),
     ("− curriculum", {"curriculum": False}),
     ("fewer graph negatives (--max-neg 2)", {"max_neg": 2}),
     ("mean loss weighting", {"loss_weighting": "mean"}),

@@ -55,12 +55,18 @@ class MosaiClip(Method):
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
         Option("negatives", str, "graph", "mosaiclip: graph (the paper's: perturbed scene graphs) | text (an ablation, not the "
                "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place)."),
+        Option("containment", bool, True, "mosaiclip: P(i) by sub-graph containment (the paper's: a text is a positive of "
+               "every image of the batch whose scene graph contains its sub-graph); off: of the images that have that very "
+               "text (an ablation)."),
         Option("loss_weighting", str, "paper", "mosaiclip: paper (Sec. 3.5's sums: t2i, one term per positive text, "
                "weighs ~|P(i)| times i2t; both divided by the images) | mean (each direction averaged)."),
     )
     # without its curriculum it is an ablation (demo --ablate, "− curriculum"), not a row of the table
     demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}),)
-    uses_subgraph_keys = True
+
+    @property
+    def uses_subgraph_keys(self) -> bool:  # the loss's P(i) by containment, unless --no-containment
+        return self.opts["containment"]
 
     def validate(self) -> None:
         if self.opts["max_pos"] < 1 or self.opts["max_neg"] < 0:
