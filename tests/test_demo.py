@@ -9,8 +9,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mosaictool.errors import MosaicError
-
 from mosaictool.cli import app
 from mosaictool.demo import DemoConfig, config, finetune, run
 from mosaictool.demo.config import COLUMNS, METHODS

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool import methods
-from mosaictool.training.data import BatchPlan, SamplerConfig
 from mosaictool.training import TrainConfig, train
+from mosaictool.training.data import BatchPlan, SamplerConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import make_world, train_killed_at, write_tiny_model  # noqa: E402

@@ -353,17 +353,13 @@ def relation_prior_accuracy(items: Iterable[dict]) -> float:
     B" vs its swap) when it knows the world's placement priors (scene.HEIGHT_RANK / LEFT_RANK): it
     takes the caption the priors favour, a coin flip where both shapes rank the same. The share of
     the relation column a text prior alone can win."""
-    from mosaictool.world.scene import HEIGHT_RANK, LEFT_RANK
+    from mosaictool.world.scene import prior_order
 
     score, n = 0.0, 0
     for item in items:
         pred = item["relation_name"]
         subject, obj = (np.split()[-1] for np in item["true_caption"].split(f" is {pred} "))
-        rank = HEIGHT_RANK if pred in ("above", "below") else LEFT_RANK
-        first_is_lower_rank = pred in ("above", "to the left of")  # rank 0 sits top / left
-        if rank[subject] == rank[obj]:
-            score += 0.5
-        else:
-            score += (rank[subject] < rank[obj]) == first_is_lower_rank
+        order = prior_order(subject, obj, 0 if pred in ("above", "below") else 1)
+        score += 0.5 if order == 0 else (order > 0) == (pred in ("above", "to the left of"))
         n += 1
     return score / n if n else float("nan")

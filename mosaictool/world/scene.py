@@ -122,15 +122,22 @@ LEFT_RANK = {s: k for k, s in enumerate(("circle", "cross", "star", "square", "t
 PRIOR_DRAWS = 3
 
 
+def prior_order(a: str, b: str, axis: int) -> int:
+    """+1 when the placement priors put shape a before shape b on the axis (0: a above b; 1: a left
+    of b), -1 when after, 0 when both rank the same."""
+    rank = (HEIGHT_RANK, LEFT_RANK)[axis]
+    return (rank[a] < rank[b]) - (rank[a] > rank[b])
+
+
 def usualness(objects: list[dict], cells: list[tuple[int, int]]) -> int:
     """Pairs placed as the priors say minus pairs placed against them (rows and columns)."""
     score = 0
     for a in range(len(objects)):
         for b in range(a + 1, len(objects)):
-            for axis, rank in ((0, HEIGHT_RANK), (1, LEFT_RANK)):
-                ka, kb = rank[objects[a]["shape"]], rank[objects[b]["shape"]]
-                if cells[a][axis] != cells[b][axis] and ka != kb:
-                    score += 1 if (cells[a][axis] < cells[b][axis]) == (ka < kb) else -1
+            for axis in (0, 1):
+                order = prior_order(objects[a]["shape"], objects[b]["shape"], axis)
+                if cells[a][axis] != cells[b][axis] and order:
+                    score += 1 if (cells[a][axis] < cells[b][axis]) == (order > 0) else -1
     return score
 
 
