@@ -249,6 +249,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report and "lr 0.0005 for every row, calibrated on val" in report
     assert "positive control" in report.lower() and "Minimal detectable effect" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
+    assert "| method − NegCLIP |" in report and "| MosaiCLIP | " in report.split("| method − NegCLIP |")[1]
     assert len(list(cache.glob("base-*.pt"))) == 1
     # the world's images come twice, with the varied and with the plain caption
     texts = [orjson.loads(x) for x in (out / "texts.jsonl").read_bytes().splitlines()]

@@ -16,6 +16,7 @@ from mosaictool.demo.report import paired_markdown, plot_methods, plot_wise, sum
 from mosaictool.demo.significance import (
     CASE_COLUMNS,
     CONTROL_ALPHA,
+    CONTROL_TREATED,
     comparisons,
     comparisons_markdown,
     positive_control,
@@ -212,6 +213,9 @@ def run_demo(cfg: DemoConfig) -> dict:
         *([f"Each method minus CLIP fine-tuning ({cfg.split} split), paired by seed and by test case (seeds and cases both "
            "random: two-way random-effects ANOVA, Satterthwaite t; mosaictool.analysis.stats): difference [95% CI] "
            "(p; the MDE of that comparison).", "", cases_table, ""] if (cases_table := comparisons_markdown(found)) else []),
+        *(["The method under study against the control's winner, the same way:", "", versus, ""]
+          if (versus := comparisons_markdown({m: r for m, r in comparisons(rows, groups, reference=CONTROL_TREATED).items()
+                                              if m == "MosaiCLIP"}, reference=CONTROL_TREATED)) else []),
         *([f"Every column, paired by seed only ({cfg.seeds} seeds; scipy's paired t-test over the seeds' column values): "
            "difference ± 95% CI (p).", "", paired, ""] if (paired := paired_markdown(rows, groups)) else []),
         *(["Learning rates chosen on the **val** split: each row at each candidate (seed 0), scored by val retrieval "
