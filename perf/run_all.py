@@ -27,6 +27,7 @@ SCRIPTS = {
     "evaluate": (["evaluate_speed.py", "--limit", "100"], r"speed-up|cases/s|identical|same"),
     "tree-score": (["tree_score_speed.py", "--models", "mosaic-tiny", "--prefix-captions", "100", "--span-captions", "10"],
                    r"speed-up|captions/s|5000 captions"),
+    "pretrain-ranks": (["pretrain_ranks.py"], r"steps/s|ratio|loss difference"),
     "world": (["world_speed.py", "--train", "1000", "--parse-sample", "300"], r"images/s|objects|attributes|relations"),
 }
 
