@@ -140,10 +140,12 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
 def test_ablation_trains_each_variant_at_mosaiclips_lr_and_reads_val_only(tmp_path, monkeypatch):
     import numpy as np
 
-    trained, benches = [], []
+    trained, benches, hard = [], [], {}
 
     def fake_finetune(cfg, shards, base, out, rows=None):
         trained.extend((name, method, options["max_pos"] if "max_pos" in options else 3, cfg.finetune_lr) for name, method, options in rows)
+        hard.update({name: cfg.hard_images for name, _, _ in rows})
+        assert all("hard_images" not in options for _, _, options in rows)  # a batch setting, not a method option
         return {name: [Path(f"{name}|{s}") for s in range(cfg.seeds)] for name, _, _ in rows}
 
     def fake_evaluate(models, world, bench, **kwargs):
@@ -165,9 +167,12 @@ def test_ablation_trains_each_variant_at_mosaiclips_lr_and_reads_val_only(tmp_pa
     assert set(benches) == {"world-val"}
     assert {lr for *_, lr in trained} == {cfg.lr_for("MosaiCLIP")} and {m for _, m, _, _ in trained} == {"mosaiclip"}
     assert [name for name, *_ in trained] == [name for name, _ in run.ABLATIONS]
+    assert {name for name, h in hard.items() if h == "all"} == {"+ hard images (NegCLIP's batch; not the paper's)"}
+    assert {h for h in hard.values()} == {"all", cfg.hard_images}
+    assert [line.split(" | ")[0][2:] for line in table.splitlines()[2:]] == [name for name, _ in run.ABLATIONS]
     row = next(line for line in table.splitlines() if "max-pos 1" in line)
     attribute, relation = row.split(" | ")[2:4]  # no attribute outcomes here: a dash
-    assert attribute == "–" and relation.startswith("-2") or relation.startswith("-1"), row  # about -20 points
+    assert attribute == "–" and (relation.startswith("-2") or relation.startswith("-1")), row  # about -20 points
     assert (tmp_path / "ablation.md").read_text().strip() == table
 
 

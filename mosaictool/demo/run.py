@@ -81,6 +81,8 @@ ABLATIONS: list[tuple[str, dict]] = [
     ("fewer graph negatives (--max-neg 2)", {"max_neg": 2}),
     ("mean loss weighting", {"loss_weighting": "mean"}),
     ("text negatives for graph ones (not the paper's)", {"negatives": "text"}),
+    # the batch, not the method: each image with its twin, as NegCLIP trains (DemoConfig.hard_images)
+    ("+ hard images (NegCLIP's batch; not the paper's)", {"hard_images": "all"}),
 ]
 
 
@@ -92,9 +94,16 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 
     device, workers = cfg.runtime()
     label, method, options = next(row for row in METHODS if row[0] == "MosaiCLIP")
-    rows = [(name, method, {**options, **change}) for name, change in ABLATIONS]
-    log(f"ablation on val: {len(rows)} MosaiCLIP variants x {cfg.seeds} seeds at lr {cfg.lr_for(label):g}")
-    runs = finetune_all(dataclasses.replace(cfg, finetune_lr=cfg.lr_for(label)), shards, base, out, rows=rows)
+    by_batch: dict[str, list] = {}  # hard images -> its variants
+    for name, change in ABLATIONS:
+        row = (name, method, {**options, **{k: v for k, v in change.items() if k != "hard_images"}})
+        by_batch.setdefault(change.get("hard_images", cfg.hard_images), []).append(row)
+    log(f"ablation on val: {len(ABLATIONS)} MosaiCLIP variants x {cfg.seeds} seeds at lr {cfg.lr_for(label):g}")
+    runs = {}
+    for hard_images, rows in by_batch.items():
+        trial = dataclasses.replace(cfg, finetune_lr=cfg.lr_for(label), hard_images=hard_images)
+        runs.update(finetune_all(trial, shards, base, out, rows=rows))
+    runs = {name: runs[name] for name, _ in ABLATIONS}
     groups = {name: [f"ablation {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
     models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
     results = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
