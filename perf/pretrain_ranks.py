@@ -1,5 +1,5 @@
 """The demo's base pretraining on a 2-core CPU: one process with two torch threads against two gloo
-ranks of one thread each (training.distributed.train_in_local_ranks, what the demo does), at the
+ranks of one thread each (training.launch.train_in_local_ranks, what the demo does), at the
 same global batch. Prints each one's steps/s, the ratio, and the largest difference of their logged
 losses (the same batch: they should agree to float rounding).
 
@@ -21,7 +21,7 @@ def main() -> None:
     from mosaictool.demo.config import DemoConfig
     from mosaictool.demo.data import make_shards, make_world, plain_records, train_fields
     from mosaictool.training import TrainConfig, train
-    from mosaictool.training.distributed import train_in_local_ranks
+    from mosaictool.training.launch import train_in_local_ranks
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=60)

@@ -216,7 +216,7 @@ def test_demo_gpu_preset_and_loader_defaults(cuda, no_torchrun):
 
     cfg = DemoConfig.preset(gpu=True)
     assert (cfg.world_train, cfg.pretrain_steps, cfg.pretrain_batch, cfg.finetune_steps, cfg.finetune_batch, cfg.seeds) == (
-        20000, 4000, 128, 500, 64, 3)
+        20000, 4000, 128, 500, 64, 5)
     assert cfg.runtime() == ("cuda:0", min(8, os.cpu_count()))
     assert DemoConfig.preset(device="cpu").runtime() == ("cpu", 0)
     assert DemoConfig.preset(gpu=True, loader_workers=2).runtime() == ("cuda:0", 2)

@@ -310,7 +310,7 @@ def test_trimmed_text_forward_equals_open_clip_encode_text(world):
 def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
     """The demo pretrains its base in two one-thread gloo ranks: the same global batch as one
     process (features gathered), so the same losses and, up to summation order, the same weights."""
-    from mosaictool.training.distributed import train_in_local_ranks
+    from mosaictool.training.launch import train_in_local_ranks
 
     one = train(config(world, tmp_path / "one", method="clip", steps=3, record_hard_images=True, log_every=1))
     two = train_in_local_ranks(config(world, tmp_path / "two", method="clip", steps=3, record_hard_images=True, log_every=1), 2)
@@ -321,7 +321,7 @@ def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
 
 def test_local_ranks_refuse_a_batch_they_cannot_split(world, tmp_path):
     from mosaictool.errors import MosaicError
-    from mosaictool.training.distributed import train_in_local_ranks
+    from mosaictool.training.launch import train_in_local_ranks
 
     with pytest.raises(MosaicError, match="does not split into 2 ranks"):
         train_in_local_ranks(config(world, tmp_path / "odd", batch_size=3), 2)

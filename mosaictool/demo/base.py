@@ -15,7 +15,7 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
     two-object scenes, and cached by everything it depends on."""
     from mosaictool.training import TrainConfig, train
-    from mosaictool.training.distributed import train_in_local_ranks
+    from mosaictool.training.launch import train_in_local_ranks
     from mosaictool.world.generate import load_manifest
 
     device, workers = cfg.runtime()
