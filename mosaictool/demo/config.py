@@ -164,7 +164,7 @@ class DemoConfig:
 
     def pretrain_ranks(self) -> int:
         """Processes the base pretrains in: on a CPU with 2+ cores, 2 gloo ranks of one thread each
-        (training.launch.train_in_local_ranks: the same global batch, ~1.4x faster); else 1.
+        (training.launch.train_in_local_ranks: the same global batch, ~1.2x faster); else 1.
         Part of the base's cache key (a rank count sums the gradients in another order)."""
         device, _ = self.runtime()
         return 2 if device == "cpu" and (os.cpu_count() or 1) >= 2 and self.pretrain_batch % 2 == 0 else 1

@@ -20,7 +20,7 @@ def train_in_local_ranks(cfg, ranks: int) -> str:
     """train(cfg) as `ranks` gloo processes of one torch thread each on this machine, the batch
     (cfg.batch_size, images per step) split between them; returns the final checkpoint's path.
     The global batch, its order and so the loss are those of one process (the features are
-    gathered): on 2 CPU cores two one-thread ranks train the demo's tiny model ~1.4x faster than
+    gathered): on 2 CPU cores two one-thread ranks train the demo's tiny model ~1.2x faster than
     one process with two threads, which keeps them waiting on each other."""
     if cfg.batch_size % ranks:
         raise MosaicError(f"batch size {cfg.batch_size} does not split into {ranks} ranks")
