@@ -68,5 +68,6 @@ def main() -> None:
     a, b = losses.values()
     print(f"largest loss difference over {len(a)} logged steps: {max(abs(x - y) for x, y in zip(a, b)):.2e}")
 
+
 if __name__ == "__main__":
     main()

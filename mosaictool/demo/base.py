@@ -19,18 +19,19 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     from mosaictool.world.generate import load_manifest
 
     device, workers = cfg.runtime()
+    ranks = cfg.pretrain_ranks()
     # the shards' bytes, not only their sizes: captions that change without a new world version
     # (a code change) must not find the base trained on the old ones
     data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
               "model": cfg.model, "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
-              "twins_in_batch": True, "ranks": cfg.pretrain_ranks()}
+              "twins_in_batch": True, "ranks": ranks}
     cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}.pt"
     if cached.is_file():
         log(f"pretrain: reusing cached base model {cached}")
     else:
         log(f"pretrain: base model, plain CLIP loss, {cfg.pretrain_steps} steps on plain captions"
-            + (f", {cfg.pretrain_ranks()} one-thread processes" if cfg.pretrain_ranks() > 1 else "") + f" (cached as {cached})")
+            + (f", {ranks} one-thread processes" if ranks > 1 else "") + f" (cached as {cached})")
         run = out / "runs" / "base"
         if run.exists():
             shutil.rmtree(run)
@@ -38,7 +39,6 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
                          augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
                          warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
                          device=device, num_workers=workers, images_on_device=device.startswith("cuda"))
-        ranks = cfg.pretrain_ranks()
         final = train_in_local_ranks(tc, ranks) if ranks > 1 else train(tc)
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")

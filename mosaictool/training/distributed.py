@@ -79,4 +79,3 @@ def mean_over_ranks(value: float, info: DistInfo) -> float:
 
     t = torch.tensor([value], dtype=torch.float64, device=info.device)
     return float(all_reduce_sum(t)) / info.world_size
-
