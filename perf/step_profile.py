@@ -10,6 +10,7 @@ DEMO_OUT is a `mosaictool demo` folder (its shards/ and base.pt). The first 5 st
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 from collections import defaultdict
@@ -40,7 +41,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     out = Path(tempfile.mkdtemp())
-    cfg = TrainConfig(data=str(Path(args.demo_out) / "shards"), out=str(out / "run"), method=args.method, model="mosaic-micro",
+    model = json.loads((Path(args.demo_out) / "demo_config.json").read_text())["model"]
+    cfg = TrainConfig(data=str(Path(args.demo_out) / "shards"), out=str(out / "run"), method=args.method, model=model,
                       pretrained=str(Path(args.demo_out) / "base.pt"), augment=False, steps=args.steps + 5, lr=2e-4,
                       batch_size=args.batch_size, warmup=2, seed=0, quiet=True, device="cpu")
     prof = profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=3, warmup=2, active=args.steps))

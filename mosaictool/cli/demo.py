@@ -37,7 +37,7 @@ def demo_cli(
     world_seed: Annotated[Optional[int], typer.Option(help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate (default: every core).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro-p16).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
     preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 5 seeds; "
                                                        "the GPU by default, loader workers and pinned memory).")] = None,

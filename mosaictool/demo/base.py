@@ -14,6 +14,7 @@ from mosaictool.demo.config import DemoConfig, digest, file_digest, log
 def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> Path:
     """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
     two-object scenes, and cached by everything it depends on."""
+    from mosaictool.model.openclip import model_config
     from mosaictool.training import TrainConfig, train
     from mosaictool.training.launch import train_in_local_ranks
     from mosaictool.world.generate import load_manifest
@@ -24,7 +25,7 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     # (a code change) must not find the base trained on the old ones
     data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
-              "model": cfg.model, "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
+              "model": cfg.model, "model_config": model_config(cfg.model), "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
               "twins_in_batch": True, "ranks": ranks}
     cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}.pt"
     if cached.is_file():

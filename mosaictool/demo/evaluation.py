@@ -49,6 +49,8 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
+                import open_clip  # noqa: F401  imported once here, not ~4 s in every worker
+
                 context = multiprocessing.get_context("fork")
                 with ProcessPoolExecutor(at_once, mp_context=context) as pool:
                     new = [r for part in pool.map(_score_one, [(label, path, options) for label, path in todo]) for r in part]

@@ -65,6 +65,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
 
         from mosaictool.training.data import preload_shards
 
+        import open_clip  # noqa: F401  imported once here: each forked run spent ~4 s importing it
+
         log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
         preload_shards(str(shards))  # indexed once here, read by every forked run
         todo.sort(key=lambda tc: -_expected_texts(tc.method, tc.method_options, tc.steps))

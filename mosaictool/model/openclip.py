@@ -2,7 +2,8 @@
 
 A model is named like open_clip names it (`ViT-B-32-quickgelu`), or by one of the configs shipped in
 `mosaictool/model/configs/` (`mosaic-tiny`: 4-layer, 128-wide ViT and text towers, the train
-default; `mosaic-micro`: 64 wide, ~3x faster on CPU, the demo's), or by a
+default; `mosaic-micro`: 64 wide, ~3x faster on CPU; `mosaic-micro-p16`: the same with 16-pixel patches, 17
+image tokens instead of 65, the demo's), or by a
 user's JSON config (`--model-config file.json`, open_clip's schema: embed_dim, vision_cfg, text_cfg).
 
 mosaictool checkpoints are one `torch.save`d dict (see `save_checkpoint`) that carries everything
@@ -77,6 +78,7 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
 def model_config(model_name: str) -> dict:
     import open_clip
 
+    _register_configs()
     cfg = open_clip.get_model_config(model_name)
     if cfg is None:
         raise MosaicError(
