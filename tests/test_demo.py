@@ -271,10 +271,37 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     # evaluations are kept by checkpoint: base, every row's seed 0, Probe-FT patched, 2 WiSE-FT points
     assert len(list((out / "evals").glob("*.jsonl"))) == 1 + len(METHODS) + 1 + 2
 
-    # Other fine-tuning settings: new runs from the same cached base, never the old ones.
-    other = runner.invoke(app, ["demo", *QUICK, "--out", str(out), "--cache-dir", str(cache), "--finetune-steps", "3"])
+    # Other fine-tuning settings in a new folder: the cached data (no text stage runs again) and base,
+    # new runs, never the old ones.
+    elsewhere = tmp_path / "demo2"
+    other = runner.invoke(app, ["demo", *QUICK, "--out", str(elsewhere), "--cache-dir", str(cache), "--finetune-steps", "3"])
     assert other.exit_code == 0, other.stderr
+    assert "reusing the cached world, texts, shards and audit" in other.stderr and "parse:" not in other.stderr
+    assert (elsewhere / "texts.jsonl").read_bytes() == (out / "texts.jsonl").read_bytes()
     assert "reusing cached base model" in other.stderr and other.stderr.count("fine-tune:") == len(METHODS)
+
+
+def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path):
+    from mosaictool.demo.data import DATA_ARTIFACTS, data_cache, keep_data, restore_data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    for name in DATA_ARTIFACTS:  # a folder for each folder artifact, a file for the others
+        if "." in name:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(name)
+        else:
+            (out / name).mkdir(parents=True)
+            (out / name / "part").write_text(name)
+    assert not restore_data(cfg, tmp_path / "new")
+    keep_data(cfg, out)
+    assert data_cache(cfg).is_dir() and data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, world_seed=1))
+    new = tmp_path / "new"
+    (new / "world").mkdir(parents=True)
+    (new / "world" / "stale").write_text("another world")
+    assert restore_data(cfg, new)
+    assert not (new / "world" / "stale").exists() and (new / "world" / "part").read_text() == "world"
+    assert all((new / n).is_file() and (new / n).read_text() == n for n in DATA_ARTIFACTS if "." in n)
 
 
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):

@@ -63,9 +63,9 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from mosaictool.training.data import preload_shards
-
         import open_clip  # noqa: F401  imported once here: each forked run spent ~4 s importing it
+
+        from mosaictool.training.data import preload_shards
 
         log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
         preload_shards(str(shards))  # indexed once here, read by every forked run

@@ -9,7 +9,16 @@ from pathlib import Path
 
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import FINETUNE_LR, MAIN_FAMILIES, METHODS, PATCH_ALPHA, WISE_FAMILIES, DemoConfig, log
-from mosaictool.demo.data import audit_texts, make_shards, make_texts, make_world, plain_records, train_fields
+from mosaictool.demo.data import (
+    audit_texts,
+    keep_data,
+    make_shards,
+    make_texts,
+    make_world,
+    plain_records,
+    restore_data,
+    train_fields,
+)
 from mosaictool.demo.evaluation import column_value, comp_score, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import paired_markdown, plot_methods, plot_wise, summarise, table_markdown
@@ -133,15 +142,18 @@ def run_demo(cfg: DemoConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
+    restored = restore_data(cfg, out)
     world = make_world(cfg, out)
     texts = make_texts(cfg, world, out)
     shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
     plain_shards = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
+    audited = audit_texts(cfg, texts, out)
+    if not restored:
+        keep_data(cfg, out)
     # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
     # threads kept waiting on each other: in 8.5 min the text stages (~3 min alone) finished and the
     # pretraining (~6 min alone) did half its steps.
     base = pretrain_base(cfg, plain_shards, world, out)
-    audited = audit_texts(cfg, texts, out)
     selection = None
     if cfg.select_on_val:
         chosen, selection = select_on_val(cfg, shards, base, world, out)
