@@ -242,3 +242,26 @@ def test_evaluate_rows_and_logit_scale(images):
         ("m", "tiny", "s", "scale", False),
     ]
     assert rows[1]["value"] == pytest.approx(50.0)
+
+
+def test_memo_decodes_and_tokenizes_once_for_every_model(images, monkeypatch):
+    from mosaictool.bench import engine
+
+    opened, tokenized = [], []
+    real_open = engine.open_image
+    monkeypatch.setattr(engine, "open_image", lambda ref: opened.append(ref) or real_open(ref))
+    memo: dict = {}
+    first, second = FakeBundle(), FakeBundle()
+    with torch.no_grad():
+        second.model.table.add_(0.5)  # another model: other similarities from the same decoded inputs
+    for b in (first, second):
+        b.tokenizer = lambda texts, real=b.tokenizer: tokenized.extend(texts) or real(texts)
+    fresh = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t")] for b in (first, second)]
+    assert len(opened) == 6 and len(tokenized) == 6  # without a memo: 3 images and 3 texts per model
+    opened.clear(), tokenized.clear()
+    kept = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t", memo)] for b in (first, second)]
+    assert len(opened) == 3 and sorted(tokenized) == ["a blue square", "a green square", "a red square"]
+    assert not np.allclose(kept[0][0], kept[1][0])
+    for a, b in zip(fresh, kept):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, atol=1e-6)

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from train_fixtures import write_tiny_model  # noqa: E402
 
 from mosaictool.model import openclip  # noqa: E402
+from mosaictool.model.text_tower import encode_text, text_lengths  # noqa: E402
 from mosaictool.training.batch import ContrastiveForward, length_buckets  # noqa: E402
 from mosaictool.methods.fsc_clip_loss import hn_logits_local  # noqa: E402
 
@@ -141,3 +142,29 @@ def test_equal_lengths_run_the_tower_once(bundle):
     finally:
         hook.remove()
     assert calls == [int((tokens[0] != 0).sum())]
+
+
+def test_a_text_with_token_zero_inside_keeps_its_end_token(bundle):
+    """"!" before another sign ("!%") is token 0, the tokenizer's padding id: a text's length is up
+    to its last non-zero token, not its count of non-zero ones (which cut the end token off)."""
+    tokens = bundle.tokenizer(["50!% a red circle", "a square"])
+    assert (tokens[0] == 0).any() and (tokens[0] != 0).sum() < text_lengths(tokens)[0]
+    assert text_lengths(tokens).tolist() == [int(tokens[0].argmax()) + 1, int(tokens[1].argmax()) + 1]
+    with torch.no_grad():
+        full = bundle.model.encode_text(tokens, normalize=True)
+        torch.testing.assert_close(encode_text(bundle.model, tokens), full, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ContrastiveForward(bundle.model)(torch.randn(1, 3, 32, 32), tokens)[1], full, rtol=1e-5, atol=1e-6)
+
+
+def test_encode_text_runs_the_tower_on_the_longest_text_only(bundle):
+    tokens = mixed_tokens(bundle)
+    calls = []
+    hook = bundle.model.transformer.register_forward_hook(lambda mod, args, out: calls.append(out.shape[1]))
+    try:
+        with torch.no_grad():
+            ours = encode_text(bundle.model, tokens)
+    finally:
+        hook.remove()
+    assert calls == [int(text_lengths(tokens).max())] and calls[0] < tokens.shape[1]
+    with torch.no_grad():
+        torch.testing.assert_close(ours, bundle.model.encode_text(tokens, normalize=True), rtol=1e-5, atol=1e-6)

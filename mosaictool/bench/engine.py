@@ -226,7 +226,7 @@ class Encoder:
         self.logit_scale = float(scale.exp().item()) if scale is not None else 100.0
         self.cache = EmbeddingCache(options.cache_dir, model_identity(bundle)) if options.cache_dir else None
 
-    def images(self, refs: Sequence[ImageRef], desc: str) -> np.ndarray:
+    def images(self, refs: Sequence[ImageRef], desc: str, memo: dict | None = None) -> np.ndarray:
         import torch
 
         keys = [image_key(r) for r in refs] if self.cache else []
@@ -234,38 +234,76 @@ class Encoder:
         todo = [i for i, k in enumerate(keys) if k not in table] if self.cache else list(range(len(refs)))
         out = np.zeros((len(refs), self._dim()), dtype=np.float32)
         if todo:
-            loader = torch.utils.data.DataLoader(
-                _ImageSet([refs[i] for i in todo], self.bundle.preprocess_val),
-                batch_size=self.opt.batch_size,
-                num_workers=self.opt.workers,
-                shuffle=False,
-                pin_memory=self.device.type == "cuda",  # page-locked batches: the copy to the GPU overlaps
-            )
             chunks = []
             with torch.inference_mode():
-                for batch in progress(loader, desc=f"{desc} images", unit="batch", quiet=self.opt.quiet):
+                for batch in self._pixels([refs[i] for i in todo], desc, memo):
                     emb = self.model.encode_image(batch.to(self.device, non_blocking=True), normalize=True)
                     chunks.append(emb.float().cpu().numpy())
             out[todo] = np.concatenate(chunks)
         self._fill_and_save("image", keys, out, table, changed=bool(todo))
         return out
 
-    def texts(self, texts: Sequence[str], desc: str) -> np.ndarray:
+    def _pixels(self, refs: Sequence[ImageRef], desc: str, memo: dict | None):
+        """Batches of the preprocessed images of `refs`. With `memo` (kept across the models scored
+        on the same items, Prepared.memo) each image is decoded once per preprocessing, not per model."""
         import torch
+
+        def load(todo):
+            return torch.utils.data.DataLoader(
+                _ImageSet(todo, self.bundle.preprocess_val),
+                batch_size=self.opt.batch_size,
+                num_workers=self.opt.workers,
+                shuffle=False,
+                pin_memory=self.device.type == "cuda",  # page-locked batches: the copy to the GPU overlaps
+            )
+
+        if memo is None:
+            yield from progress(load(refs), desc=f"{desc} images", unit="batch", quiet=self.opt.quiet)
+            return
+        decoded = memo.setdefault(("pixels", repr(self.bundle.preprocess_val)), {})
+        missing = list(dict.fromkeys(r for r in refs if r not in decoded))
+        if missing:
+            rows = (row for batch in progress(load(missing), desc=f"{desc} images", unit="batch", quiet=self.opt.quiet)
+                    for row in batch)
+            decoded.update(zip(missing, rows))
+        step = self.opt.batch_size
+        for s in range(0, len(refs), step):
+            yield torch.stack([decoded[r] for r in refs[s : s + step]])
+
+    def texts(self, texts: Sequence[str], desc: str, memo: dict | None = None) -> np.ndarray:
+        import torch
+
+        from mosaictool.model.text_tower import encode_text, text_lengths
 
         table = self.cache.load("text") if self.cache else {}
         todo = [i for i, t in enumerate(texts) if t not in table]
         out = np.zeros((len(texts), self._dim()), dtype=np.float32)
         if todo:
+            tokens = self._tokens([texts[i] for i in todo], memo)
+            # batches of like lengths: each runs only up to its longest text (model.text_tower)
+            order = torch.argsort(text_lengths(tokens), stable=True)
             step = self.opt.text_batch_size
-            starts = range(0, len(todo), step)
             with torch.inference_mode():
-                for s in progress(starts, desc=f"{desc} texts", unit="batch", quiet=self.opt.quiet):
-                    idx = todo[s : s + step]
-                    tokens = self.bundle.tokenizer([texts[i] for i in idx]).to(self.device)
-                    out[idx] = self.model.encode_text(tokens, normalize=True).float().cpu().numpy()
+                for s in progress(range(0, len(todo), step), desc=f"{desc} texts", unit="batch", quiet=self.opt.quiet):
+                    rows = order[s : s + step]
+                    emb = encode_text(self.model, tokens[rows].to(self.device), normalize=True)
+                    out[[todo[i] for i in rows.tolist()]] = emb.float().cpu().numpy()
         self._fill_and_save("text", texts, out, table, changed=bool(todo))
         return out
+
+    def _tokens(self, texts: list[str], memo: dict | None):
+        """The tokenizer's ids of `texts`; with `memo`, each text tokenized once per tokenizer (the model's
+        name and text config say which)."""
+        import torch
+
+        name, cfg = self.bundle.meta.get("model_name"), self.bundle.meta.get("model_cfg")
+        if memo is None or name is None or cfg is None:
+            return self.bundle.tokenizer(texts)
+        known = memo.setdefault(("tokens", name, json.dumps(cfg.get("text_cfg"), sort_keys=True)), {})
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            known.update(zip(missing, self.bundle.tokenizer(missing)))
+        return torch.stack([known[t] for t in texts])
 
     def _fill_and_save(self, kind: str, keys: Sequence[str], out: np.ndarray, table: dict, changed: bool) -> None:
         """Cached rows into `out`, freshly encoded rows into the cache (saved if any were new)."""
@@ -311,8 +349,9 @@ class Similarities(Sequence):
         return img @ txt.T
 
 
-def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> Similarities:
-    """Encode every unique image region and text of `items` once; the items' cosine matrices."""
+def similarities(items: Sequence[Item], encoder: Encoder, desc: str, memo: dict | None = None) -> Similarities:
+    """Encode every unique image region and text of `items` once; the items' cosine matrices.
+    `memo`: decoded images and tokens kept for the next model (Prepared.memo)."""
     ref_index: dict[ImageRef, int] = {}
     text_index: dict[str, int] = {}
     for item in items:
@@ -320,8 +359,8 @@ def similarities(items: Sequence[Item], encoder: Encoder, desc: str) -> Similari
             ref_index.setdefault(ref, len(ref_index))
         for t in item.texts:
             text_index.setdefault(t, len(text_index))
-    img = encoder.images(list(ref_index), desc)
-    txt = encoder.texts(list(text_index), desc)
+    img = encoder.images(list(ref_index), desc, memo)
+    txt = encoder.texts(list(text_index), desc, memo)
     return Similarities(items, img, txt, ref_index, text_index)
 
 
@@ -333,6 +372,9 @@ class Prepared:
     bench: object
     items: list[Item]
     missing: Missing
+    # the items' decoded images and tokens, kept for every model scored on them in this process (a
+    # checkpoint of the demo's tiny model spent ~3 of its 13 s decoding and tokenizing them again)
+    memo: dict = field(default_factory=dict, repr=False)
 
 
 def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOptions) -> Prepared:
@@ -350,7 +392,7 @@ def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOption
 
 
 def score_prepared(prep: Prepared, encoder: Encoder, item_hits: bool = False) -> list[dict]:
-    sims = similarities(prep.items, encoder, prep.bench.name)
+    sims = similarities(prep.items, encoder, prep.bench.name, prep.memo)
     if _accepts(prep.bench.score, "logit_scale"):
         rows = prep.bench.score(prep.items, sims, logit_scale=encoder.logit_scale)
     else:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from mosaictool.model.text_tower import text_lengths, text_tower, trims_text
+
 
 @dataclass
 class Batch:
@@ -200,25 +202,7 @@ class ContrastiveForward(torch.nn.Module):
         super().__init__()
         self.model = model
         self.max_buckets = max_buckets
-        self.trim = (
-            type(model).__name__ == "CLIP"
-            and getattr(model, "attn_mask", None) is not None
-            and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
-        )
-
-    def _text_tower(self, tokens: torch.Tensor, embedded: torch.Tensor, length: int, dense: bool):
-        """CLIP.encode_text (unnormalised) on tokens cut to `length`, given their token embeddings ->
-        (pooled features, per-token features (N, length, D) with `dense`, else None); both projected."""
-        from open_clip.transformer import text_global_pool
-
-        m = self.model
-        tokens = tokens[:, :length]
-        cast = m.transformer.get_cast_dtype()
-        x = embedded[:, :length].to(cast) + m.positional_embedding[:length].to(cast)
-        x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask[:length, :length]))
-        pooled = text_global_pool(x, tokens, m.text_pool_type, eos_token_id=getattr(m, "text_eos_id", None))
-        project = m.text_projection if isinstance(m.text_projection, torch.nn.Linear) else (lambda t: t @ m.text_projection)
-        return project(pooled), project(x) if dense else None
+        self.trim = trims_text(model)
 
     def forward(self, images: torch.Tensor, tokens: torch.Tensor, dense: bool = False):
         """-> (image features, text features, scale), plus (patch tokens (N, P, D), token features
@@ -242,16 +226,16 @@ class ContrastiveForward(torch.nn.Module):
             text_f = m.encode_text(tokens, normalize=True)
             extra = (patches, text_f.new_zeros(0, 1, text_f.shape[-1])) if dense else ()  # no text: no tokens
             return image_f, text_f, m.logit_scale.exp(), *extra
-        lengths = (tokens != 0).sum(1).cpu()  # the tokenizer pads with 0 after the end token
+        lengths = text_lengths(tokens).cpu()
         groups = length_buckets(lengths, self.max_buckets)
         longest = int(lengths.max())
         # one embedding lookup for every bucket: its backward writes a dense (vocabulary x width)
         # gradient, which per bucket cost ~7 ms a bucket on the demo's tiny model (perf/step_profile.py)
         embedded = m.token_embedding(tokens[:, :longest])
         if len(groups) == 1:
-            pooled, token_f = self._text_tower(tokens, embedded, longest, dense)
+            pooled, token_f = text_tower(m, tokens, embedded, longest, dense)
         else:
-            parts = [self._text_tower(tokens[g.to(tokens.device)], embedded[g.to(tokens.device)], int(lengths[g].max()), dense)
+            parts = [text_tower(m, tokens[g.to(tokens.device)], embedded[g.to(tokens.device)], int(lengths[g].max()), dense)
                      for g in groups]
             inverse = torch.argsort(torch.cat(groups)).to(tokens.device)  # batch position -> row of the buckets' output
             pooled = torch.cat([p for p, _ in parts]).index_select(0, inverse)
