@@ -35,7 +35,7 @@ def demo_cli(
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
     world_seed: Annotated[Optional[int], typer.Option(help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
-    cache_dir: Annotated[Optional[str], typer.Option(help="Where the pretrained base model is cached (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE).")] = None,
+    cache_dir: Annotated[Optional[str], typer.Option(help="Where the world, texts, shards and pretrained base are cached for the next demo (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE; ~0.7 GB a world).")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate (default: every core).")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro-p16).")] = None,
     split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
