@@ -265,3 +265,23 @@ def test_memo_decodes_and_tokenizes_once_for_every_model(images, monkeypatch):
     for a, b in zip(fresh, kept):
         for x, y in zip(a, b):
             np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_memo_decodes_per_model_when_the_images_would_not_fit(images, monkeypatch):
+    from mosaictool.bench import engine
+
+    opened = []
+    real_open = engine.open_image
+    monkeypatch.setattr(engine, "open_image", lambda ref: opened.append(ref) or real_open(ref))
+    bundle = FakeBundle()
+    bundle.meta["model_cfg"]["vision_cfg"] = {"image_size": 4}  # 192 bytes an image
+    memo: dict = {}
+    monkeypatch.setattr(engine, "PIXEL_MEMO_BYTES", 3 * 192)  # room for the 3 images
+    for _ in range(2):
+        similarities(_items(images), Encoder(bundle, EngineOptions(quiet=True)), "t", memo)
+    assert len(opened) == 3
+    opened.clear()
+    monkeypatch.setattr(engine, "PIXEL_MEMO_BYTES", 2 * 192)
+    for _ in range(2):
+        similarities(_items(images), Encoder(bundle, EngineOptions(quiet=True)), "t", {})
+    assert len(opened) == 6
