@@ -293,13 +293,13 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
         else:
             (out / name).mkdir(parents=True)
             (out / name / "part").write_text(name)
-    assert not restore_data(cfg, tmp_path / "new")
-    keep_data(cfg, out)
+    assert not restore_data(data_cache(cfg), tmp_path / "new")
+    keep_data(data_cache(cfg), out)
     assert data_cache(cfg).is_dir() and data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, world_seed=1))
     new = tmp_path / "new"
     (new / "world").mkdir(parents=True)
     (new / "world" / "stale").write_text("another world")
-    assert restore_data(cfg, new)
+    assert restore_data(data_cache(cfg), new)
     assert not (new / "world" / "stale").exists() and (new / "world" / "part").read_text() == "world"
     assert all((new / n).is_file() and (new / n).read_text() == n for n in DATA_ARTIFACTS if "." in n)
 

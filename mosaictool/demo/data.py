@@ -30,9 +30,9 @@ def data_cache(cfg: DemoConfig) -> Path:
     return Path(cfg.cache_dir) / f"data-{digest(key)}"
 
 
-def restore_data(cfg: DemoConfig, out: Path) -> bool:
-    """Copy the cached data into OUT (replacing what is there); False when none is cached."""
-    cached = data_cache(cfg)
+def restore_data(cached: Path, out: Path) -> bool:
+    """Copy the data cached in `cached` (data_cache) into OUT, replacing what is there; False when
+    none is cached."""
     if not cached.is_dir():
         return False
     log(f"data: reusing the cached world, texts, shards and audit ({cached})")
@@ -41,9 +41,8 @@ def restore_data(cfg: DemoConfig, out: Path) -> bool:
     return True
 
 
-def keep_data(cfg: DemoConfig, out: Path) -> None:
-    """Copy OUT's data into the cache (once: a complete folder, moved into place)."""
-    cached = data_cache(cfg)
+def keep_data(cached: Path, out: Path) -> None:
+    """Copy OUT's data into `cached` (data_cache; once: a complete folder, moved into place)."""
     if cached.is_dir():
         return
     tmp = cached.with_name(cached.name + ".tmp")

@@ -11,6 +11,7 @@ from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import FINETUNE_LR, MAIN_FAMILIES, METHODS, PATCH_ALPHA, WISE_FAMILIES, DemoConfig, log
 from mosaictool.demo.data import (
     audit_texts,
+    data_cache,
     keep_data,
     make_shards,
     make_texts,
@@ -142,14 +143,15 @@ def run_demo(cfg: DemoConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
-    restored = restore_data(cfg, out)
+    cached_data = data_cache(cfg)  # hashes mosaictool's files: once a run
+    restored = restore_data(cached_data, out)
     world = make_world(cfg, out)
     texts = make_texts(cfg, world, out)
     shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
     plain_shards = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
     audited = audit_texts(cfg, texts, out)
     if not restored:
-        keep_data(cfg, out)
+        keep_data(cached_data, out)
     # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
     # threads kept waiting on each other: in 8.5 min the text stages (~3 min alone) finished and the
     # pretraining (~6 min alone) did half its steps.
