@@ -235,7 +235,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS) + 1
     assert "positive control" in summary.lower() and "Minimal detectable effect" in summary
     assert [line.split(" | ")[0][2:] for line in lines[2:]] == ["base (CLIP pretrain)", *[label for label, _, _ in METHODS], "Probe-FT patched (α=0.2)"]
-    for artifact in ("graphs.parquet", "negatives.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
+    for artifact in ("graphs.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
                      "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
         assert (out / artifact).is_file(), artifact
     rows = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]

@@ -116,6 +116,30 @@ def test_output_independent_of_batch_size_and_workers(real_captions):
     assert list(parse(sample, batch_size=5, workers=2)) == base
 
 
+def test_repeated_texts_parsed_once_each_record_its_own_graph(real_captions, monkeypatch):
+    from mosaictool.stages import parse as parse_module
+
+    sample = records(real_captions[:20])
+    repeated = [{**r, "id": f"{r['id']}-{k}"} for k in range(3) for r in sample]  # each text 3 times, 20 apart
+    parsed_texts = []
+    real = parse_module._parse_texts
+    monkeypatch.setattr(parse_module, "_parse_texts", lambda texts, *a: parsed_texts.extend(texts) or real(texts, *a))
+    out = list(parse(repeated, batch_size=8, workers=1))
+    assert sorted(parsed_texts) == sorted({r["caption"] for r in sample})  # each text once
+    by_text = {}
+    for rec in out:
+        by_text.setdefault(rec["caption"], []).append(rec["graph"])
+    assert all(g == graphs[0] for graphs in by_text.values() for g in graphs)
+    first = out[0]["graph"]
+    first["entities"].clear()  # a stage that edits one record's graph leaves the others alone
+    assert out[20]["graph"]["entities"]
+    monkeypatch.undo()
+    # a memo smaller than the input (at least 8 batches per worker: 64 texts here), texts that fell
+    # out are parsed again; the output is the same
+    twice = [{**r, "id": f"{r['id']}-{k}"} for k in range(2) for r in records(real_captions[:100])]
+    assert list(parse(twice, batch_size=4, workers=2, memo=1)) == list(parse(twice, batch_size=8, workers=1))
+
+
 def test_emoji_and_non_latin_text_keep_their_record():
     recs = [{"id": 1, "caption": "🐶🐱 on a 🛋️"}, {"id": 2, "caption": "一只猫坐在桌子上"}, {"id": 3, "caption": "Un chat noir sur la table."}]
     out = list(parse(recs))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
@@ -14,7 +15,7 @@ from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest
 # What the data stages leave in OUT (world -> texts -> shards, and the texts audit): ~2.5 min on 2
 # cores, the same for every demo of the same world, settings and code. Kept in the cache beside the
 # base, so that a demo in a new folder starts at the fine-tuning.
-DATA_ARTIFACTS = ("world", "graphs.parquet", "vocab", "negatives.parquet", "texts.jsonl", "texts.recipe.json", "shards",
+DATA_ARTIFACTS = ("world", "graphs.parquet", "vocab", "texts.jsonl", "texts.recipe.json", "shards",
                   "shards.recipe.json", "shards-plain", "shards-plain.recipe.json", "audit.json")
 
 
@@ -97,8 +98,9 @@ def two_captions(world: Path):
 
 
 def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
-    """parse -> vocab build -> decompose -> negate -> template, each kept on disk."""
-    from mosaictool.io import read_records, write_records
+    """parse -> vocab build -> decompose -> negate -> template: the graphs kept on disk, and the texts
+    (whose records also hold the graphs, sub-graphs and negatives of the stages between)."""
+    from mosaictool.io import write_records
     from mosaictool.stages.decompose import decompose
     from mosaictool.stages.negate import negate
     from mosaictool.stages.parse import parse
@@ -120,21 +122,21 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     recipe_file.unlink(missing_ok=True)
     graphs = out / "graphs.parquet"
     log("parse: captions -> scene graphs")
-    write_records(graphs, parse(two_captions(world), workers=cfg.workers))
+    parsed = list(parse(two_captions(world), workers=cfg.workers))  # kept: the vocabulary and decompose read them
+    write_records(graphs, parsed)
     # Negatives drawn from the world's own vocabulary (objects/attributes/relations seen >= 20
     # times), as MosaiCLIP drew them from Visual Genome's: replacements are then in-distribution.
     # Its base is the world's words (`vocab build --base world`): their synonym and hypernym groups
     # keep a replacement from being true ("diamond" -> "rhombus") and give sub-graph keys the same
     # head for the same meaning (the texts audit: 2.3% -> 1.3% of graph negatives true of their image).
     vocab_dir = out / "vocab"
-    save_vocab(build_from_graphs(read_records(graphs), min_count=20, base=base_vocab()), vocab_dir)
-    log("decompose + negate: sub-graph positives and hard negatives")
-    negatives = out / "negatives.parquet"
-    write_records(negatives, negate(decompose(read_records(graphs), max_subgraphs=recipe["max_subgraphs"], vocab=str(vocab_dir)),
-                                    vocab=str(vocab_dir),
-                                    max_negatives=recipe["max_negatives"], text_methods=TEXT_METHODS, workers=cfg.workers))
-    log("template: sub-graphs -> texts")
-    write_records(texts, template(read_records(negatives), vocab=load_vocab(vocab_dir)))
+    save_vocab(build_from_graphs(parsed, min_count=20, base=base_vocab()), vocab_dir)
+    log("decompose + negate + template: sub-graph positives, hard negatives, their texts")
+    # streamed from one stage to the next: the negatives as a file of their own (Parquet) cost 14 s
+    # to write and 4 to read back, and texts.jsonl holds them
+    negatives = negate(decompose(parsed, max_subgraphs=recipe["max_subgraphs"], vocab=str(vocab_dir)), vocab=str(vocab_dir),
+                       max_negatives=recipe["max_negatives"], text_methods=TEXT_METHODS, workers=cfg.workers)
+    write_records(texts, template(negatives, vocab=load_vocab(vocab_dir)))
     recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
     return texts
 
@@ -185,19 +187,55 @@ def plain_records(world: Path):
         yield {**rec, "caption": rec["plain_caption"], "hard_images": hard or None}
 
 
+def shards_and_audit(cfg: DemoConfig, world: Path, texts: Path, out: Path) -> tuple[Path, Path, str]:
+    """The fine-tuning and pretraining shards, and the texts audit's markdown. The audit (~20 s on
+    one core, when not kept) runs in a forked process beside the shards (~13 s), which are then
+    indexed here for the fine-tuning runs to come (mosaictool.training.data.preload_shards)."""
+    from mosaictool.io import read_records
+    from mosaictool.training.data import preload_shards
+
+    def shards() -> tuple[Path, Path]:
+        tuned = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
+        plain = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
+        preload_shards(str(tuned))
+        return tuned, plain
+
+    if not sys.platform.startswith("linux") or audit_kept(cfg, texts, out) is not None:
+        tuned, plain = shards()
+        return tuned, plain, audit_texts(cfg, texts, out)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        audited = pool.submit(audit_texts, cfg, texts, out)
+        tuned, plain = shards()
+        return tuned, plain, audited.result()
+
+
+def audit_kept(cfg: DemoConfig, texts: Path, out: Path) -> str | None:
+    """The audit's markdown kept in OUT/audit.json for these texts and batches, else None."""
+    kept = out / "audit.json"
+    if kept.is_file():
+        old = json.loads(kept.read_text())
+        if old.get("key") == _audit_key(cfg, texts):
+            return old["markdown"]
+    return None
+
+
+def _audit_key(cfg: DemoConfig, texts: Path) -> dict:
+    return {"texts": file_digest(texts), "batches": cfg.audit_batches}
+
+
 def audit_texts(cfg: DemoConfig, texts: Path, out: Path) -> str:
     """The texts audit (mosaictool.world.audit) as markdown, kept in OUT/audit.json for the same texts."""
     from mosaictool.io import read_records
     from mosaictool.world.audit import audit, audit_markdown
 
-    kept = out / "audit.json"
-    key = {"texts": file_digest(texts), "batches": cfg.audit_batches}
-    if kept.is_file():
-        old = json.loads(kept.read_text())
-        if old.get("key") == key:
-            return old["markdown"]
+    markdown = audit_kept(cfg, texts, out)
+    if markdown is not None:
+        return markdown
     log(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
     result = audit(read_records(texts), batches=cfg.audit_batches)
     markdown = audit_markdown(result)
-    kept.write_text(json.dumps({"key": key, "result": result, "markdown": markdown}, indent=1) + "\n")
+    (out / "audit.json").write_text(json.dumps({"key": _audit_key(cfg, texts), "result": result, "markdown": markdown}, indent=1) + "\n")
     return markdown

@@ -9,17 +9,7 @@ from pathlib import Path
 
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import FINETUNE_LR, MAIN_FAMILIES, METHODS, PATCH_ALPHA, WISE_FAMILIES, DemoConfig, log
-from mosaictool.demo.data import (
-    audit_texts,
-    data_cache,
-    keep_data,
-    make_shards,
-    make_texts,
-    make_world,
-    plain_records,
-    restore_data,
-    train_fields,
-)
+from mosaictool.demo.data import data_cache, keep_data, make_texts, make_world, restore_data, shards_and_audit
 from mosaictool.demo.evaluation import column_value, comp_score, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import paired_markdown, plot_methods, plot_wise, summarise, table_markdown
@@ -134,7 +124,7 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 
 
 def run_demo(cfg: DemoConfig) -> dict:
-    from mosaictool.io import read_records, write_records
+    from mosaictool.io import write_records
 
     out = Path(cfg.out)
     device, workers = cfg.runtime()  # a missing GPU is an error before any work
@@ -147,9 +137,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     restored = restore_data(cached_data, out)
     world = make_world(cfg, out)
     texts = make_texts(cfg, world, out)
-    shards = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
-    plain_shards = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
-    audited = audit_texts(cfg, texts, out)
+    shards, plain_shards, audited = shards_and_audit(cfg, world, texts, out)
     if not restored:
         keep_data(cached_data, out)
     # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
@@ -257,7 +245,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         "",
         audited,
         "",
-        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, negatives.parquet, texts.jsonl, shards/, runs/, "
+        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, texts.jsonl, shards/, runs/, "
         "wise/, evals/, results.jsonl).",
         "",
     ])
