@@ -99,6 +99,31 @@ def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
+def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path, monkeypatch):
+    """The demo decodes every image once (decode_shard_images) before forking its runs: a run then
+    decodes none and trains the same weights as one that decodes its own."""
+    from mosaictool.training import data as data_module
+
+    _, shards = sharded
+    model_cfg = write_tiny_model(tmp_path)
+    size = json.loads(model_cfg.read_text())["vision_cfg"]["image_size"]
+    common = dict(data=str(shards), model_config=str(model_cfg), method="clip", batch_size=4, steps=3, warmup=1, quiet=True,
+                  augment=False)
+    own = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "own"), **common)))["state_dict"]
+    monkeypatch.setattr(data_module, "_DECODED", {})
+    data_module.decode_shard_images(str(shards), size)
+    rows, images = data_module._DECODED[(str(shards), size)]
+    assert images.shape == (12, 3, size, size) and len(rows) == 12
+    decodes = []
+    real = data_module.TrainDataset._decode
+    monkeypatch.setattr(data_module.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
+    shared = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "shared"), **common)))["state_dict"]
+    assert decodes == [] and all(torch.equal(own[k], shared[k]) for k in own)
+    # another size, or random crops: the run decodes its own
+    train(TrainConfig(out=str(tmp_path / "crops"), **{**common, "augment": True}))
+    assert decodes
+
+
 def test_same_input_same_bytes(sharded, tmp_path, runner):
     data, shards = sharded
     result = runner.invoke(app, ["shard", str(data), "--image-root", str(data.parent), "--out", str(tmp_path / "s"),

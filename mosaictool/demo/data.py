@@ -56,13 +56,23 @@ def keep_data(cached: Path, out: Path) -> None:
 
 
 def _replace(src: Path, dst: Path) -> None:
+    """`src` at `dst`, as hard links where they can be (the same file system; 0.7 GB copied took 5 s):
+    the stages never write into a file in place (a new file, then os.replace), so OUT and the
+    cache do not change each other."""
     if dst.is_dir():
         shutil.rmtree(dst)
     elif dst.exists():
         dst.unlink()
     if src.is_dir():
-        shutil.copytree(src, dst)
+        shutil.copytree(src, dst, copy_function=_link_or_copy)
     else:
+        _link_or_copy(src, dst)
+
+
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or one without hard links
         shutil.copy2(src, dst)
 
 
@@ -228,7 +238,7 @@ def _audit_key(cfg: DemoConfig, texts: Path) -> dict:
 
 def audit_texts(cfg: DemoConfig, texts: Path, out: Path) -> str:
     """The texts audit (mosaictool.world.audit) as markdown, kept in OUT/audit.json for the same texts."""
-    from mosaictool.io import read_records
+    from mosaictool.io import read_records, write_json
     from mosaictool.world.audit import audit, audit_markdown
 
     markdown = audit_kept(cfg, texts, out)
@@ -237,5 +247,5 @@ def audit_texts(cfg: DemoConfig, texts: Path, out: Path) -> str:
     log(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
     result = audit(read_records(texts), batches=cfg.audit_batches)
     markdown = audit_markdown(result)
-    (out / "audit.json").write_text(json.dumps({"key": _audit_key(cfg, texts), "result": result, "markdown": markdown}, indent=1) + "\n")
+    write_json(out / "audit.json", {"key": _audit_key(cfg, texts), "result": result, "markdown": markdown})  # a new file: see _replace
     return markdown
