@@ -12,7 +12,7 @@ from pathlib import Path
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
 
 
-# What the data stages leave in OUT (world -> texts -> shards, and the texts audit): ~2.5 min on 2
+# What the data stages leave in OUT (world -> texts -> shards, and the texts audit): ~1.3 min on 2
 # cores, the same for every demo of the same world, settings and code. Kept in the cache beside the
 # base, so that a demo in a new folder starts at the fine-tuning.
 DATA_ARTIFACTS = ("world", "graphs.parquet", "vocab", "texts.jsonl", "texts.recipe.json", "shards",
