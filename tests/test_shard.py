@@ -111,7 +111,9 @@ def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path
                   augment=False)
     own = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "own"), **common)))["state_dict"]
     monkeypatch.setattr(data_module, "_DECODED", {})
-    data_module.decode_shard_images(str(shards), size)
+    assert not data_module.decode_shard_images(str(shards), size, max_bytes=12 * 3 * size * size - 1)  # over the bound
+    assert data_module._DECODED == {}
+    assert data_module.decode_shard_images(str(shards), size)
     rows, images = data_module._DECODED[(str(shards), size)]
     assert images.shape == (12, 3, size, size) and len(rows) == 12
     decodes = []

@@ -178,15 +178,20 @@ def preload_shards(spec: str) -> None:
 _DECODED: dict[tuple[str, int], tuple[dict[tuple[str, int], int], torch.Tensor]] = {}
 
 
-def decode_shard_images(spec: str, size: int) -> None:
+def decode_shard_images(spec: str, size: int, max_bytes: int = 1 << 30) -> bool:
     """Decode every image of `spec`'s shards at `size`, center crop (as a run without --augment
     decodes it), into this process before it forks runs on `spec`; they read them, never write,
     so the pages stay shared. An image that does not decode is left to the run, whose error names
-    it. (Two threads were slower than one: the GIL.)"""
-    if is_record_file(spec) or (spec, size) in _DECODED:
-        return
+    it. Shards whose images would take more than `max_bytes` are only indexed (the demo's 38,022
+    at 64 px: 0.47 GB); -> whether they were decoded. (Two threads were slower than one: the GIL.)"""
+    if is_record_file(spec):
+        return False
+    if (spec, size) in _DECODED:
+        return True
     preload_shards(spec)
     locations = list(dict.fromkeys(loc for tar in expand_shards(spec) for _, loc, _ in shard_samples(tar) if loc is not None))
+    if len(locations) * 3 * size * size > max_bytes:
+        return False
     transform = ImageTransform(size, augment=False)
     images = torch.empty(len(locations), 3, size, size, dtype=torch.uint8)
     rows: dict[tuple[str, int], int] = {}
@@ -197,6 +202,7 @@ def decode_shard_images(spec: str, size: int) -> None:
             continue
         rows[(loc.path, loc.offset)] = len(rows)
     _DECODED[(spec, size)] = (rows, images[: len(rows)])
+    return True
 
 
 def is_record_file(spec: str) -> bool:
