@@ -67,7 +67,7 @@ def main() -> None:
     import open_clip  # noqa: F401  imported before the forks, as the demo does
 
     from mosaictool.model.openclip import model_config
-    from mosaictool.training.data import decode_shard_images, preload_shards
+    from mosaictool.training.data import ImagePrep, decode_shard_images, preload_shards
 
     ap = argparse.ArgumentParser()
     ap.add_argument("demo_out")
@@ -87,7 +87,7 @@ def main() -> None:
     gc.set_threshold(*CLI_THRESHOLDS)
     preload_shards(str(out / "shards"))
     t = time.perf_counter()
-    decode_shard_images(str(out / "shards"), model_config("mosaic-micro-p16")["vision_cfg"]["image_size"])
+    decode_shard_images(str(out / "shards"), ImagePrep.size_of(model_config("mosaic-micro-p16")))
     decode_seconds = time.perf_counter() - t
     runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
     context = multiprocessing.get_context("fork")

@@ -210,42 +210,37 @@ def shards_and_audit(cfg: DemoConfig, world: Path, texts: Path, out: Path) -> tu
         preload_shards(str(tuned))
         return tuned, plain
 
-    if not sys.platform.startswith("linux") or audit_kept(cfg, texts, out) is not None:
+    key = {"texts": file_digest(texts), "batches": cfg.audit_batches}
+    kept = audit_kept(out, key)
+    if kept is not None or not sys.platform.startswith("linux"):
         tuned, plain = shards()
-        return tuned, plain, audit_texts(cfg, texts, out)
+        return tuned, plain, kept if kept is not None else audit_texts(cfg, texts, out, key)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        audited = pool.submit(audit_texts, cfg, texts, out)
+        audited = pool.submit(audit_texts, cfg, texts, out, key)
         tuned, plain = shards()
         return tuned, plain, audited.result()
 
 
-def audit_kept(cfg: DemoConfig, texts: Path, out: Path) -> str | None:
-    """The audit's markdown kept in OUT/audit.json for these texts and batches, else None."""
+def audit_kept(out: Path, key: dict) -> str | None:
+    """The audit's markdown kept in OUT/audit.json under `key` (the texts' digest and the batches), else None."""
     kept = out / "audit.json"
     if kept.is_file():
         old = json.loads(kept.read_text())
-        if old.get("key") == _audit_key(cfg, texts):
+        if old.get("key") == key:
             return old["markdown"]
     return None
 
 
-def _audit_key(cfg: DemoConfig, texts: Path) -> dict:
-    return {"texts": file_digest(texts), "batches": cfg.audit_batches}
-
-
-def audit_texts(cfg: DemoConfig, texts: Path, out: Path) -> str:
-    """The texts audit (mosaictool.world.audit) as markdown, kept in OUT/audit.json for the same texts."""
+def audit_texts(cfg: DemoConfig, texts: Path, out: Path, key: dict) -> str:
+    """The texts audit (mosaictool.world.audit) as markdown, kept in OUT/audit.json under `key` (audit_kept)."""
     from mosaictool.io import read_records, write_json
     from mosaictool.world.audit import audit, audit_markdown
 
-    markdown = audit_kept(cfg, texts, out)
-    if markdown is not None:
-        return markdown
     log(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
     result = audit(read_records(texts), batches=cfg.audit_batches)
     markdown = audit_markdown(result)
-    write_json(out / "audit.json", {"key": _audit_key(cfg, texts), "result": result, "markdown": markdown})  # a new file: see _replace
+    write_json(out / "audit.json", {"key": key, "result": result, "markdown": markdown})  # a new file: see _replace
     return markdown

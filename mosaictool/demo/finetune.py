@@ -66,12 +66,12 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
         import open_clip  # noqa: F401  imported once here: each forked run spent ~4 s importing it
 
         from mosaictool.model.openclip import model_config
-        from mosaictool.training.data import decode_shard_images
+        from mosaictool.training.data import ImagePrep, decode_shard_images
 
         log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
         # indexed and decoded once here, read by every forked run: a CLIP run 22.3 -> 20.5 s (the
         # same weights), for 4.4 s here
-        decode_shard_images(str(shards), model_config(cfg.model)["vision_cfg"]["image_size"])
+        decode_shard_images(str(shards), ImagePrep.size_of(model_config(cfg.model)))
         todo.sort(key=lambda tc: -_expected_texts(tc.method, tc.method_options, tc.steps))
         # fork (as DataLoader workers): no re-import of the main module; each run sets one thread first
         context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")

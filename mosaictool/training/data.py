@@ -172,6 +172,9 @@ def preload_shards(spec: str) -> None:
             shard_samples(tar)
 
 
+# What Pillow raises for a file that is not an image, truncated or corrupt
+UNREADABLE_IMAGE = (OSError, SyntaxError, ValueError)
+
 # Images decoded once in a process that then forks runs on the same shards (the demo's pool of
 # fine-tuning runs): each run decodes the ~11,000 images its 400 steps draw, the demo's 25 runs
 # 275,000 decodes of 38,000 images. (spec, size) -> ((tar, member offset) -> row, uint8 images)
@@ -198,7 +201,7 @@ def decode_shard_images(spec: str, size: int, max_bytes: int = 1 << 30) -> bool:
     for loc in locations:
         try:
             images[len(rows)] = transform(loc.read(), None)
-        except (OSError, SyntaxError, ValueError):  # as _decode catches
+        except UNREADABLE_IMAGE:
             continue
         rows[(loc.path, loc.offset)] = len(rows)
     _DECODED[(spec, size)] = (rows, images[: len(rows)])
@@ -222,14 +225,19 @@ class ImagePrep:
     mean: tuple
     std: tuple
 
+    @staticmethod
+    def size_of(model_cfg: dict) -> int:
+        """The square side a model's images are prepared at, from its open_clip config."""
+        size = model_cfg["vision_cfg"].get("image_size", 224)
+        return size[0] if isinstance(size, (list, tuple)) else size
+
     @classmethod
     def of(cls, bundle) -> "ImagePrep":
         import open_clip
 
         pp = open_clip.get_model_preprocess_cfg(bundle.model)
-        size = bundle.meta["model_cfg"]["vision_cfg"].get("image_size", 224)
-        size = size[0] if isinstance(size, (list, tuple)) else size
-        return cls(size, pp.get("mean", open_clip.OPENAI_DATASET_MEAN), pp.get("std", open_clip.OPENAI_DATASET_STD))
+        return cls(cls.size_of(bundle.meta["model_cfg"]), pp.get("mean", open_clip.OPENAI_DATASET_MEAN),
+                   pp.get("std", open_clip.OPENAI_DATASET_STD))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,7 +525,7 @@ class TrainDataset(torch.utils.data.Dataset):
         loc = self.data.images[index]
         try:
             return self.transform(loc.read(), rng)
-        except (OSError, SyntaxError, ValueError) as e:  # Pillow: not an image, truncated, corrupt
+        except UNREADABLE_IMAGE as e:
             what = "not an image file" if isinstance(e, UnidentifiedImageError) else f"unreadable image ({e})"
             where = loc.path if loc.size < 0 else f"{loc.path} (member at byte {loc.offset})"
             raise MosaicError(f"{where}: record {self.data.records[index]['id']!r}: {what}; replace it, or drop the "
