@@ -55,8 +55,9 @@ def test_train_reads_folder_glob_and_brace_pattern_like_the_jsonl(sharded):
         assert [loc.read() for loc in loaded.images] == [loc.read() for loc in plain.images]
 
 
-def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_path, monkeypatch):
-    """The demo's fine-tuning runs (forked after preload_shards) read the index instead of the tars."""
+def test_each_shard_is_indexed_once_per_cache_until_it_changes(sharded, tmp_path, monkeypatch):
+    """The demo's fine-tuning runs (forked after ShardCache.preload) read the index instead of the tars;
+    a load without the cache indexes them itself."""
     import shutil
 
     from mosaictool.training import data as data_module
@@ -66,11 +67,13 @@ def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_pa
     calls = []
     real = data_module.index_tar
     monkeypatch.setattr(data_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
-    data_module.preload_shards(str(shards))
+    cache = data_module.ShardCache()
+    cache.preload(str(shards))
     assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
-    first = TrainData.load(str(shards), method=methods.create("mosaiclip"))
-    again = TrainData.load(str(shards / "*.tar"), method=methods.create("clip"))
+    first = TrainData.load(str(shards), method=methods.create("mosaiclip"), shards=cache)
+    again = TrainData.load(str(shards / "*.tar"), method=methods.create("clip"), shards=cache)
     assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]), method=methods.create("mosaiclip")).records
+    assert TrainData.load(str(shards), method=methods.create("clip")).records == first.records and len(calls) == 6
     # a rewritten shard (another size) is read again; a record the slim form cannot read stays whole
     # and is refused by the method's check as before
     tar = shards / "000002.tar"
@@ -85,8 +88,8 @@ def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_pa
                 body = json.dumps({**rec, "texts": ["not", "an", "object"]} if rec["id"] == "img-11" else rec).encode()
                 m.size = len(body)
             t.addfile(m, io.BytesIO(body))
-    skipped = TrainData.load(str(shards), method=methods.create("mosaiclip"), skip_bad=True)
-    assert calls[3:] == ["000002.tar"] and [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
+    skipped = TrainData.load(str(shards), method=methods.create("mosaiclip"), skip_bad=True, shards=cache)
+    assert calls[6:] == ["000002.tar"] and [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
 
 
 def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
@@ -100,8 +103,8 @@ def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
 
 
 def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path, monkeypatch):
-    """The demo decodes every image once (decode_shard_images) before forking its runs: a run then
-    decodes none and trains the same weights as one that decodes its own."""
+    """The demo decodes every image once (ShardCache.decode) before forking its runs: a run handed the
+    cache then decodes none and trains the same weights as one that decodes its own."""
     from mosaictool.training import data as data_module
 
     _, shards = sharded
@@ -110,19 +113,22 @@ def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path
     common = dict(data=str(shards), model_config=str(model_cfg), method="clip", batch_size=4, steps=3, warmup=1, quiet=True,
                   augment=False)
     own = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "own"), **common)))["state_dict"]
-    monkeypatch.setattr(data_module, "_DECODED", {})
-    assert not data_module.decode_shard_images(str(shards), size, max_bytes=12 * 3 * size * size - 1)  # over the bound
-    assert data_module._DECODED == {}
-    assert data_module.decode_shard_images(str(shards), size)
-    rows, images = data_module._DECODED[(str(shards), size)]
-    assert images.shape == (12, 3, size, size) and len(rows) == 12
+    cache = data_module.ShardCache()
+    assert not cache.decode(str(shards), size, max_bytes=12 * 3 * size * size - 1)  # over the bound
+    assert cache.decoded(size) is None
+    assert cache.decode(str(shards / "*.tar"), size)  # any spec naming the same tars
+    decoded = cache.decoded(size)
+    assert decoded.images.shape == (12, 3, size, size) and len(decoded.rows) == 12
     decodes = []
     real = data_module.TrainDataset._decode
     monkeypatch.setattr(data_module.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
-    shared = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "shared"), **common)))["state_dict"]
+    shared = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "shared"), **common), shards=cache))["state_dict"]
     assert decodes == [] and all(torch.equal(own[k], shared[k]) for k in own)
-    # another size, or random crops: the run decodes its own
-    train(TrainConfig(out=str(tmp_path / "crops"), **{**common, "augment": True}))
+    # without the cache, or with random crops, the run decodes its own
+    train(TrainConfig(out=str(tmp_path / "alone"), **common))
+    assert decodes
+    decodes.clear()
+    train(TrainConfig(out=str(tmp_path / "crops"), **{**common, "augment": True}), shards=cache)
     assert decodes
 
 

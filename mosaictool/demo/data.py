@@ -8,8 +8,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
+
+if TYPE_CHECKING:  # the demo's stages import torch only where they train
+    from mosaictool.training.data import ShardCache
 
 
 # What the data stages leave in OUT (world -> texts -> shards, and the texts audit): ~1.3 min on 2
@@ -197,17 +201,17 @@ def plain_records(world: Path):
         yield {**rec, "caption": rec["plain_caption"], "hard_images": hard or None}
 
 
-def shards_and_audit(cfg: DemoConfig, world: Path, texts: Path, out: Path) -> tuple[Path, Path, str]:
+def shards_and_audit(cfg: DemoConfig, world: Path, texts: Path, out: Path,
+                     shard_cache: ShardCache) -> tuple[Path, Path, str]:
     """The fine-tuning and pretraining shards, and the texts audit's markdown. The audit (~20 s on
     one core, when not kept) runs in a forked process beside the shards (~13 s), which are then
-    indexed here for the fine-tuning runs to come (mosaictool.training.data.preload_shards)."""
+    indexed into `shard_cache` for the fine-tuning runs to come."""
     from mosaictool.io import read_records
-    from mosaictool.training.data import preload_shards
 
     def shards() -> tuple[Path, Path]:
         tuned = make_shards(train_fields(read_records(texts)), world, out / "shards", source=texts)
         plain = make_shards(train_fields(plain_records(world)), world, out / "shards-plain")
-        preload_shards(str(tuned))
+        shard_cache.preload(str(tuned))
         return tuned, plain
 
     key = {"texts": file_digest(texts), "batches": cfg.audit_batches}

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import FINETUNE_LR, MAIN_FAMILIES, METHODS, PATCH_ALPHA, DemoConfig, log
@@ -26,6 +27,9 @@ from mosaictool.demo.significance import (
 from mosaictool.errors import MosaicError
 from mosaictool.world.audit import relation_prior_accuracy
 
+if TYPE_CHECKING:  # the demo's stages import torch only where they train
+    from mosaictool.training.data import ShardCache
+
 
 def _split_bench(split: str) -> str:
     if split not in ("val", "test"):
@@ -43,7 +47,8 @@ def val_retrieval(rows: list[dict], model: str) -> float:
     return sum(column_value(rows, model, "retrieval/coco", m) for m in RETRIEVAL_METRICS) / len(RETRIEVAL_METRICS)
 
 
-def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> tuple[dict[str, float], str]:
+def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path,
+                  shard_cache: ShardCache | None = None) -> tuple[dict[str, float], str]:
     """Fine-tune every row (seed 0) at each candidate lr of the config, evaluate on the world's val
     split, and give each row the lr of its own best val retrieval (ARO's criterion, RETRIEVAL_METRICS):
     {row: lr} and the markdown table of all candidates (retrieval, and the compositional headline
@@ -55,7 +60,7 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     for lr in cfg.select_lrs:
         trial = dataclasses.replace(cfg, seeds=1, finetune_lr=lr)
         log(f"select on val: every row at lr {lr:g}")
-        runs = finetune_all(trial, shards, base, out)
+        runs = finetune_all(trial, shards, base, out, shard_cache=shard_cache)
         models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
         rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=[*MAIN_FAMILIES, "retrieval"],
                             cache=out / "evals")
@@ -86,7 +91,8 @@ ABLATIONS: list[tuple[str, dict]] = [
 ]
 
 
-def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> str:
+def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path,
+                  shard_cache: ShardCache | None = None) -> str:
     """MosaiCLIP and its ablations (ABLATIONS), every seed, at MosaiCLIP's lr, scored on val and
     compared with the paper's MosaiCLIP paired by seed and test case: the markdown table."""
     from mosaictool.bench.base import HEADLINE
@@ -102,7 +108,7 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     runs = {}
     for hard_images, rows in by_batch.items():
         trial = dataclasses.replace(cfg, finetune_lr=cfg.lr_for(label), hard_images=hard_images)
-        runs.update(finetune_all(trial, shards, base, out, rows=rows))
+        runs.update(finetune_all(trial, shards, base, out, rows=rows, shard_cache=shard_cache))
     runs = {name: runs[name] for name, _ in ABLATIONS}
     groups = {name: [f"ablation {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
     models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
@@ -125,6 +131,7 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 
 def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
+    from mosaictool.training.data import ShardCache
 
     out = Path(cfg.out)
     device, workers = cfg.runtime()  # a missing GPU is an error before any work
@@ -137,7 +144,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     restored = restore_data(cached_data, out)
     world = make_world(cfg, out)
     texts = make_texts(cfg, world, out)
-    shards, plain_shards, audited = shards_and_audit(cfg, world, texts, out)
+    shard_cache = ShardCache()  # the fine-tuning shards indexed (and their images decoded) once for every run
+    shards, plain_shards, audited = shards_and_audit(cfg, world, texts, out, shard_cache)
     if not restored:
         keep_data(cached_data, out)
     # Pretraining runs alone: tried beside the text stages (a process of its own), its two torch
@@ -146,11 +154,11 @@ def run_demo(cfg: DemoConfig) -> dict:
     base = pretrain_base(cfg, plain_shards, world, out)
     selection = None
     if cfg.select_on_val:
-        chosen, selection = select_on_val(cfg, shards, base, world, out)
+        chosen, selection = select_on_val(cfg, shards, base, world, out, shard_cache)
         cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
         (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
-    ablation = ablate_on_val(cfg, shards, base, world, out) if cfg.ablate else None
-    runs = finetune_all(cfg, shards, base, out)
+    ablation = ablate_on_val(cfg, shards, base, world, out, shard_cache) if cfg.ablate else None
+    runs = finetune_all(cfg, shards, base, out, shard_cache=shard_cache)
     curves, patched = wise_models(cfg, base, runs, out)
 
     models = [("base", base)]

@@ -2,11 +2,14 @@
 contract, torchrun plumbing, devices, logging. What a trained model is and how it is stored is
 mosaictool.model; the methods it trains are mosaictool.methods, looked up by name.
 
-    from mosaictool.training import TrainConfig, train
+    from mosaictool.training import TrainConfig, train, train_many
     train(TrainConfig(data="shards/", out="runs/m1", method="mosaiclip"))
+    train_many([TrainConfig(data="shards/", out=f"runs/s{s}", seed=s) for s in range(5)])  # their steps together
 """
 
 from mosaictool.training.config import TrainConfig, with_recipe
+from mosaictool.training.data import ShardCache
 from mosaictool.training.loop import train
+from mosaictool.training.multirun import train_many
 
-__all__ = ["TrainConfig", "train", "with_recipe"]
+__all__ = ["ShardCache", "TrainConfig", "train", "train_many", "with_recipe"]

@@ -262,10 +262,24 @@ def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextli
     `model` is a ContrastiveForward, possibly DDP-wrapped. `text_ids=False` passes no ids and no
     sub-graph keys: every slot is a distinct text. `dense` adds the patch and token features (DenseFeatures)."""
     images = normalize_images(batch.images.to(device, non_blocking=True), mean, std)
-    tokens = torch.cat([batch.pos_tokens, batch.neg_tokens]).to(device, non_blocking=True)
+    tokens = batch_tokens(batch).to(device, non_blocking=True)
     with autocast():
         out = model(images, tokens, dense) if dense else model(images, tokens)
-    image_f, text_f, scale = out[0].float(), out[1].float(), out[2]
+    return slot_features(batch, out[0], out[1], out[2], tokens, device=device, text_ids=text_ids,
+                         dense=(out[3], out[4]) if dense else None)
+
+
+def batch_tokens(batch: Batch) -> torch.Tensor:
+    """The micro-batch's texts as one text batch: its filled positive slots, then its negative ones."""
+    return torch.cat([batch.pos_tokens, batch.neg_tokens])
+
+
+def slot_features(batch: Batch, image_f: torch.Tensor, text_f: torch.Tensor, scale: torch.Tensor, tokens: torch.Tensor,
+                  *, device, text_ids: bool = True, dense: tuple[torch.Tensor, torch.Tensor] | None = None) -> Features:
+    """A micro-batch's Features from its encoded images and texts (batch_tokens order): the texts put
+    in their slots, with ids and sub-graph keys (unless `text_ids` is False); `dense`: (patch tokens,
+    token features)."""
+    image_f, text_f = image_f.float(), text_f.float()
     n_pos = batch.pos_tokens.shape[0]
     pos_mask, neg_mask = batch.pos_mask.to(device), batch.neg_mask.to(device)
     feats = Features(
@@ -276,11 +290,11 @@ def batch_features(model, batch: Batch, *, mean, std, device, autocast=contextli
     if text_ids and batch.image_keys is not None:
         feats.image_keys, feats.pos_keys, feats.neg_keys = (
             t.to(device) for t in (batch.image_keys, batch.pos_keys, batch.neg_keys))
-    if dense:
-        token_f = out[4].float()
+    if dense is not None:
+        patches, token_f = dense[0].float(), dense[1].float()
         token_mask = tokens[:, : token_f.shape[1]] != 0
         feats.dense = DenseFeatures(
-            patches=out[3].float(),
+            patches=patches,
             pos_tokens=fill_slots(token_f[:n_pos], pos_mask), pos_token_mask=fill_slots(token_mask[:n_pos], pos_mask),
             neg_tokens=fill_slots(token_f[n_pos:], neg_mask), neg_token_mask=fill_slots(token_mask[n_pos:], neg_mask),
         )

@@ -21,6 +21,7 @@ method's choice (mosaictool.methods: Method.slots, Method.select); this module o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import hashlib
 import json
@@ -54,23 +55,18 @@ class ImageLocation:
     offset: int = 0  # byte range inside a tar; size -1 = the whole file
     size: int = -1
 
-    def read(self) -> bytes:
+    def read(self, files: "ShardCache | None" = None) -> bytes:
+        """The image's bytes; `files` keeps the tar open between reads (else it is opened for this one)."""
         if self.size < 0:
             with open(self.path, "rb") as f:
                 return f.read()
-        fd = _open_fd(self.path)
-        return os.pread(fd, self.size, self.offset)
-
-
-_FDS: dict[tuple[int, str], int] = {}
-
-
-def _open_fd(path: str) -> int:
-    key = (os.getpid(), path)  # DataLoader workers are forked: each process opens its own
-    fd = _FDS.get(key)
-    if fd is None:
-        fd = _FDS[key] = os.open(path, os.O_RDONLY)
-    return fd
+        if files is not None:
+            return os.pread(files.fd(self.path), self.size, self.offset)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, self.size, self.offset)
+        finally:
+            os.close(fd)
 
 
 def expand_shards(spec: str) -> list[str]:
@@ -141,71 +137,114 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
             yield entry["json"], entry.get("image")
 
 
-# Shard indexes by file identity: loading the same shards again in one process, or in processes
-# forked after `preload_shards` (the demo's pool of fine-tuning runs), reads each tar once instead
-# of once per run (~10 s of tar headers, JSON and _slim for the demo's 38,000 records). The cached
-# records are shared between loads: training treats them as read-only.
-_SHARD_SAMPLES: dict[tuple[str, int, int], list[tuple[dict, ImageLocation | None, bool]]] = {}
-
-
-def shard_samples(path: str) -> list[tuple[dict, ImageLocation | None, bool]]:
-    """(record, image location, slimmed) per sample of one tar, in member order. A record _slim
-    cannot read is kept whole (slimmed False), so that the method's check names what is wrong."""
-    st = os.stat(path)
-    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    samples = _SHARD_SAMPLES.get(key)
-    if samples is None:
-        samples = []
-        for rec, loc in index_tar(path):
-            try:
-                samples.append((_slim(rec), loc, True))
-            except (KeyError, TypeError, AttributeError):
-                samples.append((rec, loc, False))
-        _SHARD_SAMPLES[key] = samples
-    return samples
-
-
-def preload_shards(spec: str) -> None:
-    """Index `spec`'s shards into this process's cache (before forking processes that load them)."""
-    if not is_record_file(spec):
-        for tar in expand_shards(spec):
-            shard_samples(tar)
-
-
 # What Pillow raises for a file that is not an image, truncated or corrupt
 UNREADABLE_IMAGE = (OSError, SyntaxError, ValueError)
 
-# Images decoded once in a process that then forks runs on the same shards (the demo's pool of
-# fine-tuning runs): each run decodes the ~11,000 images its 400 steps draw, the demo's 25 runs
-# 275,000 decodes of 38,000 images. (spec, size) -> ((tar, member offset) -> row, uint8 images)
-_DECODED: dict[tuple[str, int], tuple[dict[tuple[str, int], int], torch.Tensor]] = {}
+
+@dataclass(frozen=True)
+class DecodedImages:
+    """Every image of some shards decoded once at one size, center crop (as a run without --augment
+    decodes it): uint8 (N, 3, size, size), and the row of each (real tar path, member offset)."""
+
+    size: int
+    rows: dict[tuple[str, int], int]
+    images: torch.Tensor
+    _on_device: dict[str, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
+
+    def get(self, loc: ImageLocation) -> torch.Tensor | None:
+        row = self.rows.get((_real(loc.path), loc.offset))
+        return None if row is None else self.images[row]
+
+    def on(self, device: str) -> torch.Tensor:
+        """The images copied to `device` once (--images-on-device: every run of the process gathers from it)."""
+        if device not in self._on_device:
+            self._on_device[device] = self.images.to(device)
+        return self._on_device[device]
 
 
-def decode_shard_images(spec: str, size: int, max_bytes: int = 1 << 30) -> bool:
-    """Decode every image of `spec`'s shards at `size`, center crop (as a run without --augment
-    decodes it), into this process before it forks runs on `spec`; they read them, never write,
-    so the pages stay shared. An image that does not decode is left to the run, whose error names
-    it. Shards whose images would take more than `max_bytes` are only indexed (the demo's 38,022
-    at 64 px: 0.47 GB); -> whether they were decoded. (Two threads were slower than one: the GIL.)"""
-    if is_record_file(spec):
-        return False
-    if (spec, size) in _DECODED:
+class ShardCache:
+    """What the training runs of one process share about their shards, built once and handed to
+    `train(..., shards=)` / `train_many` (the demo builds one before it forks its pool of fine-tuning
+    runs, which then read it, never write, so its pages stay shared):
+
+    - each tar's index by file identity (records and image locations): the demo's 38,000 records
+      are read from their tars once (~10 s of headers, JSON and _slim) instead of once per run;
+      the records are shared between loads, and training treats them as read-only;
+    - with `decode`, every image decoded once at the model's size (each of the demo's runs decodes
+      the ~11,000 images its 400 steps draw: 275,000 decodes of 38,000 images for 25 runs);
+    - the open tar files images are read from (pread: no file position, so forked readers may share them).
+
+    Without one, a run indexes its shards and decodes its images itself."""
+
+    def __init__(self) -> None:
+        self._samples: dict[tuple[str, int, int], list[tuple[dict, ImageLocation | None, bool]]] = {}
+        self._decoded: dict[int, DecodedImages] = {}
+        self._fds: dict[str, int] = {}
+
+    def samples(self, path: str) -> list[tuple[dict, ImageLocation | None, bool]]:
+        """(record, image location, slimmed) per sample of one tar, in member order. A record _slim
+        cannot read is kept whole (slimmed False), so that the method's check names what is wrong."""
+        st = os.stat(path)
+        key = (_real(path), st.st_size, st.st_mtime_ns)
+        samples = self._samples.get(key)
+        if samples is None:
+            samples = []
+            for rec, loc in index_tar(path):
+                try:
+                    samples.append((_slim(rec), loc, True))
+                except (KeyError, TypeError, AttributeError):
+                    samples.append((rec, loc, False))
+            self._samples[key] = samples
+        return samples
+
+    def preload(self, spec: str) -> None:
+        """Index `spec`'s shards now (before forking processes that load them)."""
+        if not is_record_file(spec):
+            for tar in expand_shards(spec):
+                self.samples(tar)
+
+    def decode(self, spec: str, size: int, max_bytes: int = 1 << 30) -> bool:
+        """Decode every image of `spec`'s shards at `size` (DecodedImages). An image that does not
+        decode is left to the run, whose error names it. Shards whose images would take more than
+        `max_bytes` are only indexed (the demo's 38,022 at 64 px: 0.47 GB); -> whether they were
+        decoded. (Two threads were slower than one: the GIL.)"""
+        if is_record_file(spec):
+            return False
+        self.preload(spec)
+        locations = list(dict.fromkeys(loc for tar in expand_shards(spec) for _, loc, _ in self.samples(tar)
+                                       if loc is not None))
+        known = self._decoded.get(size)
+        if known is not None and all((_real(loc.path), loc.offset) in known.rows for loc in locations):
+            return True
+        if len(locations) * 3 * size * size > max_bytes:
+            return False
+        transform = ImageTransform(size, augment=False)
+        images = torch.empty(len(locations), 3, size, size, dtype=torch.uint8)
+        rows: dict[tuple[str, int], int] = {}
+        for loc in locations:
+            try:
+                images[len(rows)] = transform(loc.read(self), None)
+            except UNREADABLE_IMAGE:
+                continue
+            rows[(_real(loc.path), loc.offset)] = len(rows)
+        self._decoded[size] = DecodedImages(size, rows, images[: len(rows)])
         return True
-    preload_shards(spec)
-    locations = list(dict.fromkeys(loc for tar in expand_shards(spec) for _, loc, _ in shard_samples(tar) if loc is not None))
-    if len(locations) * 3 * size * size > max_bytes:
-        return False
-    transform = ImageTransform(size, augment=False)
-    images = torch.empty(len(locations), 3, size, size, dtype=torch.uint8)
-    rows: dict[tuple[str, int], int] = {}
-    for loc in locations:
-        try:
-            images[len(rows)] = transform(loc.read(), None)
-        except UNREADABLE_IMAGE:
-            continue
-        rows[(loc.path, loc.offset)] = len(rows)
-    _DECODED[(spec, size)] = (rows, images[: len(rows)])
-    return True
+
+    def decoded(self, size: int) -> DecodedImages | None:
+        """The images `decode` decoded at `size`, if any."""
+        return self._decoded.get(size)
+
+    def fd(self, path: str) -> int:
+        """An open descriptor of `path`, kept for the next reads."""
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, os.O_RDONLY)
+        return fd
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def is_record_file(spec: str) -> bool:
@@ -252,6 +291,11 @@ class TrainData:
     images: list[ImageLocation]
     source: str
     hard: list[list[int]] = field(default_factory=list)  # per record: indices of its hard-negative images
+    files: ShardCache | None = field(default=None, compare=False, repr=False)  # the shards' index and open files
+
+    def read(self, index: int) -> bytes:
+        """The image bytes of record `index`."""
+        return self.images[index].read(self.files)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -264,8 +308,11 @@ class TrainData:
         method,
         image_root: str | None = None,
         skip_bad: bool = False,
+        shards: ShardCache | None = None,
     ) -> "TrainData":
-        """`method`: a mosaictool.methods.Method; its check_record says which records are usable."""
+        """`method`: a mosaictool.methods.Method; its check_record says which records are usable.
+        `shards`: the process's ShardCache (tars indexed once for every run); without one the tars
+        are indexed here."""
         skips = Skips(enabled=skip_bad)
         check = method.check_record
         records: list[dict] = []
@@ -287,8 +334,9 @@ class TrainData:
             if image_root:
                 raise MosaicError("--image-root applies to JSONL/Parquet data; shards carry their images")
             seen: set = set()
+            shards = shards if shards is not None else ShardCache()
             for tar in expand_shards(spec):
-                for rec, loc, slim in shard_samples(tar):
+                for rec, loc, slim in shards.samples(tar):
                     where = f"{tar}: record {rec.get('id')!r}"
                     if rec.get("id") is None or rec["id"] in seen:
                         skips.handle(where, "missing or duplicate 'id'")
@@ -307,7 +355,7 @@ class TrainData:
         skips.report()
         if not records:
             raise MosaicError(f"{spec}: no usable training records")
-        return cls(records, images, spec)
+        return cls(records, images, spec, files=shards)
 
     def resolve_record_hard_images(self) -> int:
         """Turn records' `hard_images` ids into indices; returns how many ids were not in the data."""
@@ -482,7 +530,8 @@ class BatchPlan:
 class TrainDataset(torch.utils.data.Dataset):
     """Map-style: spec (index, epoch, kp, kn, is_hard) -> one sample, all draws seeded by the spec."""
 
-    def __init__(self, data: TrainData, cfg: SamplerConfig, transform: ImageTransform, tokenizer, with_images: bool = True):
+    def __init__(self, data: TrainData, cfg: SamplerConfig, transform: ImageTransform, tokenizer, with_images: bool = True,
+                 decoded: DecodedImages | None = None):
         self.data = data
         self.cfg = cfg
         self.transform = transform
@@ -490,7 +539,8 @@ class TrainDataset(torch.utils.data.Dataset):
         self.with_images = with_images  # False: batches carry indices only (the images wait on the device)
         self._image_cache: dict[int, torch.Tensor] = {}
         self._token_cache: dict[str, torch.Tensor] = {}
-        self._decoded = None if transform.augment else _DECODED.get((data.source, transform.size))
+        # images decoded once for every run of the process (ShardCache.decode): only the center crop
+        self._decoded = decoded if decoded is not None and not transform.augment and decoded.size == transform.size else None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -514,9 +564,8 @@ class TrainDataset(torch.utils.data.Dataset):
             return self._decode(index, rng)
         cached = self._image_cache.get(index)  # deterministic preprocessing: decode each image once
         if cached is None:
-            loc = self.data.images[index]
-            row = self._decoded[0].get((loc.path, loc.offset)) if self._decoded is not None else None
-            cached = self._image_cache[index] = self._decode(index, rng) if row is None else self._decoded[1][row]
+            shared = self._decoded.get(self.data.images[index]) if self._decoded is not None else None
+            cached = self._image_cache[index] = self._decode(index, rng) if shared is None else shared
         return cached
 
     def _decode(self, index: int, rng: random.Random) -> torch.Tensor:
@@ -524,7 +573,7 @@ class TrainDataset(torch.utils.data.Dataset):
 
         loc = self.data.images[index]
         try:
-            return self.transform(loc.read(), rng)
+            return self.transform(self.data.read(index), rng)
         except UNREADABLE_IMAGE as e:
             what = "not an image file" if isinstance(e, UnidentifiedImageError) else f"unreadable image ({e})"
             where = loc.path if loc.size < 0 else f"{loc.path} (member at byte {loc.offset})"
@@ -614,7 +663,7 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
         feats.append(model.encode_image(normalize_images(batch, mean, std), normalize=True).float().cpu())
 
     for i in range(len(data)):  # each file read once: digested, and decoded when it is new
-        raw = data.images[i].read()
+        raw = data.read(i)
         key = hashlib.blake2b(raw, digest_size=16).digest()
         if key not in first:
             first[key] = len(distinct)
@@ -642,11 +691,12 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
 # A run's data and batches (mosaictool.training.loop)
 
 
-def load_run_data(cfg, method, bundle, images: ImagePrep, info) -> tuple[TrainData, bool]:
+def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCache | None = None) -> tuple[TrainData, bool]:
     """A run's (a TrainConfig's) records and images, with their hard images (the records' own, and/or
-    --hard-images K mined with the starting model); -> (data, whether batches carry hard images)."""
+    --hard-images K mined with the starting model); -> (data, whether batches carry hard images).
+    `shards`: the process's ShardCache, if it has one."""
     out = Path(cfg.out)
-    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad)
+    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
         print(f"note: {note}", file=sys.stderr)
@@ -671,26 +721,40 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info) -> tuple[TrainDa
     return data, use_hard
 
 
-def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPlan, tokenizer, images: ImagePrep, info):
+def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPlan, tokenizer, images: ImagePrep, info,
+                num_workers: int | None = None):
     """The iterator of a run's micro-batches on this rank, as `plan` lays them out (the data of a step
-    is a function of the seed and the step alone: see the module docstring)."""
+    is a function of the seed and the step alone: see the module docstring). Images decoded once for
+    the process (data.files, a ShardCache that `decode`d them) are read from there."""
     transform = ImageTransform(images.size, augment=cfg.augment, scale=tuple(cfg.crop_scale))
-    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=not cfg.images_on_device)
-    loader = make_loader(dataset, plan, num_workers=cfg.num_workers, pin_memory=info.device.startswith("cuda"))
+    decoded = data.files.decoded(images.size) if data.files is not None else None
+    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=not cfg.images_on_device, decoded=decoded)
+    workers = cfg.num_workers if num_workers is None else num_workers
+    loader = make_loader(dataset, plan, num_workers=workers, pin_memory=info.device.startswith("cuda"))
     if not cfg.images_on_device:
         return iter(loader)
-    store = images_on_device(dataset, info.device)
+    store, rows = images_on_device(dataset, info.device)
+    if rows is not None:
+        return (dataclasses.replace(b, images=store.index_select(0, rows.index_select(0, b.indices.to(rows.device))))
+                for b in loader)
     return (dataclasses.replace(b, images=store.index_select(0, b.indices.to(store.device))) for b in loader)
 
 
-def images_on_device(dataset: TrainDataset, device: str) -> torch.Tensor:
+def images_on_device(dataset: TrainDataset, device: str) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Every image of the data, decoded once (center crop: --no-augment) into one uint8 (N, 3, S, S)
     tensor on `device`: a step then gathers its images there instead of copying them from the host
-    (a 20,000-scene world of 64-px images is ~0.5 GB per copy of each image)."""
+    (a 20,000-scene world of 64-px images is ~0.5 GB per copy of each image). -> (the images, the row
+    of each record, or None: row = record). When the process decoded every image of the data once
+    (ShardCache.decode), their one copy on the device serves every run that trains on them."""
     from tqdm import tqdm
 
+    decoded = dataset._decoded
+    if decoded is not None:
+        rows = [decoded.rows.get((_real(loc.path), loc.offset)) for loc in dataset.data.images]
+        if None not in rows:
+            return decoded.on(device), torch.tensor(rows, dtype=torch.long, device=device)
     n, size = len(dataset), dataset.transform.size
     store = torch.empty(n, 3, size, size, dtype=torch.uint8)
     for i in tqdm(range(n), desc="images to the device", unit="img", disable=n < 5000, leave=False):
         store[i] = dataset._decode(i, None)  # the center crop draws nothing from the rng
-    return store.to(device)
+    return store.to(device), None

@@ -24,28 +24,44 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from mosaictool import methods
 from mosaictool.errors import MosaicError
+from mosaictool.model import lora, openclip
+from mosaictool.model.openclip import ModelBundle
+from mosaictool.training import distributed as dist
+from mosaictool.training.batch import Batch, make_forward_backward
 from mosaictool.training.checkpoints import Checkpoints, prepare_run
 from mosaictool.training.config import TrainConfig
+from mosaictool.training.data import BatchPlan, ImagePrep, SamplerConfig, ShardCache, load_run_data, run_batches
+from mosaictool.training.distributed import DistInfo
+from mosaictool.training.evaluation import EpochEval
+from mosaictool.training.reporting import Reporter, parse_report_to
 
 
-def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict, object], None] | None = None) -> Path:
+def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict, object], None] | None = None,
+          shards: ShardCache | None = None) -> Path:
     """Train and return the path of the final checkpoint (`out/final.pt`).
 
     With `resume=True` the run in `cfg.out` continues from its last.pt (or starts over if it never
     saved one) with the config stored there; `cfg` then only supplies the run folder and runtime
     options (num_workers, quiet, device; report_to when given). `on_step(step, metrics, model)` is
-    called after every step (the model still holds that step's gradients).
+    called after every step (the model still holds that step's gradients). `shards`: the process's
+    ShardCache (shards indexed, and images decoded, once for every run); without one the run
+    indexes its shards itself.
     """
-    import torch
+    return run_loop(setup(cfg, resume, shards), on_step)
 
-    from mosaictool.training import distributed as dist
 
-    run = setup(cfg, resume)
+def run_loop(run: Run, on_step: Callable[[int, dict, object], None] | None = None) -> Path:
+    """The steps of a set-up run, then its final checkpoint; -> the final checkpoint's path."""
     cfg, model, info = run.cfg, run.bundle.model, run.info
     bar = _progress_bar(cfg, info, run.total_steps, run.step)
     model.train()
@@ -95,33 +111,27 @@ class Run:
     """Everything the loop works with, built by `setup`."""
 
     cfg: TrainConfig
-    info: object  # distributed.DistInfo
-    bundle: object  # mosaictool.model.openclip.ModelBundle: the model trained (with --lora, its adapters)
-    optimizer: object
-    precision: "Precision"
+    info: DistInfo
+    bundle: ModelBundle  # the model trained (with --lora, its adapters)
+    method: methods.Method
+    optimizer: torch.optim.Optimizer
+    precision: Precision
     checkpoints: Checkpoints
-    reporter: object  # reporting.Reporter
-    epoch_eval: object  # evaluation.EpochEval, or None without --eval-bench (and on ranks other than the main one)
-    forward_backward: Callable  # micro-batches -> the last micro-batch's loss terms; gradients accumulate
-    batches: object  # iterator of Batch
+    reporter: Reporter
+    epoch_eval: EpochEval | None  # None without --eval-bench (and on ranks other than the main one)
+    images: ImagePrep
+    forward_backward: Callable[[list[Batch]], dict]  # micro-batches -> the last one's loss terms; gradients accumulate
+    batches: Iterator[Batch]
     total_steps: int
     micro_per_epoch: int
+    use_hard: bool  # batches carry a hard image after each anchor
     step: int = 0
 
 
-def setup(cfg: TrainConfig, resume: bool) -> Run:
+def setup(cfg: TrainConfig, resume: bool, shards: ShardCache | None = None, *, num_workers: int | None = None) -> Run:
     """Process group, config, seeds, model, data, optimizer and the resumed state, in the order that
-    makes a resumed run continue bit-exact."""
-    import numpy as np
-
-    from mosaictool import methods
-    from mosaictool.model import lora, openclip
-    from mosaictool.training import distributed as dist
-    from mosaictool.training.batch import make_forward_backward
-    from mosaictool.training.data import BatchPlan, ImagePrep, SamplerConfig, load_run_data, run_batches
-    from mosaictool.training.evaluation import EpochEval
-    from mosaictool.training.reporting import Reporter, parse_report_to
-
+    makes a resumed run continue bit-exact. `num_workers` overrides the config's DataLoader workers
+    (train_many shares the machine's between its runs)."""
     info = dist.init(cfg.device)
     cfg, state = prepare_run(cfg, resume)
     if cfg.precision == "amp" and not info.device.startswith("cuda"):  # fp16's GradScaler is CUDA's; bf16 autocast runs on CPU
@@ -138,7 +148,7 @@ def setup(cfg: TrainConfig, resume: bool) -> Run:
     optimizer = build_optimizer(cfg, bundle.model)
     precision = Precision(cfg.precision, info.device)
     images = ImagePrep.of(bundle)
-    data, use_hard = load_run_data(cfg, method, bundle, images, info)
+    data, use_hard = load_run_data(cfg, method, bundle, images, info, shards)
     micro_per_epoch = len(data) // (cfg.batch_size * info.world_size)
     total_steps = cfg.steps or max(1, cfg.epochs * micro_per_epoch // cfg.accum_freq)
     sampler_cfg = SamplerConfig(method=method, batch_size=cfg.batch_size, seed=cfg.seed, use_hard=use_hard,
@@ -154,10 +164,10 @@ def setup(cfg: TrainConfig, resume: bool) -> Run:
     reporter = Reporter(parse_report_to(cfg.report_to) if info.is_main else [], cfg.out, config=dataclasses.asdict(cfg),
                         device=info.device, start_step=step, metrics_file=info.is_main, resumed=resume)
     forward_backward = make_forward_backward(cfg, method, bundle.model, images, precision, info)
-    batches = run_batches(cfg, data, sampler_cfg, plan, bundle.tokenizer, images, info)
+    batches = run_batches(cfg, data, sampler_cfg, plan, bundle.tokenizer, images, info, num_workers=num_workers)
     checkpoints.write_config()
-    return Run(cfg, info, bundle, optimizer, precision, checkpoints, reporter, epoch_eval, forward_backward, batches,
-               total_steps, micro_per_epoch, step)
+    return Run(cfg, info, bundle, method, optimizer, precision, checkpoints, reporter, epoch_eval, images, forward_backward,
+               batches, total_steps, micro_per_epoch, use_hard, step)
 
 
 def _lock_and_checkpoint(model, cfg: TrainConfig) -> None:
@@ -170,16 +180,19 @@ def _lock_and_checkpoint(model, cfg: TrainConfig) -> None:
         model.set_grad_checkpointing(True)
 
 
-def build_optimizer(cfg: TrainConfig, model):
-    """AdamW (or SGD with momentum), no weight decay on gains, biases, norms and logit_scale."""
-    import torch
+def decays(name: str, ndim: int) -> bool:
+    """Whether a parameter gets weight decay: not gains, biases, norms, logit_scale, nor any vector."""
+    return ndim >= 2 and not any(k in name for k in ("bn", "ln", "bias", "logit_scale", "gain"))
 
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        exclude = p.ndim < 2 or any(k in name for k in ("bn", "ln", "bias", "logit_scale", "gain"))
-        (no_decay if exclude else decay).append(p)
+
+def build_optimizer(cfg: TrainConfig, model=None, *, named: list[tuple[str, torch.Tensor, int]] | None = None):
+    """AdamW (or SGD with momentum), no weight decay on gains, biases, norms and logit_scale.
+    `named`: (name, tensor, the ndim of one model's parameter) to optimise instead of `model`'s
+    trainable parameters (train_many's stacked ones)."""
+    if named is None:
+        named = [(name, p, p.ndim) for name, p in model.named_parameters() if p.requires_grad]
+    decay = [p for name, p, ndim in named if decays(name, ndim)]
+    no_decay = [p for name, p, ndim in named if not decays(name, ndim)]
     groups = [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": cfg.wd}]
     if cfg.optimizer == "sgd":  # torch's SGD: the weight decay is added to the gradient (L2)
         return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, foreach=True)
@@ -193,15 +206,11 @@ class Precision:
     """--precision: the autocast dtype and, for amp (fp16), the gradient scaler."""
 
     def __init__(self, precision: str, device: str):
-        import torch
-
         self.scaler = torch.amp.GradScaler("cuda") if precision == "amp" else None
         self.dtype = {"fp32": None, "bf16": torch.bfloat16, "amp_bf16": torch.bfloat16, "amp": torch.float16}[precision]
         self.device_type = "cuda" if device.startswith("cuda") else "cpu"
 
     def autocast(self):
-        import torch
-
         if self.dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device_type, dtype=self.dtype)
@@ -212,8 +221,6 @@ class Precision:
     def step(self, optimizer, model, grad_clip: float | None):
         """Unscale, clip, step the optimizer, keep logit_scale in [0, log 100]; -> the gradient norm
         (None under amp without clipping: its scaler skips steps with inf gradients itself)."""
-        import torch
-
         if self.scaler is not None:
             self.scaler.unscale_(optimizer)
         if grad_clip:
@@ -258,17 +265,21 @@ def _next_micro_batches(batches, accum_freq: int) -> list:
 
 def step_metrics(run: Run, micro: list, losses: dict, lr: float, seconds: float) -> dict:
     """What a step logs: every loss term (mean over ranks), lr, logit scale, samples/s, texts per image."""
-    from mosaictool.training import distributed as dist
+    terms = {term: dist.mean_over_ranks(value.detach().item(), run.info) for term, value in losses.items()}
+    return metrics_line(run, micro, terms, lr, run.bundle.model.logit_scale.detach().exp().item(), seconds)
 
+
+def metrics_line(run: Run, micro: list, terms: dict[str, float], lr: float, logit_scale: float, seconds: float) -> dict:
+    """step_metrics from the loss terms' values and the logit scale (exp()'d)."""
     images = sum(b.size for b in micro)
     pos_per_image = sum(float(b.pos_mask.sum()) for b in micro) / images
     neg_per_image = sum(float(b.neg_mask.sum()) for b in micro) / images
     return {
         "step": run.step,
         "epoch": (run.step * run.cfg.accum_freq - 1) // run.micro_per_epoch,
-        **{term: dist.mean_over_ranks(value.detach().item(), run.info) for term, value in losses.items()},
+        **terms,
         "lr": lr,
-        "logit_scale": run.bundle.model.logit_scale.detach().exp().item(),
+        "logit_scale": logit_scale,
         "samples_per_s": images * run.info.world_size / max(seconds, 1e-9),
         "texts_per_image": pos_per_image + neg_per_image,
         "pos_per_image": pos_per_image,
@@ -276,8 +287,6 @@ def step_metrics(run: Run, micro: list, losses: dict, lr: float, seconds: float)
     }
 
 
-def _progress_bar(cfg: TrainConfig, info, total_steps: int, step: int):
-    from tqdm import tqdm
-
+def _progress_bar(cfg: TrainConfig, info: DistInfo, total_steps: int, step: int) -> tqdm:
     return tqdm(total=total_steps, initial=step, desc=f"train {cfg.method}", unit="step", file=sys.stderr,
                 disable=cfg.quiet or not info.is_main or not sys.stderr.isatty(), dynamic_ncols=True)
