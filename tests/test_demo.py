@@ -81,13 +81,16 @@ def test_every_row_gets_the_same_images_per_step_steps_and_lr(tmp_path, monkeypa
 
     seen = []
 
-    def fake_train(tc):
-        seen.append(tc)
-        Path(tc.out).mkdir(parents=True)
-        (Path(tc.out) / "final.pt").write_bytes(b"x")
-        return Path(tc.out) / "final.pt"
+    def fake_train_many(tcs, shards=None):
+        assert shards is not None  # the shards' index, built once for every run
+        for tc in tcs:
+            seen.append(tc)
+            Path(tc.out).mkdir(parents=True)
+            (Path(tc.out) / "final.pt").write_bytes(b"x")
+        return [Path(tc.out) / "final.pt" for tc in tcs]
 
-    monkeypatch.setattr(train_module, "train", fake_train)
+    monkeypatch.setattr(train_module, "train_many", fake_train_many)
+    monkeypatch.setattr(train_module.ShardCache, "decode", lambda self, spec, size: False)
     base = tmp_path / "base.pt"
     base.write_bytes(b"base")
     cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8, device="cpu", parallel_runs=1)
@@ -112,7 +115,7 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
     trained, benches = [], []
     best_lr = {label: config.SELECT_LRS[k % 3] for k, (label, _, _) in enumerate(METHODS)}
 
-    def fake_finetune(cfg, shards, base, out):
+    def fake_finetune(cfg, shards, base, out, shard_cache=None):
         trained.append((cfg.finetune_lr, cfg.seeds))
         return {label: [Path(f"{label}|{cfg.finetune_lr}")] for label, _, _ in METHODS}
 
@@ -142,7 +145,7 @@ def test_ablation_trains_each_variant_at_mosaiclips_lr_and_reads_val_only(tmp_pa
 
     trained, benches, hard = [], [], {}
 
-    def fake_finetune(cfg, shards, base, out, rows=None):
+    def fake_finetune(cfg, shards, base, out, rows=None, shard_cache=None):
         trained.extend((name, method, options["max_pos"] if "max_pos" in options else 3, cfg.finetune_lr) for name, method, options in rows)
         hard.update({name: cfg.hard_images for name, _, _ in rows})
         assert all("hard_images" not in options for _, _, options in rows)  # a batch setting, not a method option

@@ -43,7 +43,7 @@ def demo_cli(
                                                        "the GPU by default, loader workers and pinned memory).")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
     loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
-    parallel_runs: Annotated[Optional[int], typer.Option(help="Fine-tuning runs trained at once on a CPU, one torch thread each (default: one per core, at most 8; 1: one at a time with torch's threads). A GPU trains one at a time.")] = None,
+    parallel_runs: Annotated[Optional[int], typer.Option(help="Processes that fine-tune on a CPU, one torch thread each, each taking its share of the runs' steps together (default: one per core, at most 8; 1: every run in this process with torch's threads). A GPU trains every run in this process.")] = None,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
@@ -74,7 +74,7 @@ def demo_cli(
 
       mosaictool demo --hard-images none   # no row gets hard images
 
-      mosaictool demo --parallel-runs 1   # one fine-tuning run at a time
+      mosaictool demo --parallel-runs 1   # every fine-tuning run in this process
 
       mosaictool demo --preset gpu --device cuda:0
     """

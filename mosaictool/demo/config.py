@@ -113,10 +113,11 @@ class DemoConfig:
     # up to 8, so that decoding overlaps the GPU's step)
     device: str | None = None
     loader_workers: int | None = None
-    # fine-tuning runs trained at once on a CPU, each in its own process with one torch thread (the
-    # tiny model keeps two threads ~70% busy: two runs of one thread do twice the work in the same
-    # time on 2 cores). None: one per core, at most 8; 1: one run at a time in this process (torch's
-    # default threads). On a GPU, always one at a time. The thread setting is part of a run's name.
+    # processes that fine-tune on a CPU, each with one torch thread and its share of the runs, which
+    # take their steps together (training.train_many; the tiny model keeps two threads ~70% busy: two
+    # processes of one thread do twice the work in the same time on 2 cores). None: one per core, at
+    # most 8; 1: every run in this process (torch's default threads). On a GPU, every run in this
+    # process. The thread setting is part of a run's name.
     parallel_runs: int | None = None
 
     @classmethod

@@ -4,31 +4,72 @@ their weights."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mosaictool.demo.config import METHODS, PATCH_ALPHA, PATCH_ROW, WISE_ROWS, DemoConfig, digest, file_digest, log, slug
+from mosaictool.errors import MosaicError
+
+if TYPE_CHECKING:  # the demo's stages import torch only where they train
+    from mosaictool.training.data import ShardCache
 
 
 def _expected_texts(method: str, options: dict, steps: int) -> int:
-    """Texts a run encodes per image over its steps (the slots of every step): the longest runs go
-    to the pool first, so that no core waits alone for one at the end."""
+    """Texts a run encodes per image over its steps (the slots of every step): what a run costs, beside
+    its images, when the runs are shared out between processes."""
     from mosaictool.methods import create
 
     m = create(method, options)
     return sum(sum(m.slots(step, steps)) for step in range(steps))
 
 
-def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
-                 rows: list[tuple[str, str, dict]] | None = None) -> dict[str, list[Path]]:
+def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path, rows: list[tuple[str, str, dict]] | None = None,
+                 shard_cache: ShardCache | None = None) -> dict[str, list[Path]]:
     """Every row x seed from the base, all with the same steps and images per step (hard images as
     cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); a run is reused only
     when its base and settings are the same (its folder is named by their digest), so changing a
-    flag never returns a stale run."""
+    flag never returns a stale run. The runs train with training.train_many: those that share their
+    steps' shape take them together (the rows with the same images per step, every seed), on a CPU
+    in cfg.runs_at_once() forked processes of one thread, each with its share of every row.
+    `shard_cache`: the shards' index (and images, decoded here) for every run."""
+    from mosaictool.training import ShardCache
+
+    runs, todo = planned_runs(cfg, shards, base, out, rows)
+    if not todo:
+        return runs
+    import open_clip  # noqa: F401  imported once here: each forked process spent ~4 s importing it
+
+    from mosaictool.model.openclip import model_config
+    from mosaictool.training.data import ImagePrep
+
+    at_once = cfg.runs_at_once()
+    shard_cache = shard_cache if shard_cache is not None else ShardCache()
+    # indexed and decoded once here, read by every run (and every forked process): a CLIP run
+    # 22.3 -> 20.5 s (the same weights), for 4.4 s here; on a GPU, one copy of them on the device
+    shard_cache.decode(str(shards), ImagePrep.size_of(model_config(cfg.model)))
+    shares = share_out(todo, min(at_once, len(todo)))
+    if len(shares) > 1:
+        log(f"fine-tuning {len(todo)} runs in {len(shares)} processes (one thread each; "
+            f"{', '.join(str(len(s)) for s in shares)} runs)")
+        _train_in_processes(shares, shard_cache)
+    elif at_once > 1:
+        _train_one_thread(todo, shard_cache)  # the same single thread as in a pool process: the same weights
+    else:
+        from mosaictool.training import train_many
+
+        train_many(todo, shards=shard_cache)
+    return runs
+
+
+def planned_runs(cfg: DemoConfig, shards: Path, base: Path, out: Path, rows: list[tuple[str, str, dict]] | None = None):
+    """{row: every seed's final checkpoint} and the TrainConfigs of those not trained yet (their
+    folders, named by their settings' digest, emptied)."""
     from mosaictool.methods import get as get_method
-    from mosaictool.training import TrainConfig, train
+    from mosaictool.training import TrainConfig
 
     device, workers = cfg.runtime()
     at_once = cfg.runs_at_once()
@@ -46,8 +87,9 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
                              record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty())
             threads = 1 if at_once > 1 else None
-            key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
-                           **({"threads": threads} if threads else {})})
+            # trained stacked with other runs (train_many): the same weights as alone up to float rounding
+            key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha, "stacked": True,
+                          **({"threads": threads} if threads else {})})
             run = out / "runs" / f"{slug(label)}-seed{seed}-{key}"
             final = run / "final.pt"
             if not final.is_file():
@@ -59,43 +101,76 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
                 todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers,
                                                 images_on_device=device.startswith("cuda")))
             runs[label].append(final)
-    if at_once > 1 and len(todo) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        import open_clip  # noqa: F401  imported once here: each forked run spent ~4 s importing it
-
-        from mosaictool.model.openclip import model_config
-        from mosaictool.training.data import ImagePrep, decode_shard_images
-
-        log(f"fine-tuning {len(todo)} runs, {min(at_once, len(todo))} at once (one thread each)")
-        # indexed and decoded once here, read by every forked run: a CLIP run 22.3 -> 20.5 s (the
-        # same weights), for 4.4 s here
-        decode_shard_images(str(shards), ImagePrep.size_of(model_config(cfg.model)))
-        todo.sort(key=lambda tc: -_expected_texts(tc.method, tc.method_options, tc.steps))
-        # fork (as DataLoader workers): no re-import of the main module; each run sets one thread first
-        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        with ProcessPoolExecutor(min(at_once, len(todo)), mp_context=context) as pool:
-            list(pool.map(_train_one_thread, todo))  # re-raises a run's error here
-    elif at_once > 1:
-        for tc in todo:
-            _train_one_thread(tc)  # the same single thread as in the pool: the same weights
-    else:
-        for tc in todo:
-            train(tc)
-    return runs
+    return dict(runs), todo
 
 
-def _train_one_thread(tc) -> str:
-    """One fine-tuning run with one torch thread (a pool process, or this one and then restored)."""
+def share_out(todo: list, processes: int) -> list[list]:
+    """The runs shared out between `processes`: each row's seeds dealt in turn, the rows costliest first
+    and each starting at the process with the least work so far, so that every process gets about
+    the same work and each row's runs, which take their steps together, are few processes apart."""
+    if processes <= 1:
+        return [list(todo)]
+    by_row: dict[tuple, list] = defaultdict(list)
+    for tc in todo:
+        by_row[(tc.method, json.dumps(tc.method_options, sort_keys=True, default=str), tc.batch_size)].append(tc)
+
+    def cost(tc) -> int:  # images and texts encoded over the run
+        return tc.steps * tc.batch_size * (2 if tc.record_hard_images else 1) + tc.batch_size * _expected_texts(
+            tc.method, tc.method_options, tc.steps)
+
+    shares: list[list] = [[] for _ in range(processes)]
+    load = [0] * processes
+    for row in sorted(by_row.values(), key=lambda r: -cost(r[0])):
+        for tc in row:
+            k = min(range(processes), key=lambda p: (load[p], p))
+            shares[k].append(tc)
+            load[k] += cost(tc)
+    return [s for s in shares if s]
+
+
+def _train_in_processes(shares: list[list], shard_cache: ShardCache) -> None:
+    """train_many of each share in its own forked process of one torch thread. Forked, the processes
+    read `shard_cache` (0.47 GB of decoded images for the default world) from this one's memory
+    instead of a copy each; a run's error comes back here as this process's error."""
+    import multiprocessing
+
+    fork = sys.platform.startswith("linux")
+    context = multiprocessing.get_context("fork" if fork else "spawn")  # fork: the arguments are not copied
+    started = []
+    for share in shares:
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_train_share, args=(share, shard_cache, send))
+        process.start()
+        send.close()
+        started.append((process, receive))
+    failures = []
+    for process, receive in started:
+        process.join()
+        if process.exitcode:
+            failures.append(receive.recv() if receive.poll() else f"a fine-tuning process failed (exit code "
+                            f"{process.exitcode}); its error is above")
+    if failures:
+        raise MosaicError(failures[0])
+
+
+def _train_share(share: list, shard_cache: ShardCache, errors) -> None:
+    try:
+        _train_one_thread(share, shard_cache)
+    except MosaicError as e:
+        errors.send(str(e))
+        sys.exit(1)
+
+
+def _train_one_thread(share: list, shard_cache: ShardCache) -> list:
+    """train_many of `share` with one torch thread (a pool process, or this one and then restored)."""
     import torch
 
-    from mosaictool.training import train
+    from mosaictool.training import train_many
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return str(train(tc))
+        return train_many(share, shards=shard_cache)
     finally:
         torch.set_num_threads(threads)
 

@@ -77,14 +77,14 @@ def supports(model) -> str | None:
 @dataclass
 class StackedOutput:
     """The features of every run: image (R, B, E) and each run's texts (n_r, E), L2-normalised;
-    logit scales (R,), exp()'d; with dense, the projected patch tokens (R, B, P, E) and each run's
-    token features (n_r, L_r, E), L_r its longest text."""
+    logit scales (R,), exp()'d; with dense features, per run (None for a run without) its projected
+    patch tokens (B, P, E) and its texts' token features (n_r, L_r, E), L_r its longest text."""
 
     image: torch.Tensor
     texts: list[torch.Tensor]
     logit_scale: torch.Tensor
-    patches: torch.Tensor | None = None
-    tokens: list[torch.Tensor] | None = None
+    patches: list[torch.Tensor | None] | None = None
+    tokens: list[torch.Tensor | None] | None = None
 
 
 class StackedCLIP:
@@ -125,7 +125,6 @@ class StackedCLIP:
         self.eps = v.ln_pre.eps
         self.quick_gelu = not isinstance(v.transformer.resblocks[0].mlp.gelu, nn.GELU)
         self.gelu_approximate = "none" if self.quick_gelu else v.transformer.resblocks[0].mlp.gelu.approximate
-        self.attn_mask = first.attn_mask
         self.pool_type = first.text_pool_type
         self.eos_id = getattr(first, "text_eos_id", None)
 
@@ -201,7 +200,7 @@ class StackedCLIP:
             one = self.rows.shape[1:] if name == EMBEDDING else leaf.shape[1:]  # a single model's shape
             stacked = {}
             for key, value in states[0][name].items():
-                if value.shape != one:  # the step count: the same in every run
+                if key == "step" or value.shape != one:  # the step count: the same in every run
                     stacked[key] = value.clone().to(leaf.device)
                 elif name == EMBEDDING:
                     stacked[key] = torch.stack([s[name][key].to(leaf.device)[self.active] for s in states])
@@ -212,26 +211,23 @@ class StackedCLIP:
     # ---- the forward ---------------------------------------------------------------------------
 
     def forward(self, images: torch.Tensor, texts: list[torch.Tensor], *, text_groups: list[list[int]] | None = None,
-                dense: bool = False) -> StackedOutput:
+                dense: bool | list[bool] = False) -> StackedOutput:
         """images (R, B, 3, S, S) normalised; texts[r] (n_r, context) token ids of run r. `text_groups`:
-        runs whose texts go through the text tower together (default: all); `dense` adds patch and
-        token features."""
-        P = self.leaves
-        image = self._encode_images(images, dense)
-        patches = None
-        if dense:
-            image, patches = image
-        groups = text_groups or [list(range(self.runs))]
+        runs whose texts go through the text tower together (default: all); `dense` (for every run,
+        or per run) adds patch and token features (None for the runs without)."""
+        dense = [dense] * self.runs if isinstance(dense, bool) else list(dense)
+        image, patches = self._encode_images(images, dense)
         text_out: list = [None] * self.runs
         token_out: list = [None] * self.runs
-        for group in groups:
-            feats, toks = self._encode_texts(group, [texts[r] for r in group], dense)
+        for group in text_groups or [list(range(self.runs))]:
+            with_tokens = any(dense[r] for r in group)
+            feats, toks = self._encode_texts(group, [texts[r] for r in group], with_tokens)
             for j, r in enumerate(group):
                 text_out[r] = F.normalize(feats[j], dim=-1)
-                if dense:
+                if dense[r]:
                     token_out[r] = toks[j]
-        return StackedOutput(F.normalize(image, dim=-1), text_out, P["logit_scale"].exp(), patches,
-                             token_out if dense else None)
+        return StackedOutput(F.normalize(image, dim=-1), text_out, self.leaves["logit_scale"].exp(),
+                             patches if any(dense) else None, token_out if any(dense) else None)
 
     def _ln(self, x: torch.Tensor, name: str, runs=slice(None)) -> torch.Tensor:
         """LayerNorm over the last dim with run r's gain and bias on x[r] (x: (R, ..., D))."""
@@ -248,9 +244,9 @@ class StackedCLIP:
     def _gelu(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.sigmoid(1.702 * x) if self.quick_gelu else F.gelu(x, approximate=self.gelu_approximate)
 
-    def _block(self, x: torch.Tensor, pre: str, heads: int, mask: torch.Tensor | None, runs,
-               at: torch.Tensor | None = None) -> torch.Tensor:
-        """One residual block on x (R, N, L, D); with `at` (R, N) only at those positions -> (R, N, 1, D)."""
+    def _block(self, x: torch.Tensor, pre: str, heads: int, causal: bool, runs, at: torch.Tensor | None = None) -> torch.Tensor:
+        """One residual block on x (R, N, L, D), `causal`: under the text tower's causal mask; with `at`
+        (R, N) only at those positions -> (R, N, 1, D)."""
         r, n, length, d = x.shape
         hd = d // heads
         h = self._ln(x, pre + "ln_1", runs).reshape(r, n * length, d)
@@ -265,17 +261,22 @@ class StackedCLIP:
             base = x.gather(2, picked)
             hq = h.view(r, n, length, d).gather(2, picked).reshape(r, n, d)
             q = self._linear(hq, *qkv, runs, slice(0, d)).view(r * n, 1, heads, hd).transpose(1, 2)
-            if mask is not None:  # the query's row of the mask
-                mask = mask[at.reshape(-1)].view(r * n, 1, 1, length)
             out_len = 1
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask.to(q.dtype))
+        if causal and at is not None:  # the query's row of the causal mask: no key after it
+            later = torch.arange(length, device=x.device) > at.reshape(-1, 1)
+            row = torch.zeros(later.shape, dtype=q.dtype, device=x.device).masked_fill_(later, float("-inf"))
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=row.view(r * n, 1, 1, length))
+        else:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         a = a.permute(0, 2, 1, 3).reshape(r, n * out_len, d)
         x = base + self._linear(a, pre + "attn.out_proj.weight", pre + "attn.out_proj.bias", runs).view(r, n, out_len, d)
         h = self._ln(x, pre + "ln_2", runs).reshape(r, n * out_len, d)
         h = self._gelu(self._linear(h, pre + "mlp.c_fc.weight", pre + "mlp.c_fc.bias", runs))
         return x + self._linear(h, pre + "mlp.c_proj.weight", pre + "mlp.c_proj.bias", runs).view(r, n, out_len, d)
 
-    def _encode_images(self, images: torch.Tensor, dense: bool):
+    def _encode_images(self, images: torch.Tensor, dense: list[bool]) -> tuple[torch.Tensor, list]:
+        """-> pooled features (R, B, E), and per run its projected patch tokens (B, P, E) where dense
+        (None elsewhere). The last block runs whole only for the runs with dense features."""
         P = self.leaves
         r, b, c = images.shape[:3]
         g, p = self.grid, self.patch
@@ -285,18 +286,21 @@ class StackedCLIP:
         cls = P["visual.class_embedding"].view(r, 1, 1, -1).expand(r, b, 1, -1).to(x.dtype)
         x = torch.cat([cls, x], dim=2) + P["visual.positional_embedding"].unsqueeze(1).to(x.dtype)
         x = self._ln(x, "visual.ln_pre")
-        layers = self.image_layers
-        for i in range(layers):
-            last = i == layers - 1 and not dense
-            at = torch.zeros(r, b, dtype=torch.long, device=x.device) if last else None  # the class token
-            x = self._block(x, f"visual.transformer.resblocks.{i}.", self.image_heads, None, slice(None), at)
-        x = self._ln(x, "visual.ln_post")
-        proj = P["visual.proj"]
-        pooled = torch.bmm(x[:, :, 0], proj.to(x.dtype))
-        if not dense:
-            return pooled
-        patches = torch.bmm(x[:, :, 1:].reshape(r, -1, x.shape[-1]), proj.to(x.dtype)).view(r, b, g * g, -1)
-        return pooled, patches
+        last = self.image_layers - 1
+        for i in range(last):
+            x = self._block(x, f"visual.transformer.resblocks.{i}.", self.image_heads, False, slice(None))
+        pooled, patches = [], [None] * r
+        for lo, hi in _runs_of(dense):  # runs alike in dense: one call each, on a view of their weights
+            runs = slice(lo, hi)
+            at = None if dense[lo] else torch.zeros(hi - lo, b, dtype=torch.long, device=x.device)  # the class token
+            y = self._block(x[runs], f"visual.transformer.resblocks.{last}.", self.image_heads, False, runs, at)
+            y = self._ln(y, "visual.ln_post", runs)
+            proj = P["visual.proj"][runs].to(y.dtype)
+            pooled.append(torch.bmm(y[:, :, 0], proj))
+            if dense[lo]:
+                tokens = torch.bmm(y[:, :, 1:].reshape(hi - lo, -1, y.shape[-1]), proj).view(hi - lo, b, g * g, -1)
+                patches[lo:hi] = tokens.unbind(0)
+        return torch.cat(pooled), patches
 
     def _pool_at(self, tokens: torch.Tensor) -> torch.Tensor:
         """The position each text is pooled at (open_clip's text_global_pool)."""
@@ -312,7 +316,8 @@ class StackedCLIP:
 
         P = self.leaves
         r = len(runs)
-        index = torch.tensor(runs, device=self.device) if r < self.runs else slice(None)
+        contiguous = runs == list(range(runs[0], runs[0] + r))  # a view of the weights, not a copy
+        index = slice(runs[0], runs[0] + r) if contiguous else torch.tensor(runs, device=self.device)
         width = max(t.shape[0] for t in texts)
         context = texts[0].shape[1]
         if width == 0:
@@ -331,7 +336,7 @@ class StackedCLIP:
         # a bucket's tower call serves every run: its fixed price in texts is a single run's over R
         buckets = length_buckets(profile.clamp(min=1), self.max_buckets, overhead=max(1, 16 // r))
         ids = self.slot[padded[:, :, :longest]]
-        table = P[EMBEDDING][index] if r < self.runs else P[EMBEDDING]
+        table = P[EMBEDDING][index]
         rows = table.shape[1]
         flat = (ids.clamp(min=0) + torch.arange(r, device=self.device).view(r, 1, 1) * rows).reshape(-1)
         embedded = F.embedding(flat, table.reshape(r * rows, -1)).view(r, width, longest, -1)
@@ -341,11 +346,10 @@ class StackedCLIP:
             lo, hi = int(bucket[0]), int(bucket[-1]) + 1
             length = int(profile[lo:hi].max().clamp(min=1))
             x = embedded[:, lo:hi, :length] + P["positional_embedding"][index, :length].unsqueeze(1).to(embedded.dtype)
-            mask = self.attn_mask[:length, :length]
             at = pool_at[:, lo:hi].clamp(max=length - 1)
             for i in range(self.text_layers):
                 last = i == self.text_layers - 1 and not dense
-                x = self._block(x, f"transformer.resblocks.{i}.", self.text_heads, mask, index, at if last else None)
+                x = self._block(x, f"transformer.resblocks.{i}.", self.text_heads, True, index, at if last else None)
             x = self._ln(x, "ln_final", index)
             proj = P["text_projection"][index].to(x.dtype)
             if dense:
@@ -369,6 +373,12 @@ class StackedCLIP:
                 cut = max(1, int(ln.max())) if n else 1
                 out_tokens.append(token_f[j].index_select(0, rank)[:, :cut])
         return out_pooled, out_tokens if dense else None
+
+
+def _runs_of(flags: list[bool]) -> list[tuple[int, int]]:
+    """The ranges [lo, hi) of consecutive equal flags."""
+    cuts = [0] + [i for i in range(1, len(flags)) if flags[i] != flags[i - 1]] + [len(flags)]
+    return list(zip(cuts, cuts[1:]))
 
 
 def _per_row(value: torch.Tensor, leaf: torch.Tensor) -> bool:

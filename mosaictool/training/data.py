@@ -172,14 +172,25 @@ class ShardCache:
       the records are shared between loads, and training treats them as read-only;
     - with `decode`, every image decoded once at the model's size (each of the demo's runs decodes
       the ~11,000 images its 400 steps draw: 275,000 decodes of 38,000 images for 25 runs);
-    - the open tar files images are read from (pread: no file position, so forked readers may share them).
+    - the open tar files images are read from (pread: no file position, so forked readers may share them);
+    - the texts' tokens, per tokenizer: the runs of a process draw the same world's texts (a run of the
+      demo tokenizes ~50,000 texts over its 400 steps, ~0.25 ms each).
 
-    Without one, a run indexes its shards and decodes its images itself."""
+    Without one, a run indexes its shards, decodes its images and tokenizes its texts itself."""
 
     def __init__(self) -> None:
         self._samples: dict[tuple[str, int, int], list[tuple[dict, ImageLocation | None, bool]]] = {}
         self._decoded: dict[int, DecodedImages] = {}
         self._fds: dict[str, int] = {}
+        self._tokens: dict[tuple, dict[str, torch.Tensor]] = {}
+
+    def token_cache(self, tokenizer) -> dict[str, torch.Tensor]:
+        """text -> its token row, shared by every run whose tokenizer is alike (class, context length,
+        vocabulary size)."""
+        kind = type(tokenizer)
+        key = (kind.__module__, kind.__qualname__, getattr(tokenizer, "context_length", None),
+               len(getattr(tokenizer, "encoder", None) or ()) or getattr(tokenizer, "vocab_size", None))
+        return self._tokens.setdefault(key, {})
 
     def samples(self, path: str) -> list[tuple[dict, ImageLocation | None, bool]]:
         """(record, image location, slimmed) per sample of one tar, in member order. A record _slim
@@ -233,6 +244,9 @@ class ShardCache:
     def decoded(self, size: int) -> DecodedImages | None:
         """The images `decode` decoded at `size`, if any."""
         return self._decoded.get(size)
+
+    def __getstate__(self) -> dict:  # a spawned process opens its own files
+        return {**self.__dict__, "_fds": {}}
 
     def fd(self, path: str) -> int:
         """An open descriptor of `path`, kept for the next reads."""
@@ -531,14 +545,14 @@ class TrainDataset(torch.utils.data.Dataset):
     """Map-style: spec (index, epoch, kp, kn, is_hard) -> one sample, all draws seeded by the spec."""
 
     def __init__(self, data: TrainData, cfg: SamplerConfig, transform: ImageTransform, tokenizer, with_images: bool = True,
-                 decoded: DecodedImages | None = None):
+                 decoded: DecodedImages | None = None, token_cache: dict[str, torch.Tensor] | None = None):
         self.data = data
         self.cfg = cfg
         self.transform = transform
         self.tokenizer = tokenizer
         self.with_images = with_images  # False: batches carry indices only (the images wait on the device)
         self._image_cache: dict[int, torch.Tensor] = {}
-        self._token_cache: dict[str, torch.Tensor] = {}
+        self._token_cache = token_cache if token_cache is not None else {}  # text -> tokens (ShardCache.token_cache)
         # images decoded once for every run of the process (ShardCache.decode): only the center crop
         self._decoded = decoded if decoded is not None and not transform.augment and decoded.size == transform.size else None
 
@@ -595,41 +609,32 @@ class TrainDataset(torch.utils.data.Dataset):
     def collate(self, samples: list[dict]) -> Batch:
         kp = max(s["kp"] for s in samples)
         kn = max(s["kn"] for s in samples)
-        pos_mask = torch.zeros(len(samples), kp, dtype=torch.bool)
-        neg_mask = torch.zeros(len(samples), kn, dtype=torch.bool)
-        pos_ids = torch.zeros(len(samples), kp, dtype=torch.long)
-        neg_ids = torch.zeros(len(samples), kn, dtype=torch.long)
-        pos_texts: list[str] = []
-        neg_texts: list[str] = []
-        for i, s in enumerate(samples):
-            pos_mask[i, : len(s["pos"])] = True
-            neg_mask[i, : len(s["neg"])] = True
-            pos_ids[i, : len(s["pos"])] = torch.tensor([text_id(t) for t in s["pos"]], dtype=torch.long)
-            neg_ids[i, : len(s["neg"])] = torch.tensor([text_id(t) for t in s["neg"]], dtype=torch.long)
-            pos_texts.extend(s["pos"])
-            neg_texts.extend(s["neg"])
+        pos_texts = [t for s in samples for t in s["pos"]]
+        neg_texts = [t for s in samples for t in s["neg"]]
+        # every field built as rows of Python values, one tensor each (not a small op per sample)
         keys = {}
         if "image_keys" in samples[0]:  # Method.uses_subgraph_keys: hashes like the ids, 0 = none / padding
             width = max(len(s["image_keys"]) for s in samples)
-            keys["image_keys"] = torch.zeros(len(samples), width, dtype=torch.long)
-            keys["pos_keys"] = torch.zeros(len(samples), kp, dtype=torch.long)
-            keys["neg_keys"] = torch.zeros(len(samples), kn, dtype=torch.long)
-            for i, s in enumerate(samples):
-                keys["image_keys"][i, : len(s["image_keys"])] = torch.tensor(s["image_keys"], dtype=torch.long)
-                keys["pos_keys"][i, : len(s["pos_keys"])] = torch.tensor([key_id(k) for k in s["pos_keys"]])
-                keys["neg_keys"][i, : len(s["neg_keys"])] = torch.tensor([key_id(k) for k in s["neg_keys"]])
+            keys["image_keys"] = _padded([list(s["image_keys"]) for s in samples], width, 0, torch.long)
+            keys["pos_keys"] = _padded([[key_id(k) for k in s["pos_keys"]] for s in samples], kp, 0, torch.long)
+            keys["neg_keys"] = _padded([[key_id(k) for k in s["neg_keys"]] for s in samples], kn, 0, torch.long)
         return Batch(
             images=torch.stack([s["image"] for s in samples]) if self.with_images else torch.empty(len(samples), 0, dtype=torch.uint8),
             pos_tokens=self.tokens(pos_texts),
-            pos_mask=pos_mask,
+            pos_mask=_padded([[True] * len(s["pos"]) for s in samples], kp, False, torch.bool),
             neg_tokens=self.tokens(neg_texts),
-            neg_mask=neg_mask,
+            neg_mask=_padded([[True] * len(s["neg"]) for s in samples], kn, False, torch.bool),
             is_hard=torch.tensor([s["is_hard"] for s in samples], dtype=torch.bool),
             indices=torch.tensor([s["index"] for s in samples], dtype=torch.long),
-            pos_ids=pos_ids,
-            neg_ids=neg_ids,
+            pos_ids=_padded([[text_id(t) for t in s["pos"]] for s in samples], kp, 0, torch.long),
+            neg_ids=_padded([[text_id(t) for t in s["neg"]] for s in samples], kn, 0, torch.long),
             **keys,
         )
+
+
+def _padded(rows: list[list], width: int, fill, dtype: torch.dtype) -> torch.Tensor:
+    """(len(rows), width): each row's values, then `fill`."""
+    return torch.tensor([row + [fill] * (width - len(row)) for row in rows], dtype=dtype).reshape(len(rows), width)
 
 
 def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0, pin_memory: bool = False):
@@ -728,7 +733,9 @@ def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPla
     the process (data.files, a ShardCache that `decode`d them) are read from there."""
     transform = ImageTransform(images.size, augment=cfg.augment, scale=tuple(cfg.crop_scale))
     decoded = data.files.decoded(images.size) if data.files is not None else None
-    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=not cfg.images_on_device, decoded=decoded)
+    tokens = data.files.token_cache(tokenizer) if data.files is not None else None
+    dataset = TrainDataset(data, sampler_cfg, transform, tokenizer, with_images=not cfg.images_on_device, decoded=decoded,
+                           token_cache=tokens)
     workers = cfg.num_workers if num_workers is None else num_workers
     loader = make_loader(dataset, plan, num_workers=workers, pin_memory=info.device.startswith("cuda"))
     if not cfg.images_on_device:

@@ -100,7 +100,20 @@ def shared_key(run: Run) -> tuple:
 
 
 def train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], None] | None = None) -> list[Path]:
-    """Train `runs` (all with one shared_key) as one StackedCLIP to their last step; -> final checkpoints."""
+    """Train `runs` (all with one shared_key) as one StackedCLIP to their last step; -> final checkpoints.
+    `on_step(j, step, metrics, model)`: j the run's place in `runs`."""
+    # the runs of one method next to each other: their texts take the text tower together, on a view
+    # of their weights
+    order = sorted(range(len(runs)), key=lambda j: _text_group(runs[j]))
+    finals = _train_stacked([runs[j] for j in order], None if on_step is None else lambda k, *a: on_step(order[k], *a))
+    return [final for _, final in sorted(zip(order, finals))]
+
+
+def _text_group(run: Run) -> tuple[str, str]:
+    return run.cfg.method, json.dumps(run.cfg.method_options, sort_keys=True, default=str)
+
+
+def _train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], None] | None) -> list[Path]:
     first, n = runs[0], len(runs)
     cfg, device, total_steps = first.cfg, first.info.device, first.total_steps
     stack = StackedCLIP([r.bundle.model for r in runs], lazy_rows=cfg.optimizer == "adamw")
@@ -110,9 +123,9 @@ def train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], N
     losses = [r.method.make_loss() for r in runs]
     by_texts: dict[tuple, list[int]] = {}  # runs of one method bring alike numbers of texts: a tower call each
     for j, r in enumerate(runs):
-        by_texts.setdefault((r.cfg.method, json.dumps(r.cfg.method_options, sort_keys=True, default=str)), []).append(j)
+        by_texts.setdefault(_text_group(r), []).append(j)
     text_groups = list(by_texts.values())
-    dense = any(r.method.dense for r in runs)
+    dense = [r.method.dense for r in runs]
     quiet = all(r.cfg.quiet for r in runs)
     bar = tqdm(total=total_steps, initial=first.step, desc=f"train {n} runs", unit="step", file=sys.stderr,
                disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
