@@ -139,6 +139,35 @@ def test_images_on_device(world, tmp_path):
         torch.testing.assert_close(on_device[name], loader[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
+def test_runs_take_their_steps_together_on_the_gpu(world, tmp_path):
+    """train_many: every method's runs of the demo's GPU preset at once, stacked (images on the
+    device, shared by the runs; bf16 autocast as a GPU run may use it), each checked on the device
+    every step; in fp32 each run's weights are its weights alone up to rounding."""
+    from mosaictool.training import ShardCache, train_many
+
+    common = dict(augment=False, images_on_device=True, steps=3)
+    cfgs = [config(world, tmp_path / f"{m}-{s}", method=m, seed=s, **common) for m in method_names() for s in range(2)]
+    seen = []
+
+    def check(i, step, metrics, model):
+        assert next(model.parameters()).device.type == DEVICE_TYPE
+        assert all(torch.isfinite(torch.tensor(v)) for k, v in metrics.items() if isinstance(v, float)), metrics
+        seen.append((i, step))
+
+    finals = train_many(cfgs, shards=ShardCache(), on_step=check)
+    assert sorted(seen) == [(i, step) for i in range(len(cfgs)) for step in (1, 2, 3)]
+    for cfg, final in zip(cfgs, finals):
+        alone = weights(train(config(world, tmp_path / f"alone-{cfg.method}-{cfg.seed}", method=cfg.method, seed=cfg.seed,
+                                     **common)))
+        together = weights(final)
+        start = openclip.create("tiny", model_config_file=str(world[1]), seed=cfg.seed).model.state_dict()
+        diff = torch.cat([(together[k] - alone[k]).flatten() for k in alone]).norm()
+        moved = torch.cat([(alone[k] - start[k]).flatten() for k in alone]).norm()
+        assert diff / moved < 1e-3, (cfg.method, float(diff / moved))
+    bf16 = [config(world, tmp_path / f"bf16-{s}", method="fsc-clip", seed=s, precision="amp_bf16", **common) for s in range(2)]
+    assert all(torch.isfinite(v).all() for f in train_many(bf16) for v in weights(f).values() if v.is_floating_point())
+
+
 def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference, _ = run_on_device(config(world, tmp_path / "ref", **steps))

@@ -107,6 +107,7 @@ class StackedCLIP:
         self.rows = embedding
         vocab = embedding.shape[1]
         self.pending = torch.ones(self.runs, dtype=torch.float64, device=self.device)
+        self._known = torch.full((vocab,), not lazy_rows)  # on the host: which ids have a slot (no device sync)
         if lazy_rows:
             self.active = torch.zeros(0, dtype=torch.long, device=self.device)
             self.slot = torch.full((vocab,), -1, dtype=torch.long, device=self.device)
@@ -139,10 +140,12 @@ class StackedCLIP:
         each joins with its pending decay applied and zero optimiser state (what it has in a dense run)."""
         if not self.lazy_rows:
             return
-        ids = torch.unique(torch.cat([t.reshape(-1) for t in tokens]).to(self.device))
-        new = ids[self.slot[ids] < 0]
+        ids = torch.unique(torch.cat([t.reshape(-1).cpu() for t in tokens]))
+        new = ids[~self._known[ids]]
         if new.numel() == 0:
             return
+        self._known[new] = True
+        new = new.to(self.device)
         old = self.leaves[EMBEDDING]
         with torch.no_grad():
             joined = (self.rows[:, new] * self.pending.view(-1, 1, 1)).to(self.rows.dtype)
@@ -190,10 +193,8 @@ class StackedCLIP:
             return
         if self.lazy_rows and EMBEDDING in states[0]:
             moments = [v for s in states for v in s[EMBEDDING].values() if v.ndim == 2]
-            used = torch.stack(moments).ne(0).any(dim=0).any(dim=1).nonzero()[:, 0].to(self.device)
-            ids = used[self.slot[used] < 0]
-            if ids.numel():
-                self.use_tokens([ids], optimizer)
+            used = torch.stack(moments).ne(0).any(dim=0).any(dim=1).nonzero()[:, 0]
+            self.use_tokens([used], optimizer)
         for name, leaf, _ in self.named_leaves():
             if name not in states[0]:
                 continue
@@ -311,7 +312,8 @@ class StackedCLIP:
         return tokens.argmax(dim=-1)
 
     def _encode_texts(self, runs: list[int], texts: list[torch.Tensor], dense: bool):
-        """The texts of `runs` (each (n_j, context)) -> per run (pooled (n_j, E), token features or None)."""
+        """The texts of `runs` (each (n_j, context), best on the host: their lengths and order are worked
+        out there) -> per run (pooled (n_j, E), token features or None)."""
         from mosaictool.training.batch import length_buckets
 
         P = self.leaves
@@ -324,15 +326,22 @@ class StackedCLIP:
             empty = P["text_projection"].new_zeros(0, P["text_projection"].shape[1])
             return [empty] * r, [empty.new_zeros(0, 1, empty.shape[1])] * r
         # each run's texts sorted by length, empty texts first: rank j of every run in one bucket
-        lengths = [text_lengths(t).cpu() for t in texts]
+        texts = [t.cpu() for t in texts]
+        lengths = [text_lengths(t) for t in texts]
         order = [torch.argsort(ln, stable=True) for ln in lengths]
-        padded = torch.zeros(r, width, context, dtype=texts[0].dtype, device=self.device)
+        padded = torch.zeros(r, width, context, dtype=texts[0].dtype)
         profile = torch.zeros(width, dtype=torch.long)
+        ranks = []  # per run: the rank of each of its texts
         for j, (t, o, ln) in enumerate(zip(texts, order, lengths)):
             start = width - t.shape[0]
-            padded[j, start:] = t[o.to(t.device)].to(self.device)
+            padded[j, start:] = t[o]
             profile[start:] = torch.maximum(profile[start:], ln[o])
+            back = torch.empty_like(o)
+            back[o] = torch.arange(t.shape[0])
+            ranks.append(start + back)
         longest = max(1, int(profile.max()))
+        padded = padded.to(self.device, non_blocking=True)
+        where = torch.cat(ranks).to(self.device, non_blocking=True)
         # a bucket's tower call serves every run: its fixed price in texts is a single run's over R
         buckets = length_buckets(profile.clamp(min=1), self.max_buckets, overhead=max(1, 16 // r))
         ids = self.slot[padded[:, :, :longest]]
@@ -341,7 +350,7 @@ class StackedCLIP:
         flat = (ids.clamp(min=0) + torch.arange(r, device=self.device).view(r, 1, 1) * rows).reshape(-1)
         embedded = F.embedding(flat, table.reshape(r * rows, -1)).view(r, width, longest, -1)
         pool_at = self._pool_at(padded[:, :, :longest])
-        pooled_parts, token_parts, ranks = [], [], []
+        pooled_parts, token_parts = [], []
         for bucket in buckets:
             lo, hi = int(bucket[0]), int(bucket[-1]) + 1
             length = int(profile[lo:hi].max().clamp(min=1))
@@ -359,15 +368,14 @@ class StackedCLIP:
             else:
                 pooled = x[:, :, 0]
             pooled_parts.append(torch.bmm(pooled, proj))
-            ranks.append(torch.arange(lo, hi))
         pooled = torch.cat(pooled_parts, dim=1)  # rank order (the buckets cover the ranks in order)
         token_f = torch.cat(token_parts, dim=1) if dense else None
         out_pooled, out_tokens = [], []
-        for j, (t, o, ln) in enumerate(zip(texts, order, lengths)):
+        at = 0
+        for j, (t, ln) in enumerate(zip(texts, lengths)):
             n = t.shape[0]
-            back = torch.empty_like(o)
-            back[o] = torch.arange(n)
-            rank = (width - n + back).to(self.device)  # text i of run j sits at this rank
+            rank = where[at: at + n]  # text i of run j sits at rank[i]
+            at += n
             out_pooled.append(pooled[j].index_select(0, rank))
             if dense:
                 cut = max(1, int(ln.max())) if n else 1

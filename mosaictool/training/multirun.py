@@ -135,7 +135,7 @@ def _train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], 
         lr = _set_lr(optimizer, lr_at(cfg, step, total_steps))
         micro = [_next_micro_batches(r.batches, 1) for r in runs]
         batches = [m[0] for m in micro]
-        texts = [batch_tokens(b).to(device, non_blocking=True) for b in batches]
+        texts = [batch_tokens(b) for b in batches]  # on the host: the stack works out lengths there
         stack.use_tokens(texts, optimizer)
         optimizer.zero_grad(set_to_none=True)
         images = torch.stack([b.images.to(device, non_blocking=True) for b in batches])
@@ -144,7 +144,7 @@ def _train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], 
             out = stack.forward(images, texts, text_groups=text_groups, dense=dense)
         terms = []
         for j, (r, b) in enumerate(zip(runs, batches)):
-            feats = slot_features(b, out.image[j], out.texts[j], out.logit_scale[j], texts[j], device=device,
+            feats = slot_features(b, out.image[j], out.texts[j], out.logit_scale[j], texts[j].to(device), device=device,
                                   text_ids=r.cfg.merge_equal_texts,
                                   dense=(out.patches[j], out.tokens[j]) if r.method.dense else None)
             terms.append(losses[j](feats))
