@@ -4,8 +4,8 @@
    garbage-collector thresholds (700, 10, 10) against those the CLI sets (mosaictool.cli.main):
    the collector re-walks the records ever more often as they pile up.
 2. A CLIP fine-tuning run (400 steps, one thread, in a forked process as the demo's pool runs it)
-   with every image decoded once before the fork (training.data.decode_shard_images) against the
-   run decoding its own; the two runs' weights must be equal.
+   with every image decoded once before the fork (training.ShardCache.decode) against the run
+   decoding its own (the shards indexed before the fork for both); the two runs' weights must be equal.
 
     python perf/demo_data.py DEMO_OUT [--steps 400] [--repeats 2]
 
@@ -24,6 +24,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 CLI_THRESHOLDS = (50_000, 50, 1000)
+# what the forked runs read from this process (fork: inherited, not copied): the shards indexed, and
+# the same with every image decoded too
+INDEXED = None
+DECODED = None
 
 
 def read_seconds(path: Path, thresholds: tuple[int, int, int]) -> float:
@@ -47,17 +51,14 @@ def one_run(job) -> tuple[float, float]:
 
     from mosaictool.model.openclip import read_checkpoint
     from mosaictool.training import TrainConfig, train
-    from mosaictool.training import data as data_module
 
     out, steps, decoded = job
-    if not decoded:
-        data_module._DECODED.clear()  # this forked process only: the parent keeps them
     torch.set_num_threads(1)
     tc = TrainConfig(data=str(out / "shards"), out=tempfile.mkdtemp(), method="clip", model="mosaic-micro-p16",
                      pretrained=str(out / "base.pt"), augment=False, steps=steps, lr=5e-4, batch_size=32,
                      warmup=min(50, steps // 10), seed=0, quiet=True, device="cpu", num_workers=0)
     t = time.perf_counter()
-    final = train(tc)
+    final = train(tc, shards=DECODED if decoded else INDEXED)
     seconds = time.perf_counter() - t
     weights = read_checkpoint(final)["state_dict"]
     return seconds, float(sum(v.double().sum() for v in weights.values() if v.is_floating_point()))
@@ -67,7 +68,10 @@ def main() -> None:
     import open_clip  # noqa: F401  imported before the forks, as the demo does
 
     from mosaictool.model.openclip import model_config
-    from mosaictool.training.data import ImagePrep, decode_shard_images, preload_shards
+    from mosaictool.training import ShardCache
+    from mosaictool.training.data import ImagePrep
+
+    global INDEXED, DECODED
 
     ap = argparse.ArgumentParser()
     ap.add_argument("demo_out")
@@ -85,9 +89,11 @@ def main() -> None:
     print(f"  GC thresholds (700, 10, 10): {default:.1f} s; {CLI_THRESHOLDS}: {cli:.1f} s ({default / cli:.1f}x)")
 
     gc.set_threshold(*CLI_THRESHOLDS)
-    preload_shards(str(out / "shards"))
+    INDEXED, DECODED = ShardCache(), ShardCache()
+    INDEXED.preload(str(out / "shards"))
+    DECODED.preload(str(out / "shards"))
     t = time.perf_counter()
-    decode_shard_images(str(out / "shards"), ImagePrep.size_of(model_config("mosaic-micro-p16")))
+    DECODED.decode(str(out / "shards"), ImagePrep.size_of(model_config("mosaic-micro-p16")))
     decode_seconds = time.perf_counter() - t
     runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
     context = multiprocessing.get_context("fork")

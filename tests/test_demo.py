@@ -331,3 +331,28 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     one = evaluate_all(models, world, "world-val", families=["aro"])
     assert json.dumps(several) == json.dumps(one) and one[0]["model"] == "m1" and {r["model"] for r in one} == {"m1", "m2"}
     assert any(r["metric"] == "hits" for r in one)
+
+
+def test_runs_are_shared_out_evenly_and_a_process_error_comes_back(tmp_path):
+    """Each process gets about the same work and a share of every row; a run's error in a forked
+    process is the demo's error."""
+    from dataclasses import replace
+
+    from mosaictool.training import ShardCache, TrainConfig
+
+    base = TrainConfig(data="d", out="", steps=40, batch_size=32)
+    todo = [replace(base, out=f"{m}{s}", method=m, seed=s, method_options={"curriculum": True} if m == "mosaiclip" else {},
+                    record_hard_images=m == "negclip", batch_size=16 if m == "negclip" else 32)
+            for s in range(5) for m in ("clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft")]
+    shares = finetune.share_out(todo, 2)
+    assert sorted(tc.out for s in shares for tc in s) == sorted(tc.out for tc in todo)
+    texts = {tc.out: finetune._expected_texts(tc.method, tc.method_options, tc.steps) for tc in todo}
+    cost = [sum(tc.steps * tc.batch_size * (1 + tc.record_hard_images) + tc.batch_size * texts[tc.out] for tc in s)
+            for s in shares]
+    largest = max(tc.steps * tc.batch_size * (1 + tc.record_hard_images) + tc.batch_size * texts[tc.out] for tc in todo)
+    assert abs(cost[0] - cost[1]) <= largest
+    assert all({tc.method for tc in s} == {"clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft"} for s in shares)
+    assert finetune.share_out(todo[:1], 2) == [todo[:1]]
+    missing = TrainConfig(data=str(tmp_path / "nowhere.jsonl"), out=str(tmp_path / "r"), quiet=True)
+    with pytest.raises(MosaicError, match="nowhere.jsonl"):
+        finetune._train_in_processes([[missing], [replace(missing, out=str(tmp_path / "r2"))]], ShardCache())

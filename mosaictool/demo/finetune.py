@@ -87,7 +87,7 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path, out: Path, rows: lis
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
                              record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty())
             threads = 1 if at_once > 1 else None
-            # trained stacked with other runs (train_many): the same weights as alone up to float rounding
+            # trained by train_many (stacked with the runs that share its steps): alone's weights up to rounding
             key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha, "stacked": True,
                           **({"threads": threads} if threads else {})})
             run = out / "runs" / f"{slug(label)}-seed{seed}-{key}"

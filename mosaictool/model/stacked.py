@@ -1,14 +1,14 @@
 """Several open_clip CLIPs of one architecture run as one model: each weight of the R models stacked
 on a leading run dimension, every layer one batched op over the runs (`baddbmm`, a LayerNorm with
-per-run gain and bias), as ensembles are batched (Wortsman et al. 2022, model soups, batch the
-members' forward passes the same way; torch.func.stack_module_state stacks weights alike).
+per-run gain and bias), as PyTorch's model-ensembling recipe stacks its members' weights
+(torch.func.stack_module_state), written out by hand: vmap over functional_call measured slower
+here, and the towers' length buckets and lazy embedding rows need the shapes in hand.
 
-What it is for: the small models of the demo train ~10x below what a CPU core or a GPU can do per
-op, and pay the same per-op overhead (autograd, dispatch, kernel launch) whatever the op's size;
-stacked, R fine-tuning runs pay it once (mosaictool.training.multirun). Each run keeps its own
-weights, and the forward of run r is the forward of model r: the losses, gradients and optimiser
-steps of the runs never mix (the loss of the stack is the sum of the runs' losses, so run r's
-gradient is its own loss's).
+What it is for: the demo's tiny models pay a per-op price (autograd, dispatch, small kernels; on a
+GPU, launches) that does not grow with the op's size; stacked, R fine-tuning runs pay it once
+(mosaictool.training.multirun). Each run keeps its own weights, and the forward of run r is the
+forward of model r: the losses, gradients and optimiser steps of the runs never mix (the loss of
+the stack is the sum of the runs' losses, so run r's gradient is its own loss's).
 
 The text tower cuts its padding as the single-run forward does (mosaictool.training.batch.
 ContrastiveForward: under the causal mask no position after a text's end reaches its features),
@@ -54,8 +54,8 @@ def supports(model) -> str | None:
     if getattr(model, "logit_bias", None) is not None or not isinstance(getattr(model, "text_projection", None), nn.Parameter):
         return "it has a logit bias or a linear text projection"
     v = getattr(model, "visual", None)
-    if type(v) is not VisionTransformer:
-        return "its image tower is not open_clip's VisionTransformer"
+    if type(v) is not VisionTransformer or v.grid_size[0] != v.grid_size[1] or len(set(v.conv1.kernel_size)) != 1:
+        return "its image tower is not open_clip's VisionTransformer on square patches"
     if (v.attn_pool is not None or v.pool_type != "tok" or v.final_ln_after_pool or v.proj is None
             or not isinstance(v.patch_dropout, nn.Identity) or type(v.ln_pre) is not LayerNorm or v.conv1.bias is not None):
         return "its ViT pools or embeds patches other than with the class token"
@@ -123,7 +123,7 @@ class StackedCLIP:
         self.text_heads = first.transformer.resblocks[0].attn.num_heads
         self.image_layers = len(v.transformer.resblocks)
         self.text_layers = len(first.transformer.resblocks)
-        self.eps = v.ln_pre.eps
+        self.eps = {name: m.eps for name, m in first.named_modules() if isinstance(m, nn.LayerNorm)}
         self.quick_gelu = not isinstance(v.transformer.resblocks[0].mlp.gelu, nn.GELU)
         self.gelu_approximate = "none" if self.quick_gelu else v.transformer.resblocks[0].mlp.gelu.approximate
         self.pool_type = first.text_pool_type
@@ -234,7 +234,7 @@ class StackedCLIP:
         """LayerNorm over the last dim with run r's gain and bias on x[r] (x: (R, ..., D))."""
         w, b = self.leaves[name + ".weight"][runs], self.leaves[name + ".bias"][runs]
         shape = (w.shape[0],) + (1,) * (x.ndim - 2) + (w.shape[1],)
-        y = F.layer_norm(x, x.shape[-1:], eps=self.eps)
+        y = F.layer_norm(x, x.shape[-1:], eps=self.eps[name])
         return torch.addcmul(b.view(shape).to(y.dtype), y, w.view(shape).to(y.dtype))
 
     def _linear(self, x: torch.Tensor, weight: str, bias: str, runs=slice(None), rows=slice(None)) -> torch.Tensor:
@@ -281,7 +281,9 @@ class StackedCLIP:
         P = self.leaves
         r, b, c = images.shape[:3]
         g, p = self.grid, self.patch
-        x = images[..., : g * p, : g * p].reshape(r, b, c, g, p, g, p).permute(0, 1, 3, 5, 2, 4, 6).reshape(r, b * g * g, c * p * p)
+        # the patch embedding (a convolution with stride = kernel) as a matmul over the cut-out patches
+        x = images[..., : g * p, : g * p].reshape(r, b, c, g, p, g, p).permute(0, 1, 3, 5, 2, 4, 6)
+        x = x.reshape(r, b * g * g, c * p * p)
         w = P["visual.conv1.weight"]
         x = torch.bmm(x, w.reshape(r, w.shape[1], -1).transpose(1, 2).to(x.dtype)).view(r, b, g * g, -1)
         cls = P["visual.class_embedding"].view(r, 1, 1, -1).expand(r, b, 1, -1).to(x.dtype)
