@@ -3,7 +3,7 @@ one torch thread per core, each training one run after another with `train`) aga
 steps taken together (training.train_many: each process trains its share of the runs as one
 stacked model, demo.finetune.share_out), alternated in one session, on the demo's rows and settings.
 
-    python perf/multirun_speed.py DEMO_OUT [--steps 100] [--seeds 5] [--processes 2] [--repeats 2]
+    python perf/multirun_speed.py DEMO_OUT [--steps 100] [--seeds 5] [--processes 2] [--repeats 2] [--steady]
 
 DEMO_OUT is a `mosaictool demo` folder (its shards/ and base.pt; `demo --quick` makes a small one:
 the step's cost does not depend on the world's size). The demo's settings otherwise: 32 images per
@@ -13,7 +13,11 @@ processes used (robust to other load on a shared machine, which stretches wall t
 the steady-state step ratio (from each run's metrics.jsonl: the median seconds of one step of every
 run, alone summed over the runs, together over each process's groups; without the runs' set-up,
 which weighs more at fewer steps than the demo's 400); and how far each run's weights are from its
-weights alone: |together - alone| / |alone - base|. Nothing is asserted.
+weights alone: |together - alone| / |alone - base|. With --steady instead, in this process (one
+thread), the CPU seconds of the steps alone (set-up left out) of one process's share of the runs:
+each run's steps alone (loop.run_loop), then all of them together (multirun.train_stacked),
+alternated: the ratio the pool reaches when set-up is negligible (the demo's 400 steps). Nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from mosaictool.demo.finetune import _expected_texts, _train_in_processes, plann
 from mosaictool.model.openclip import model_config, read_checkpoint
 from mosaictool.training import ShardCache, train
 from mosaictool.training.data import ImagePrep
+from mosaictool.training.loop import run_loop, setup
+from mosaictool.training.multirun import shared_key, train_stacked
 
 SHARED: ShardCache | None = None  # the pool's processes read the parent's (forked), as the demo's did
 
@@ -84,6 +90,33 @@ def steady_work(way: str, todo: list, processes: int) -> float:
     return total
 
 
+def steady_cpu(cfg: DemoConfig, shards: Path, base: Path, tmp: Path, processes: int, repeats: int) -> None:
+    """CPU seconds of the steps of one process's share, alone vs together (see the module doc)."""
+    torch.set_num_threads(1)
+    cpu: dict[str, list[float]] = {"alone": [], "together": []}
+    for r in range(repeats):
+        for way in (["alone", "together"] if r % 2 == 0 else ["together", "alone"]):
+            _, todo = planned_runs(cfg, shards, base, tmp / f"steady-{way}{r}")
+            share = share_out(todo, processes)[0]
+            runs = [setup(tc, False, SHARED) for tc in share]
+            c = time.process_time()
+            if way == "alone":
+                for run in runs:
+                    run_loop(run)
+            else:
+                groups: dict[tuple, list] = {}
+                for run in runs:
+                    groups.setdefault(shared_key(run), []).append(run)
+                for group in groups.values():
+                    train_stacked(group)
+            cpu[way].append(time.process_time() - c)
+    alone, together = statistics.median(cpu["alone"]), statistics.median(cpu["together"])
+    steps = len(share) * cfg.finetune_steps
+    print(f"steady state, one process's share ({len(share)} runs, {cfg.finetune_steps} steps, 1 thread, CPU seconds of "
+          f"the steps, median of {repeats} alternated): alone {alone:.1f} s ({1000 * alone / steps:.1f} ms a run-step), "
+          f"together {together:.1f} s ({1000 * together / steps:.1f} ms): {alone / together:.2f}x")
+
+
 def distance(a: Path, b: Path, base: dict) -> float:
     wa, wb = read_checkpoint(a)["state_dict"], read_checkpoint(b)["state_dict"]
     diff = torch.cat([(wa[k] - wb[k]).flatten() for k in wb]).norm()
@@ -101,6 +134,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--steady", action="store_true", help="only the steps' CPU time, in this process")
     args = ap.parse_args()
     demo = Path(args.demo_out)
     model = json.loads((demo / "demo_config.json").read_text())["model"]
@@ -110,6 +144,9 @@ def main() -> None:
     SHARED = ShardCache()
     SHARED.decode(str(shards), ImagePrep.size_of(model_config(model)))
     tmp = Path(tempfile.mkdtemp(prefix="multirun-speed-"))
+    if args.steady:
+        steady_cpu(cfg, shards, base, tmp, args.processes, args.repeats)
+        return
     ways = {"alone": train_alone, "together": train_together}
     wall: dict[str, list[float]] = {w: [] for w in ways}
     cpu: dict[str, list[float]] = {w: [] for w in ways}
