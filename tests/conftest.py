@@ -45,3 +45,12 @@ def real_captions(shared_benchmarks) -> list[str]:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def shell_env(tmp_path_factory) -> dict[str, str]:
+    """The environment for a shell script that calls `mosaictool` (and `duckdb`) by name: shims on
+    PATH to the interpreter running the tests, whether or not its virtualenv is activated."""
+    from clirun import shell_env
+
+    return shell_env(tmp_path_factory.mktemp("bin"))

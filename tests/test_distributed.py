@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
+import clirun
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from clirun import TORCHRUN
+from train_fixtures import make_world, write_tiny_model
 
 
 METHODS = ("mosaiclip", "negclip")
@@ -94,19 +91,15 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
 @pytest.mark.slow
 def test_torchrun_end_to_end_matches_one_process(tmp_path):
     """The real command under torchrun (2 gloo ranks × 2 images) ends where 1 process × 4 images does."""
-    torchrun = shutil.which("torchrun")
-    if torchrun is None:
-        pytest.skip("torchrun not on PATH")
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
     common = ["--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
               "--warmup", "1", "--lr", "1e-6", "--device", "cpu", "-q"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    two = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
+    two = subprocess.run([*TORCHRUN, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
                           "train", "--out", str(tmp_path / "two"), "--batch-size", "2", "--local-loss", *common],
                          capture_output=True, text=True, env=env, timeout=300)
     assert two.returncode == 0, two.stderr[-3000:]
-    one = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--out", str(tmp_path / "one"), "--batch-size",
-                          "4", *common], capture_output=True, text=True, env=env, timeout=300)
+    one = clirun.run("train", "--out", tmp_path / "one", "--batch-size", "4", *common, env=env, timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]
     from mosaictool.model import openclip
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,8 +23,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import clirun
 import pytest
 import torch
+from clirun import TORCHRUN
 from PIL import Image
 
 from mosaictool.cli import app
@@ -159,8 +160,7 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
                           env={**os.environ, "MOSAICTOOL_GPU_TESTS_ON_CPU": "1" if ON_CPU else "0"})
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     assert openclip.read_checkpoint(out / "last.pt")["step"] == 4 and not (out / "final.pt").exists()
-    resumed = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--resume", str(out), "-q"],
-                             capture_output=True, text=True, timeout=600)
+    resumed = clirun.run("train", "--resume", out, "-q")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     a, b = weights(reference), weights(out / "final.pt")
     for name in a:  # same seeds, same data order, RNG states restored (CUDA's included)
@@ -170,17 +170,11 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
 
 # ---- torchrun -------------------------------------------------------------------------------------
 
-def _torchrun() -> str:
-    path = shutil.which("torchrun")
-    if path is None:
-        pytest.skip("torchrun not on PATH")
-    return path
-
 
 def test_torchrun_one_rank_default_device(world, tmp_path):
     """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (issue 14's crash)."""
     data, model_cfg = world
-    proc = subprocess.run([_torchrun(), "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool", "train",
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool", "train",
                            "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
                            "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -211,11 +205,11 @@ NCCL_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_torchrun_nccl_collectives(tmp_path, ranks):
-    if ranks > (1 if ON_CPU else torch.cuda.device_count()):
-        pytest.skip(f"{ranks} ranks need {ranks} GPUs")
+    if not ON_CPU and ranks > torch.cuda.device_count():
+        pytest.skip(f"{ranks} ranks need {ranks} GPUs")  # on the CPU: gloo, any number of ranks
     script = tmp_path / "collectives.py"
     script.write_text(NCCL_SCRIPT)
-    proc = subprocess.run([_torchrun(), "--nproc_per_node", str(ranks), "--master_port", str(_free_port()), str(script)],
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(ranks), "--master_port", str(_free_port()), str(script)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = sorted((json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")), key=lambda r: r["rank"])
