@@ -45,6 +45,7 @@ KINDS COVERED: 70 distinct inputs (a parametrized case counts only when its inpu
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -343,16 +344,33 @@ def test_full_disk_as_stdout(case):
                                   "free space or choose another -o"
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions")
+@contextlib.contextmanager
+def unwritable(folder: Path):
+    """`folder` made unwritable: by its permission bits, or, for root (whom they do not stop), by the
+    immutable flag (chattr +i; ext4, xfs, btrfs)."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o555)
+        try:
+            yield
+        finally:
+            os.chmod(folder, 0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root on a file system without chattr +i: no folder is unwritable for root here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
 def test_read_only_output_folder(case):
     src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
     case.freeze()
-    os.chmod(case.dst, 0o555)
-    try:
+    with unwritable(case.dst):
         assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{case.dst / 'g.jsonl'}: cannot write",
-                       "-o")
-    finally:
-        os.chmod(case.dst, 0o755)
+                       "permission denied", "-o")
     case.untouched()
 
 
