@@ -21,10 +21,10 @@ VIDEO_FRAMES = [3, 10, 27, 100, 2, 45, 9, 61, 88, 14]  # sorted by int: 2 3 9 10
 
 
 @pytest.fixture(scope="module")
-def root(shared_benchmarks, tmp_path_factory) -> Path:
+def root(real_benchmarks, tmp_path_factory) -> Path:
     r = tmp_path_factory.mktemp("imagecode_root")
     (r / "imagecode" / "data").mkdir(parents=True)
-    (r / "imagecode" / "data" / "valid_data.json").symlink_to(shared_benchmarks / "imagecode" / "data" / "valid_data.json")
+    (r / "imagecode" / "data" / "valid_data.json").symlink_to(real_benchmarks / "imagecode" / "data" / "valid_data.json")
     return r
 
 
@@ -52,8 +52,8 @@ def test_real_valid_split_counts(root):
     assert {it.meta["subtask"] for it in BENCHMARK.load(root, subtasks=["static"])} == {"static"}
 
 
-def test_images_sorted_by_frame_number_and_missing_sets_reported(root, tmp_path, shared_benchmarks):
-    data = json.loads((shared_benchmarks / "imagecode" / "data" / "valid_data.json").read_text())
+def test_images_sorted_by_frame_number_and_missing_sets_reported(root, tmp_path, real_benchmarks):
+    data = json.loads((real_benchmarks / "imagecode" / "data" / "valid_data.json").read_text())
     video = next(d for d in data if "open-images" not in d)
     r = tmp_path
     (r / "imagecode" / "data").mkdir(parents=True)

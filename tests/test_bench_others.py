@@ -364,7 +364,7 @@ def _split(percent: float, n: int) -> list[bool]:
     return [True] * k + [False] * (n - k)
 
 
-def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
+def test_headlines_reproduce_vl_compo_meta_averages(real_benchmarks):
     """Cases built to hit vl_compo's per-subtask values must give its published meta-averages
     (results.csv); where the real case counts are unknown, n = 1000 per part bounds the rounding."""
     from mosaictool.bench.imagecode import BENCHMARK as IMAGECODE
@@ -374,7 +374,7 @@ def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
     VLC = VL_CHECKLIST[0]
 
     two = {True: np.array([[0.9, 0.1]]), False: np.array([[0.1, 0.9]])}
-    for model, summary in _reference_models(shared_benchmarks, 3):
+    for model, summary in _reference_models(real_benchmarks, 3):
         def value(col: str) -> float:
             return float(model[col])
 
