@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch is imported)
 
+# isort: split
+
 import json
 import lzma
 import os

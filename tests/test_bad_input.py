@@ -59,9 +59,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mosaictool.cli import app
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
 
@@ -1013,9 +1011,9 @@ def test_sigint_in_the_middle_of_evaluate(case, ckpts, bench_root):
 def test_signals_in_the_middle_of_train_then_resume_is_bit_exact(case, world):
     import signal
 
-    import clirun
     import torch
 
+    import clirun
     from mosaictool.model import openclip
 
     def mosaictool(*cmd):

@@ -9,7 +9,7 @@ from PIL import Image
 
 from mosaictool.bench import get, metrics, registry
 from mosaictool.bench.base import ImageRef, Item, xywh_box
-from mosaictool.bench.engine import EngineOptions, Encoder, drop_missing, evaluate, parse_bench_spec, similarities
+from mosaictool.bench.engine import Encoder, EngineOptions, drop_missing, evaluate, parse_bench_spec, similarities
 from mosaictool.errors import MosaicError
 
 # ---------------------------------------------------------------- metrics

@@ -14,12 +14,12 @@ import pytest
 
 from mosaictool.bench import get
 from mosaictool.bench.base import HEADLINE, ImageRef, Item
-from mosaictool.errors import MosaicError
 from mosaictool.bench.eqben import BENCHMARK as EQBEN
 from mosaictool.bench.spec import BENCHMARK as SPEC
 from mosaictool.bench.svo_probes import BENCHMARK as SVO
 from mosaictool.bench.whatsup import BENCHMARK as WHATSUP
 from mosaictool.bench.winoground import BENCHMARK as WINO
+from mosaictool.errors import MosaicError
 
 # s[image, caption] for one Winoground-style pair
 PERFECT = [[0.9, 0.1], [0.1, 0.9]]

@@ -6,12 +6,12 @@ import os
 import socket
 import subprocess
 
-import clirun
 import pytest
 import torch
+
+import clirun
 from clirun import TORCHRUN
 from train_fixtures import make_world, write_tiny_model
-
 
 METHODS = ("mosaiclip", "negclip")
 
@@ -27,8 +27,8 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
     forward -> slot features -> loss -> backward."""
     import open_clip
 
-    from mosaictool.model import openclip
     from mosaictool import methods
+    from mosaictool.model import openclip
     from mosaictool.training.batch import ContrastiveForward, batch_features
     from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
     from mosaictool.training.distributed import DistInfo, mean_over_ranks

@@ -23,19 +23,17 @@ import sys
 import textwrap
 from pathlib import Path
 
-import clirun
 import pytest
 import torch
-from clirun import TORCHRUN
 from PIL import Image
 
+import clirun
+from clirun import TORCHRUN
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.config import PRECISIONS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import add_fsc_negatives, make_world, write_tiny_model  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
 ON_CPU = not torch.cuda.is_available() and os.environ.get("MOSAICTOOL_GPU_TESTS_ON_CPU", "1") != "0"
 pytestmark = [

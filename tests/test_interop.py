@@ -12,11 +12,9 @@ import pytest
 import torch
 
 from mosaictool.io import read_records
-from mosaictool.training import TrainConfig, train
 from mosaictool.stages.shard import write_shards
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.training import TrainConfig, train
+from train_fixtures import make_world, write_tiny_model
 
 # open_clip_train 3.3 groups tar members without handling the end-of-shard marker `{}` that
 # webdataset >= 0.2.96 yields by default (KeyError: 'fname'; open_clip issue #935): passing

@@ -3,17 +3,14 @@ open_clip model with the LoRA model's embeddings."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import write_tiny_model  # noqa: E402
-
-from mosaictool.errors import MosaicError  # noqa: E402
-from mosaictool.model import lora, openclip  # noqa: E402
+from mosaictool.errors import MosaicError
+from mosaictool.model import lora, openclip
+from train_fixtures import write_tiny_model
 
 
 @pytest.fixture
@@ -99,9 +96,8 @@ def test_bad_rank_is_a_clear_error(tiny):
 
 @pytest.fixture
 def run_config(tmp_path):
-    from train_fixtures import make_world
-
     from mosaictool.training import TrainConfig
+    from train_fixtures import make_world
 
     data, model_cfg = make_world(tmp_path / "w", n=8), write_tiny_model(tmp_path)
     return lambda out, **kw: TrainConfig(**{**dict(data=str(data), out=str(tmp_path / out), model_config=str(model_cfg),

@@ -17,8 +17,7 @@ import pytest
 
 from mosaictool import methods
 from mosaictool.training import TrainConfig, train
-
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 PROBS = {"obj": 0.2, "attr": 0.4, "rel": 0.4}
 SELECTIONS = [

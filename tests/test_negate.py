@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
-from mosaictool import perturb
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import _Sampler, graph_candidates, graph_negatives, negate, parse_probs, parse_text_methods
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,7 @@ import torch
 from mosaictool import methods
 from mosaictool.methods.probe_ft import DEFAULTS, choose_swap
 from mosaictool.methods.probe_ft_loss import ProbeFTLoss
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 
 def _unit(*shape):

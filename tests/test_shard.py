@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 
+from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool import methods
-from mosaictool.training.data import TrainData
 from mosaictool.training import TrainConfig, train
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.training.data import TrainData
+from train_fixtures import make_world, write_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.data import BatchPlan, SamplerConfig
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, train_killed_at, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, train_killed_at, write_tiny_model
 
 
 @pytest.fixture(scope="module")

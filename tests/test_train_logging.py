@@ -5,20 +5,17 @@ changes the trained weights or --resume."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
-
-from mosaictool.cli import app  # noqa: E402
-from mosaictool.errors import MosaicError  # noqa: E402
-from mosaictool.model import openclip  # noqa: E402
-from mosaictool.training import TrainConfig, train  # noqa: E402
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from mosaictool.model import openclip
+from mosaictool.training import TrainConfig, train
+from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
 

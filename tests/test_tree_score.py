@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mosaictool.cli import app
 from mosaictool.analysis import tree_score as ts
+from mosaictool.cli import app
 
 CAPTIONS = [
     "A man riding a horse on the beach.",
