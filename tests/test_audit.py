@@ -50,7 +50,8 @@ def test_is_true_relations_on_both_axes():
     assert true(circle, square, relations=[(0, "to the left of", 1)])
     assert true(circle, square, relations=[(0, "left of", 1)]) and true(square, circle, relations=[(0, "on the right of", 1)])
     assert not true(circle, square, relations=[(0, "to the right of", 1)])
-    assert not true(circle, square, relations=[(0, "above", 1)]) and not true(circle, square, relations=[(0, "below", 1)])  # one row
+    assert not true(circle, square, relations=[(0, "above", 1)]) and not true(circle, square,
+                                                                              relations=[(0, "below", 1)])  # one row
     assert true(circle, star, relations=[(0, "above", 1)]) and true(circle, star, relations=[(0, "over", 1)])
     assert true(star, circle, relations=[(0, "sits under", 1)]) and not true(circle, star, relations=[(0, "below", 1)])
     assert true(square, star, relations=[(0, "above", 1)]) and true(square, star, relations=[(0, "to the right of", 1)])
@@ -178,7 +179,8 @@ def parsed_graph(mentions: dict) -> dict:
 
         head = SHAPE_PLURALS[m["noun"]] if plural else m["noun"]
         modifiers = [{"dep": "nummod", "span": NUMBERS[count]}] if count is not None else [{"dep": "det", "span": "a"}]
-        entities.append({"span": head, "head": head, "lemma_head": m["noun"], "attributes": list(m["attributes"]), "modifiers": modifiers})
+        entities.append({"span": head, "head": head, "lemma_head": m["noun"], "attributes": list(m["attributes"]),
+                         "modifiers": modifiers})
     relations = [{"subject": r["subject"], "object": r["object"], "relation": r["text"]} for r in mentions["relations"]]
     return {"entities": entities, "relations": relations}
 

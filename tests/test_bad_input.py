@@ -426,7 +426,8 @@ def test_broken_vocabulary_file(case, vocab_copy, kind, content, message):
     (vocab_copy / "objects.tsv").write_bytes(content if isinstance(content, bytes) else content.encode())
     case.freeze()
     assert_refused(invoke(["vocab", "show", "--vocab", vocab_copy]), message)
-    graphs = case.file("sub.jsonl", invoke(["decompose", "-q"], input=jsonl({"id": 1, "caption": "a dog", "graph": GRAPH})).stdout)
+    graphs = case.file("sub.jsonl", invoke(["decompose", "-q"], input=jsonl({"id": 1, "caption": "a dog",
+                                                                             "graph": GRAPH})).stdout)
     case.freeze()
     assert_refused(invoke(["negate", graphs, "--vocab", vocab_copy, "-o", case.dst / "n.jsonl", "-q"]), message)
     case.untouched()

@@ -80,7 +80,8 @@ def _case(sub: str, target: int, column) -> tuple[Item, np.ndarray]:
 
 def test_top1_ties_go_to_the_lowest_index():
     tie = [0.5, 0.1, 0.1, 0.1, 0.1, 0.5, 0.1, 0.1, 0.1, 0.1]
-    cases = [_case("videos", 0, tie), _case("videos", 5, tie), _case("static", 3, np.eye(10)[3]), _case("static", 3, np.eye(10)[4])]
+    cases = [_case("videos", 0, tie), _case("videos", 5, tie), _case("static", 3, np.eye(10)[3]),
+             _case("static", 3, np.eye(10)[4])]
     rows = {(r["subtask"], r["metric"]): r for r in BENCHMARK.score(*map(list, zip(*cases)))}
     assert rows[("videos", "accuracy")]["value"] == 0.5
     assert rows[("static", "accuracy")]["value"] == 0.5
@@ -102,7 +103,8 @@ def test_end_to_end_with_placeholder_images(root):
 
     items = BENCHMARK.load(root, limit=1)
     for it in items:
-        _make_set(Path(it.images[0].path).parent.parent / it.meta["set"], VIDEO_FRAMES if it.meta["subtask"] == "videos" else range(10))
+        _make_set(Path(it.images[0].path).parent.parent / it.meta["set"],
+                  VIDEO_FRAMES if it.meta["subtask"] == "videos" else range(10))
     bundle = create("mosaic-tiny", None, seed=0)
     rows = list(evaluate([(BENCHMARK, None)], [("tiny", bundle)], root, EngineOptions(limit=1, quiet=True)))
     assert {(r["subtask"], r["n"]) for r in rows} == {("videos", 1), ("static", 1), (HEADLINE, 2)}

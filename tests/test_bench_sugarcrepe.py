@@ -15,7 +15,8 @@ from mosaictool.bench.base import HEADLINE
 from mosaictool.bench.engine import drop_missing
 from mosaictool.errors import MosaicError
 
-COUNTS = {"add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652, "replace_rel": 1406, "swap_att": 666, "swap_obj": 245}
+COUNTS = {"add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652, "replace_rel": 1406,
+          "swap_att": 666, "swap_obj": 245}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,8 @@ def test_swap_obj_keys_are_not_contiguous(root):
     keys = [it.meta["key"] for it in items]
     assert "108" not in keys and "107" in keys and "109" in keys and len(keys) == 245
     first = items[0]
-    assert first.texts == ["A cat sits on its hind legs, and swats at the plant.", "A cat sits on the plant, and swats at its hind legs."]
+    assert first.texts == ["A cat sits on its hind legs, and swats at the plant.",
+                           "A cat sits on the plant, and swats at its hind legs."]
     assert first.images[0].path == str(root / "coco" / "val2017" / "000000222235.jpg")
 
 

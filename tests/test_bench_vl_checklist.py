@@ -68,7 +68,8 @@ def test_corpus_table_matches_the_real_yaml_files(shared_vl_checklist):
     for y in corpus.rglob("*.yaml"):
         fields = dict(line.split(": ", 1) for line in y.read_text().splitlines() if ": " in line)
         category = str(y.parent.relative_to(corpus)).replace("/", "_")
-        found[f"{category}_{y.stem}"] = (category, fields["IMG_ROOT"].strip('"').rstrip("/"), fields["ANNO_PATH"].strip('"')[len("data/"):])
+        found[f"{category}_{y.stem}"] = (category, fields["IMG_ROOT"].strip('"').rstrip("/"),
+                                         fields["ANNO_PATH"].strip('"')[len("data/"):])
     assert found == SOURCES
     grouping = json.loads((shared_vl_checklist / "corpus.json").read_text())
     assert sorted(n for g in grouping.values() for names in g.values() for n in names) == sorted(SOURCES)

@@ -90,7 +90,8 @@ def test_missing_gpu_names_the_flag(no_cuda, requested):
 
 
 def test_gpu_index_out_of_range(cuda):
-    with pytest.raises(MosaicError, match=r"--device cuda:2: GPU 2 does not exist, 2 visible.*cuda:0 \.\. cuda:1 or --device cpu"):
+    with pytest.raises(MosaicError,
+                       match=r"--device cuda:2: GPU 2 does not exist, 2 visible.*cuda:0 \.\. cuda:1 or --device cpu"):
         resolve_device("cuda:2")
 
 
@@ -262,7 +263,8 @@ def test_gpu_train_arguments():
     assert 1 <= args.workers <= os.cpu_count() and args.batch_size >= 1 and 0 <= args.skip < args.steps - 1
     assert gt.parse_args(["--workers", "0"]).workers == 0
     assert gt.parse_args(["--methods", "clip, mosaiclip", "--compile"]).methods == ["clip", "mosaiclip"]
-    for bad in (["--methods", "simclr"], ["--steps", "0"], ["--steps", "5", "--skip", "4"], ["--precision", "fp8"], ["--workers", "-1"]):
+    for bad in (["--methods", "simclr"], ["--steps", "0"], ["--steps", "5", "--skip", "4"],
+                ["--precision", "fp8"], ["--workers", "-1"]):
         with pytest.raises(SystemExit) as e:
             gt.parse_args(bad)
         assert e.value.code == 2

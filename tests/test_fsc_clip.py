@@ -607,7 +607,8 @@ def test_recipes_are_the_authors_settings(tmp_path, recipe, lr, lora_rank):
 
     cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="fsc-clip")
     got = with_recipe(cfg, recipe).resolved()
-    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert got.grad_clip is None and got.precision == "amp" and got.crop_scale == (0.9, 1.0)
     assert (got.optimizer, got.beta1, got.beta2, got.eps) == ("adamw", 0.9, 0.98, 1e-6)
     assert got.merge_equal_texts is False and got.method_options["empty_hn_slots"] == "zero"
@@ -631,7 +632,8 @@ def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypat
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 0, result.output
     cfg = seen[-1]
-    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert cfg.grad_clip is None and cfg.precision == "amp" and tuple(cfg.crop_scale) == (0.9, 1.0)
     assert cfg.method_options["lambda_global"] == 0.5 and cfg.method_options["label_smoothing"] == 0.02
     result = CliRunner().invoke(app, base + ["--lr", "1e-4", "--grad-clip", "2", "--batch-size", "8", "--precision", "fp32",

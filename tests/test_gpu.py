@@ -115,7 +115,8 @@ def test_accum_freq_equals_the_big_batch(world, tmp_path):
 
 def test_grad_checkpointing_and_hard_image_mining(world, tmp_path):
     out = tmp_path / "neg"
-    final, _ = run_on_device(config(world, out, method="negclip", hard_images=2, record_hard_images=False, grad_checkpointing=True,
+    final, _ = run_on_device(config(world, out, method="negclip", hard_images=2, record_hard_images=False,
+                                    grad_checkpointing=True,
                                     precision="fp32" if ON_CPU else "amp_bf16", accum_freq=2))
     mined = json.loads((out / "mined_hard_images.json").read_text())
     assert len(mined) == 16 and all(len(n) == 2 and i not in n for i, n in enumerate(mined))
@@ -172,9 +173,10 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
 def test_torchrun_one_rank_default_device(world, tmp_path):
     """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (issue 14's crash)."""
     data, model_cfg = world
-    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool", "train",
-                           "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
-                           "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool",
+                           "train", "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip",
+                           "--steps", "2", "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == str(tmp_path / "run" / "final.pt")
 
@@ -245,7 +247,8 @@ def test_evaluate_on_the_gpu(trained, tmp_path, runner):
     results = {}
     for device in (None, "cuda" if not ON_CPU else "cpu", "cpu"):
         out = tmp_path / f"r-{device}.jsonl"
-        args = ["evaluate", "--bench", "sugarcrepe:add_att", "-c", str(trained[1]), "--data-root", str(tmp_path), "-o", str(out), "-q"]
+        args = ["evaluate", "--bench", "sugarcrepe:add_att", "-c", str(trained[1]), "--data-root",
+                str(tmp_path), "-o", str(out), "-q"]
         result = runner.invoke(app, args + ([] if device is None else ["--device", device]))
         assert result.exit_code == 0, result.output
         results[device] = [json.loads(x) for x in out.read_text().splitlines()]

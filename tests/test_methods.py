@@ -262,8 +262,10 @@ def test_mosaiclip_text_negatives_variant_draws_the_caption_level_negatives_only
         "positives": [{"text": "a red star above a blue cross", "kind": "caption"}, {"text": "a red star", "kind": "object"}],
         "negatives": [
             {"text": "a blue star", "kind": "graph", "category": "obj", "positive": 1, "key": "star[blue]"},
-            {"text": "a blue cross above a red star", "kind": "text", "category": "rel", "transform": "negclip:np", "positive": 0},
-            {"text": "a red star above a green cross", "kind": "text", "category": "attr", "transform": "replace:att", "positive": 0},
+            {"text": "a blue cross above a red star", "kind": "text", "category": "rel",
+             "transform": "negclip:np", "positive": 0},
+            {"text": "a red star above a green cross", "kind": "text", "category": "attr",
+             "transform": "replace:att", "positive": 0},
         ]}}
     graph = methods.create("mosaiclip").select(record, random.Random(0), 3, 6)
     text = methods.create("mosaiclip", {"negatives": "text"}).select(record, random.Random(0), 3, 6)

@@ -185,7 +185,8 @@ def test_pipeline_end_to_end(tmp_path):
     caps = tmp_path / "caps.jsonl"
     caps.write_text("".join(json.dumps({"id": i, "caption": c}) + "\n" for i, c in enumerate(
         ["A man riding a horse on the beach.", "Two red apples next to a small wooden bowl."])))
-    steps = [["parse", str(caps)], ["decompose", "--max", "3"], ["negate", "--max", "6", "--seed", "0", "--text", "negclip,order"],
+    steps = [["parse", str(caps)], ["decompose", "--max", "3"], ["negate", "--max", "6", "--seed", "0",
+                                                                 "--text", "negclip,order"],
              ["template"]]
     data = None
     for step in steps:
@@ -195,7 +196,8 @@ def test_pipeline_end_to_end(tmp_path):
     out = [json.loads(x) for x in data.splitlines()]
     assert [r["id"] for r in out] == [0, 1]
     for r in out:
-        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None, "key": r["subgraph_keys"][0]}
+        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None,
+                                              "key": r["subgraph_keys"][0]}
         assert all(p["key"] in r["subgraph_keys"] for p in r["texts"]["positives"])
         assert all((n["key"] is None) == (n["kind"] == "text") for n in r["texts"]["negatives"])
         kinds = {n["kind"] for n in r["texts"]["negatives"]}

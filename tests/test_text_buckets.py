@@ -149,7 +149,8 @@ def test_a_text_with_token_zero_inside_keeps_its_end_token(bundle):
     with torch.no_grad():
         full = bundle.model.encode_text(tokens, normalize=True)
         torch.testing.assert_close(encode_text(bundle.model, tokens), full, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(ContrastiveForward(bundle.model)(torch.randn(1, 3, 32, 32), tokens)[1], full, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ContrastiveForward(bundle.model)(torch.randn(1, 3, 32, 32), tokens)[1],
+                                   full, rtol=1e-5, atol=1e-6)
 
 
 def test_encode_text_runs_the_tower_on_the_longest_text_only(bundle):

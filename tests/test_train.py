@@ -132,7 +132,8 @@ def first_step_gradients(cfg: TrainConfig) -> tuple[float, dict]:
 
 def test_accumulation_equals_the_big_batch(world, tmp_path):
     """Two micro-batches of 2 give the loss and gradients of one batch of 4 (same images, same texts)."""
-    loss_big, big = first_step_gradients(config(world, tmp_path / "big", method="mosaiclip", steps=1, batch_size=4, grad_clip=None))
+    loss_big, big = first_step_gradients(config(world, tmp_path / "big", method="mosaiclip", steps=1,
+                                                batch_size=4, grad_clip=None))
     loss_acc, acc = first_step_gradients(
         config(world, tmp_path / "acc", method="mosaiclip", steps=1, batch_size=2, accum_freq=2, grad_clip=None)
     )
@@ -311,7 +312,8 @@ def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
 
     one = train(config(world, tmp_path / "one", method="clip", steps=3, record_hard_images=True, log_every=1))
     two = train_in_local_ranks(config(world, tmp_path / "two", method="clip", steps=3, record_hard_images=True, log_every=1), 2)
-    losses = [[json.loads(line)["loss"] for line in (Path(p).parent / "metrics.jsonl").read_text().splitlines()] for p in (one, two)]
+    losses = [[json.loads(line)["loss"] for line in (Path(p).parent / "metrics.jsonl").read_text().splitlines()]
+              for p in (one, two)]
     assert len(losses[0]) == 3 and losses[0] == pytest.approx(losses[1], abs=1e-5)
     assert_same_weights(weights(one), weights(two), atol=1e-5)
 
