@@ -277,7 +277,6 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
 
 
 def _fsc_world(folder, n=8, without_hn=(1,)):
-
     from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
     return add_fsc_negatives(make_world(folder / "w", n=n), without_hn=without_hn), write_tiny_model(folder)
@@ -301,7 +300,6 @@ def test_missing_hn_kinds_name_negate_text(tmp_path):
     """make_world's records have negclip swaps only: fsc-clip refuses them, naming the kinds that are
     missing and the stage that adds them, before any run folder is written. (The first test here to
     build a model: it pays open_clip's import.)"""
-
     from mosaictool.errors import MosaicError
     from mosaictool.training import train
     from train_fixtures import make_world, write_tiny_model
