@@ -957,6 +957,7 @@ def _assert_stopped(code: int, err: str, sig: int) -> None:
     assert (code, err.strip().splitlines()[-1]) == expected, (code, err[-2000:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage, sig", [("parse", "SIGINT"), ("negate", "SIGTERM")])
 def test_signal_in_the_middle_of_a_record_stage(case, stage, sig):
     import signal
@@ -975,6 +976,7 @@ def test_signal_in_the_middle_of_a_record_stage(case, stage, sig):
     case.untouched()  # the input as it was, no output and no temporary file
 
 
+@pytest.mark.slow
 def test_sigterm_in_the_middle_of_shard(case, world):
     import signal
 
@@ -990,6 +992,7 @@ def test_sigterm_in_the_middle_of_shard(case, world):
     case.untouched()
 
 
+@pytest.mark.slow
 def test_sigint_in_the_middle_of_evaluate(case, ckpts, bench_root):
     import signal
 

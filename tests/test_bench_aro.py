@@ -102,6 +102,7 @@ def test_vg_tie_is_wrong_exclusions_and_small_attribute_groups(tmp_path):
     assert (HEADLINE, "accuracy") not in rows  # only with all four subtasks
 
 
+@pytest.mark.slow
 def test_order_loader_perturbs_raw_caption_then_normalises(tmp_path):
     root = _order_root(tmp_path)
     items = aro.Aro().load(root, subtasks=["COCO-Order"])

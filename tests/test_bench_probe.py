@@ -278,6 +278,7 @@ def test_world_probe_b_images(small_world):
     assert r["target"] in r["labels"] and len(r["labels"]) == len(r["scene"]["objects"])
 
 
+@pytest.mark.slow
 def test_world_bench_scores_the_probes(small_world, tmp_path):
     from mosaictool.model.openclip import create, save_checkpoint
 

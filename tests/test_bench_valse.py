@@ -132,6 +132,7 @@ def test_headline_is_the_mean_of_the_seven_groups():
     assert rows[(HEADLINE, "accuracy")] == pytest.approx(np.mean(list(groups.values())))
 
 
+@pytest.mark.slow
 def test_end_to_end_with_placeholder_images(root, tiny_bundle, tmp_path):
     from PIL import Image
 

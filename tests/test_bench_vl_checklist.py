@@ -153,6 +153,7 @@ def test_categories_kinds_and_headline_are_plain_means():
     assert Counter(m for _, m in rows)["mu_c"] == 56
 
 
+@pytest.mark.slow
 def test_end_to_end_with_placeholder_images(stand_in, tmp_path):
     from PIL import Image
 

@@ -72,6 +72,7 @@ def _worker(rank: int, world: int, port: int, data: str, model_cfg: str, out: st
     distributed.shutdown(info)
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Both loss modes (global, --local-loss), MosaiCLIP's multi-positive slots and NegCLIP's hard images."""
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)

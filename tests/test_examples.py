@@ -21,6 +21,7 @@ def check_graph_pipeline(out: Path) -> None:
 OUTPUT_CHECKS = {"pipeline.sh": check_graph_pipeline}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.sh")))
 def test_example_pipeline_runs(script, tmp_path, shell_env):
     out = tmp_path / "out"

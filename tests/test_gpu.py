@@ -139,6 +139,7 @@ def test_images_on_device(world, tmp_path):
         torch.testing.assert_close(on_device[name], loader[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
+@pytest.mark.slow
 def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference, _ = run_on_device(config(world, tmp_path / "ref", **steps))
@@ -170,6 +171,7 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
 # ---- torchrun -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_torchrun_one_rank_default_device(world, tmp_path):
     """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (issue 14's crash)."""
     data, model_cfg = world
@@ -203,6 +205,7 @@ NCCL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_torchrun_nccl_collectives(tmp_path, ranks):
     if ranks > (1 if ON_CPU else torch.cuda.device_count()):

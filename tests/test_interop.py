@@ -38,6 +38,7 @@ def world(tmp_path_factory):
     return root, data, write_tiny_model(root)
 
 
+@pytest.mark.slow
 def test_open_clip_train_trains_two_steps_on_mosaictool_shards(world, tmp_path):
     pytest.importorskip("open_clip_train")
     pytest.importorskip("pandas")  # open_clip_train.data imports it
@@ -79,6 +80,7 @@ def _check_plain_open_clip_loads(final: Path, name: str):
     assert not torch.equal(fresh.state_dict()["visual.conv1.weight"], theirs.state_dict()["visual.conv1.weight"])
 
 
+@pytest.mark.slow
 def test_mosaictool_checkpoint_loads_in_plain_open_clip(world, tmp_path):
     import open_clip
 

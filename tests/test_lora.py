@@ -27,6 +27,7 @@ def embed(model, bundle):
         return model.encode_image(images), model.encode_text(tokens)
 
 
+@pytest.mark.slow
 def test_adapters_start_at_the_base_model_and_only_they_train(tiny):
     bundle = tiny()
     before = embed(bundle.model, bundle)

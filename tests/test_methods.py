@@ -134,11 +134,13 @@ def steps(world, keyed_world, tmp_path_factory) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_first_step_is_deterministic(world, tmp_path, steps):
     for i in (0, 2):  # CLIP, MosaiCLIP: a second run gives the same loss and gradients, bit for bit
         assert first_step(world, tmp_path / str(i), *STEPS[i]) == steps[i, "keyless"]
 
 
+@pytest.mark.slow
 def test_first_step_has_a_finite_loss_and_gradients(steps):
     import math
 
@@ -147,12 +149,14 @@ def test_first_step_has_a_finite_loss_and_gradients(steps):
         assert math.isfinite(sq_sum) and abs_sum > 0 and sq_sum > 0, (STEPS[i], name)
 
 
+@pytest.mark.slow
 def test_negclip_negatives_enlarge_the_clip_loss(steps):
     """Same images, captions and weights: NegCLIP only adds a negative per image to the image->text
     denominators, so its loss is CLIP's plus something positive."""
     assert steps[1, "keyless"][0] > steps[0, "keyless"][0]
 
 
+@pytest.mark.slow
 def test_subgraph_keys_change_only_what_containment_changes(steps):
     """CLIP and NegCLIP ignore keys: the same step. MosaiCLIP with every positive sampled (max_pos 4):
     equal texts already say what containment says, the same step; with max_pos 2 the unsampled

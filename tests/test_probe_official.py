@@ -512,6 +512,7 @@ def test_layout_detection_errors(tmp_path, bench, ours, theirs):
         get(bench).load(tmp_path)
 
 
+@pytest.mark.slow
 def test_evaluate_reads_the_authors_files(tmp_path):
     """`mosaictool evaluate --bench probe_r,probe_c,probe_b` on a folder holding only the authors' layout."""
     from mosaictool.model.openclip import create, save_checkpoint

@@ -7,6 +7,7 @@ Golden files: tests/data/template/input.jsonl = tests/data/negate/expected.jsonl
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -180,14 +181,14 @@ def test_cli(tmp_path):
     assert pl.read_parquet(parquet)["texts"].struct.field("positives").list.len().min() >= 1
 
 
+@pytest.mark.slow
 def test_pipeline_end_to_end(tmp_path):
     """parse | decompose | negate | template through the CLI on real COCO captions."""
     caps = tmp_path / "caps.jsonl"
     caps.write_text("".join(json.dumps({"id": i, "caption": c}) + "\n" for i, c in enumerate(
         ["A man riding a horse on the beach.", "Two red apples next to a small wooden bowl."])))
-    steps = [["parse", str(caps)], ["decompose", "--max", "3"], ["negate", "--max", "6", "--seed", "0",
-                                                                 "--text", "negclip,order"],
-             ["template"]]
+    steps = [["parse", str(caps)], ["decompose", "--max", "3"],
+             ["negate", "--max", "6", "--seed", "0", "--text", "negclip,order"], ["template"]]
     data = None
     for step in steps:
         result = runner.invoke(app, step, input=data)

@@ -221,6 +221,7 @@ def test_mined_hard_images_skip_the_same_picture_under_another_caption(world, tm
     assert mined[0] == mined[1]  # one picture, one list of neighbours
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference = train(config(world, tmp_path / "ref", **steps))
@@ -304,7 +305,6 @@ def test_trimmed_text_forward_equals_open_clip_encode_text(world):
             torch.testing.assert_close(grad, reference_grad, rtol=1e-4, atol=1e-5 * scale + 1e-8, msg=name)
 
 
-@pytest.mark.slow  # two forked processes that train: ~10 s
 def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
     """The demo pretrains its base in two one-thread gloo ranks: the same global batch as one
     process (features gathered), so the same losses and, up to summation order, the same weights."""

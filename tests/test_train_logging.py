@@ -48,6 +48,7 @@ def lines(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_report_to_tensorboard_and_eval_every_epoch(world, tmp_path):
     """Through the CLI, as a user runs it; the weights equal those of a run without either flag."""
     data, model_cfg, bench = world
