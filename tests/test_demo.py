@@ -42,7 +42,8 @@ def test_paired_table_compares_each_method_with_clip_by_seed():
             for m, v in (("CLIP", 0.5), ("NegCLIP", 0.6)) for s in range(3) for _, sub, metric in COLUMNS]
     table = paired_markdown(rows, {"CLIP": ["CLIP-s0", "CLIP-s1", "CLIP-s2"],
                                    "NegCLIP": ["NegCLIP-s0", "NegCLIP-s1", "NegCLIP-s2"]})
-    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p=0.001)"] * len(COLUMNS)) + " |"
+    # seven columns with one p each: Holm multiplies the (equal) p-values by 7
+    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p = 0.0073)"] * len(COLUMNS)) + " |"
     assert paired_markdown(rows, {"CLIP": ["CLIP-s0"], "NegCLIP": ["NegCLIP-s0"]}) == ""  # one seed: no table
 
 
@@ -233,7 +234,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     lines = table.splitlines()
     # base, every registry row, and Probe-FT patched; then the positive control's verdict and the power
     assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS) + 1
-    assert "positive control" in summary.lower() and "Minimal detectable effect" in summary
+    assert "positive control" in summary.lower() and "minimal detectable effect" in summary
     assert [line.split(" | ")[0][2:] for line in lines[2:]] == ["base (CLIP pretrain)", *[label for label, _, _ in METHODS], "Probe-FT patched (α=0.2)"]
     for artifact in ("graphs.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
                      "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
@@ -253,7 +254,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert {orjson.loads(p.read_bytes())["lr"] for p in (out / "runs").glob("*-seed0-*/config.json")} == {config.FINETUNE_LR}
     report = (out / "report.md").read_text()
     assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report and "lr 0.0005 for every row, calibrated on val" in report
-    assert "positive control" in report.lower() and "Minimal detectable effect" in report
+    assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert "| method − NegCLIP |" in report and "| MosaiCLIP | " in report.split("| method − NegCLIP |")[1]
     assert len(list(cache.glob("base-*.pt"))) == 1
