@@ -34,6 +34,7 @@ The MDE is an estimate (its variance components come from this run's S seeds), a
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -134,11 +135,16 @@ def power_of_test(effect: float, noisy: float, known: float, df: float, alpha: f
     if total <= 0:
         return 1.0 if effect != 0 else alpha
     crit = stats.t.ppf(1 - alpha / 2, df)
-    x = stats.chi2.ppf((np.arange(_QUADRATURE_POINTS) + 0.5) / _QUADRATURE_POINTS, df)
-    threshold = crit * np.sqrt(noisy * x / df + known)
+    threshold = crit * np.sqrt(noisy * _chi2_grid(df) / df + known)
     sd = math.sqrt(total)
     reject = stats.norm.sf((threshold - effect) / sd) + stats.norm.cdf((-threshold - effect) / sd)
     return float(reject.mean())
+
+
+@functools.lru_cache(maxsize=64)
+def _chi2_grid(df: float) -> np.ndarray:
+    """Midpoints in probability of chi2(df): the nodes of power_of_test's integral."""
+    return stats.chi2.ppf((np.arange(_QUADRATURE_POINTS) + 0.5) / _QUADRATURE_POINTS, df)
 
 
 def minimal_detectable_effect(noisy: float, known: float, df: float, alpha: float = 0.05, power: float = 0.8) -> float:

@@ -22,11 +22,12 @@ def _expected_texts(method: str, options: dict, steps: int) -> int:
 
 
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
-                 rows: list[tuple[str, str, dict]] | None = None) -> dict[str, list[Path]]:
+                 rows: list[tuple[str, str, dict]] | None = None, lock: str | None = None) -> dict[str, list[Path]]:
     """Every row x seed from the base, all with the same steps and images per step (hard images as
-    cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); a run is reused only
-    when its base and settings are the same (its folder is named by their digest), so changing a
-    flag never returns a stale run."""
+    cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); `lock` "image" or "text"
+    freezes that tower (open_clip's lock conventions). A run is reused only when its base and
+    settings are the same (its folder is named by their digest), so changing a flag never returns a
+    stale run."""
     from mosaictool.methods import get as get_method
     from mosaictool.training import TrainConfig, train
 
@@ -44,7 +45,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
                              pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
-                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty())
+                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty(),
+                             lock_image=lock == "image", lock_text=lock == "text")
             threads = 1 if at_once > 1 else None
             key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
                            **({"threads": threads} if threads else {})})

@@ -157,7 +157,7 @@ class Report:
 
 
 def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]], runs: dict, curves: dict, world: Path,
-                 out: Path, minutes: float, *, selection: str | None = None, ablation: str | None = None,
+                 out: Path, minutes: float, *, selection: str | None = None, sections: list | None = None,
                  audited: str = "") -> Report:
     """report.md of a demo run, and the plots beside it (methods.png, wise_ft.png)."""
     from mosaictool.world.audit import relation_prior_accuracy
@@ -239,9 +239,7 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
            "(mean R@1/5/10 both ways on the world's val captions, ARO's criterion; in brackets the compositional "
            "headline, not used); each row takes its own best:", "",
            selection, ""] if selection else []),
-        *([f"MosaiCLIP's parts on the **val** split ({cfg.seeds} seeds each, MosaiCLIP's lr; each variant minus the "
-           "paper's MosaiCLIP, paired by seed and test case; Holm-adjusted p over this table):", "", ablation, ""]
-          if ablation else []),
+        *[part for section in sections or [] for part in (f"## {section.title}", "", section.text, "")],
         f"WiSE-FT of all weights (seed 0, {cfg.split} split; α=0 is the base, α=1 the fine-tuned model): "
         "alpha -> compositionality (mean of attribute, relation, order) / recognition",
         "",

@@ -7,14 +7,13 @@ import json
 import time
 from pathlib import Path
 
+from mosaictool.demo import experiments
 from mosaictool.demo.base import pretrain_base
-from mosaictool.demo.config import MAIN_FAMILIES, METHODS, DemoConfig, log
+from mosaictool.demo.config import MAIN_FAMILIES, DemoConfig, log
 from mosaictool.demo.data import data_cache, keep_data, make_texts, make_world, restore_data, shards_and_audit
 from mosaictool.demo.evaluation import column_value, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import build_report
-from mosaictool.demo.significance import CASE_COLUMNS, comparisons, holm_family
-from mosaictool.analysis.stats import format_p
 from mosaictool.errors import MosaicError
 
 
@@ -63,58 +62,6 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     return chosen, "\n".join(lines)
 
 
-# MosaiCLIP's parts, each taken away (or changed) in one variant: what each costs or gives, on val.
-ABLATIONS: list[tuple[str, dict]] = [
-    ("MosaiCLIP (the paper's)", {}),
-    ("− sub-graph positives (--max-pos 1)", {"max_pos": 1}),
-    ("− P(i) by containment (equal texts only)", {"containment": False}),
-    ("− curriculum", {"curriculum": False}),
-    ("fewer graph negatives (--max-neg 2)", {"max_neg": 2}),
-    ("mean loss weighting", {"loss_weighting": "mean"}),
-    ("text negatives for graph ones (not the paper's)", {"negatives": "text"}),
-    # the batch, not the method: each image with its twin, as NegCLIP trains (DemoConfig.hard_images)
-    ("+ hard images (NegCLIP's batch; not the paper's)", {"hard_images": "all"}),
-]
-
-
-def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path) -> str:
-    """MosaiCLIP and its ablations (ABLATIONS), every seed, at MosaiCLIP's lr, scored on val and
-    compared with the paper's MosaiCLIP paired by seed and test case: the markdown table."""
-    from mosaictool.bench.base import HEADLINE
-    from mosaictool.demo.config import METHODS
-
-    device, workers = cfg.runtime()
-    label, method, options = next(row for row in METHODS if row[0] == "MosaiCLIP")
-    by_batch: dict[str, list] = {}  # hard images -> its variants
-    for name, change in ABLATIONS:
-        row = (name, method, {**options, **{k: v for k, v in change.items() if k != "hard_images"}})
-        by_batch.setdefault(change.get("hard_images", cfg.hard_images), []).append(row)
-    log(f"ablation on val: {len(ABLATIONS)} MosaiCLIP variants x {cfg.seeds} seeds at lr {cfg.lr_for(label):g}")
-    runs = {}
-    for hard_images, rows in by_batch.items():
-        trial = dataclasses.replace(cfg, finetune_lr=cfg.lr_for(label), hard_images=hard_images)
-        runs.update(finetune_all(trial, shards, base, out, rows=rows))
-    runs = {name: runs[name] for name, _ in ABLATIONS}
-    groups = {name: [f"ablation {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
-    models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
-    results = evaluate_all(models, world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
-    reference = ABLATIONS[0][0]
-    found = comparisons(results, groups, reference=reference)
-    adjusted = holm_family(found)
-    lines = ["| variant | val headline | " + " | ".join(f"{c} − paper's" for c in CASE_COLUMNS) + " |",
-             "|---|---|" + "---|" * len(CASE_COLUMNS)]
-    for name in groups:
-        head = sum(column_value(results, m, HEADLINE, "accuracy") for m in groups[name]) / len(groups[name])
-        cells = []
-        for col in CASE_COLUMNS:
-            r = found.get(name, {}).get(col)
-            cells.append("–" if r is None else f"{100 * r.diff:+.1f} ({format_p(adjusted[name, col])})")
-        lines.append(f"| {name} | {100 * head:.1f} | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
-    (out / "ablation.md").write_text(table + "\n")
-    return table
-
-
 def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
 
@@ -141,7 +88,6 @@ def run_demo(cfg: DemoConfig) -> dict:
         chosen, selection = select_on_val(cfg, shards, base, world, out)
         cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
         (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
-    ablation = ablate_on_val(cfg, shards, base, world, out) if cfg.ablate else None
     runs = finetune_all(cfg, shards, base, out)
     curves, patched = wise_models(cfg, base, runs, out)
 
@@ -160,8 +106,10 @@ def run_demo(cfg: DemoConfig) -> dict:
     rows = evaluate_all(models + wise, world, bench, device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
     write_records(out / "results.jsonl", rows)
 
+    context = experiments.Context(cfg, shards, plain_shards, base, world, out)
+    sections = [experiments.run(name, context) for name in cfg.experiments]
     minutes = (time.perf_counter() - t0) / 60
-    report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, ablation=ablation,
+    report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,
                           audited=audited)
     (out / "report.md").write_text(report.text)
     print(report.table)

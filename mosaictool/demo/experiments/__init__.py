@@ -1,0 +1,60 @@
+"""Experiments beside the demo's table, one module each (a registry, as methods/ and bench/ are).
+
+An experiment trains and scores what it needs from the demo's data and base (`Context`), on the
+split its question needs (settings are chosen on val; the claims of the paper's regimes are read
+on test once), and returns a `Section` of report.md: a title, markdown, and the files it wrote.
+`mosaictool demo --experiment NAME` runs it after the table (whose runs it reuses where its
+settings are the same: a run folder is named by its settings' digest).
+
+    ablate   MosaiCLIP's parts taken away one at a time (val)
+    ladder   from NegCLIP to MosaiCLIP one change at a time, each rung paired with the one before (val)
+    towers   NegCLIP and MosaiCLIP fine-tuning only the text tower or only the image tower (val)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mosaictool.demo.config import DemoConfig
+from mosaictool.errors import MosaicError
+
+
+@dataclass
+class Context:
+    """What the demo made before the experiments run."""
+
+    cfg: DemoConfig
+    shards: Path  # fine-tuning shards (every image with its varied and its plain caption)
+    plain_shards: Path  # the base's pretraining shards
+    base: Path  # the base checkpoint
+    world: Path
+    out: Path
+
+
+@dataclass
+class Section:
+    title: str
+    text: str  # markdown
+    files: list[Path] = field(default_factory=list)
+
+
+def _registry() -> dict:
+    from mosaictool.demo.experiments import ablate, ladder, towers
+
+    return {m.NAME: m for m in (ablate, ladder, towers)}
+
+
+def names() -> list[str]:
+    return list(_registry())
+
+
+def get(name: str):
+    found = _registry().get(name)
+    if found is None:
+        raise MosaicError(f"--experiment {name!r}: choose from {', '.join(names())}")
+    return found
+
+
+def run(name: str, ctx: Context) -> Section:
+    return get(name).run(ctx)
