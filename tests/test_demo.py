@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -260,6 +261,7 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
     assert not restore_data(data_cache(cfg), tmp_path / "new")
     keep_data(data_cache(cfg), out)
     assert data_cache(cfg).is_dir() and data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, world_seed=1))
+    assert data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, caption_noise=0.5))
     new = tmp_path / "new"
     (new / "world").mkdir(parents=True)
     (new / "world" / "stale").write_text("another world")
@@ -270,6 +272,19 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
     assert (new / "texts.jsonl").stat().st_ino == (data_cache(cfg) / "texts.jsonl").stat().st_ino
     write_json(new / "audit.json", {"key": "another audit"})
     assert (data_cache(cfg) / "audit.json").read_text() == "audit.json"
+
+
+def test_the_demo_world_has_the_configured_caption_noise(tmp_path, capsys):
+    from mosaictool.demo.data import make_world
+
+    cfg = config.DemoConfig(world_train=20, twins=False, eval_scale=0.01, workers=1, caption_noise=0.5)
+    world = make_world(cfg, tmp_path)
+    manifest = json.loads((world / "manifest.json").read_text())
+    assert manifest["options"]["caption_noise"] == 0.5 and manifest["counts"]["train"]["noisy"] > 0
+    make_world(cfg, tmp_path)
+    assert "world: reusing" in capsys.readouterr().err
+    clean = make_world(dataclasses.replace(cfg, caption_noise=0.0), tmp_path)  # another world, not the noisy one reused
+    assert "caption_noise" not in json.loads((clean / "manifest.json").read_text())["options"]
 
 
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):
