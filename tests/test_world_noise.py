@@ -18,7 +18,7 @@ from mosaictool.world.captions import holds
 from mosaictool.world.noise import FRAGMENT_FORMS, NOISE_KINDS, said_description
 from mosaictool.world.vocab import word_meanings
 
-SMALL = dict(train=200, twins=True, binding_twins=True, shape_twins=True, eval_scale=0.02)
+SMALL = {"train": 200, "twins": True, "binding_twins": True, "shape_twins": True, "eval_scale": 0.02}
 NOISE_FIELDS = ("clean_caption", "clean_mentions", "noise")
 
 
@@ -142,7 +142,7 @@ def test_noisy_mentions_are_true_except_the_wrong_attribute(noisy):
 
 @pytest.mark.slow
 def test_same_seed_same_noise_whatever_the_workers(tmp_path):
-    tiny = dict(seed=0, train=70, twins=True, eval_scale=0.01, caption_noise=0.5)
+    tiny = {"seed": 0, "train": 70, "twins": True, "eval_scale": 0.01, "caption_noise": 0.5}
     generate_world(tmp_path / "one", workers=1, **tiny)
     generate_world(tmp_path / "two", workers=2, **tiny)
     assert tree(tmp_path / "one") == tree(tmp_path / "two")

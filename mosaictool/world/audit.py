@@ -418,8 +418,8 @@ def noise_markdown(noise: dict) -> str:
     """The noise table: per caption group, MosaiCLIP's sub-graph positives false of the image (and
     with debris), the caption positive false, the graph negatives true of the image."""
     lines = [
-        "Texts by the caption they come from (a noisy world: `world --caption-noise`; each noisy caption by its one kind, "
-        "or several). False / true: of the texts checked; debris: of the texts with a graph.",
+        ("Texts by the caption they come from (a noisy world: `world --caption-noise`; each noisy caption by its one kind, "
+         "or several). False / true: of the texts checked; debris: of the texts with a graph."),
         "",
         "| caption | records | sub-graph positives | false of the image | debris | caption false | graph negatives | true of the image | debris |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -29,8 +29,23 @@ from __future__ import annotations
 import copy
 import random
 
-from mosaictool.world.captions import ATTRIBUTE_ORDER, join_list, lit, matches, segment_text, segment_words
-from mosaictool.world.vocab import COLOURS, SIZE_WORDS, SIZES, TEXTURE_WORDS, TEXTURES, attribute_kind, word_meanings
+from mosaictool.world.captions import (
+    ATTRIBUTE_ORDER,
+    join_list,
+    lit,
+    matches,
+    segment_text,
+    segment_words,
+)
+from mosaictool.world.vocab import (
+    COLOURS,
+    SIZE_WORDS,
+    SIZES,
+    TEXTURE_WORDS,
+    TEXTURES,
+    attribute_kind,
+    word_meanings,
+)
 
 NOISE_KINDS = ("wrong_attribute", "dropped_mention", "fragment", "unrelated_words")  # also the order they apply in
 FRAGMENT_FORMS = ("truncated", "may_contain", "noun_list", "keywords")
