@@ -19,14 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from mosaictool.demo.config import TEXT_METHODS
-from mosaictool.io import read_records
 from mosaictool.stages.decompose import decompose
 from mosaictool.stages.negate import negate
 from mosaictool.stages.parse import parse
 from mosaictool.stages.template import template
 from mosaictool.stages.vocab_tools import build_from_graphs
-from mosaictool.vocab import save
+from mosaictool.vocab import load, save
+
+from mosaictool.demo.config import TEXT_METHODS
+from mosaictool.io import read_records
 from mosaictool.world.audit import audit, noise_markdown
 from mosaictool.world.vocab import base_vocab
 
@@ -36,8 +37,6 @@ def texts_of(records: list[dict], min_count: int, workers: int) -> list[dict]:
     parsed = list(parse(records, workers=workers))
     with tempfile.TemporaryDirectory() as tmp:
         save(build_from_graphs(parsed, min_count=min_count, base=base_vocab()), tmp)
-        from mosaictool.vocab import load
-
         vocab = load(tmp)
         return list(template(negate(decompose(parsed, max_subgraphs=3, vocab=tmp), vocab=tmp, max_negatives=6,
                                     text_methods=TEXT_METHODS, workers=workers), vocab=vocab))
@@ -83,18 +82,20 @@ def main() -> None:
                      "seconds": time.perf_counter() - start}
         print(f"\n## {len(recs)} records, captions {'as written' if name == 'noisy' else 'clean (clean_caption)'} "
               f"({out[name]['seconds']:.0f} s)")
+        summary = result["summary"]
         print(f"sub-graph positives false of the image: {pct(*subgraph_false(result))}; "
-              f"positives false (caption included) {100 * result['summary']['positives_false']:.1f}%, "
-              f"positives with debris {100 * result['summary']['positives_debris']:.1f}%, "
-              f"graph negatives true {100 * result['summary']['negatives_true']:.1f}%")
+              f"positives false (caption included) {100 * summary['positives_false']:.1f}%, "
+              f"positives with debris {100 * summary['positives_debris']:.1f}%, "
+              f"graph negatives true {100 * summary['negatives_true']:.1f}%, with debris {100 * summary['negatives_debris']:.1f}% "
+              "(a noisy world's vocabulary holds its unrelated words: negatives of clean captions draw them too)")
         if name == "noisy":
             print(noise_markdown(result["noise"]))
     print(f"\n## Paired: the {len(was_noisy)} records whose caption is noisy, and the {len(noisy) - len(was_noisy)} left clean")
     print("| records | text | sub-graph positives false of the image | graph negatives true |")
     print("|---|---|---|---|")
     for which in ("noisy", "clean"):
-        for name in ("clean", "noisy"):
-            print(f"| {which} in the world | {name} | {pct(*out[name]['paired'][which])} | "
+        for name, label in (("clean", "clean_caption"), ("noisy", "as written")):
+            print(f"| caption {which} in the world | {label} | {pct(*out[name]['paired'][which])} | "
                   f"{100 * (out[name]['negatives_true'][which] or 0):.1f}% |")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")

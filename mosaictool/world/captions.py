@@ -6,6 +6,9 @@ order, templates, synonyms, converse "passive" forms, sentence joins) with its o
 A counterfactual twin re-renders the same plan with the same stream on the twin scene: the same
 words, except that each relation word is recomputed from the twin's geometry.
 
+`render_parts` keeps the caption as segments (noun phrases, relation words, fixed words) whose words
+come from the mentions: world.noise edits them into a web-like noisy caption.
+
 Every caption comes with `mentions`: the noun phrases it contains (in order, with the words used)
 and the relations between them, i.e. the graph a perfect parser would return. `holds` checks a
 description (noun phrases + relations, optionally negated) against a scene, existentially, the way
