@@ -20,8 +20,16 @@ the record's own random stream (the clean world's draws stay as they are):
 
 `add_noise` returns the noisy caption, the mentions of what it says (what a perfect parser would
 read from it: the contract of a world record's `mentions`), and the noise entries: each has its
-`kind`, the character `spans` of its words in the noisy caption ([] where the noise is an absence),
-and what it changed (the object, the attribute and its wrong value, the removed words).
+`kind` and the character `spans` of its words in the noisy caption ([] where the noise is an
+absence), and what it changed:
+
+    wrong_attribute  object (scene index), mention (index in the noisy mentions), attribute, value
+                     (the wrong one), true (the object's), word (as written), replaced (the word it
+                     replaced, or null when added)
+    dropped_mention  object, words (its removed phrases), relations (the relation words removed with them)
+    fragment         form; truncated: cut (the removed text); the others: relations (words lost);
+                     keywords: unbound (the adjectives left as loose tags)
+    unrelated_words  words (each unrelated string)
 """
 
 from __future__ import annotations
