@@ -49,10 +49,13 @@ def hit_matrix(rows: list[dict], models: list[str], subtask: str) -> np.ndarray 
 
 
 def compare(rows: list[dict], groups: dict[str, list[str]], method: str, reference: str) -> dict[str, Paired]:
-    """method - reference on every case column where both have every seed's outcomes."""
+    """method - reference on every case column where both have every seed's outcomes; a reference of
+    one model (a base every seed starts from) is paired with each of the method's seeds."""
     out = {}
     for col, sub in CASE_COLUMNS.items():
         a, b = hit_matrix(rows, groups.get(method, []), sub), hit_matrix(rows, groups.get(reference, []), sub)
+        if a is not None and b is not None and b.shape[0] == 1 < a.shape[0]:
+            b = np.repeat(b, a.shape[0], axis=0)
         if a is not None and b is not None and a.shape == b.shape and a.shape[1] > 1:
             out[col] = paired(a, b)
     return out

@@ -9,6 +9,9 @@ settings are the same: a run folder is named by its settings' digest).
     ablate   MosaiCLIP's parts taken away one at a time (val)
     ladder   from NegCLIP to MosaiCLIP one change at a time, each rung paired with the one before (val)
     towers   NegCLIP and MosaiCLIP fine-tuning only the text tower or only the image tower (val)
+    teach    the teaching regime: a base that knows no arrangement, the rows fine-tuned from it (--split)
+    scratch  CLIP, NegCLIP and MosaiCLIP each pretrained from a random initialisation (--split)
+    efficiency  MosaiCLIP on 0.3x / 0.5x / 1x of the fine-tuning images against NegCLIP on all (--split)
 """
 
 from __future__ import annotations
@@ -40,9 +43,9 @@ class Section:
 
 
 def _registry() -> dict:
-    from mosaictool.demo.experiments import ablate, ladder, towers
+    from mosaictool.demo.experiments import ablate, efficiency, ladder, scratch, teach, towers
 
-    return {m.NAME: m for m in (ablate, ladder, towers)}
+    return {m.NAME: m for m in (ablate, ladder, towers, teach, scratch, efficiency)}
 
 
 def names() -> list[str]:
