@@ -103,17 +103,26 @@ def _train_one_thread(tc) -> str:
         torch.set_num_threads(threads)
 
 
-def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str) -> list[Path]:
-    """WiSE-FT checkpoints of all weights, written once per (base, fine-tuned run, alpha): the folder
-    is named by the base's digest and the run (itself named by its settings), so a second demo reuses
-    them and their kept evaluations."""
+def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str, scope: str = "all") -> list[Path]:
+    """WiSE-FT checkpoints of `scope`'s weights (all: FSC-CLIP's; visual: MosaiCLIP_WiSE-FT's), written
+    once per (base, fine-tuned run, scope, alpha): the folder is named by the base's digest and the run
+    (itself named by its settings), so a second demo reuses them and their kept evaluations."""
     from mosaictool.model.wise_ft import wise_ft
 
-    folder = folder.with_name(f"{folder.name}-{digest([file_digest(base), str(finetuned.parent.name)])}")
+    key = [file_digest(base), str(finetuned.parent.name)] + ([] if scope == "all" else [scope])
+    folder = folder.with_name(f"{folder.name}-{digest(key)}")
     paths = [folder / f"wise_ft_alpha_{a:.3f}.pt" for a in alphas]
     if all(p.is_file() for p in paths):
         return paths
-    return wise_ft(str(base), str(finetuned), alphas, out=folder, scope="all", device=device)
+    return wise_ft(str(base), str(finetuned), alphas, out=folder, scope=scope, device=device)
+
+
+def wise_visual(cfg: DemoConfig, base: Path, finals: list[Path], out: Path, alpha: float) -> list[Path]:
+    """MosaiCLIP_WiSE-FT (Singh et al. 2023, Sec. 3.6): the image tower of each run interpolated with
+    the base's at `alpha`, the text tower fine-tuned."""
+    device, _ = cfg.runtime()
+    return [_wise(base, final, [alpha], out / "wise" / f"visual-seed{seed}", device, scope="visual")[0]
+            for seed, final in enumerate(finals)]
 
 
 def wise_models(cfg: DemoConfig, base: Path, runs: dict[str, list[Path]], out: Path) -> tuple[dict, dict]:

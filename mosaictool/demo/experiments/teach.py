@@ -19,6 +19,7 @@ import dataclasses
 
 from mosaictool.analysis.stats import format_p
 from mosaictool.demo.base import pretrain_base
+from mosaictool.demo.claims import table1_claims
 from mosaictool.demo.config import METHODS
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
@@ -53,7 +54,8 @@ def run(ctx: Context) -> Section:
         "", f"**{control['verdict']}**", "", table, "",
         "Each row minus CLIP fine-tuning, paired by seed and test case (exploratory, Holm-adjusted):", "", versus, ""])
     (ctx.out / "teach.md").write_text(text)
-    return Section("The teaching regime: a base that must be taught", text, [ctx.out / "teach.md"])
+    return Section("The teaching regime: a base that must be taught", text, [ctx.out / "teach.md"],
+                   claims=table1_claims(results, groups, "teaching"))
 
 
 def shaped_control(results: list[dict], groups: dict[str, list[str]]) -> dict:
