@@ -201,3 +201,83 @@ def test_towers_lock_one_tower_per_setting(tmp_path, monkeypatch):
                      ("MosaiCLIP (image tower only)", "text")}
     line = next(x for x in section.text.splitlines() if x.startswith("| text tower only"))
     assert "+10" in line or "+9" in line or "+11" in line  # MosaiCLIP's 10 points when only its text tower trains
+
+
+def test_teaching_control_has_the_papers_shape(tmp_path, monkeypatch):
+    """NegCLIP must beat the base (one model, paired with each seed) and CLIP on relation and order."""
+    from mosaictool.demo.experiments import teach
+
+    monkeypatch.setattr(teach, "pretrain_base", lambda cfg, shards, world, out, twins, name: Path(f"{name}|base"))
+    monkeypatch.setattr(teach, "finetune_all", lambda cfg, shards, base, out, rows=None: {
+        label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows})
+    levels = {"base-teach": 0.6, "CLIP": 0.6, "NegCLIP": 0.75, "MosaiCLIP": 0.7}
+    _fake_training(monkeypatch, lambda label, col: levels[label])
+    monkeypatch.setattr(teach, "score", lambda ctx, runs, prefix, split: common.score(ctx, runs, prefix, split))
+    section = teach.run(_context(tmp_path, seeds=5, split="val"))
+    assert "teaching control passed" in section.text
+    assert "relation vs base +" in section.text and "order vs CLIP +" in section.text
+    levels["NegCLIP"] = 0.6  # no effect: the control fails
+    assert "teaching control FAILED" in teach.run(_context(tmp_path, seeds=5, split="val")).text
+
+
+def test_efficiency_subsets_keep_both_captions_of_a_scene_and_scale_the_steps(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import efficiency
+
+    ids = [f"train-{i:06d}" for i in range(2000)]
+    share = sum(efficiency.kept(i, 0.3) for i in ids) / len(ids)
+    assert share == pytest.approx(0.3, abs=0.04)
+    assert all(efficiency.kept(i, 0.3) == efficiency.kept(i + "-plain", 0.3) for i in ids)
+    assert all(efficiency.kept(i, 0.5) for i in ids if efficiency.kept(i, 0.3))  # nested subsets
+    steps = []
+    monkeypatch.setattr(efficiency, "subset_shards", lambda ctx, f: Path(f"shards-{f}"))
+    monkeypatch.setattr(efficiency, "finetune_all", lambda cfg, shards, base, out, rows=None: steps.append(
+        (rows[0][0], cfg.finetune_steps, str(shards))) or {rows[0][0]: [Path(f"{rows[0][0]}|{s}") for s in range(cfg.seeds)]})
+    _fake_training(monkeypatch, lambda label, col: 0.7)
+    efficiency.run(_context(tmp_path, seeds=3, split="val"))
+    assert steps == [("NegCLIP", 400, str(tmp_path)), ("efficiency MosaiCLIP 0.3x", 120, "shards-0.3"),
+                     ("efficiency MosaiCLIP 0.5x", 200, "shards-0.5"), ("efficiency MosaiCLIP 1x", 400, "shards-1.0")]
+
+
+def test_claim_verdicts_follow_the_papers_direction_after_holm():
+    from mosaictool.analysis.stats import seed_paired
+    from mosaictool.demo.claims import Claim, claims_markdown, shifted, verdict
+
+    up = seed_paired([0.7, 0.72, 0.71, 0.73, 0.70], [0.6, 0.61, 0.6, 0.62, 0.6])
+    down = seed_paired([0.5, 0.52, 0.51, 0.5, 0.5], [0.6, 0.61, 0.6, 0.62, 0.6])
+    flat = seed_paired([0.6, 0.62, 0.58, 0.6, 0.61], [0.6, 0.6, 0.61, 0.59, 0.6])
+    claims = [Claim("w", "T1", "+1", "a − b", "r", up), Claim("w", "T1", "+1", "a − b", "r", down),
+              Claim("w", "T1", "+1", "a − b", "r", flat), Claim("w", "T1", "−1", "a − b", "r", down, sign=-1)]
+    text = claims_markdown(claims, {"r": 1.5})
+    verdicts = [line.rsplit("**", 2)[1] for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert verdicts == ["holds", "contradicted", "not detectable at this power", "holds"]
+    assert "2 hold, 1 contradicted, 1 not detectable" in text and "r 1.5 min" in text
+    assert verdict(+0.1, 0.2) == "not detectable at this power"
+    # non-inferiority: -0.5 points is within a 1-point margin
+    near = seed_paired([0.595, 0.596, 0.594, 0.595, 0.595], [0.6, 0.6, 0.6, 0.6, 0.6])
+    assert near.diff < 0 and shifted(near, 0.01).diff > 0 and shifted(near, 0.01).p < 0.05
+
+
+def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import claims
+    from mosaictool.analysis.stats import seed_paired
+    from mosaictool.demo.claims import Claim
+
+    ran = []
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+
+        def run(self, ctx):
+            ran.append((self.name, ctx.claims))
+            return experiments.Section(self.name, f"{self.name} body", claims=[
+                Claim("w", self.name, "+", "a − b", self.name, seed_paired([0.7, 0.71, 0.72], [0.6, 0.6, 0.61]))])
+
+    monkeypatch.setattr(claims, "get", Fake)
+    monkeypatch.setattr(claims, "table_claims", lambda ctx: [])
+    section = claims.run(_context(tmp_path, seeds=3))
+    assert ran == [(name, True) for name in claims.REGIMES]
+    assert len(section.claims) == len(claims.REGIMES)
+    text = (tmp_path / "claims.md").read_text()
+    assert text.startswith("# The paper's claims on the world (test split)") and "teach body" in section.text
+    assert all(f"{name} " in text for name in claims.REGIMES)  # each regime's wall time

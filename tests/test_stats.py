@@ -123,3 +123,17 @@ def test_identical_models_and_bad_shapes():
     assert r.diff == 0 and r.se == 0 and r.p == 1.0
     with pytest.raises(ValueError, match="same shape"):
         stats.paired(np.ones((2, 5)), np.ones((3, 5)))
+
+
+def test_seed_paired_is_scipys_paired_t_test():
+    from scipy import stats as sp
+
+    a, b = [0.61, 0.70, 0.66, 0.72], [0.60, 0.64, 0.65, 0.61]
+    r = stats.seed_paired(a, b)
+    ref = sp.ttest_rel(a, b)
+    assert r.p == pytest.approx(ref.pvalue) and r.diff == pytest.approx(np.mean(np.subtract(a, b)))
+    lo, hi = r.ci()
+    assert (lo, hi) == pytest.approx(tuple(ref.confidence_interval(0.95)))
+    assert stats.power_of_test(r.mde, r.noisy_part, 0.0, r.df) == pytest.approx(0.8, abs=1e-6)
+    with pytest.raises(ValueError):
+        stats.seed_paired([0.5], [0.4])

@@ -128,6 +128,20 @@ def paired(a: np.ndarray, b: np.ndarray, alpha: float = 0.05, power: float = 0.8
                   seed_variance_measured=s > 1, noisy_part=noisy, case_part=known)
 
 
+def seed_paired(a, b, alpha: float = 0.05, power: float = 0.8) -> Paired:
+    """A - B when each seed gives one value per model (a column's accuracy, a tree-score): the paired
+    t test over seeds (S - 1 df), with the same fields as `paired` (cases = 1)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.ndim != 1 or d.shape[0] < 2:
+        raise ValueError(f"seed_paired: one value per seed for each model, at least 2 seeds (got {d.shape})")
+    s = d.shape[0]
+    noisy, df = float(np.var(d, ddof=1)) / s, float(s - 1)
+    diff = float(d.mean())
+    return Paired(diff=diff, se=math.sqrt(noisy), df=df, p=t_test(diff, noisy, 0.0, df),
+                  mde=minimal_detectable_effect(noisy, 0.0, df, alpha, power), seeds=s, cases=1,
+                  seed_variance_measured=True, noisy_part=noisy, case_part=0.0)
+
+
 def power_of_test(effect: float, noisy: float, known: float, df: float, alpha: float = 0.05) -> float:
     """The probability that `paired`'s two-sided test at `alpha` rejects when the true difference is
     `effect` and the variance parts are (noisy, known, df) as in variance_parts (normal model)."""

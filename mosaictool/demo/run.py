@@ -106,7 +106,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     rows = evaluate_all(models + wise, world, bench, device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
     write_records(out / "results.jsonl", rows)
 
-    context = experiments.Context(cfg, shards, plain_shards, base, world, out)
+    context = experiments.Context(cfg, shards, plain_shards, base, world, out, table_rows=rows, groups=groups)
     sections = [experiments.run(name, context) for name in cfg.experiments]
     minutes = (time.perf_counter() - t0) / 60
     report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,

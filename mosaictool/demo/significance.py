@@ -48,11 +48,21 @@ def hit_matrix(rows: list[dict], models: list[str], subtask: str) -> np.ndarray 
     return np.array([[c == "1" for c in found[m]] for m in models], dtype=np.float64)
 
 
+def case_matrix(rows: list[dict], groups: dict[str, list[str]], label: str, columns=tuple(CASE_COLUMNS)) -> np.ndarray | None:
+    """seeds x cases outcomes of `label` over the cases of every column in `columns`, side by side
+    (ARO's cases of all three columns: a mean weighted by cases, not the mean of the columns)."""
+    parts = [hit_matrix(rows, groups.get(label, []), CASE_COLUMNS[c]) for c in columns]
+    return None if any(p is None for p in parts) else np.concatenate(parts, axis=1)
+
+
 def compare(rows: list[dict], groups: dict[str, list[str]], method: str, reference: str) -> dict[str, Paired]:
-    """method - reference on every case column where both have every seed's outcomes."""
+    """method - reference on every case column where both have every seed's outcomes; a reference of
+    one model (a base every seed starts from) is paired with each of the method's seeds."""
     out = {}
     for col, sub in CASE_COLUMNS.items():
         a, b = hit_matrix(rows, groups.get(method, []), sub), hit_matrix(rows, groups.get(reference, []), sub)
+        if a is not None and b is not None and b.shape[0] == 1 < a.shape[0]:
+            b = np.repeat(b, a.shape[0], axis=0)
         if a is not None and b is not None and a.shape == b.shape and a.shape[1] > 1:
             out[col] = paired(a, b)
     return out

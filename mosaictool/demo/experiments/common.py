@@ -46,10 +46,15 @@ def finetune_variants(ctx: Context, variants: list[Variant]) -> dict[str, list[P
 
 def score_on_val(ctx: Context, runs: dict[str, list[Path]], prefix: str) -> tuple[list[dict], dict[str, list[str]]]:
     """Result rows of every run on the world's val split (MAIN_FAMILIES), and {variant: model names}."""
+    return score(ctx, runs, prefix, "val")
+
+
+def score(ctx: Context, runs: dict[str, list[Path]], prefix: str, split: str) -> tuple[list[dict], dict[str, list[str]]]:
+    """Result rows of every run on the world's `split` (MAIN_FAMILIES), and {variant: model names}."""
     device, workers = ctx.cfg.runtime()
     groups = {name: [f"{prefix} {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
     models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
-    log(f"{prefix}: scoring {len(models)} checkpoints on val")
-    rows = evaluate_all(models, ctx.world, "world-val", device=device, workers=workers, families=MAIN_FAMILIES,
-                        cache=ctx.out / "evals")
+    log(f"{prefix}: scoring {len(models)} checkpoints on {split}")
+    rows = evaluate_all(models, ctx.world, "world" if split == "test" else "world-val", device=device, workers=workers,
+                        families=MAIN_FAMILIES, cache=ctx.out / "evals")
     return rows, groups

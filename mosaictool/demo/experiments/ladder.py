@@ -126,20 +126,26 @@ def ladder_steps(rows: list[dict], groups: dict[str, list[str]], names: list[str
     return {"means": means, "deltas": deltas, "whole": whole}
 
 
-def measure_text_towers(ctx: Context, runs: dict[str, list[Path]]) -> dict[str, dict[str, float]]:
-    """Per rung, the mean over seeds of: the text tower's cosine between each val case's true caption
-    and its false ones (relation swap, order shuffles, attribute swap), and its tree-score over the
-    val order cases' captions; the base's as well (the first entry)."""
+def measure_text_towers(ctx: Context, runs: dict[str, list[Path]], split: str = "val") -> dict[str, dict[str, float]]:
+    """Per rung, the mean over seeds of text_tower_measures (the base's as well: the first entry)."""
+    measured = text_tower_measures(ctx, {"base": [ctx.base], **runs}, split)
+    return {name: {k: float(np.mean([m[k] for m in per_seed])) for k in per_seed[0]} for name, per_seed in measured.items()}
+
+
+def text_tower_measures(ctx: Context, runs: dict[str, list[Path]], split: str = "val") -> dict[str, list[dict[str, float]]]:
+    """Per checkpoint: the text tower's mean cosine between each case's true caption and its false
+    ones (relation swap, order shuffles, attribute swap) and its tree-score over the first
+    TREE_CAPTIONS order cases' captions, on the world's `split`."""
     from mosaictool.analysis import tree_score
     from mosaictool.analysis.text_separation import false_caption_cosines
     from mosaictool.bench import get
     from mosaictool.bench.engine import load_items
     from mosaictool.model.openclip import load_checkpoint
 
-    items = load_items(get("world-val"), ctx.world, subtasks=["aro"])
+    items = load_items(get("world" if split == "test" else "world-val"), ctx.world, subtasks=["aro"])
     by_sub = {col: [it for it in items if it.meta["subtask"] == sub] for col, sub in CASE_COLUMNS.items()}
     captions = [{"id": k, "caption": it.texts[it.meta["correct"]]} for k, it in enumerate(by_sub["order"][:TREE_CAPTIONS])]
-    log(f"ladder: text towers of {sum(len(v) for v in runs.values()) + 1} checkpoints (cosines, tree-score)")
+    log(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
 
     def one(path: Path) -> dict[str, float]:
         bundle = load_checkpoint(path)
@@ -148,11 +154,7 @@ def measure_text_towers(ctx: Context, runs: dict[str, list[Path]]) -> dict[str, 
         out["tree-score"] = float(np.mean(scored))
         return out
 
-    measured = {"base": one(ctx.base)}
-    for name, finals in runs.items():
-        per_seed = [one(p) for p in finals]
-        measured[name] = {k: float(np.mean([m[k] for m in per_seed])) for k in per_seed[0]}
-    return measured
+    return {name: [one(p) for p in finals] for name, finals in runs.items()}
 
 
 TREE_CAPTIONS = 300  # val captions the tree-score is averaged over (each a few words: ~1 s a checkpoint)
