@@ -86,9 +86,9 @@ def main() -> None:
         print(f"sub-graph positives false of the image: {pct(*subgraph_false(result))}; "
               f"positives false (caption included) {100 * summary['positives_false']:.1f}%, "
               f"positives with debris {100 * summary['positives_debris']:.1f}%, "
-              f"graph negatives true {100 * summary['negatives_true']:.1f}%, with debris {100 * summary['negatives_debris']:.1f}% "
-              "(a noisy world's vocabulary holds its unrelated words: negatives of clean captions draw them too)")
+              f"graph negatives true {100 * summary['negatives_true']:.1f}%, with debris {100 * summary['negatives_debris']:.1f}%")
         if name == "noisy":
+            print("(the vocabulary built from noisy captions holds their unrelated words: negatives of clean captions draw them too)")
             print(noise_markdown(result["noise"]))
     print(f"\n## Paired: the {len(was_noisy)} records whose caption is noisy, and the {len(noisy) - len(was_noisy)} left clean")
     print("| records | text | sub-graph positives false of the image | graph negatives true |")
