@@ -111,6 +111,8 @@ class DemoConfig:
     # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
     scratch_seeds: int = 3
     scratch_steps: int | None = None
+    # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
+    noise_rate: float = 0.5
     # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
     audit_batches: int = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left

@@ -4,7 +4,7 @@ and the verdict of each claim (mosaictool.demo.claims).
 Run it on test once the settings are chosen on val (`mosaictool demo --experiment claims`): it reads
 the table's rows (the preservation regime: the demo's base is taught relations before any method
 touches it) and runs the teaching regime, pretraining from scratch, data efficiency and the tower
-split, and adds MosaiCLIP without its curriculum, MosaiCLIP_WiSE-FT (the image tower interpolated at
+split, noisy captions, and adds MosaiCLIP without its curriculum, MosaiCLIP_WiSE-FT (the image tower interpolated at
 alpha 0.5) and the text towers' tree-scores for the claims those test."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mosaictool.demo.finetune import wise_visual
 from mosaictool.demo.significance import case_matrix
 
 NAME = "claims"
-REGIMES = ("teach", "scratch", "efficiency", "towers")
+REGIMES = ("teach", "scratch", "efficiency", "noisy", "towers")
 WISE_ALPHA = 0.5
 
 
