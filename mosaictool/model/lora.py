@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 
 from mosaictool.errors import MosaicError
 
@@ -171,6 +172,15 @@ def attention_lora_class():
             plain tensors while merged, and re-registers them here)."""
 
     return AttentionLoRA
+
+
+def is_adapted(key: str) -> bool:
+    """Whether `key` of a plain model's state dict is a weight `add_lora` adapts (merged: W + B A / r)."""
+    module, _, param = key.rpartition(".")
+    if module.endswith(".attn.out_proj"):
+        return param == "weight" and re.fullmatch(TARGETS, module.removesuffix(".out_proj")) is not None
+    wanted = "in_proj_weight" if module.endswith(".attn") else "weight"
+    return param == wanted and re.fullmatch(TARGETS, module) is not None
 
 
 def is_lora(model) -> bool:
