@@ -11,7 +11,8 @@ their download is unavailable). Each builder returns an iterator of JSONL record
   subject swap R3 = <s~, r, o>, by App. A.1's rule: each cleaned predicate collects every object it was
   annotated with (as subject or object, anywhere in the file); r~ is a predicate that neither s nor o was
   ever annotated with (the authors' README: "not ... associated with the original subject"), s~ an object
-  never annotated with r. Then the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that
+  never annotated with r and not in the anchor image (their README: R1 vs R3 tests whether the model
+  recognises that an object is not present). Then the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that
   show s but no other object of the anchor. Relation aliases are cleaned as App. A.1 says (lower case,
   leading "is/are/..." and articles dropped, so "are standing next to" = "standing next to"; repeats
   merge); a VG relationship_alias.txt can merge more.
@@ -274,16 +275,18 @@ def add_vg_objects(index: VGIndex, path) -> None:
                 index.image_objects[entry["image_id"]].add(name)
 
 
-def pick_relation(rng: random.Random, triples: list[tuple], index: VGIndex, pred_pool: list[str],
+def pick_relation(rng: random.Random, iid, triples: list[tuple], index: VGIndex, pred_pool: list[str],
                   obj_pool: list[str]) -> tuple | None:
-    """(s, r, o, id, r~, s~) for the first relation, in a random order, that has both swaps: r~ a predicate
-    neither s nor o was seen with, s~ an object never seen with r; None if no relation has both."""
+    """(s, r, o, id, r~, s~) for the first relation of image `iid`, in a random order, that has both swaps:
+    r~ a predicate neither s nor o was seen with, s~ an object never seen with r and absent from the image
+    (R1 vs R3 asks whether the model "is able to recognize an object is NOT present": the authors'
+    new_datasets/README.md); None if no relation has both."""
     order = list(range(len(triples)))
     rng.shuffle(order)
     for k in order:
         s, r, o, rid = triples[k]
         r2 = _sample_not_in(rng, pred_pool, index.preds_with[s], index.preds_with[o])
-        s3 = _sample_not_in(rng, obj_pool, index.objects_with[r])
+        s3 = _sample_not_in(rng, obj_pool, index.objects_with[r], index.image_objects[iid])
         if r2 and s3:
             return s, r, o, rid, r2, s3
     return None
@@ -346,7 +349,7 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
         if not triples:
             continue
         rng = stream(seed, "probe-r", iid)
-        group = pick_relation(rng, triples, index, pred_pool, obj_pool)
+        group = pick_relation(rng, iid, triples, index, pred_pool, obj_pool)
         if group is None:
             counts.skipped["anchor images without an unseen predicate or subject"] += 1
             continue
