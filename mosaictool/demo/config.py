@@ -100,8 +100,14 @@ class DemoConfig:
     # --select-on-val: every row at each of these learning rates, seed 0, on val
     select_on_val: bool = False
     select_lrs: tuple[float, ...] = SELECT_LRS
-    # --ablate: MosaiCLIP's parts taken away one at a time, every seed, on val (run.ABLATIONS)
-    ablate: bool = False
+    # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
+    experiments: tuple[str, ...] = ()
+    # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr)
+    teach_steps: int = 400
+    teach_lr: float | None = None
+    # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
+    scratch_seeds: int = 3
+    scratch_steps: int | None = None
     # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
     audit_batches: int = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left
