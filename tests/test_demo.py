@@ -287,6 +287,19 @@ def test_the_demo_world_has_the_configured_caption_noise(tmp_path, capsys):
     assert "caption_noise" not in json.loads((clean / "manifest.json").read_text())["options"]
 
 
+@pytest.mark.parametrize("name", ["graph_repair.py", "attributes.tsv", "run.py"])
+def test_data_cache_key_changes_with_the_parser_the_vocabulary_and_the_package(tmp_path, monkeypatch, name):
+    """The stages and the vocabulary sit beside the package in a source checkout: their bytes are part
+    of the data's key too, so a parser change never reuses texts the old parser made."""
+    from mosaictool.demo import data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path))
+    before = data.data_cache(cfg)
+    real = data.file_digest
+    monkeypatch.setattr(data, "file_digest", lambda f: "edited" if Path(f).name == name else real(f))
+    assert data.data_cache(cfg) != before
+
+
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):
     from mosaictool.demo.evaluation import evaluate_all
     from mosaictool.model import openclip
