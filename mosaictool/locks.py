@@ -1,0 +1,113 @@
+"""One writer per output folder: `train`, `shard`, `wise-ft` and `demo` hold a lock on the folder they
+write (the demo also one per cached artifact) for as long as they write it.
+
+The lock is filelock's: flock(2) on `FOLDER/.mosaictool.lock`, which the kernel releases when its
+process ends however it ends, so a lock left by a killed run is never in the way. The holder
+writes its pid, host, start time and command line into the lock file, and a second writer's error
+names it. The lock file stays after a run (filelock's advice: every process then locks the same
+inode); it is a dot file, which no folder reader of mosaictool lists (`*.tar`, `*.pt`, named files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mosaictool.errors import MosaicError
+
+LOCK_NAME = ".mosaictool.lock"
+
+
+def _holder_record(what: str) -> bytes:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "what": what,
+                       "since": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)[:300]}).encode()
+
+
+def holder(lock_file: str | os.PathLike) -> str:
+    """Who holds `lock_file`, as its holder wrote it ('another process' when it cannot be read)."""
+    try:
+        rec = json.loads(Path(lock_file).read_text())
+        return f"{rec['what']} (pid {rec['pid']} on {rec['host']}, since {rec['since']}: {rec['command']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+def _lock(path: Path, what: str):
+    from filelock import FileLock
+
+    record = _holder_record(what)
+
+    def write_holder(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record, 0)
+
+    # a native flock only (no soft-lock fallback, whose marker would outlive a killed holder)
+    return FileLock(path, on_acquired=write_holder, preserve_lock_file=True, is_singleton=False, thread_local=False)
+
+
+@contextmanager
+def folder_lock(folder: str | os.PathLike, what: str, *, flag: str = "--out",
+                wait: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold the lock of `folder` (created if missing) for the block. Held by another process: a
+    MosaicError naming it, or with `wait` a call `wait(holder)` and then waiting for it. A folder this
+    call created and the block left empty is removed again."""
+    from filelock import Timeout
+
+    folder = Path(folder)
+    created = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MosaicError(f"{flag} {folder}: cannot create the folder ({e.strerror or e})") from e
+    if not folder.is_dir():
+        raise MosaicError(f"{flag} {folder}: not a folder")
+    path = folder / LOCK_NAME
+    lock = _lock(path, what)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if wait is None:
+            raise MosaicError(f"{flag} {folder}: another writer is using it: {holder(path)}; wait for it to finish "
+                              f"or choose another {flag}") from None
+        wait(holder(path))
+        lock.acquire()
+    try:
+        yield path
+    finally:
+        try:
+            if created and [p.name for p in folder.iterdir()] == [LOCK_NAME]:
+                path.unlink()  # nothing was written: leave no folder, as before the lock
+                folder.rmdir()
+        finally:
+            lock.release()
+
+
+@contextmanager
+def cache_lock(lock_file: str | os.PathLike, what: str, log: Callable[[str], None]) -> Iterator[None]:
+    """Hold `lock_file` (beside a cached artifact) for the block, waiting for another holder with one
+    log line naming it: an artifact is copied or built by one process at a time."""
+    from filelock import Timeout
+
+    path = Path(lock_file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = _lock(path, what)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log(f"cache: waiting for {holder(path)}, which is writing {path.with_suffix('')}")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def main_process() -> bool:
+    """Only the first process of a torchrun job takes a run folder's lock (they all write one run)."""
+    return os.environ.get("RANK", "0") == "0"
