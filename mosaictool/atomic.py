@@ -120,6 +120,23 @@ def write_text(path: str | os.PathLike, text: str, *, flag: str = "-o") -> None:
     write_bytes(path, text.encode("utf-8"), flag=flag)
 
 
+def append_line(path: str | os.PathLike, line: str, *, flag: str = "--out") -> None:
+    """Append one line to a log (metrics.jsonl): whole or not at all; a failed write (a full disk) is
+    cut back off, so a reader never meets half a line."""
+    data = line.encode("utf-8")
+    try:
+        with open(path, "ab") as f:
+            start = f.tell()
+            try:
+                f.write(data)
+                f.flush()
+            except OSError:
+                f.truncate(start)
+                raise
+    except OSError as e:
+        raise write_error(path, e, flag) from e
+
+
 class _RecordingWriter:
     """A file object that keeps the OSError of a failed write: torch.save turns it into a bare
     RuntimeError ("unexpected pos ...") that no longer says the disk was full."""
@@ -139,11 +156,12 @@ class _RecordingWriter:
         self.f.flush()
 
 
-def torch_save(obj, path: str | os.PathLike, *, flag: str = "--out", fsync: bool = True) -> None:
-    """torch.save(obj) at `path` through atomic_output: all or nothing, a full disk one line."""
+def torch_save_to(obj, tmp: str | os.PathLike, *, fsync: bool = True) -> None:
+    """torch.save(obj) into the temporary file `tmp` of an atomic_output block (flushed to disk with
+    `fsync`), its write errors as the OSError they were."""
     import torch
 
-    with atomic_output(path, flag=flag, fsync=fsync) as tmp, open(tmp, "wb") as f:
+    with open(tmp, "wb") as f:
         writer = _RecordingWriter(f)
         try:
             torch.save(obj, writer)
@@ -151,3 +169,12 @@ def torch_save(obj, path: str | os.PathLike, *, flag: str = "--out", fsync: bool
             if writer.error is not None:
                 raise writer.error from e
             raise
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+
+
+def torch_save(obj, path: str | os.PathLike, *, flag: str = "--out") -> None:
+    """torch.save(obj) at `path` through atomic_output: all or nothing, a full disk one line."""
+    with atomic_output(path, flag=flag) as tmp:
+        torch_save_to(obj, tmp)

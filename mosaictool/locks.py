@@ -4,12 +4,13 @@ write (the demo also one per cached artifact) for as long as they write it.
 The lock is filelock's: flock(2) on `FOLDER/.mosaictool.lock`, which the kernel releases when its
 process ends however it ends, so a lock left by a killed run is never in the way. The holder
 writes its pid, host, start time and command line into the lock file, and a second writer's error
-names it. The lock file stays after a run (filelock's advice: every process then locks the same
-inode); it is a dot file, which no folder reader of mosaictool lists (`*.tar`, `*.pt`, named files).
+names it. The lock file is removed when the writer is done; one left by a killed run is a dot file
+that nothing of mosaictool reads (`*.tar`, `*.pt`, named files), and the next writer takes it over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -38,17 +39,45 @@ def holder(lock_file: str | os.PathLike) -> str:
         return "another process"
 
 
+class _Unlinked(Exception):
+    """The lock was won on a file its previous holder had just removed: take it again on the new one."""
+
+
 def _lock(path: Path, what: str):
     from filelock import FileLock
 
     record = _holder_record(what)
 
     def write_holder(fd: int) -> None:
+        try:
+            current = os.lstat(path)
+        except FileNotFoundError:
+            raise _Unlinked() from None
+        if not os.path.samestat(current, os.fstat(fd)):
+            raise _Unlinked()
         os.ftruncate(fd, 0)
         os.pwrite(fd, record, 0)
 
     # a native flock only (no soft-lock fallback, whose marker would outlive a killed holder)
     return FileLock(path, on_acquired=write_holder, preserve_lock_file=True, is_singleton=False, thread_local=False)
+
+
+def _acquire(lock, timeout: float) -> None:
+    while True:
+        try:
+            lock.acquire(timeout=timeout)
+            return
+        except _Unlinked:
+            continue
+
+
+def _release(lock, path: Path) -> None:
+    """Remove the lock file, then unlock: a run leaves no lock file behind (a waiter that wins the
+    removed file notices and locks the new one: _Unlinked)."""
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        lock.release()
 
 
 @contextmanager
@@ -70,22 +99,20 @@ def folder_lock(folder: str | os.PathLike, what: str, *, flag: str = "--out",
     path = folder / LOCK_NAME
     lock = _lock(path, what)
     try:
-        lock.acquire(timeout=0)
+        _acquire(lock, 0)
     except Timeout:
         if wait is None:
             raise MosaicError(f"{flag} {folder}: another writer is using it: {holder(path)}; wait for it to finish "
                               f"or choose another {flag}") from None
         wait(holder(path))
-        lock.acquire()
+        _acquire(lock, -1)
     try:
         yield path
     finally:
-        try:
-            if created and [p.name for p in folder.iterdir()] == [LOCK_NAME]:
-                path.unlink()  # nothing was written: leave no folder, as before the lock
+        _release(lock, path)
+        if created:
+            with contextlib.suppress(OSError):  # nothing was written: leave no folder, as before the lock
                 folder.rmdir()
-        finally:
-            lock.release()
 
 
 @contextmanager
@@ -98,14 +125,14 @@ def cache_lock(lock_file: str | os.PathLike, what: str, log: Callable[[str], Non
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock(path, what)
     try:
-        lock.acquire(timeout=0)
+        _acquire(lock, 0)
     except Timeout:
         log(f"cache: waiting for {holder(path)}, which is writing {path.with_suffix('')}")
-        lock.acquire()
+        _acquire(lock, -1)
     try:
         yield
     finally:
-        lock.release()
+        _release(lock, path)
 
 
 def main_process() -> bool:

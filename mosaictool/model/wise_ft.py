@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
+from mosaictool.locks import folder_lock
+from mosaictool.paths import Write, check_outputs, checkpoint
 
 SCOPES = ("all", "visual", "text")
 
@@ -81,9 +83,8 @@ def wise_ft(
     device: str = "cpu",
 ) -> list[Path]:
     """Write one checkpoint per alpha to `out/wise_ft_alpha_<alpha>.pt`; returns their paths.
-    The weights are mixed on `device` and written back from the CPU (readable anywhere)."""
-    from mosaictool.model import openclip
-
+    The weights are mixed on `device` and written back from the CPU (readable anywhere). None of
+    them may be a checkpoint it reads; the folder is locked while they are written."""
     if scope not in SCOPES:
         raise MosaicError(f"--scope {scope!r}: choose one of {', '.join(SCOPES)}")
     if not alphas:
@@ -91,17 +92,26 @@ def wise_ft(
     bad = [a for a in alphas if not 0 <= a <= 1]
     if bad:
         raise MosaicError(f"--alpha {bad[0]}: alphas lie in [0, 1] (0 = zero-shot, 1 = fine-tuned)")
+    out = Path(out)
+    names = [f"wise_ft_alpha_{alpha:.3f}.pt" for alpha in alphas]
+    check_outputs([Write("--out", out, tuple(names))], [*checkpoint("--finetuned", finetuned), *checkpoint("--zeroshot", zeroshot)])
+    with folder_lock(out, "mosaictool wise-ft"):
+        return _write(zeroshot, finetuned, alphas, names, out, scope, device)
+
+
+def _write(zeroshot: str, finetuned: str, alphas: Sequence[float], names: list[str], out: Path, scope: str,
+           device: str) -> list[Path]:
+    from mosaictool.model import openclip
+
     ft_bundle = openclip.load_checkpoint(finetuned)
     ft_ckpt = openclip.read_checkpoint(finetuned)
     theta1 = {k: v.to(device, copy=True) for k, v in ft_bundle.model.state_dict().items()}
     theta0 = {k: v.to(device) for k, v in _zeroshot_state(zeroshot, finetuned, ft_ckpt).items()}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     keep = {k: v for k, v in ft_ckpt.items() if k in ("config", "method", "step", "total_steps")}
     paths = []
-    for alpha in alphas:
+    for alpha, name in zip(alphas, names):
         ft_bundle.model.load_state_dict(interpolate(theta0, theta1, alpha, scope))
-        path = out / f"wise_ft_alpha_{alpha:.3f}.pt"
+        path = out / name
         openclip.save_checkpoint(
             path, ft_bundle, **keep,
             wise_ft={"alpha": alpha, "scope": scope, "zeroshot": str(zeroshot), "finetuned": str(finetuned)},
