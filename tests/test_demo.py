@@ -304,10 +304,65 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
     assert restore_data(data_cache(cfg), new)
     assert not (new / "world" / "stale").exists() and (new / "world" / "part").read_text() == "world"
     assert all((new / n).is_file() and (new / n).read_text() == n for n in DATA_ARTIFACTS if "." in n)
-    # hard links, not copies; a stage's new file in OUT leaves the cache as it was
-    assert (new / "texts.jsonl").stat().st_ino == (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    # copies, not links: editing a restored file in place (appending a line) leaves the cache as it was
+    assert (new / "texts.jsonl").stat().st_ino != (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    with open(new / "texts.jsonl", "a") as f:
+        f.write('{"id": "poison"}\n')
+    with open(new / "world" / "part", "a") as f:
+        f.write("edited")
     write_json(new / "audit.json", {"key": "another audit"})
     assert (data_cache(cfg) / "audit.json").read_text() == "audit.json"
+    assert (data_cache(cfg) / "texts.jsonl").read_text() == "texts.jsonl"
+    assert (data_cache(cfg) / "world" / "part").read_text() == "world"
+    third = tmp_path / "third"
+    assert restore_data(data_cache(cfg), third) and (third / "texts.jsonl").read_text() == "texts.jsonl"
+
+
+def _data_out(root):
+    from mosaictool.demo.data import DATA_ARTIFACTS
+
+    for name in DATA_ARTIFACTS:
+        if "." in name:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(name)
+        else:
+            (root / name).mkdir(parents=True)
+            (root / name / "part").write_text(name)
+    return root
+
+
+@pytest.mark.parametrize("damage", ["edit", "truncate", "add", "remove", "link", "manifest"])
+def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage):
+    from mosaictool.demo.cache import MANIFEST
+    from mosaictool.demo.data import data_cache, keep_data, restore_data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"))
+    keep_data(data_cache(cfg), _data_out(tmp_path / "out"))
+    entry = data_cache(cfg)
+    if damage == "edit":  # the same size, other bytes: only the digest tells
+        (entry / "texts.jsonl").write_text("texts.jsonX")
+    elif damage == "truncate":
+        (entry / "world" / "part").write_text("")
+    elif damage == "add":
+        (entry / "world" / "extra.png").write_bytes(b"not in the manifest")
+    elif damage == "remove":
+        (entry / "audit.json").unlink()
+    elif damage == "link":
+        (entry / "texts.jsonl").unlink()
+        (entry / "texts.jsonl").symlink_to(tmp_path / "out" / "texts.jsonl")
+    else:
+        (entry / MANIFEST).write_text("{")
+    new = tmp_path / "new"
+    (new / "texts.jsonl").parent.mkdir(parents=True)
+    (new / "texts.jsonl").write_text("kept")
+    capsys.readouterr()
+    assert not restore_data(entry, new)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and "failed its check" in lines[0] and "building the data again" in lines[0], lines
+    assert not entry.exists()  # thrown away: keep_data makes it anew
+    assert (new / "texts.jsonl").read_text() == "kept" and not (new / "world").exists()  # OUT as it was
+    keep_data(entry, _data_out(tmp_path / "rebuilt"))
+    assert restore_data(entry, new) and (new / "texts.jsonl").read_text() == "texts.jsonl"
 
 
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):

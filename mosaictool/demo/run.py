@@ -124,6 +124,17 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 
 
 def run_demo(cfg: DemoConfig) -> dict:
+    """The whole job in OUT, which one demo writes at a time (a lock) and which may neither be, hold,
+    nor lie inside the cache folder (a demo replaces what is in OUT with the cache's copies)."""
+    from mosaictool.locks import folder_lock
+    from mosaictool.paths import Read, Write, check_outputs
+
+    check_outputs([Write("--out", cfg.out, ("**",))], [Read("--cache-dir", cfg.cache_dir, ("**",))])
+    with folder_lock(cfg.out, "mosaictool demo"):
+        return _run_demo(cfg)
+
+
+def _run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
 
     out = Path(cfg.out)

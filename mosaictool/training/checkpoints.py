@@ -24,9 +24,7 @@ def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[TrainConfig, dict | Non
     """The config to train with and, when resuming, the state of last.pt (None: start from step 0)."""
     out = Path(cfg.out)
     if resume:
-        cfg, state = resume_state(cfg, out)
-        check_run_outputs(cfg)
-        return cfg, state
+        return resume_state(cfg, out)
     check_run_outputs(cfg)
     cfg = cfg.resolved()
     if (out / "final.pt").exists() or (out / "last.pt").exists():
@@ -75,6 +73,7 @@ def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]
         setattr(resumed, runtime, getattr(cfg, runtime))
     if cfg.report_to is not None:  # given again on --resume: it replaces the stored one
         resumed.report_to = cfg.report_to
+    check_run_outputs(resumed)
     state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
     return resumed, state
 
