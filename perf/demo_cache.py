@@ -1,0 +1,108 @@
+"""What the demo's data cache costs now that a restore copies and checks every byte (mosaictool.demo.cache)
+instead of hard-linking the files into OUT: both timed in one session on a cache of the demo's size.
+
+The world is a real one (`generate_world` at the demo's settings: 8,000 scenes with their twins, eval
+scale 0.5, 64-pixel images), so the number and sizes of its files are the demo's; the other artifacts
+are files of random bytes of the sizes the demo writes (texts.jsonl, the shards, graphs.parquet), or
+those of a real demo folder with --from DEMO_OUT.
+
+    python perf/demo_cache.py [--from DEMO_OUT] [--world-train 8000] [--repeats 3] [--workdir DIR]
+
+Prints the cache's size and file count and, per method, the median seconds of a restore into a new
+folder (and of the first copy into the cache), with the ratio new / old.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+# the sizes of a demo's artifacts besides the world (MB), as a demo at the default settings wrote them
+SIZES_MB = {"texts.jsonl": 287, "graphs.parquet": 60, "shards": (8, 30), "shards-plain": (2, 20)}
+
+
+def hard_link_restore(cached: Path, out: Path) -> None:
+    """The restore before: every file hard-linked (mosaictool.demo.data before the manifest)."""
+    for name in sorted(os.listdir(cached)):
+        src, dst = cached / name, out / name
+        if src.is_dir():
+            shutil.copytree(src, dst, copy_function=os.link)
+        else:
+            os.link(src, dst)
+
+
+def build_out(root: Path, world_train: int, source: Path | None) -> Path:
+    from mosaictool.demo.data import DATA_ARTIFACTS
+    from mosaictool.world.generate import generate_world
+
+    out = root / "out"
+    out.mkdir()
+    if source is not None:
+        for name in DATA_ARTIFACTS:
+            (shutil.copytree if (source / name).is_dir() else shutil.copyfile)(source / name, out / name)
+        return out
+    generate_world(out / "world", train=world_train, seed=0, twins=True, binding_twins=True, shape_twins=True,
+                   image_size=64, eval_scale=0.5, workers=os.cpu_count() or 1)
+    rng = os.urandom
+    for name, size in SIZES_MB.items():
+        if isinstance(size, tuple):
+            (out / name).mkdir()
+            for i in range(size[0]):
+                (out / name / f"{i:06d}.tar").write_bytes(rng(size[1] << 20))
+            (out / name / "sizes.json").write_text("{}\n")
+        else:
+            (out / name).write_bytes(rng(size << 20))
+    for name in DATA_ARTIFACTS:
+        if not (out / name).exists():
+            (out / name).mkdir() if "." not in name else (out / name).write_text("{}\n")
+    return out
+
+
+def main() -> None:
+    from mosaictool.demo import cache
+    from mosaictool.demo.data import DATA_ARTIFACTS
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--from", dest="source", type=Path)
+    ap.add_argument("--world-train", type=int, default=8000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="demo-cache-perf-", dir=args.workdir))
+    try:
+        out = build_out(root, args.world_train, args.source)
+        entry = root / "cache" / "data-x"
+        entry.parent.mkdir()
+        t = time.perf_counter()
+        cache.store({name: out / name for name in DATA_ARTIFACTS}, entry)
+        store_s = time.perf_counter() - t
+        files = sum(len(names) for _, _, names in os.walk(entry))
+        size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+        print(f"cache: {size / 2**30:.2f} GiB in {files} files; first copy into the cache (copy + SHA-256): {store_s:.1f} s")
+        times: dict[str, list[float]] = {"hard links (before)": [], "verified copy (now)": []}
+        for i in range(args.repeats):  # alternated, so that both see the same page cache and load
+            for method in times:
+                target = root / f"restore-{i}-{len(times[method])}-{method[:4]}"
+                target.mkdir()
+                t = time.perf_counter()
+                if method.startswith("hard"):
+                    hard_link_restore(entry, target)
+                else:
+                    assert cache.restore(entry, target) is None
+                times[method].append(time.perf_counter() - t)
+                shutil.rmtree(target)
+        old, new = (statistics.median(v) for v in times.values())
+        for method, values in times.items():
+            print(f"restore, {method}: median {statistics.median(values):.2f} s over {len(values)} ({', '.join(f'{v:.2f}' for v in values)})")
+        print(f"ratio verified copy / hard links: {new / old:.1f}x")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
