@@ -383,3 +383,40 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     one = evaluate_all(models, world, "world-val", families=["aro"])
     assert json.dumps(several) == json.dumps(one) and one[0]["model"] == "m1" and {r["model"] for r in one} == {"m1", "m2"}
     assert any(r["metric"] == "hits" for r in one)
+
+
+def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, capsys):
+    import mosaictool.training
+    import mosaictool.training.launch
+    from mosaictool.demo.base import pretrain_base
+
+    world, shards = tmp_path / "world", tmp_path / "shards-plain"
+    world.mkdir()
+    (world / "manifest.json").write_text('{"seed": 0}')
+    shards.mkdir()
+    (shards / "000000.tar").write_bytes(b"tar")
+    (shards / "sizes.json").write_text('{"000000.tar": 1}')
+    trained = []
+
+    def fake_train(tc, *ranks):
+        trained.append(tc.out)
+        Path(tc.out).mkdir(parents=True, exist_ok=True)
+        (Path(tc.out) / "final.pt").write_bytes(b"weights of run %d" % len(trained))
+        return Path(tc.out) / "final.pt"
+
+    monkeypatch.setattr(mosaictool.training, "train", fake_train)
+    monkeypatch.setattr(mosaictool.training.launch, "train_in_local_ranks", fake_train)
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"), device="cpu")
+    first = pretrain_base(cfg, shards, world, tmp_path / "a")
+    assert first.read_bytes() == b"weights of run 1" and len(trained) == 1
+    with open(first, "ab") as f:  # a user's edit in one demo folder ...
+        f.write(b" edited")
+    second = pretrain_base(cfg, shards, world, tmp_path / "b")
+    assert second.read_bytes() == b"weights of run 1" and len(trained) == 1  # ... reaches neither the cache nor the next demo
+    entry = next((tmp_path / "cache").glob("base-*"))
+    (entry / "base.pt").write_bytes(b"weights of run X")  # the cache itself damaged: same size, other bytes
+    capsys.readouterr()
+    third = pretrain_base(cfg, shards, world, tmp_path / "c")
+    err = capsys.readouterr().err
+    assert "failed its check (base.pt does not match its manifest" in err and "training it again" in err
+    assert third.read_bytes() == b"weights of run 2" and len(trained) == 2
