@@ -6,10 +6,11 @@ scale 0.5, 64-pixel images), so the number and sizes of its files are the demo's
 are files of random bytes of the sizes the demo writes (texts.jsonl, the shards, graphs.parquet), or
 those of a real demo folder with --from DEMO_OUT.
 
-    python perf/demo_cache.py [--from DEMO_OUT] [--world-train 8000] [--repeats 3] [--workdir DIR]
+    python perf/demo_cache.py [--from DEMO_OUT | --entry CACHE_ENTRY] [--world-train 8000] [--repeats 3] [--workdir DIR]
 
 Prints the cache's size and file count and, per method, the median seconds of a restore into a new
-folder (and of the first copy into the cache), with the ratio new / old.
+folder (and of the first copy into the cache), with the ratios to the hard links of before and to a
+plain copy (shutil.copytree: what any copy costs). --entry times an entry `cache.store` made before.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ def hard_link_restore(cached: Path, out: Path) -> None:
             shutil.copytree(src, dst, copy_function=os.link)
         else:
             os.link(src, dst)
+
+
+def plain_copy(cached: Path, out: Path) -> None:
+    """A copy with no check: shutil.copytree / copy2, the floor of any copy."""
+    for name in sorted(os.listdir(cached)):
+        src = cached / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, out / name)
 
 
 def build_out(root: Path, world_train: int, source: Path | None) -> Path:
@@ -72,34 +80,39 @@ def main() -> None:
     ap.add_argument("--world-train", type=int, default=8000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--entry", type=Path, default=None)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="demo-cache-perf-", dir=args.workdir))
     try:
-        out = build_out(root, args.world_train, args.source)
-        entry = root / "cache" / "data-x"
-        entry.parent.mkdir()
-        t = time.perf_counter()
-        cache.store({name: out / name for name in DATA_ARTIFACTS}, entry)
-        store_s = time.perf_counter() - t
+        entry = args.entry
+        if entry is None:
+            out = build_out(root, args.world_train, args.source)
+            entry = root / "cache" / "data-x"
+            entry.parent.mkdir()
+            t = time.perf_counter()
+            cache.store({name: out / name for name in DATA_ARTIFACTS}, entry)
+            print(f"first copy into the cache (copy + SHA-256): {time.perf_counter() - t:.1f} s")
         files = sum(len(names) for _, _, names in os.walk(entry))
         size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-        print(f"cache: {size / 2**30:.2f} GiB in {files} files; first copy into the cache (copy + SHA-256): {store_s:.1f} s")
-        times: dict[str, list[float]] = {"hard links (before)": [], "verified copy (now)": []}
-        for i in range(args.repeats):  # alternated, so that both see the same page cache and load
-            for method in times:
-                target = root / f"restore-{i}-{len(times[method])}-{method[:4]}"
+        print(f"cache: {size / 2**30:.2f} GiB in {files} files")
+        methods = {"hard links (before)": hard_link_restore, "plain copy": plain_copy,
+                   "verified copy (now)": lambda src, dst: cache.restore(src, dst)}
+        times: dict[str, list[float]] = {m: [] for m in methods}
+        for i in range(args.repeats):  # alternated, so that all see the same page cache and load
+            for method, restore in methods.items():
+                target = root / f"restore-{i}-{len(times[method])}"
                 target.mkdir()
+                os.sync()  # the previous method's writes do not land on this one's clock
                 t = time.perf_counter()
-                if method.startswith("hard"):
-                    hard_link_restore(entry, target)
-                else:
-                    assert cache.restore(entry, target) is None
+                assert restore(entry, target) is None
                 times[method].append(time.perf_counter() - t)
                 shutil.rmtree(target)
-        old, new = (statistics.median(v) for v in times.values())
+        med = {m: statistics.median(v) for m, v in times.items()}
         for method, values in times.items():
-            print(f"restore, {method}: median {statistics.median(values):.2f} s over {len(values)} ({', '.join(f'{v:.2f}' for v in values)})")
-        print(f"ratio verified copy / hard links: {new / old:.1f}x")
+            print(f"restore, {method}: median {med[method]:.2f} s over {len(values)} ({', '.join(f'{v:.2f}' for v in values)})")
+        now = med["verified copy (now)"]
+        print(f"verified copy / hard links: {now / med['hard links (before)']:.1f}x; verified copy / plain copy: "
+              f"{now / med['plain copy']:.2f}x")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

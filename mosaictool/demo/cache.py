@@ -28,16 +28,41 @@ def lock_of(entry: Path):
     return cache_lock(entry.with_name(f".{entry.name}.lock"), "mosaictool demo", log)
 
 
+FICLONE = 0x40049409  # linux/fs.h: share the source's blocks, copy-on-write (btrfs, XFS, bcachefs)
+
+
 def copy_hashed(src: Path, dst: Path) -> tuple[int, str]:
-    """Copy `src` to a new file `dst`; its size and SHA-256, from the bytes written."""
+    """Copy `src` to a new file `dst` (a reflink where the file system has them: no bytes copied, and
+    still no link: a write to either makes it its own); the size and SHA-256 of what `dst` holds."""
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        if not _reflink(fi, fo):
+            return _hashed(fi, fo)
+    with open(dst, "rb") as f:
+        return _hashed(f, None)
+
+
+def _hashed(fi, fo) -> tuple[int, str]:
+    """Size and SHA-256 of what `fi` holds, written on to `fo` (if any) in the same pass."""
     h = hashlib.sha256()
     size = 0
-    with open(src, "rb") as fi, open(dst, "wb") as fo:
-        while chunk := fi.read(CHUNK):
-            h.update(chunk)
+    while chunk := fi.read(CHUNK):
+        h.update(chunk)
+        if fo is not None:
             fo.write(chunk)
-            size += len(chunk)
+        size += len(chunk)
     return size, h.hexdigest()
+
+
+def _reflink(fi, fo) -> bool:
+    if not hasattr(os, "O_PATH"):  # not Linux
+        return False
+    import fcntl
+
+    try:
+        fcntl.ioctl(fo.fileno(), FICLONE, fi.fileno())
+        return True
+    except OSError:  # ext4, tmpfs, another file system: copy the bytes
+        return False
 
 
 def _files(root: Path) -> list[str]:
