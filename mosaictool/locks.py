@@ -89,13 +89,13 @@ def folder_lock(folder: str | os.PathLike, what: str, *, flag: str = "--out",
     from filelock import Timeout
 
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise MosaicError(f"{flag} {folder}: is a file, not a folder; choose another {flag}")
     created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise MosaicError(f"{flag} {folder}: cannot create the folder ({e.strerror or e})") from e
-    if not folder.is_dir():
-        raise MosaicError(f"{flag} {folder}: not a folder")
     path = folder / LOCK_NAME
     lock = _lock(path, what)
     try:

@@ -4,7 +4,7 @@ with nothing half-written, outputs keep the umask, and -o through a symlink writ
 Every refusal is checked the same way: exit 1, one `Error:` line naming the output and the input,
 every file under the test's folder byte-identical afterwards and nothing new in it.
 
-CASES (new, beyond tests/test_bad_input.py; 56 in all):
+CASES (new, beyond tests/test_bad_input.py; 59 here, and the demo cache's in tests/test_demo.py):
  overwrite   parse: 1 -o = INPUT  2 the same by another path (./, ..)  3 a symlink to it  4 a hard link to it
              5 `< out -o out` (stdin)  6 `>> input` (stdout)  7 -o a file of the --model folder
              decompose: 8 -o through a symlinked folder  9 -o a file of --vocab   negate: 10 -o = INPUT  11 a --vocab file
@@ -28,6 +28,8 @@ CASES (new, beyond tests/test_bad_input.py; 56 in all):
              53 a metrics line cut off by a full disk is removed
  umask       54 022 and 077 on JSONL, Parquet, reports, checkpoints, shards, vocabularies
  symlinks    55 -o through a symlink replaces the target, the link stays  56 a dangling link: the target is created
+ folders     57 demo --out a folder that is not a demo's (its own shards/ would be replaced)  58 world --overwrite of a
+             world folder holding anything else (runs/)  59 train / wise-ft --out an existing file
 """
 
 from __future__ import annotations
@@ -264,6 +266,27 @@ def test_demo_out_and_cache_are_kept_apart(files):
     refused(files, ["demo", "--quick", "--out", cache, "--cache-dir", cache], "is the folder that --cache-dir reads")
     refused(files, ["demo", "--quick", "--out", cache / "data-x", "--cache-dir", cache], "lies inside the folder that --cache-dir reads")
     refused(files, ["demo", "--quick", "--out", files, "--cache-dir", cache], "holds the input --cache-dir")
+
+
+def test_demo_never_takes_over_a_folder_of_someone_else(files):
+    (files / "project" / "shards").mkdir(parents=True)
+    (files / "project" / "shards" / "000000.tar").write_text("their own shards")
+    refused(files, ["demo", "--quick", "--out", files / "project", "--cache-dir", files / "cache"],
+            "not a demo folder (no demo_config.json) and it holds shards")
+
+
+def test_world_overwrite_never_deletes_what_else_is_in_the_folder(files):
+    (files / "w" / "train").mkdir(parents=True)
+    (files / "w" / "manifest.json").write_text("{}")
+    (files / "w" / "runs").mkdir()
+    (files / "w" / "runs" / "final.pt").write_text("a model trained on this world")
+    refused(files, ["world", "--out", files / "w", "--overwrite", "--train", "1", "-q"], "holds runs besides the world")
+
+
+def test_train_out_that_is_a_file(files):
+    refused(files, ["train", "--data", files / "caps.jsonl", "--out", files / "caps.jsonl"], "is a file, not a folder")
+    refused(files, ["wise-ft", "--zeroshot", files / "caps.jsonl", "--finetuned", files / "runs" / "m1" / "final.pt",
+                    "--out", files / "caps.jsonl"], "is a file, not a folder")
 
 
 def test_what_stays_allowed(files):

@@ -126,11 +126,18 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
 def run_demo(cfg: DemoConfig) -> dict:
     """The whole job in OUT, which one demo writes at a time (a lock) and which may neither be, hold,
     nor lie inside the cache folder (a demo replaces what is in OUT with the cache's copies)."""
-    from mosaictool.locks import folder_lock
+    from mosaictool.locks import LOCK_NAME, folder_lock
     from mosaictool.paths import Read, Write, check_outputs
 
     check_outputs([Write("--out", cfg.out, ("**",))], [Read("--cache-dir", cfg.cache_dir, ("**",))])
-    with folder_lock(cfg.out, "mosaictool demo"):
+    out = Path(cfg.out)
+    if out.is_dir() and not (out / "demo_config.json").is_file():
+        # the demo replaces world/, shards/, texts.jsonl, runs/, ... in OUT: never in someone's own folder
+        theirs = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+        if theirs:
+            raise MosaicError(f"--out {out}: not a demo folder (no demo_config.json) and it holds {', '.join(theirs[:3])}; "
+                              "the demo would replace what it finds there: choose a new or empty folder")
+    with folder_lock(out, "mosaictool demo"):
         return _run_demo(cfg)
 
 

@@ -205,6 +205,10 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
             raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
         if not (out / "manifest.json").is_file():
             raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in ("manifest.json", "train", *EVAL_SPLITS))
+        if foreign:  # --overwrite replaces the whole folder: what else was put there would go with it
+            raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
+                              "it: move it out, or choose another --out")
     progress = progress or (lambda n: None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
