@@ -567,3 +567,15 @@ def test_output_through_a_symlink_replaces_its_target(tmp_path):
 def test_the_help_says_what_o_does_with_a_symlink():
     result = runner.invoke(app, ["parse", "--help"], env={"COLUMNS": "300"})
     assert "a symlink's target is replaced (the link stays)" in " ".join(result.stdout.split())
+
+
+def test_a_world_folder_keeps_the_umask(tmp_path):
+    from mosaictool.world.generate import generate_world
+
+    old = os.umask(0o077)
+    try:
+        generate_world(tmp_path / "w", train=1, eval_scale=0.01)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "w").stat().st_mode & 0o777) == oct(0o700)
+    assert oct((tmp_path / "w" / "manifest.json").stat().st_mode & 0o777) == oct(0o600)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import orjson
 
+from mosaictool.atomic import umask
 from mosaictool.errors import MosaicError
 from mosaictool.world import splits
 from mosaictool.world.vocab import (
@@ -212,7 +213,7 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     progress = progress or (lambda n: None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would follow the world to its final place
+    tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 would follow the world to its final place
     try:
         jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins) for k in range(train)]
         train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
