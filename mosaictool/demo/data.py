@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from mosaictool.atomic import write_text
 from mosaictool.demo import cache
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
 
@@ -124,7 +125,7 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     negatives = negate(decompose(parsed, max_subgraphs=recipe["max_subgraphs"], vocab=str(vocab_dir)), vocab=str(vocab_dir),
                        max_negatives=recipe["max_negatives"], text_methods=TEXT_METHODS, workers=cfg.workers)
     write_records(texts, template(negatives, vocab=load_vocab(vocab_dir)))
-    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
+    write_text(recipe_file, json.dumps(recipe, sort_keys=True) + "\n")
     return texts
 
 
@@ -155,7 +156,7 @@ def make_shards(records, world: Path, shards: Path, source: Path | None = None) 
         shutil.rmtree(shards)
     log(f"shard: WebDataset tar shards -> {shards}")
     write_shards(records, out=shards, image_root=world / "train", shard_size=2000)
-    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
+    write_text(recipe_file, json.dumps(recipe, sort_keys=True) + "\n")
     return shards
 
 

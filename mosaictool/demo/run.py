@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from mosaictool.atomic import write_text
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import FINETUNE_LR, MAIN_FAMILIES, METHODS, PATCH_ALPHA, DemoConfig, log
 from mosaictool.demo.data import data_cache, keep_data, make_texts, make_world, restore_data, shards_and_audit
@@ -66,7 +67,7 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     for label, by_lr in scores.items():
         lines.append(f"| {label} | " + " | ".join(f"{100 * by_lr[lr][0]:.1f} ({100 * by_lr[lr][1]:.1f})"
                                                   + (" **(chosen)**" if lr == chosen[label] else "") for lr in cfg.select_lrs) + " |")
-    (out / "selection.json").write_text(json.dumps({
+    write_text(out / "selection.json", json.dumps({
         "val_retrieval": {k: {str(lr): v[0] for lr, v in d.items()} for k, d in scores.items()},
         "val_headline": {k: {str(lr): v[1] for lr, v in d.items()} for k, d in scores.items()}, "chosen": chosen}, indent=1) + "\n")
     return chosen, "\n".join(lines)
@@ -119,7 +120,7 @@ def ablate_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
             cells.append("–" if r is None else f"{100 * r.diff:+.1f} (p={r.p:.2g})")
         lines.append(f"| {name} | {100 * head:.1f} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    (out / "ablation.md").write_text(table + "\n")
+    write_text(out / "ablation.md", table + "\n")
     return table
 
 
@@ -149,7 +150,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     bench = _split_bench(cfg.split)
     log(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+    write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
     cached_data = data_cache(cfg)  # hashes mosaictool's files: once a run
     restored = restore_data(cached_data, out)
@@ -166,7 +167,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     if cfg.select_on_val:
         chosen, selection = select_on_val(cfg, shards, base, world, out)
         cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
-        (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+        write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     ablation = ablate_on_val(cfg, shards, base, world, out) if cfg.ablate else None
     runs = finetune_all(cfg, shards, base, out)
     curves, patched = wise_models(cfg, base, runs, out)
@@ -267,7 +268,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
         "wise/, evals/, results.jsonl).",
         "",
     ])
-    (out / "report.md").write_text(report)
+    write_text(out / "report.md", report)
     print(table)
     print()
     print(control["verdict"])
