@@ -106,10 +106,12 @@ def store(sources: dict[str, Path], entry: Path) -> None:
         raise
 
 
-def restore(entry: Path, out: Path) -> str | None:
-    """Copy the cache entry's files into `out` (each top-level name replacing what is there), checking
-    every byte against the manifest: None when all matched. Else what did not: the entry is removed
-    (the caller builds it anew) and `out` is left as it was (the copy is made beside it first)."""
+def restore(entry: Path, out: Path, rename: dict[str, str] | None = None) -> str | None:
+    """Copy the cache entry's files into `out` (each top-level name, or its `rename`, replacing what is
+    there), checking every byte against the manifest: None when all matched. Else what did not: the
+    entry is removed (the caller builds it anew) and `out` is left as it was (the copy is made beside
+    it first)."""
+    rename = rename or {}
     try:
         manifest = json.loads((entry / MANIFEST).read_text())
         files: dict[str, list] = manifest["files"]
@@ -133,8 +135,8 @@ def restore(entry: Path, out: Path) -> str | None:
             if copy_hashed(entry / rel, staging / rel) != tuple(files[rel]):
                 return _discard(entry, f"{rel} does not match its manifest (size or SHA-256)")
         for top in sorted({Path(rel).parts[0] for rel in files} | {Path(d).parts[0] for d in dirs}):
-            _remove(out / top)
-            os.replace(staging / top, out / top)
+            _remove(out / rename.get(top, top))
+            os.replace(staging / top, out / rename.get(top, top))
     finally:
         _remove(staging)
     return None

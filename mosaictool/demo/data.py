@@ -22,13 +22,17 @@ DATA_ARTIFACTS = ("world", "graphs.parquet", "vocab", "texts.jsonl", "texts.reci
 
 def data_cache(cfg: DemoConfig) -> Path:
     """The cache folder of this config's data: named by the world's settings, the audit's batches and
-    the bytes of mosaictool's own files (any code change makes new data, never a stale reuse)."""
+    the bytes of mosaictool's own files (any code change makes new data, never a stale reuse), the
+    stages and vocabulary included: in a source checkout they live beside the package, not in it."""
     import mosaictool
+    import mosaictool.stages
+    import mosaictool.vocab
 
-    package = Path(mosaictool.__file__).parent
-    code = [file_digest(f) for f in sorted(package.rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
+    roots = dict.fromkeys(Path(p) for m in (mosaictool, mosaictool.stages, mosaictool.vocab) for p in m.__path__)
+    files = sorted({f for root in roots for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts})
+    code = [file_digest(f) for f in files]
     key = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins, "image_size": cfg.image_size,
-           "eval_scale": cfg.eval_scale, "audit_batches": cfg.audit_batches, "code": digest(code)}
+           "eval_scale": cfg.eval_scale, "caption_noise": cfg.caption_noise, "audit_batches": cfg.audit_batches, "code": digest(code)}
     return Path(cfg.cache_dir) / f"data-{digest(key)}"
 
 
@@ -56,10 +60,13 @@ def keep_data(cached: Path, out: Path) -> None:
 
 def make_world(cfg: DemoConfig, out: Path) -> Path:
     from mosaictool.world.generate import generate_world, load_manifest
+    from mosaictool.world.noise import NOISE_KINDS
 
     world = out / "world"
     wanted = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins, "binding_twins": cfg.twins,
               "shape_twins": cfg.twins, "image_size": cfg.image_size, "eval_scale": cfg.eval_scale}
+    if cfg.caption_noise:  # a clean world's manifest has no noise options
+        wanted.update(caption_noise=cfg.caption_noise, noise_kinds=list(NOISE_KINDS))
     if (world / "manifest.json").is_file():
         m = load_manifest(world)
         if {"seed": m.get("seed"), **m.get("options", {})} == wanted:
@@ -68,7 +75,7 @@ def make_world(cfg: DemoConfig, out: Path) -> Path:
     log(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")
     generate_world(world, train=cfg.world_train, seed=cfg.world_seed, twins=cfg.twins, binding_twins=cfg.twins,
                    shape_twins=cfg.twins, image_size=cfg.image_size, eval_scale=cfg.eval_scale, workers=cfg.workers,
-                   overwrite=True)
+                   overwrite=True, caption_noise=cfg.caption_noise)
     return world
 
 
