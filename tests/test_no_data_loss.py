@@ -372,10 +372,12 @@ def test_a_stale_lock_left_in_a_shard_folder_is_taken_over(files):
 
 WAIT = """
 import sys, time
+from pathlib import Path
 from mosaictool.locks import cache_lock
 with cache_lock(sys.argv[1], "the first demo", log=print):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
+    Path(sys.argv[1] + ".done").write_text("done")  # still holding it
 """
 
 
@@ -387,7 +389,7 @@ def test_a_cache_entry_has_one_writer_and_the_second_waits_saying_for_whom(tmp_p
     assert first.stdout.readline().strip() == "held"
     lines: list[str] = []
     with cache_lock(lock, "the second demo", log=lines.append):
-        assert first.poll() is not None  # got it only once the first was done
+        assert Path(f"{lock}.done").exists()  # got it only once the first was done
     first.wait()
     assert len(lines) == 1 and f"waiting for the first demo (pid {first.pid} on " in lines[0]
 
