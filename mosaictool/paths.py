@@ -27,8 +27,9 @@ RUN_FILES = ("config.json", "metrics.jsonl", "last.pt", "last.prev.pt", "final.p
 @dataclass(frozen=True)
 class Read:
     """An input. `names` is None for a file; for a folder, the names read in it: shell patterns of
-    files directly inside ("*.tar"), "sub/" for a whole subfolder, or ("**",) for every file below.
-    `exclusive`: no output folder may be this folder itself."""
+    files directly inside ("*.tar"), "sub/" for a whole subfolder, ("**",) for every file below, or ()
+    for none (an image root: only `exclusive` applies). `exclusive`: no output folder may be this
+    folder itself."""
 
     flag: str
     path: str | os.PathLike
@@ -57,8 +58,10 @@ def checkpoint(flag: str, path: str | os.PathLike | None) -> list[Read]:
 
 def read_path(flag: str, path: str | os.PathLike | None) -> list[Read]:
     """An input that may be a file or a folder (or not a path at all: a model tag): as it is on disk."""
-    if not path or str(path) == STDIO:
-        return [Read(flag, STDIO)] if str(path) == STDIO else []
+    if not path:
+        return []
+    if str(path) == STDIO:
+        return [Read(flag, STDIO)]
     if os.path.isdir(path):
         return [Read(flag, path, ("**",))]
     return [Read(flag, path)] if os.path.exists(path) else []
