@@ -66,13 +66,13 @@ _RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 
 
 def os_error_of(exc: BaseException) -> OSError | None:
-    """The OSError behind `exc`: itself, its cause, or the errno that Rust-backed writers (polars)
-    put in their message ("File too large (os error 27)")."""
+    """The OSError behind `exc`: itself, its explicit cause, or the errno that Rust-backed writers
+    (polars) put in their message ("File too large (os error 27)")."""
     seen = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno is not None:
             return seen
-        seen = seen.__cause__ or seen.__context__
+        seen = seen.__cause__
     match = _RUST_OS_ERROR.search(str(exc))
     if match:
         code = int(match.group(1))
