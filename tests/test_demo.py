@@ -219,7 +219,9 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert "| method − NegCLIP |" in report and "| MosaiCLIP | " in report.split("| method − NegCLIP |")[1]
-    assert len(list(cache.glob("base-*.pt"))) == 1
+    bases = [p for p in cache.glob("base-*") if p.is_dir()]  # the base and its manifest, nothing else
+    assert len(bases) == 1 and sorted(p.name for p in bases[0].iterdir()) == ["base.pt", "cache-manifest.json"]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no lock or staging folder left
     # the world's images come twice, with the varied and with the plain caption
     texts = [orjson.loads(x) for x in (out / "texts.jsonl").read_bytes().splitlines()]
     plain = {r["id"][:-len("-plain")]: r["caption"] for r in texts if r["id"].endswith("-plain")}
