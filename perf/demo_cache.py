@@ -6,7 +6,7 @@ scale 0.5, 64-pixel images), so the number and sizes of its files are the demo's
 are files of random bytes of the sizes the demo writes (texts.jsonl, the shards, graphs.parquet), or
 those of a real demo folder with --from DEMO_OUT.
 
-    python perf/demo_cache.py [--from DEMO_OUT | --entry CACHE_ENTRY] [--world-train 8000] [--repeats 3] [--workdir DIR]
+    python perf/demo_cache.py [--from DEMO_OUT | --entry CACHE_ENTRY] [--world-train 8000] [--scale 1] [--repeats 3] [--workdir DIR]
 
 Prints the cache's size and file count and, per method, the median seconds of a restore into a new
 folder (and of the first copy into the cache), with the ratios to the hard links of before and to a
@@ -44,7 +44,7 @@ def plain_copy(cached: Path, out: Path) -> None:
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, out / name)
 
 
-def build_out(root: Path, world_train: int, source: Path | None) -> Path:
+def build_out(root: Path, world_train: int, source: Path | None, scale: float = 1.0) -> Path:
     from mosaictool.demo.data import DATA_ARTIFACTS
     from mosaictool.world.generate import generate_world
 
@@ -56,15 +56,14 @@ def build_out(root: Path, world_train: int, source: Path | None) -> Path:
         return out
     generate_world(out / "world", train=world_train, seed=0, twins=True, binding_twins=True, shape_twins=True,
                    image_size=64, eval_scale=0.5, workers=os.cpu_count() or 1)
-    rng = os.urandom
     for name, size in SIZES_MB.items():
         if isinstance(size, tuple):
             (out / name).mkdir()
             for i in range(size[0]):
-                (out / name / f"{i:06d}.tar").write_bytes(rng(size[1] << 20))
+                (out / name / f"{i:06d}.tar").write_bytes(os.urandom(int(scale * (size[1] << 20))))
             (out / name / "sizes.json").write_text("{}\n")
         else:
-            (out / name).write_bytes(rng(size << 20))
+            (out / name).write_bytes(os.urandom(int(scale * (size << 20))))
     for name in DATA_ARTIFACTS:
         if not (out / name).exists():
             (out / name).mkdir() if "." not in name else (out / name).write_text("{}\n")
@@ -81,12 +80,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--entry", type=Path, default=None)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the sizes of the artifacts besides the world")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="demo-cache-perf-", dir=args.workdir))
     try:
         entry = args.entry
         if entry is None:
-            out = build_out(root, args.world_train, args.source)
+            out = build_out(root, args.world_train, args.source, args.scale)
             entry = root / "cache" / "data-x"
             entry.parent.mkdir()
             t = time.perf_counter()
