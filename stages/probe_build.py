@@ -787,19 +787,13 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
 
 def write_jsonl(records, path: str | Path) -> int:
     """Write records to `path` atomically (temp file beside it, replaced on success)."""
-    import tempfile
+    from mosaictool.atomic import atomic_output
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     n = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for rec in records:
-                f.write(orjson.dumps(rec) + b"\n")
-                n += 1
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_output(path, flag="--out") as tmp, open(tmp, "wb") as f:
+        for rec in records:
+            f.write(orjson.dumps(rec) + b"\n")
+            n += 1
     return n

@@ -8,6 +8,7 @@ import typer
 
 from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
 from mosaictool.errors import MosaicError
+from mosaictool.paths import read_path
 
 
 @handles_errors
@@ -56,6 +57,7 @@ def parse_cli(
         skip_bad=skip_bad,
         quiet=quiet,
         assign_ids=assign_ids,
+        reads=read_path("--model", model),
         desc="parse",
         unit="caption",
     )

@@ -120,6 +120,9 @@ def audit_cli(
         raise MosaicError("--batch-size must be at least 2 and --batches at least 0")
     if output is not None and Path(output).is_dir():
         raise MosaicError(f"{output}: is a directory; give -o a file path such as {Path(output) / 'audit.json'}")
+    from mosaictool.paths import Read, Write, check_outputs, read_path
+
+    check_outputs([Write("-o", output)], [Read("TEXTS", texts), *read_path("--world", world)])
     records = read_records(texts)
     if world is not None:
         records = with_world(records, world)
@@ -136,7 +139,7 @@ def audit_cli(
 
         from mosaictool.bench.report import write_text
 
-        write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n")
+        write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n", flag="-o")
         typer.echo(f"wrote {output}", err=True)
 
 

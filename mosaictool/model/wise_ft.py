@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
+from mosaictool.locks import folder_lock
 from mosaictool.model import lora
+from mosaictool.paths import Write, check_outputs, checkpoint
 
 SCOPES = ("all", "visual", "text")
 RULES = ("linear", "fsc-lora")
@@ -120,9 +122,8 @@ def wise_ft(
     device: str = "cpu",
 ) -> list[Path]:
     """Write one checkpoint per alpha to `out/<output_name(alpha, rule)>`; returns their paths.
-    The weights are mixed on `device` and written back from the CPU (readable anywhere)."""
-    from mosaictool.model import openclip
-
+    The weights are mixed on `device` and written back from the CPU (readable anywhere). None of
+    them may be a checkpoint it reads; the folder is locked while they are written."""
     if scope not in SCOPES:
         raise MosaicError(f"--scope {scope!r}: choose one of {', '.join(SCOPES)}")
     weight_of_finetuned(0.0, rule)  # refuses an unknown rule before any file is read
@@ -131,19 +132,28 @@ def wise_ft(
     bad = [a for a in alphas if not 0 <= a <= 1]
     if bad:
         raise MosaicError(f"--alpha {bad[0]}: alphas lie in [0, 1] (0 = zero-shot, 1 = fine-tuned)")
+    out = Path(out)
+    names = [output_name(alpha, rule) for alpha in alphas]
+    check_outputs([Write("--out", out, tuple(names))], [*checkpoint("--finetuned", finetuned), *checkpoint("--zeroshot", zeroshot)])
+    with folder_lock(out, "mosaictool wise-ft"):
+        return _write(zeroshot, finetuned, alphas, names, out, scope, rule, device)
+
+
+def _write(zeroshot: str, finetuned: str, alphas: Sequence[float], names: list[str], out: Path, scope: str, rule: str,
+           device: str) -> list[Path]:
+    from mosaictool.model import openclip
+
     ft_bundle = openclip.load_checkpoint(finetuned)
     ft_ckpt = openclip.read_checkpoint(finetuned)
     theta1 = {k: v.to(device, copy=True) for k, v in ft_bundle.model.state_dict().items()}
     theta0 = {k: v.to(device) for k, v in _zeroshot_state(zeroshot, finetuned, ft_ckpt).items()}
     if rule == "fsc-lora":
         check_lora_base(theta0, theta1, ft_ckpt, zeroshot, finetuned)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     keep = {k: v for k, v in ft_ckpt.items() if k in ("config", "method", "step", "total_steps")}
     paths = []
-    for alpha in alphas:
+    for alpha, name in zip(alphas, names):
         ft_bundle.model.load_state_dict(interpolate(theta0, theta1, alpha, scope, rule))
-        path = out / output_name(alpha, rule)
+        path = out / name
         openclip.save_checkpoint(
             path, ft_bundle, **keep,
             wise_ft={"alpha": alpha, "scope": scope, "rule": rule, "finetuned_share": weight_of_finetuned(alpha, rule),

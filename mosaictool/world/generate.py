@@ -28,6 +28,7 @@ from pathlib import Path
 
 import orjson
 
+from mosaictool.atomic import umask
 from mosaictool.errors import MosaicError
 from mosaictool.world import splits
 from mosaictool.world.noise import NOISE_KINDS
@@ -216,10 +217,14 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
             raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
         if not (out / "manifest.json").is_file():
             raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in ("manifest.json", "train", *EVAL_SPLITS))
+        if foreign:  # --overwrite replaces the whole folder: what else was put there would go with it
+            raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
+                              "it: move it out, or choose another --out")
     progress = progress or (lambda n: None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would follow the world to its final place
+    tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 would follow the world to its final place
     try:
         jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins, caption_noise, noise_kinds) for k in range(train)]
         train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
