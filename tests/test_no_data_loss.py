@@ -470,6 +470,7 @@ def test_train_on_a_full_disk(tmp_path):
     assert sorted(p.name for p in run.iterdir()) == ["config.json", "metrics.jsonl"]  # no final.pt, no temp file
 
 
+@pytest.mark.slow
 def test_wise_ft_on_a_full_disk_keeps_the_previous_checkpoint(tmp_path):
     from mosaictool.model import openclip
 
