@@ -277,10 +277,6 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
 
 
 def _fsc_world(folder, n=8, without_hn=(1,)):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
     return add_fsc_negatives(make_world(folder / "w", n=n), without_hn=without_hn), write_tiny_model(folder)
@@ -304,14 +300,9 @@ def test_missing_hn_kinds_name_negate_text(tmp_path):
     """make_world's records have negclip swaps only: fsc-clip refuses them, naming the kinds that are
     missing and the stage that adds them, before any run folder is written. (The first test here to
     build a model: it pays open_clip's import.)"""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from train_fixtures import make_world, write_tiny_model
-
     from mosaictool.errors import MosaicError
     from mosaictool.training import train
+    from train_fixtures import make_world, write_tiny_model
 
     data, model_cfg = make_world(tmp_path / "w", n=4), write_tiny_model(tmp_path)
     with pytest.raises(MosaicError, match=r"replace, shuffle hard-negative texts.*negate --text negclip,replace,shuffle"):
@@ -327,8 +318,12 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
     from mosaictool.model import openclip, wise_ft
     from mosaictool.training import train
 
-    data, model_cfg = _fsc_world(tmp_path)
-    final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1))
+    data, model_cfg = _fsc_world(tmp_path)  # puts tests/ on sys.path
+    from train_fixtures import lora_reference_weights
+
+    trained = {}
+    final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1),
+                  on_step=lambda step, metrics, model: trained.update(model=model))
     lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in lines] == [1]
     assert all(m.keys() >= {"loss", "clip", "hn_global", "hn_local"} and m["hn_local"] > 0 for m in lines)
@@ -336,8 +331,12 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
     base = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0).model.state_dict()
     merged = _state(final)
     assert merged.keys() == base.keys()  # no adapter key left
+    reference = lora_reference_weights(base, trained["model"], 2)  # every adapted weight W + B A / rank
+    for k in base:
+        torch.testing.assert_close(merged[k], reference[k], msg=lambda m: f"{k}: {m}")
     changed = [k for k in base if not torch.equal(base[k], merged[k])]
     assert "transformer.resblocks.0.mlp.c_fc.weight" in changed and "visual.conv1.weight" in changed
+    assert "visual.transformer.resblocks.0.attn.out_proj.weight" in changed
     assert not any(k.endswith(("bias", "logit_scale")) or ".ln_" in k for k in changed)  # frozen: LoRA on weights only
     bundle = openclip.load_checkpoint(final)  # strict
     assert bundle.meta["checkpoint"]["config"]["lora"] == 2
@@ -614,7 +613,8 @@ def test_recipes_are_the_authors_settings(tmp_path, recipe, lr, lora_rank):
 
     cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="fsc-clip")
     got = with_recipe(cfg, recipe).resolved()
-    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert got.grad_clip is None and got.precision == "amp" and got.crop_scale == (0.9, 1.0)
     assert (got.optimizer, got.beta1, got.beta2, got.eps) == ("adamw", 0.9, 0.98, 1e-6)
     assert got.merge_equal_texts is False and got.method_options["empty_hn_slots"] == "zero"
@@ -638,7 +638,8 @@ def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypat
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 0, result.output
     cfg = seen[-1]
-    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert cfg.grad_clip is None and cfg.precision == "amp" and tuple(cfg.crop_scale) == (0.9, 1.0)
     assert cfg.method_options["lambda_global"] == 0.5 and cfg.method_options["label_smoothing"] == 0.02
     result = CliRunner().invoke(app, base + ["--lr", "1e-4", "--grad-clip", "2", "--batch-size", "8", "--precision", "fp32",

@@ -5,7 +5,6 @@ StackedCLIP's forward and gradients are each model's own."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,7 @@ from mosaictool.model import openclip
 from mosaictool.model.stacked import StackedCLIP, supports
 from mosaictool.training import TrainConfig, train, train_many
 from mosaictool.training.batch import ContrastiveForward
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import add_fsc_negatives, make_world, write_tiny_model  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
 # |w_together - w_alone| / |w_alone - w_start| after a few steps: measured 1e-5 to 7e-5 (float32; the
 # batched matmuls sum in another order, and AdamW's normalised step turns rounding of a near-zero
@@ -127,6 +124,8 @@ def test_a_failing_run_stops_with_its_folder_named(world, tmp_path):
     cfgs = [config(world, tmp_path / f"run{s}", seed=s, lr=1e30, grad_clip=None) for s in range(2)]
     with pytest.raises(MosaicError, match=r"run\d: step \d+: the (loss|gradient)"):
         train_many(cfgs)
+    with pytest.raises(MosaicError, match="two runs would write"):
+        train_many([config(world, tmp_path / "same", seed=0), config(world, tmp_path / "same", seed=1)])
 
 
 def _models(world, n: int, **kw):

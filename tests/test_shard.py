@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 
+from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool import methods
-from mosaictool.training.data import TrainData
 from mosaictool.training import TrainConfig, train
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.training.data import TrainData
+from train_fixtures import make_world, write_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +69,8 @@ def test_each_shard_is_indexed_once_per_cache_until_it_changes(sharded, tmp_path
     assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
     first = TrainData.load(str(shards), method=methods.create("mosaiclip"), shards=cache)
     again = TrainData.load(str(shards / "*.tar"), method=methods.create("clip"), shards=cache)
-    assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]), method=methods.create("mosaiclip")).records
+    assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]),
+                                                                                method=methods.create("mosaiclip")).records
     assert TrainData.load(str(shards), method=methods.create("clip")).records == first.records and len(calls) == 6
     # a rewritten shard (another size) is read again; a record the slim form cannot read stays whole
     # and is refused by the method's check as before
@@ -89,7 +87,8 @@ def test_each_shard_is_indexed_once_per_cache_until_it_changes(sharded, tmp_path
                 m.size = len(body)
             t.addfile(m, io.BytesIO(body))
     skipped = TrainData.load(str(shards), method=methods.create("mosaiclip"), skip_bad=True, shards=cache)
-    assert calls[6:] == ["000002.tar"] and [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
+    assert calls[6:] == ["000002.tar"]
+    assert [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
 
 
 def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):

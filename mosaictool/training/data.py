@@ -215,30 +215,34 @@ class ShardCache:
                 self.samples(tar)
 
     def decode(self, spec: str, size: int, max_bytes: int = 1 << 30) -> bool:
-        """Decode every image of `spec`'s shards at `size` (DecodedImages). An image that does not
-        decode is left to the run, whose error names it. Shards whose images would take more than
-        `max_bytes` are only indexed (the demo's 38,022 at 64 px: 0.47 GB); -> whether they were
-        decoded. (Two threads were slower than one: the GIL.)"""
+        """Decode every image of `spec`'s shards at `size` (DecodedImages; added to those of other
+        shards decoded before). An image that does not decode is left to the run, whose error names
+        it. When all the images would take more than `max_bytes` (the demo's 38,022 at 64 px: 0.47 GB)
+        the new shards are only indexed; -> whether they are decoded. (Two threads were slower than
+        one: the GIL.)"""
         if is_record_file(spec):
             return False
         self.preload(spec)
-        locations = list(dict.fromkeys(loc for tar in expand_shards(spec) for _, loc, _ in self.samples(tar)
-                                       if loc is not None))
         known = self._decoded.get(size)
-        if known is not None and all((_real(loc.path), loc.offset) in known.rows for loc in locations):
+        rows = dict(known.rows) if known is not None else {}
+        new = [loc for loc in dict.fromkeys(loc for tar in expand_shards(spec) for _, loc, _ in self.samples(tar)
+                                            if loc is not None) if (_real(loc.path), loc.offset) not in rows]
+        if not new:
             return True
-        if len(locations) * 3 * size * size > max_bytes:
+        if (len(rows) + len(new)) * 3 * size * size > max_bytes:
             return False
         transform = ImageTransform(size, augment=False)
-        images = torch.empty(len(locations), 3, size, size, dtype=torch.uint8)
-        rows: dict[tuple[str, int], int] = {}
-        for loc in locations:
+        images = torch.empty(len(new), 3, size, size, dtype=torch.uint8)
+        done = 0
+        for loc in new:
             try:
-                images[len(rows)] = transform(loc.read(self), None)
+                images[done] = transform(loc.read(self), None)
             except UNREADABLE_IMAGE:
                 continue
             rows[(_real(loc.path), loc.offset)] = len(rows)
-        self._decoded[size] = DecodedImages(size, rows, images[: len(rows)])
+            done += 1
+        images = images[:done] if known is None else torch.cat([known.images, images[:done]])
+        self._decoded[size] = DecodedImages(size, rows, images)
         return True
 
     def decoded(self, size: int) -> DecodedImages | None:

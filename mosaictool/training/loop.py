@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from mosaictool import methods
 from mosaictool.errors import MosaicError
+from mosaictool.locks import folder_lock, main_process
 from mosaictool.model import lora, openclip
 from mosaictool.model.openclip import ModelBundle
 from mosaictool.training import distributed as dist
@@ -57,7 +58,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     ShardCache (shards indexed, and images decoded, once for every run); without one the run
     indexes its shards itself.
     """
-    return run_loop(setup(cfg, resume, shards), on_step)
+    # one writer per run folder: the main process of a torchrun job holds its lock for the whole run
+    with folder_lock(cfg.out, "mosaictool train") if main_process() else contextlib.nullcontext():
+        return run_loop(setup(cfg, resume, shards), on_step)
 
 
 def run_loop(run: Run, on_step: Callable[[int, dict, object], None] | None = None) -> Path:

@@ -23,8 +23,10 @@ towers, gradient checkpointing, torchrun) train one after the other, as `train` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +36,7 @@ import torch
 from tqdm import tqdm
 
 from mosaictool.errors import MosaicError
+from mosaictool.locks import folder_lock
 from mosaictool.model.stacked import StackedCLIP, supports
 from mosaictool.training.batch import batch_tokens, normalize_images, slot_features
 from mosaictool.training.config import TrainConfig
@@ -61,6 +64,18 @@ def train_many(cfgs: Sequence[TrainConfig], *, resume: bool = False, shards: Sha
     shares its steps). DataLoader workers (num_workers) are shared out between the runs."""
     if not cfgs:
         return []
+    folders = [os.path.realpath(c.out) for c in cfgs]
+    twice = sorted({c.out for c, f in zip(cfgs, folders) if folders.count(f) > 1})
+    if twice:
+        raise MosaicError(f"train_many: two runs would write {twice[0]}; give each run its own out folder")
+    with contextlib.ExitStack() as locks:  # one writer per run folder, held for the whole call
+        for cfg in cfgs:
+            locks.enter_context(folder_lock(cfg.out, "mosaictool train_many"))
+        return _train_many(cfgs, resume, shards, on_step)
+
+
+def _train_many(cfgs: Sequence[TrainConfig], resume: bool, shards: ShardCache | None,
+                on_step: Callable[[int, int, dict, object], None] | None) -> list[Path]:
     workers = [max(1, c.num_workers // len(cfgs)) if c.num_workers else 0 for c in cfgs]
     runs = [setup(cfg, resume, shards, num_workers=w) for cfg, w in zip(cfgs, workers)]
     finals: list[Path | None] = [None] * len(runs)
