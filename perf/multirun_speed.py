@@ -22,7 +22,6 @@ asserted.
 
 from __future__ import annotations
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 import argparse
 import json
 import multiprocessing

@@ -87,7 +87,8 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
             options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
-                             pretrained=str(base) if base is not None else None, augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
+                             pretrained=str(base) if base is not None else None, augment=False, steps=cfg.finetune_steps,
+                             lr=cfg.lr_for(label),
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
                              record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty(),
                              lock_image=lock == "image", lock_text=lock == "text")
