@@ -22,6 +22,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,21 +151,26 @@ def as_run(cmd: str) -> str:
     return re.sub(r"(^|\|\s*|&&\s*|;\s*)(" + "|".join(PROGRAMS) + r")(?=\s)", lambda m: m.group(1) + PROGRAMS[m.group(2)], cmd)
 
 
-def run_doc(doc: Path, work: Path, home: Path) -> None:
+def run_doc(doc: Path, work: Path, home: Path) -> list[tuple[Command, float]]:
+    """Run a doc's commands in order in `work`; returns each command run with its seconds."""
     env = {**os.environ, "HOME": str(home)}
     env.pop("MOSAICTOOL_CACHE", None)
+    ran = []
     for c in extract(doc):
         cmd, expect, applied = plan(c.text)
         if not cmd:
             continue
+        t0 = time.perf_counter()
         proc = subprocess.run(["bash", "-c", "set -o pipefail; " + as_run(cmd)], cwd=work, env=env,
                               capture_output=True, text=True, timeout=900)
+        ran.append((c, time.perf_counter() - t0))
         where = (f"{c.doc}:{c.line}: {c.text}\n  ran: {as_run(cmd)}\n  rules: {[r.reason for r in applied]}\n"
                  f"  exit {proc.returncode}; stderr:\n{proc.stderr[-3000:]}")
         if expect is None:
             assert proc.returncode == 0, where
         else:
             assert proc.returncode == 1 and re.search(expect, proc.stderr), f"expected exit 1 and /{expect}/ in stderr\n{where}"
+    return ran
 
 
 # --- fixtures: the files the docs name as a user's own --------------------------------------------
@@ -291,7 +297,7 @@ def readme_folder(tmp_path_factory):
     """The folder README.md's commands ran in (None and the error when they failed), and HOME."""
     root = tmp_path_factory.mktemp("docs")
     work, home = root / "work", root / "home"
-    home.mkdir()
+    (home / "data").mkdir(parents=True)  # `~/data`: your benchmark downloads, none here
     work.mkdir()
     shutil.copytree(REPO / "examples", work / "examples")
     write_vg(work)
