@@ -75,11 +75,13 @@ RULES = [
          "your benchmark downloads: absent here, so evaluate must stop naming the missing file (the benchmarks and flags exist)"),
     # sizes: the docs' runs are sized for real training
     Rule(r"--precision amp\b", "rewrite", "--precision fp32", "fp16 amp needs a GPU"),
+    Rule(r"(--method fsc-clip --recipe paper(?:-lora)?)\b", "rewrite", r"\1 --precision fp32",
+         "the recipe's fp16 amp needs a GPU (a flag given explicitly wins over the recipe)"),
     Rule(r"'shards/\{000000\.\.000099\}\.tar'", "rewrite", "'shards/{000000..000000}.tar'", "the worked example wrote one shard"),
     Rule(r"--nproc_per_node \d+", "rewrite", "--nproc_per_node 2", "two CPU ranks (gloo) stand in for the GPUs"),
     Rule(r"(train (?!.*--resume)(?!.*--steps [1-9]\d?\b).*?)(?: --steps \d+)?( --out \S+.*)$", "rewrite", r"\1 --steps 2\2",
          "runs sized for real training (epochs, a recipe's 40 epochs, >= 100 steps): 2 steps check the command"),
-    Rule(r"^mosaictool train --resume runs/m3$", "error", r"already finished",
+    Rule(r"^mosaictool train --resume runs/m2$", "error", r"already finished",
          "the docs' run finished, so there is nothing to resume: the flag is checked here; resuming after kill -9 is tests/test_train.py's"),
 ]
 
@@ -248,7 +250,7 @@ def write_weights(root: Path) -> None:
 
 
 FIXTURES = {
-    "examples/": "a copy of the repository's examples/ (the docs run from the repository root)",
+    "examples/, perf/": "copies of the repository's (the docs run from the repository root)",
     "vg/": "tiny Visual Genome files (write_vg): the docs' `vg/` is your VG download",
     "coco/, scenes/": "tiny COCO annotation files and images (write_coco): the docs' `coco/` is your COCO download",
     WEIGHTS: "a mosaic-tiny checkpoint trained 2 steps: stands in for OpenAI's weights (RULES)",
@@ -299,7 +301,8 @@ def readme_folder(tmp_path_factory):
     work, home = root / "work", root / "home"
     (home / "data").mkdir(parents=True)  # `~/data`: your benchmark downloads, none here
     work.mkdir()
-    shutil.copytree(REPO / "examples", work / "examples")
+    for folder in ("examples", "perf"):
+        shutil.copytree(REPO / folder, work / folder, ignore=shutil.ignore_patterns("logs", "__pycache__"))
     write_vg(work)
     write_coco(work)
     write_weights(work)
