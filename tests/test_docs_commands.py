@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]  # README.md first: the docs follow it
 PY = shlex.quote(sys.executable)
 
 # A program at the start of a command (or after |, &&, ;) -> how it is run here.
@@ -163,7 +163,7 @@ def run_doc(doc: Path, work: Path, home: Path) -> list[tuple[Command, float]]:
         if not cmd:
             continue
         t0 = time.perf_counter()
-        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + as_run(cmd)], cwd=work, env=env,
+        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + as_run(cmd)], check=False, cwd=work, env=env,
                               capture_output=True, text=True, timeout=900)
         ran.append((c, time.perf_counter() - t0))
         where = (f"{c.doc}:{c.line}: {c.text}\n  ran: {as_run(cmd)}\n  rules: {[r.reason for r in applied]}\n"
@@ -241,7 +241,7 @@ def write_weights(root: Path) -> None:
 
     captions = make_world(root / "fixture-world", n=12)
     proc = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--data", str(captions), "--method", "clip", "--steps", "2",
-                           "--batch-size", "4", "--out", str(root / "fixture-run"), "-q"], capture_output=True, text=True, timeout=600)
+                           "--batch-size", "4", "--out", str(root / "fixture-run"), "-q"], check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     (root / "weights").mkdir()
     shutil.move(root / "fixture-run" / "final.pt", root / WEIGHTS)
@@ -320,13 +320,11 @@ def test_readme_commands_run(readme_folder):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", [d for d in DOCS if d.name != "README.md"], ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", [d for d in DOCS[1:] if any(plan(c.text)[0] for c in extract(d))], ids=lambda d: d.name)
 def test_docs_commands_run(doc, readme_folder, tmp_path):
     work, error, home = readme_folder
     if work is None:
         pytest.fail(f"README.md's commands failed first, and the docs follow them:\n{error}")
-    if not extract(doc):
-        return
     copy = tmp_path / "work"
     shutil.copytree(work, copy, symlinks=True)
     run_doc(doc, copy, home)
