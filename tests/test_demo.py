@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -218,7 +219,9 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert "| method − NegCLIP |" in report and "| MosaiCLIP | " in report.split("| method − NegCLIP |")[1]
-    assert len(list(cache.glob("base-*.pt"))) == 1
+    bases = [p for p in cache.glob("base-*") if p.is_dir()]  # the base and its manifest, nothing else
+    assert len(bases) == 1 and sorted(p.name for p in bases[0].iterdir()) == ["base.pt", "cache-manifest.json"]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no lock or staging folder left
     # the world's images come twice, with the varied and with the plain caption
     texts = [orjson.loads(x) for x in (out / "texts.jsonl").read_bytes().splitlines()]
     plain = {r["id"][:-len("-plain")]: r["caption"] for r in texts if r["id"].endswith("-plain")}
@@ -260,16 +263,98 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
     assert not restore_data(data_cache(cfg), tmp_path / "new")
     keep_data(data_cache(cfg), out)
     assert data_cache(cfg).is_dir() and data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, world_seed=1))
+    assert data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, caption_noise=0.5))
     new = tmp_path / "new"
     (new / "world").mkdir(parents=True)
     (new / "world" / "stale").write_text("another world")
     assert restore_data(data_cache(cfg), new)
     assert not (new / "world" / "stale").exists() and (new / "world" / "part").read_text() == "world"
     assert all((new / n).is_file() and (new / n).read_text() == n for n in DATA_ARTIFACTS if "." in n)
-    # hard links, not copies; a stage's new file in OUT leaves the cache as it was
-    assert (new / "texts.jsonl").stat().st_ino == (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    # copies, not links: editing a restored file in place (appending a line) leaves the cache as it was
+    assert (new / "texts.jsonl").stat().st_ino != (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    with open(new / "texts.jsonl", "a") as f:
+        f.write('{"id": "poison"}\n')
+    with open(new / "world" / "part", "a") as f:
+        f.write("edited")
     write_json(new / "audit.json", {"key": "another audit"})
     assert (data_cache(cfg) / "audit.json").read_text() == "audit.json"
+    assert (data_cache(cfg) / "texts.jsonl").read_text() == "texts.jsonl"
+    assert (data_cache(cfg) / "world" / "part").read_text() == "world"
+    third = tmp_path / "third"
+    assert restore_data(data_cache(cfg), third) and (third / "texts.jsonl").read_text() == "texts.jsonl"
+
+
+def _data_out(root):
+    from mosaictool.demo.data import DATA_ARTIFACTS
+
+    for name in DATA_ARTIFACTS:
+        if "." in name:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(name)
+        else:
+            (root / name).mkdir(parents=True)
+            (root / name / "part").write_text(name)
+    return root
+
+
+@pytest.mark.parametrize("damage", ["edit", "truncate", "add", "remove", "link", "manifest"])
+def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage):
+    from mosaictool.demo.cache import MANIFEST
+    from mosaictool.demo.data import data_cache, keep_data, restore_data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"))
+    keep_data(data_cache(cfg), _data_out(tmp_path / "out"))
+    entry = data_cache(cfg)
+    if damage == "edit":  # the same size, other bytes: only the digest tells
+        (entry / "texts.jsonl").write_text("texts.jsonX")
+    elif damage == "truncate":
+        (entry / "world" / "part").write_text("")
+    elif damage == "add":
+        (entry / "world" / "extra.png").write_bytes(b"not in the manifest")
+    elif damage == "remove":
+        (entry / "audit.json").unlink()
+    elif damage == "link":
+        (entry / "texts.jsonl").unlink()
+        (entry / "texts.jsonl").symlink_to(tmp_path / "out" / "texts.jsonl")
+    else:
+        (entry / MANIFEST).write_text("{")
+    new = tmp_path / "new"
+    (new / "texts.jsonl").parent.mkdir(parents=True)
+    (new / "texts.jsonl").write_text("kept")
+    capsys.readouterr()
+    assert not restore_data(entry, new)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and "failed its check" in lines[0] and "building the data again" in lines[0], lines
+    assert not entry.exists()  # thrown away: keep_data makes it anew
+    assert (new / "texts.jsonl").read_text() == "kept" and not (new / "world").exists()  # OUT as it was
+    keep_data(entry, _data_out(tmp_path / "rebuilt"))
+    assert restore_data(entry, new) and (new / "texts.jsonl").read_text() == "texts.jsonl"
+
+
+def test_the_demo_world_has_the_configured_caption_noise(tmp_path, capsys):
+    from mosaictool.demo.data import make_world
+
+    cfg = config.DemoConfig(world_train=20, twins=False, eval_scale=0.01, workers=1, caption_noise=0.5)
+    world = make_world(cfg, tmp_path)
+    manifest = json.loads((world / "manifest.json").read_text())
+    assert manifest["options"]["caption_noise"] == 0.5 and manifest["counts"]["train"]["noisy"] > 0
+    make_world(cfg, tmp_path)
+    assert "world: reusing" in capsys.readouterr().err
+    clean = make_world(dataclasses.replace(cfg, caption_noise=0.0), tmp_path)  # another world, not the noisy one reused
+    assert "caption_noise" not in json.loads((clean / "manifest.json").read_text())["options"]
+
+
+@pytest.mark.parametrize("name", ["graph_repair.py", "attributes.tsv", "run.py"])
+def test_data_cache_key_changes_with_the_parser_the_vocabulary_and_the_package(tmp_path, monkeypatch, name):
+    """The stages and the vocabulary sit beside the package in a source checkout: their bytes are part
+    of the data's key too, so a parser change never reuses texts the old parser made."""
+    from mosaictool.demo import data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path))
+    before = data.data_cache(cfg)
+    real = data.file_digest
+    monkeypatch.setattr(data, "file_digest", lambda f: "edited" if Path(f).name == name else real(f))
+    assert data.data_cache(cfg) != before
 
 
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):
@@ -290,3 +375,40 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     one = evaluate_all(models, world, "world-val", families=["aro"])
     assert json.dumps(several) == json.dumps(one) and one[0]["model"] == "m1" and {r["model"] for r in one} == {"m1", "m2"}
     assert any(r["metric"] == "hits" for r in one)
+
+
+def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, capsys):
+    import mosaictool.training
+    import mosaictool.training.launch
+    from mosaictool.demo.base import pretrain_base
+
+    world, shards = tmp_path / "world", tmp_path / "shards-plain"
+    world.mkdir()
+    (world / "manifest.json").write_text('{"seed": 0}')
+    shards.mkdir()
+    (shards / "000000.tar").write_bytes(b"tar")
+    (shards / "sizes.json").write_text('{"000000.tar": 1}')
+    trained = []
+
+    def fake_train(tc, *ranks):
+        trained.append(tc.out)
+        Path(tc.out).mkdir(parents=True, exist_ok=True)
+        (Path(tc.out) / "final.pt").write_bytes(b"weights of run %d" % len(trained))
+        return Path(tc.out) / "final.pt"
+
+    monkeypatch.setattr(mosaictool.training, "train", fake_train)
+    monkeypatch.setattr(mosaictool.training.launch, "train_in_local_ranks", fake_train)
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"), device="cpu")
+    first = pretrain_base(cfg, shards, world, tmp_path / "a")
+    assert first.read_bytes() == b"weights of run 1" and len(trained) == 1
+    with open(first, "ab") as f:  # a user's edit in one demo folder ...
+        f.write(b" edited")
+    second = pretrain_base(cfg, shards, world, tmp_path / "b")
+    assert second.read_bytes() == b"weights of run 1" and len(trained) == 1  # ... reaches neither the cache nor the next demo
+    entry = next((tmp_path / "cache").glob("base-*"))
+    (entry / "base.pt").write_bytes(b"weights of run X")  # the cache itself damaged: same size, other bytes
+    capsys.readouterr()
+    third = pretrain_base(cfg, shards, world, tmp_path / "c")
+    err = capsys.readouterr().err
+    assert "failed its check (base.pt does not match its manifest" in err and "training it again" in err
+    assert third.read_bytes() == b"weights of run 2" and len(trained) == 2

@@ -32,7 +32,7 @@ def _fake_training(monkeypatch, accuracy):
         return {label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows}
 
     def fake_evaluate(models, world, bench, **kwargs):
-        assert bench == "world-val"
+        assert bench in ("world-val", "world")
         rng = np.random.default_rng(0)
         difficulty = {sub: rng.random(400) for sub in ("aro/VG-Relation", "aro/COCO-Order", "aro/VG-Attribution")}
         out = []
@@ -281,3 +281,19 @@ def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
     text = (tmp_path / "claims.md").read_text()
     assert text.startswith("# The paper's claims on the world (test split)") and "teach body" in section.text
     assert all(f"{name} " in text for name in claims.REGIMES)  # each regime's wall time
+
+
+def test_noisy_regime_measures_each_methods_drop(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import noisy
+
+    monkeypatch.setattr(noisy, "noisy_data", lambda ctx: (tmp_path, tmp_path / "noisy-texts.jsonl", "audit table"))
+    monkeypatch.setattr(noisy, "varied_shards", lambda texts, world, folder: folder)
+    monkeypatch.setattr(noisy, "finetune_all", lambda cfg, shards, base, out, rows=None: {
+        label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows})
+    levels = {"clean NegCLIP": 0.8, "noisy NegCLIP": 0.6, "clean MosaiCLIP": 0.7, "noisy MosaiCLIP": 0.68}
+    _fake_training(monkeypatch, lambda label, col: levels[label])
+    section = noisy.run(_context(tmp_path, seeds=5))
+    negclip_drop, difference = section.claims
+    assert negclip_drop.result.diff == pytest.approx(0.2, abs=0.03)  # NegCLIP loses 20 points
+    assert difference.result.diff == pytest.approx(0.18, abs=0.03)  # MosaiCLIP loses 2: 18 fewer
+    assert "audit table" in section.text

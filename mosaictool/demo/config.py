@@ -68,6 +68,9 @@ class DemoConfig:
     image_size: int = 64
     eval_scale: float = 0.5
     world_seed: int = 0
+    # the share of train captions made web-like noisy (mosaictool.world.noise; val/test stay clean):
+    # the clean vs noisy fine-tuning text of MosaiCLIP's robustness claim (Singh et al. 2023, Sec. 4.3)
+    caption_noise: float = 0.0
     # base model: plain CLIP from scratch on the world's plain captions of 1-2-object scenes (one
     # fixed form: the text tower learns word order, the image tower arrangement), each scene's
     # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
@@ -108,6 +111,8 @@ class DemoConfig:
     # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
     scratch_seeds: int = 3
     scratch_steps: int | None = None
+    # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
+    noise_rate: float = 0.5
     # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
     audit_batches: int = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left

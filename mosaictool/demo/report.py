@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from mosaictool.atomic import atomic_output
 from mosaictool.analysis.stats import format_p, holm
 from mosaictool.demo.config import COLUMNS, FINETUNE_LR, METHODS, PATCH_ALPHA, DemoConfig
 from mosaictool.demo.evaluation import column_value, comp_score
@@ -116,7 +117,8 @@ def plot_methods(summary: dict, path: Path, split: str) -> None:
     ax.set_title(f"Synthetic world, {split} split: mean ± 95% CI over seeds")
     ax.legend(fontsize=8, ncol=len(methods))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path, flag="--out") as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -140,7 +142,8 @@ def plot_wise(curves: dict[str, list[tuple[float, float, float]]], path: Path) -
     ax.set_title("WiSE-FT of all weights (seed 0)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path, flag="--out") as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 

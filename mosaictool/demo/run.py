@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from mosaictool.atomic import write_text
 from mosaictool.demo import experiments
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.config import MAIN_FAMILIES, DemoConfig, log
@@ -56,13 +57,31 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     for label, by_lr in scores.items():
         lines.append(f"| {label} | " + " | ".join(f"{100 * by_lr[lr][0]:.1f} ({100 * by_lr[lr][1]:.1f})"
                                                   + (" **(chosen)**" if lr == chosen[label] else "") for lr in cfg.select_lrs) + " |")
-    (out / "selection.json").write_text(json.dumps({
+    write_text(out / "selection.json", json.dumps({
         "val_retrieval": {k: {str(lr): v[0] for lr, v in d.items()} for k, d in scores.items()},
         "val_headline": {k: {str(lr): v[1] for lr, v in d.items()} for k, d in scores.items()}, "chosen": chosen}, indent=1) + "\n")
     return chosen, "\n".join(lines)
 
 
 def run_demo(cfg: DemoConfig) -> dict:
+    """The whole job in OUT, which one demo writes at a time (a lock) and which may neither be, hold,
+    nor lie inside the cache folder (a demo replaces what is in OUT with the cache's copies)."""
+    from mosaictool.locks import LOCK_NAME, folder_lock
+    from mosaictool.paths import Read, Write, check_outputs
+
+    check_outputs([Write("--out", cfg.out, ("**",))], [Read("--cache-dir", cfg.cache_dir, ("**",))])
+    out = Path(cfg.out)
+    if out.is_dir() and not (out / "demo_config.json").is_file():
+        # the demo replaces world/, shards/, texts.jsonl, runs/, ... in OUT: never in someone's own folder
+        theirs = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+        if theirs:
+            raise MosaicError(f"--out {out}: not a demo folder (no demo_config.json) and it holds {', '.join(theirs[:3])}; "
+                              "the demo would replace what it finds there: choose a new or empty folder")
+    with folder_lock(out, "mosaictool demo"):
+        return _run_demo(cfg)
+
+
+def _run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
 
     out = Path(cfg.out)
@@ -70,7 +89,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     bench = _split_bench(cfg.split)
     log(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+    write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
     cached_data = data_cache(cfg)  # hashes mosaictool's files: once a run
     restored = restore_data(cached_data, out)
@@ -87,7 +106,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     if cfg.select_on_val:
         chosen, selection = select_on_val(cfg, shards, base, world, out)
         cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
-        (out / "demo_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
+        write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     runs = finetune_all(cfg, shards, base, out)
     curves, patched = wise_models(cfg, base, runs, out)
 
@@ -111,7 +130,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     minutes = (time.perf_counter() - t0) / 60
     report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,
                           audited=audited)
-    (out / "report.md").write_text(report.text)
+    write_text(out / "report.md", report.text)
     print(report.table)
     print()
     print(report.control["verdict"])

@@ -12,6 +12,7 @@ settings are the same: a run folder is named by its settings' digest).
     teach    the teaching regime: a base that knows no arrangement, the rows fine-tuned from it (--split)
     scratch  CLIP, NegCLIP and MosaiCLIP each pretrained from a random initialisation (--split)
     efficiency  MosaiCLIP on 0.3x / 0.5x / 1x of the fine-tuning images against NegCLIP on all (--split)
+    noisy    NegCLIP and MosaiCLIP fine-tuned on clean and on web-like noisy captions (--split)
     claims   the paper's claims, each with a verdict (claims.md): the regimes above on the demo's split
 """
 
@@ -48,9 +49,18 @@ class Section:
 
 
 def _registry() -> dict:
-    from mosaictool.demo.experiments import ablate, claims, efficiency, ladder, scratch, teach, towers
+    from mosaictool.demo.experiments import (
+        ablate,
+        claims,
+        efficiency,
+        ladder,
+        noisy,
+        scratch,
+        teach,
+        towers,
+    )
 
-    return {m.NAME: m for m in (ablate, ladder, towers, teach, scratch, efficiency, claims)}
+    return {m.NAME: m for m in (ablate, ladder, towers, teach, scratch, efficiency, noisy, claims)}
 
 
 def names() -> list[str]:

@@ -4,7 +4,7 @@ and the verdict of each claim (mosaictool.demo.claims).
 Run it on test once the settings are chosen on val (`mosaictool demo --experiment claims`): it reads
 the table's rows (the preservation regime: the demo's base is taught relations before any method
 touches it) and runs the teaching regime, pretraining from scratch, data efficiency and the tower
-split, and adds MosaiCLIP without its curriculum, MosaiCLIP_WiSE-FT (the image tower interpolated at
+split, noisy captions, and adds MosaiCLIP without its curriculum, MosaiCLIP_WiSE-FT (the image tower interpolated at
 alpha 0.5) and the text towers' tree-scores for the claims those test."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 import time
 
 from mosaictool.analysis.stats import paired, seed_paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim, claims_markdown, table1_claims
 from mosaictool.demo.config import COLUMNS, METHODS, log
 from mosaictool.demo.evaluation import column_value
@@ -22,7 +23,7 @@ from mosaictool.demo.finetune import wise_visual
 from mosaictool.demo.significance import case_matrix
 
 NAME = "claims"
-REGIMES = ("teach", "scratch", "efficiency", "towers")
+REGIMES = ("teach", "scratch", "efficiency", "noisy", "towers")
 WISE_ALPHA = 0.5
 
 
@@ -41,7 +42,7 @@ def run(ctx: Context) -> Section:
         claims += section.claims
         sections.append(section)
     text = claims_markdown(claims, minutes, ctx.cfg.split)
-    (ctx.out / "claims.md").write_text(text + "\n")
+    write_text(ctx.out / "claims.md", text + "\n")
     body = text.split("\n", 2)[2] + "\n\n" + "\n\n".join(f"### {s.title}\n\n{s.text}" for s in sections)
     return Section("The paper's claims", body, [ctx.out / "claims.md", *(f for s in sections for f in s.files)], claims)
 
