@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -40,6 +41,9 @@ PROGRAMS = {
     "python": PY,
 }
 
+COMMAND_TIMEOUT = 600  # seconds; the longest, the demo's quick run, takes ~3 min on a loaded 2-core box
+# README.md's commands run in the setup of the first test that needs them: its limit covers them all
+DOCS_TIMEOUT = 2400
 WEIGHTS = "weights/tiny.pt"  # FIXTURES: a mosaic-tiny checkpoint trained 2 steps
 
 
@@ -153,6 +157,23 @@ def as_run(cmd: str) -> str:
     return re.sub(r"(^|\|\s*|&&\s*|;\s*)(" + "|".join(PROGRAMS) + r")(?=\s)", lambda m: m.group(1) + PROGRAMS[m.group(2)], cmd)
 
 
+def run_shell(cmd: str, work: Path, env: dict, what: str, timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
+    """(exit code, stderr) of `cmd` under bash in its own session: a command that outlives `timeout`,
+    or a test interrupted meanwhile, takes every process it started down with it (pool workers, ranks)."""
+    proc = subprocess.Popen(["bash", "-c", "set -o pipefail; " + cmd], cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{what}: still running after {timeout:.0f} s (killed)")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    return proc.returncode, stderr
+
+
 def run_doc(doc: Path, work: Path, home: Path) -> list[tuple[Command, float]]:
     """Run a doc's commands in order in `work`; returns each command run with its seconds."""
     env = {**os.environ, "HOME": str(home)}
@@ -163,15 +184,14 @@ def run_doc(doc: Path, work: Path, home: Path) -> list[tuple[Command, float]]:
         if not cmd:
             continue
         t0 = time.perf_counter()
-        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + as_run(cmd)], check=False, cwd=work, env=env,
-                              capture_output=True, text=True, timeout=900)
+        returncode, stderr = run_shell(as_run(cmd), work, env, f"{c.doc}:{c.line}: {c.text}")
         ran.append((c, time.perf_counter() - t0))
         where = (f"{c.doc}:{c.line}: {c.text}\n  ran: {as_run(cmd)}\n  rules: {[r.reason for r in applied]}\n"
-                 f"  exit {proc.returncode}; stderr:\n{proc.stderr[-3000:]}")
+                 f"  exit {returncode}; stderr:\n{stderr[-3000:]}")
         if expect is None:
-            assert proc.returncode == 0, where
+            assert returncode == 0, where
         else:
-            assert proc.returncode == 1 and re.search(expect, proc.stderr), f"expected exit 1 and /{expect}/ in stderr\n{where}"
+            assert returncode == 1 and re.search(expect, stderr), f"expected exit 1 and /{expect}/ in stderr\n{where}"
     return ran
 
 
@@ -314,12 +334,14 @@ def readme_folder(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DOCS_TIMEOUT)
 def test_readme_commands_run(readme_folder):
     work, error, _ = readme_folder
     assert work is not None, error
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DOCS_TIMEOUT)
 @pytest.mark.parametrize("doc", [d for d in DOCS[1:] if any(plan(c.text)[0] for c in extract(d))], ids=lambda d: d.name)
 def test_docs_commands_run(doc, readme_folder, tmp_path):
     work, error, home = readme_folder
