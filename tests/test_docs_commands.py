@@ -58,35 +58,42 @@ class Rule:
 RULES = [
     Rule(r"^pip install .*", "skip", "", "CI runs the install line itself (.ci/run), in a fresh virtualenv"),
     Rule(r"^python -m pytest\b.*", "skip", "", "the test suite itself: running it here would recurse"),
-    Rule(r"^python perf/run_all\.py.*", "skip", "", "measures for minutes on purpose; perf/ prints figures, nothing in it is a test"),
+    Rule(r"^python perf/run_all\.py.*", "skip", "",
+         "measures for minutes on purpose; perf/ prints figures, nothing in it is a test"),
     Rule(r"^(python perf/gpu_train\.py)$", "rewrite", r"\1 --methods clip --steps 3 --skip 1 --no-open-clip",
          "without a GPU it says so and exits 0; on one, 3 steps of one method instead of the full comparison"),
-    Rule(r"^mosaictool demo --preset gpu.*", "skip", "", "sized for one GPU (~10 min there, hours on a CPU); the preset's settings are tested in tests/test_demo.py"),
+    Rule(r"^mosaictool demo --preset gpu.*", "skip", "",
+         "sized for one GPU (~10 min there, hours on a CPU); tests/test_demo.py and test_device.py test the preset"),
     Rule(r"^mosaictool demo$", "rewrite", "mosaictool demo --quick --world-train 200",
          "the full demo takes 10+ minutes; --quick on a smaller world runs every phase"),
     # a user's data and weights
-    Rule(r"my_captions\.jsonl", "rewrite", "world/train/captions.jsonl", "your captions: the world's train split has their format"),
+    Rule(r"my_captions\.jsonl", "rewrite", "world/train/captions.jsonl",
+         "your captions: the world's train split has their format"),
     Rule(r"my_images/", "rewrite", "world/train/", "your images: the world's"),
     Rule(r"--model ViT-B-32-quickgelu --pretrained /path/to/[\w.-]+", "rewrite", f"--model mosaic-tiny --pretrained {WEIGHTS}",
          "OpenAI's ViT-B/32 weights cannot be downloaded here: a tiny checkpoint of the same kind of file"),
-    Rule(r"--zeroshot /path/to/[\w.-]+", "rewrite", f"--zeroshot {WEIGHTS}", "the zero-shot weights: the tiny checkpoint the run started from"),
+    Rule(r"--zeroshot /path/to/[\w.-]+", "rewrite", f"--zeroshot {WEIGHTS}",
+         "the zero-shot weights: the tiny checkpoint the run started from"),
     Rule(r"(tree-score .*) -k 6\b", "rewrite", r"\1 -k 2", "the tiny checkpoint's text tower has 4 layers, ViT-B/32's 12"),
     Rule(r"vocab build graphs\.parquet --min-count 30", "rewrite", "vocab build graphs.parquet --min-count 5",
          "a few hundred captions name few words 30 times"),
     Rule(r"vocab import-vg ~/data/visual_genome", "rewrite", "vocab import-vg vg --min-count 1",
          "your Visual Genome download: the tiny VG files of FIXTURES, each name a few times"),
     Rule(r"evaluate .*--data-root ~/data/?( |$)", "error", r"missing under|not found",
-         "your benchmark downloads: absent here, so evaluate must stop naming the missing file (the benchmarks and flags exist)"),
+         "your benchmark downloads: absent here, so evaluate must stop naming the missing file "
+         "(the benchmarks and flags exist)"),
     # sizes: the docs' runs are sized for real training
     Rule(r"--precision amp\b", "rewrite", "--precision fp32", "fp16 amp needs a GPU"),
     Rule(r"(--method fsc-clip --recipe paper(?:-lora)?)\b", "rewrite", r"\1 --precision fp32",
          "the recipe's fp16 amp needs a GPU (a flag given explicitly wins over the recipe)"),
-    Rule(r"'shards/\{000000\.\.000099\}\.tar'", "rewrite", "'shards/{000000..000000}.tar'", "the worked example wrote one shard"),
+    Rule(r"'shards/\{000000\.\.000099\}\.tar'", "rewrite", "'shards/{000000..000000}.tar'",
+         "the worked example wrote one shard"),
     Rule(r"--nproc_per_node \d+", "rewrite", "--nproc_per_node 2", "two CPU ranks (gloo) stand in for the GPUs"),
     Rule(r"(train (?!.*--resume)(?!.*--steps [1-9]\d?\b).*?)(?: --steps \d+)?( --out \S+.*)$", "rewrite", r"\1 --steps 2\2",
          "runs sized for real training (epochs, a recipe's 40 epochs, >= 100 steps): 2 steps check the command"),
     Rule(r"^mosaictool train --resume runs/m2$", "error", r"already finished",
-         "the docs' run finished, so there is nothing to resume: the flag is checked here; resuming after kill -9 is tests/test_train.py's"),
+         "the docs' run finished, so there is nothing to resume: the flag is checked here; resuming after "
+         "kill -9 is tests/test_train.py's"),
 ]
 
 
@@ -215,16 +222,20 @@ def write_vg(root: Path) -> None:
             (3, "woman", "holding", "umbrella"), (4, "man", "standing next to", "car"), (5, "man", "wearing", "hat"),
             (6, "cat", "on", "table")]
     images = sorted({i for i, *_ in rels})
-    relationships = [{"image_id": i, "relationships": [_rel(s, p, o, 10 * i + k) for k, (j, s, p, o) in enumerate(rels) if j == i]}
+    relationships = [{"image_id": i, "relationships": [_rel(s, p, o, 10 * i + k)
+                                                        for k, (j, s, p, o) in enumerate(rels) if j == i]}
                      for i in images]
     objects = [{"image_id": r["image_id"], "objects": [x for rel in r["relationships"] for x in (rel["subject"], rel["object"])]}
                for r in relationships]
-    attributes = [{"image_id": i, "attributes": [{"names": ["man"], "attributes": ["tall"]}, {"names": ["dog"], "attributes": ["brown"]}]}
+    attributes = [{"image_id": i, "attributes": [{"names": ["man"], "attributes": ["tall"]},
+                                                 {"names": ["dog"], "attributes": ["brown"]}]}
                   for i in images]
-    image_data = [{"image_id": i, "url": f"https://cs.stanford.edu/people/rak248/VG_100K/{i}.jpg", "width": 48, "height": 36} for i in images]
+    image_data = [{"image_id": i, "url": f"https://cs.stanford.edu/people/rak248/VG_100K/{i}.jpg", "width": 48, "height": 36}
+                  for i in images]
+    files = {"relationships": relationships, "objects": objects, "attributes": attributes, "image_data": image_data}
     vg = root / "vg"
     vg.mkdir()
-    for name, data in (("relationships", relationships), ("objects", objects), ("attributes", attributes), ("image_data", image_data)):
+    for name, data in files.items():
         (vg / f"{name}.json").write_text(json.dumps(data))
     for i in images:
         _image(vg / "VG_100K" / f"{i}.jpg")
@@ -260,8 +271,9 @@ def write_weights(root: Path) -> None:
     from train_fixtures import make_world
 
     captions = make_world(root / "fixture-world", n=12)
-    proc = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--data", str(captions), "--method", "clip", "--steps", "2",
-                           "--batch-size", "4", "--out", str(root / "fixture-run"), "-q"], check=False, capture_output=True, text=True, timeout=600)
+    argv = [sys.executable, "-m", "mosaictool", "train", "--data", str(captions), "--method", "clip", "--steps", "2",
+            "--batch-size", "4", "--out", str(root / "fixture-run"), "-q"]
+    proc = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     (root / "weights").mkdir()
     shutil.move(root / "fixture-run" / "final.pt", root / WEIGHTS)
@@ -282,8 +294,8 @@ FIXTURES = {
 
 def test_extract_joins_continuations_and_drops_comments(tmp_path):
     md = tmp_path / "x.md"
-    md.write_text("text\n```bash\n# only a comment\nmosaictool a 'x # y' \\\n  | mosaictool b   # note\n\nduckdb -c \"select 1\"\n```\n"
-                  "```\nmosaictool not-bash\n```\n")
+    md.write_text("text\n```bash\n# only a comment\nmosaictool a 'x # y' \\\n  | mosaictool b   # note\n\n"
+                  "duckdb -c \"select 1\"\n```\n```\nmosaictool not-bash\n```\n")
     assert [(c.line, c.text) for c in extract(md)] == [(4, "mosaictool a 'x # y' | mosaictool b"), (7, 'duckdb -c "select 1"')]
     assert as_run("mosaictool a | mosaictool b && duckdb -c 1") == (
         f"{PY} -m mosaictool a | {PY} -m mosaictool b && {PY} -m duckdb_cli -c 1")
