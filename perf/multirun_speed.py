@@ -97,7 +97,9 @@ def steady_cpu(cfg: DemoConfig, shards: Path, base: Path, tmp: Path, processes: 
         for way in (["alone", "together"] if r % 2 == 0 else ["together", "alone"]):
             _, todo = planned_runs(cfg, shards, base, tmp / f"steady-{way}{r}")
             share = share_out(todo, processes)[0]
-            runs = [setup(tc, False, SHARED) for tc in share]
+            fresh = ShardCache()  # no texts tokenized by the way measured before
+            fresh.decode(str(shards), ImagePrep.size_of(model_config(cfg.model)))
+            runs = [setup(tc, False, fresh) for tc in share]
             c = time.process_time()
             if way == "alone":
                 for run in runs:
