@@ -134,23 +134,36 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
             stream.close()
 
 
+def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, str | None]]:
+    """(location `record N`, N, value, error) per record of an iterable, numbered from 1. Each
+    record is copied through JSON, so a stage sees what it would read from a file (tuples become
+    lists) and never changes the caller's dicts."""
+    for number, rec in enumerate(records, start=1):
+        try:
+            yield f"record {number}", number, orjson.loads(dumps(rec)), None
+        except orjson.JSONEncodeError as e:  # a value JSON cannot hold (a set, an object)
+            yield f"record {number}", number, None, f"not JSON: {e}"
+
+
 def read_records(
-    path: str | os.PathLike = STDIO,
+    path: str | os.PathLike | Iterable[dict] = STDIO,
     *,
     skips: Skips | None = None,
     check: Callable[[dict], None] | None = None,
     assign_ids: bool = False,
     unique_ids: bool = True,
 ) -> Iterator[dict]:
-    """Stream the records of `path`, validated.
+    """Stream the records of `path` (a file, "-" for stdin, or an iterable of dicts), validated.
 
     Every record must be a JSON object with an `id` (a string or an integer) that is unique in the
-    input; with `assign_ids` a record without one gets its line (or row) number. `check(record)`
-    is the stage's own validation: it raises `RecordError`, which becomes `path:line: message`.
+    input; with `assign_ids` a record without one gets its line (or row, or record) number.
+    `check(record)` is the stage's own validation: it raises `RecordError`, which becomes
+    `path:line: message` (`record N: message` for records in memory).
     """
     skips = skips or Skips()
     seen: set[Any] = set()
-    for where, number, rec, error in _raw_records(str(path)):
+    raw = _raw_records(str(path)) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
+    for where, number, rec, error in raw:
         if error is None and not isinstance(rec, dict):
             error = f"expected a JSON object, got {type(rec).__name__}"
         if error is None:
