@@ -86,8 +86,8 @@ def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False) ->
     object with a unique `id` (`assign_ids`: a record without one gets its line number).
 
     >>> records = list(mosaictool.read("examples/captions.jsonl"))
-    >>> records[0]["id"], records[0]["caption"]
-    ('coco-1', 'a small white dog chasing a red ball')
+    >>> records[0]["id"], len(records)
+    ('ex001', 60)
     """
     return _records(source, skip_bad=skip_bad, assign_ids=assign_ids)
 
@@ -97,8 +97,8 @@ def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
     temporary file beside the target, moved into place when every record is written); returns
     how many were written.
 
-    >>> mosaictool.write(mosaictool.read("examples/captions.jsonl"), "copy.parquet")
-    6
+    >>> mosaictool.write(mosaictool.read("examples/captions.jsonl"), "captions.parquet")
+    60
     """
     return write_records(path, records)
 
@@ -113,9 +113,9 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     """Add each caption's text scene graph (`graph`: entities, attributes, relations), as
     `mosaictool parse`.
 
-    >>> graphs = list(mosaictool.parse("examples/captions.jsonl"))
-    >>> [e["head"] for e in graphs[0]["graph"]["entities"]]
-    ['dog', 'ball']
+    >>> graph = next(mosaictool.parse([{"id": 1, "caption": "a red cube left of a blue ball"}]))["graph"]
+    >>> [e["head"] for e in graph["entities"]], [r["relation"] for r in graph["relations"]]
+    (['cube', 'ball'], ['left of'])
     """
     from mosaictool.stages.parse import make_check
     from mosaictool.stages.parse import parse as parse_records
@@ -188,9 +188,9 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
     """Turn sub-graphs and negatives into sentences (`texts`: positives and negatives, the field
     `train` reads), as `mosaictool template`.
 
-    >>> texts = list(mosaictool.template(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl"))))
-    >>> [p["text"] for p in texts[0]["texts"]["positives"]][:2]
-    ['a small white dog chasing a red ball', 'small white dog']
+    >>> texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")))))
+    >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
+    ('a red jacket', 'a young woman in a red blazer')
     """
     from mosaictool.stages.template import STYLES, make_check
     from mosaictool.stages.template import template as template_records
@@ -224,9 +224,9 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
     """Pack records and their images into WebDataset tar shards for `train` (OUT/000000.tar, ...,
     OUT/sizes.json), as `mosaictool shard`.
 
-    >>> world = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
-    >>> mosaictool.shard("tiny-world/train/captions.jsonl", out="shards", image_root="tiny-world/train").samples
-    40
+    >>> shards = mosaictool.shard("tiny-world/train/captions.jsonl", out="shards", image_root="tiny-world/train")
+    >>> shards.samples, shards.skips.count
+    (40, 0)
     """
     from mosaictool.stages.shard import make_check, write_shards
 
@@ -306,9 +306,8 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
     recipe fills every setting except those in `given` (default: the ones that differ from their
     defaults here).
 
-    >>> final = mosaictool.train("shards", out="runs/tiny", model_config="tiny.json", batch_size=8, steps=3)
-    >>> final.name
-    'final.pt'
+    >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
+    runs/tiny/final.pt
     """
     from mosaictool.training import TrainConfig, with_recipe
     from mosaictool.training import train as run_training
@@ -320,7 +319,8 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
             raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
         stored = sorted(method_options) + (["recipe"] if recipe else [])
         if stored:
-            raise MosaicError(f"--resume uses the run's stored options; leave out {', '.join('--' + g.replace('_', '-') for g in stored)}")
+            flags = ", ".join("--" + g.replace("_", "-") for g in stored)
+            raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
         cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, device=device, num_workers=num_workers,
                           quiet=quiet, report_to=report_to)
         return run_training(cfg, resume=True)
@@ -367,7 +367,7 @@ def wise_ft(zeroshot: PathLike, *, finetuned: PathLike, out: PathLike, alpha: fl
 
     >>> paths = mosaictool.wise_ft("runs/base/final.pt", finetuned="runs/tiny/final.pt", out="wise", alpha=[0, 0.5])
     >>> [p.name for p in paths]
-    ['wise_ft_alpha_0.pt', 'wise_ft_alpha_0.5.pt']
+    ['wise_ft_alpha_0.000.pt', 'wise_ft_alpha_0.500.pt']
     """
     from mosaictool.model import wise_ft as weights
     from mosaictool.training.device import resolve_device
@@ -432,7 +432,8 @@ def _present_retrieval(data_root: str) -> list[str]:
 
     found = [d for d, (ann, _) in DATASETS.items() if (Path(data_root).expanduser() / ann).is_file()]
     if not found:
-        raise MosaicError(f"retrieval: no Karpathy test file under {data_root} (aro/coco_karpathy_test.json or aro/flickr30k_test.json)")
+        raise MosaicError(f"retrieval: no Karpathy test file under {data_root} "
+                          "(aro/coco_karpathy_test.json or aro/flickr30k_test.json)")
     return found
 
 
@@ -448,8 +449,8 @@ def evaluate(bench: str | Sequence[str], *, checkpoints: Sequence[PathLike] = ()
     table, `plot` a bar chart.
 
     >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10)
-    >>> sorted({r["benchmark"] for r in rows})
-    ['world']
+    >>> rows[0]["benchmark"], rows[0]["subtask"], rows[0]["metric"], rows[0]["n"]
+    ('world', 'aro/VG-Relation', 'accuracy', 10)
     """
     from mosaictool.bench import get
     from mosaictool.bench.engine import EngineOptions, parse_bench_spec
@@ -545,10 +546,10 @@ def tree_score(source: Source, *, checkpoints: Sequence[PathLike] = (), model: s
     """Tree-score of open_clip text encoders (Murty et al., ICLR 2023): how tree-like each
     caption's computation is, per caption and model, as `mosaictool tree-score`.
 
-    >>> scores = mosaictool.tree_score("examples/captions.jsonl", checkpoints=["runs/tiny/final.pt"])
+    >>> scores = mosaictool.tree_score("examples/captions.jsonl", checkpoints=["runs/tiny/final.pt"], limit=5)
     >>> rows = list(scores)
-    >>> len(rows), scores.summary["models"][0]["n"] <= len(rows)
-    (6, True)
+    >>> len(rows), scores.summary["models"][0]["n"], rows[0]["id"]
+    (5, 5, 'ex001')
     """
     from mosaictool.analysis import tree_score as ts
     from mosaictool.training.device import resolve_device
@@ -622,9 +623,9 @@ def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None 
     demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
     Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
 
-    >>> result = mosaictool.api.demo(quick=True, out="demo-quick")   # minutes on a CPU
-    >>> sorted(result)[:3]
-    ['minutes', 'rows', 'selection']
+    >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
+    >>> sorted(result)  # doctest: +SKIP
+    ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
     """
     from mosaictool.demo import DemoConfig, run_demo
     from mosaictool.training.device import resolve_device

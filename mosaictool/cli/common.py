@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from mosaictool.errors import MosaicError, Terminated
 from mosaictool.api import Records
+from mosaictool.errors import MosaicError, Terminated
 from mosaictool.io import RecordWriter
 from mosaictool.paths import Read, Write, check_outputs
 

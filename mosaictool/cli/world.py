@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import InputArg, QuietOpt, handles_errors
 from mosaictool.errors import MosaicError
 
@@ -63,23 +64,9 @@ def world_cli(
         return
     if out is None:
         raise MosaicError("--out is required: the folder to create (or audit a texts file: `mosaictool world audit TEXTS`)")
-    from mosaictool.io import progress
-    from mosaictool.world.generate import check_noise, generate_world, total_items
-    from mosaictool.world.noise import NOISE_KINDS
-
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
-    if noise_kinds is not None and not caption_noise:
-        raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
-    kinds = check_noise(caption_noise, NOISE_KINDS if noise_kinds is None else [k.strip() for k in noise_kinds.split(",") if k.strip()])
-    bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
-    try:
-        info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale,
-                              workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None),
-                              caption_noise=caption_noise, noise_kinds=kinds)
-    finally:
-        if hasattr(bar, "close"):
-            bar.close()
+    info = api.world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
+                     caption_noise=caption_noise, noise_kinds=noise_kinds, image_size=image_size, eval_scale=eval_scale,
+                     workers=workers, overwrite=overwrite, quiet=quiet)
     c = info["counts"]
     typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
