@@ -58,13 +58,18 @@ def _lazy_progress(records: Iterable[dict], *, desc: str, unit: str, quiet: bool
     yield from progress(records, desc=desc, unit=unit, quiet=quiet)
 
 
+def _source(source: Source) -> str | Iterable[dict]:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    if isinstance(source, dict) or not isinstance(source, Iterable):
+        raise MosaicError(f"source: give a path or an iterable of records (dicts), not {type(source).__name__}")
+    return source
+
+
 def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
              transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
              unit: str = "caption", quiet: bool = False) -> Records:
-    if isinstance(source, (str, os.PathLike)):
-        source = os.fspath(source)
-    elif isinstance(source, dict) or not isinstance(source, Iterable):
-        raise MosaicError(f"source: give a path or an iterable of records (dicts), not {type(source).__name__}")
+    source = _source(source)
     skips = Skips(enabled=skip_bad)
     records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids)
     if transform is not None:
@@ -230,8 +235,7 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
     """
     from mosaictool.stages.shard import make_check, write_shards
 
-    if isinstance(source, (str, os.PathLike)):
-        source = os.fspath(source)
+    source = _source(source)
     skips = Skips(enabled=skip_bad)
     records = read_records(source, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
     sizes = write_shards(
