@@ -1,4 +1,6 @@
-"""The Python API: one function per command, with the command's defaults, checks, errors and output.
+"""The Python API: a function per command that makes or uses data, with the command's defaults,
+checks, errors and output, and `read` / `write` for records (`vocab`, `probe build` and `world
+audit` are commands only).
 
 Each function takes what its command takes, by the same names as the command's flags (`--max-chars`
 is `max_chars=`), and raises the same `MosaicError` with the same message where the command would
@@ -27,7 +29,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Union
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
@@ -77,9 +79,9 @@ def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: 
     return Records(records, skips)
 
 
-def _csv(value: str | Iterable, convert: Callable[[str], Any] = str) -> str:
+def _csv(value: str | Iterable) -> str:
     """A comma-separated flag value from a string or a sequence, as the command line gives it."""
-    return value if isinstance(value, str) else ",".join(str(convert(v)) for v in value)
+    return value if isinstance(value, str) else ",".join(str(v) for v in value)
 
 
 # ---------------------------------------------------------------------------------------------
