@@ -182,9 +182,9 @@ def test_crlf_bad_line_is_numbered_physically(case):
     "record, message, flag",
     [
         ({"id": 2}, "missing 'caption'", "--text-key"),
-        ({"id": 2, "caption": 42}, "'caption' must be a string, got int", "--skip-bad"),
-        ({"id": 2, "caption": None}, "'caption' must be a string, got null", "--skip-bad"),
-        ({"id": 2, "caption": ["a", "dog"]}, "'caption' must be a string, got list", "--skip-bad"),
+        ({"id": 2, "caption": 42}, "caption: expected a string, got int", "--skip-bad"),
+        ({"id": 2, "caption": None}, "caption: expected a string, got null", "--skip-bad"),
+        ({"id": 2, "caption": ["a", "dog"]}, "caption: expected a string, got list", "--skip-bad"),
         ({"id": 2, "caption": ""}, "'caption' is empty", "--skip-bad"),
         ({"id": 2, "caption": "  \t "}, "'caption' is empty", "--skip-bad"),
         ({"id": 2, "caption": "dog " * 25_000}, "100000 characters, more than --max-chars 2000", "--max-chars"),
@@ -267,7 +267,7 @@ def test_parquet_of_the_wrong_schema(case):
     pl.DataFrame({"id": [1], "caption": [7]}).write_parquet(wrong_type)
     case.freeze()
     assert_refused(invoke(["parse", wrong_type, "-o", case.dst / "g.jsonl"]), f"{wrong_type}:row 1:",
-                   "must be a string, got int")
+                   "caption: expected a string, got int")
     case.untouched()
 
 
