@@ -229,6 +229,7 @@ class NegativeText(Schema):
     category: str | None = None
     transform: str | None = None
     positive: Index | None = None
+    from_: str | None = Field(None, alias="from")  # probe-ft's synonym positives
     key: str | None = None
 
 
@@ -243,6 +244,14 @@ class TrainRecord(Schema):
     texts: Texts | None = None
     hard_images: list[str | int] | None = None
     subgraph_keys: list[str] | None = None
+
+
+IMAGE_HINT = "a path relative to --image-root"
+
+
+def train_record(image_key: str | None = "image") -> type[Schema]:
+    """TrainRecord with the image path in `image_key` (None: the image is elsewhere, a shard's member)."""
+    return TrainRecord if image_key is None else with_key(TrainRecord, image_key, "path", hint=IMAGE_HINT)
 
 
 class ParseRecord(Schema):

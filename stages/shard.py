@@ -30,12 +30,11 @@ SIZES_FILE = "sizes.json"
 
 
 def make_check(image_key: str = "image"):
-    def check(record: dict) -> None:
-        value = record.get(image_key)
-        if not isinstance(value, str) or not value:
-            raise RecordError(f"missing {image_key!r} (a path relative to --image-root)")
+    """The check of a record shard reads: the image path in `image_key` and what train will read
+    (records.TrainRecord), so that a record train would refuse is refused here."""
+    from mosaictool import records
 
-    return check
+    return records.checker(records.train_record(image_key))
 
 
 def read_image(path: Path) -> tuple[bytes, str]:

@@ -369,10 +369,10 @@ GRAPH = {"entities": [{"span": "a dog", "lemma_span": "a dog", "head": "dog", "l
     [
         ("decompose", {"id": 2, "caption": CAP}, "missing 'graph'", "mosaictool parse"),
         ("decompose", {"id": 2, "caption": CAP, "graph": {"entities": [], "relations": [
-            {"subject": 5, "object": 9, "relation": "on"}]}}, "graph.relations[0] needs", "--skip-bad"),
+            {"subject": 5, "object": 9, "relation": "on"}]}}, "graph.relations[0].subject: 5 is not an index", "--skip-bad"),
         ("negate", {"id": 2, "caption": CAP, "graph": GRAPH}, "missing 'subgraphs'", "mosaictool decompose"),
         ("template", {"id": 2, "caption": CAP, "graph": GRAPH, "subgraphs": [], "negatives": [{"text": 5}]},
-         "negatives[0] must be an object with kind", "--skip-bad"),
+         "missing 'negatives[0].kind'", "--skip-bad"),
     ],
     ids=["decompose-no-graph", "decompose-bad-relation", "negate-no-subgraphs", "template-bad-negative"],
 )

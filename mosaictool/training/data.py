@@ -155,12 +155,17 @@ def shard_samples(path: str) -> list[tuple[dict, ImageLocation | None, bool]]:
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
     samples = _SHARD_SAMPLES.get(key)
     if samples is None:
+        from mosaictool import records
+
+        check = records.checker(records.TrainRecord)
         samples = []
         for rec, loc in index_tar(path):
             try:
-                samples.append((_slim(rec), loc, True))
-            except (KeyError, TypeError, AttributeError):
+                check(rec)
+            except RecordError:
                 samples.append((rec, loc, False))
+                continue
+            samples.append((_slim(rec), loc, True))
         _SHARD_SAMPLES[key] = samples
     return samples
 
@@ -266,18 +271,16 @@ class TrainData:
         skip_bad: bool = False,
     ) -> "TrainData":
         """`method`: a mosaictool.methods.Method; its check_record says which records are usable."""
+        from mosaictool import records as contracts
+
         skips = Skips(enabled=skip_bad)
-        check = method.check_record
         records: list[dict] = []
         images: list[ImageLocation] = []
         if is_record_file(spec):
             root = Path(image_root) if image_root else Path(spec).resolve().parent
+            check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
-                rel = rec.get("image")
-                if not isinstance(rel, str) or not rel:
-                    skips.handle(f"{spec}: record {rec['id']!r}", "missing 'image' (a path relative to --image-root)")
-                    continue
-                path = root / rel
+                path = root / rec["image"]
                 if not path.is_file():
                     skips.handle(f"{spec}: record {rec['id']!r}", f"image not found: {path} (check --image-root)")
                     continue
@@ -287,19 +290,20 @@ class TrainData:
             if image_root:
                 raise MosaicError("--image-root applies to JSONL/Parquet data; shards carry their images")
             seen: set = set()
+            check = _checks(contracts.checker(contracts.TrainRecord), method.check_record)
             for tar in expand_shards(spec):
                 for rec, loc, slim in shard_samples(tar):
                     where = f"{tar}: record {rec.get('id')!r}"
-                    if rec.get("id") is None or rec["id"] in seen:
-                        skips.handle(where, "missing or duplicate 'id'")
-                        continue
-                    if loc is None:
-                        skips.handle(where, "the sample has no image member")
-                        continue
                     try:
                         check(rec)
                     except RecordError as e:
                         skips.handle(where, str(e))
+                        continue
+                    if rec["id"] in seen:
+                        skips.handle(where, "duplicate 'id'")
+                        continue
+                    if loc is None:
+                        skips.handle(where, "the sample has no image member")
                         continue
                     seen.add(rec["id"])
                     records.append(rec if slim else _slim(rec))
@@ -331,6 +335,16 @@ class TrainData:
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
 
 
+def _checks(*checks):
+    """One record check running `checks` in turn (each raises RecordError)."""
+
+    def check(record: dict) -> None:
+        for one in checks:
+            one(record)
+
+    return check
+
+
 def _slim(record: dict) -> dict:
     """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker.
     `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, an array('q'): 8 bytes a key,
@@ -350,6 +364,7 @@ def _slim(record: dict) -> dict:
                     "category": n.get("category"),
                     "transform": n.get("transform"),
                     "positive": n.get("positive"),
+                    "from": n.get("from"),
                     "key": n.get("key"),
                 }
                 for n in texts.get("negatives") or []
