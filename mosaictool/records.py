@@ -23,6 +23,7 @@ of strings, got str`, which `read_records` prefixes with `file:line:` (and `--sk
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 import typing
@@ -413,3 +414,74 @@ def describe(tp: Any, plural: bool = False) -> str:
     if tp in _NAMES:
         return _NAMES[tp][plural]
     return getattr(tp, "__name__", str(tp))
+
+
+# ---- configs: dataclasses whose fields declare their constraints (TrainConfig, DemoConfig) --------------
+
+
+@functools.cache
+def _config_adapter(cls: type) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+def rule(tp: Any) -> str:
+    """What a flag's declared type accepts, in words: `Annotated[float, Field(gt=0, allow_inf_nan=False)]`
+    -> "a finite number > 0"."""
+    if typing.get_origin(tp) in (Union, types.UnionType):  # `X | None`: None is a flag's "not given"
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    base, meta = tp, []
+    if typing.get_origin(tp) is Annotated:
+        base, *meta = typing.get_args(tp)
+    words = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(base, describe(base))
+    bounds, note = [], ""
+    for m in meta:
+        if getattr(m, "description", None):
+            note = f" ({m.description})"
+        for c in getattr(m, "metadata", [m]):
+            for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+                if isinstance(c, getattr(annotated_types, attr.capitalize())):
+                    bounds.append(f"{sign} {getattr(c, attr)}")
+            if getattr(c, "allow_inf_nan", True) is False:
+                words = "a finite number"
+    return " ".join([words, " and ".join(bounds)]).strip() + note
+
+
+def config_errors(cls: type, values: Mapping[str, Any] | str, *, strict: bool = True) -> list[tuple[str, Any, str]]:
+    """Check `values` (a dict, or JSON text) against dataclass `cls`'s declared field types and
+    constraints; -> [(field, value, what it must be)] for each wrong field ([] if none). JSON text
+    that does not parse is one entry with field "" and pydantic's message."""
+    import json
+
+    adapter = _config_adapter(cls)
+    try:
+        if isinstance(values, str):
+            adapter.validate_json(values, strict=strict)
+        else:
+            adapter.validate_python(dict(values), strict=strict)
+    except ValidationError as e:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        parsed = None
+        out = []
+        for err in e.errors(include_url=False):
+            if err["type"] == "json_invalid":
+                return [("", None, err["msg"])]
+            name = str(err["loc"][0]) if err["loc"] else ""
+            if name not in hints or any(o[0] == name for o in out):
+                continue
+            if parsed is None:
+                parsed = json.loads(values) if isinstance(values, str) else values
+            value = parsed.get(name) if isinstance(parsed, Mapping) else None
+            out.append((name, value, "present" if err["type"] == "missing" else rule(hints[name])))
+        return out
+    return []
+
+
+def check_flags(config: Any) -> None:
+    """A config dataclass built from flags against its declared field types and bounds; MosaicError
+    naming the first wrong one as its flag (`--grad-clip -1.0: must be a finite number > 0 (...)`)."""
+    from mosaictool.errors import MosaicError
+
+    problems = config_errors(type(config), {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}, strict=False)
+    if problems:
+        name, value, what = problems[0]
+        raise MosaicError(f"--{name.replace('_', '-')} {value}: must be {what}")

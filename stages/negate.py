@@ -41,6 +41,7 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import sys
 from bisect import bisect
@@ -72,7 +73,7 @@ def parse_probs(text: str) -> tuple[float, float, float]:
         values = tuple(float(x) for x in text.split(","))
     except ValueError:
         values = ()
-    if len(values) != 3 or any(v < 0 for v in values) or sum(values) <= 0:
+    if len(values) != 3 or not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN and inf too
         raise MosaicError(f"--probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
     total = sum(values)
     return tuple(v / total for v in values)

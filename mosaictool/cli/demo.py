@@ -84,10 +84,6 @@ def demo_cli(
 
     if preset not in (None, "gpu"):
         raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
-    if loader_workers is not None and loader_workers < 0:
-        raise MosaicError("--loader-workers must be at least 0")
-    if parallel_runs is not None and parallel_runs < 1:
-        raise MosaicError("--parallel-runs must be at least 1")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, parallel_runs=parallel_runs, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
                             select_on_val=select_on_val or None, ablate=ablate or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -196,8 +197,8 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
         raise MosaicError("--train must be 0 or more")
     if not 48 <= image_size <= 256:
         raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
-    if eval_scale <= 0:
-        raise MosaicError("--eval-scale must be positive")
+    if not 0 < eval_scale < math.inf:  # NaN too
+        raise MosaicError(f"--eval-scale {eval_scale}: must be a finite number > 0")
     if out.exists() and not out.is_dir():
         raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
