@@ -53,10 +53,11 @@ def world_cli(
     if out is None:
         raise MosaicError("--out is required: the folder to create (or audit a texts file: `mosaictool world audit TEXTS`)")
     from mosaictool.io import progress
-    from mosaictool.world.generate import generate_world, total_items
+    from mosaictool.world.generate import check_settings, generate_world, total_items
 
     if workers < 1:
         raise MosaicError("--workers must be at least 1")
+    check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
         info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale,

@@ -188,17 +188,22 @@ def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twin
     }
 
 
-def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
-                   shape_twins: bool = False, image_size: int = 64,
-                   eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None) -> dict:
-    """Write the world to `out`; returns the manifest."""
-    out = Path(out)
+def check_settings(*, train: int, image_size: int, eval_scale: float) -> None:
+    """MosaicError naming the flag when a size is unusable."""
     if train < 0:
         raise MosaicError("--train must be 0 or more")
     if not 48 <= image_size <= 256:
         raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
     if not 0 < eval_scale < math.inf:  # NaN too
         raise MosaicError(f"--eval-scale {eval_scale}: must be a finite number > 0")
+
+
+def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
+                   shape_twins: bool = False, image_size: int = 64,
+                   eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None) -> dict:
+    """Write the world to `out`; returns the manifest."""
+    out = Path(out)
+    check_settings(train=train, image_size=image_size, eval_scale=eval_scale)
     if out.exists() and not out.is_dir():
         raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
