@@ -101,3 +101,144 @@ def test_meaningless_flag_values_are_refused(tmp_path, monkeypatch, args, flag, 
     before = snapshot(tmp_path)
     refused(invoke(args), flag, rule)
     assert snapshot(tmp_path) == before  # nothing written: no run folder, world, shards or demo output
+
+
+# ---- a run folder's config.json, and checkpoints holding NaN weights ----------------------------------
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    """A resumable run (last.pt at step 1 of 3, no final.pt) and a finished one (final.pt)."""
+    from train_fixtures import make_world, write_tiny_model
+
+    from mosaictool.training import TrainConfig, train
+
+    root = tmp_path_factory.mktemp("runs")
+    data, model_cfg = make_world(root / "world", n=8), write_tiny_model(root)
+    base = dict(data=str(data), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
+
+    def stop(step, metrics, model):
+        raise Stop()
+
+    with pytest.raises(Stop):
+        train(TrainConfig(out=str(root / "resumable"), save_every=1, **base), on_step=stop)
+    final = train(TrainConfig(out=str(root / "finished"), **base))
+    return root / "resumable", final, data, model_cfg
+
+
+def edited_run(run_folder, tmp_path, edit) -> Path:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(run_folder[0], run)
+    config = json.loads((run / "config.json").read_text())
+    text = edit(config)
+    (run / "config.json").write_text(text if isinstance(text, str) else json.dumps(config, indent=1))
+    return run
+
+
+def _set(**values):
+    def edit(config):
+        config.update(values)
+    return edit
+
+
+def _drop(name):
+    def edit(config):
+        del config[name]
+    return edit
+
+
+CONFIG_EDITS = [
+    ("truncated", lambda c: json.dumps(c)[:200], "config.json: not a readable JSON file"),
+    ("not-an-object", lambda c: "[1, 2]", "config.json: expected a JSON object of the run's settings, got list"),
+    ("wrong-type", _set(batch_size="4"), "config.json: batch_size: expected a whole number >= 1, got '4'"),
+    ("float-for-int", _set(steps=3.5), "config.json: steps: expected a whole number >= 1"),
+    ("negative", _set(grad_clip=-1), "config.json: grad_clip: expected a finite number > 0"),
+    ("bool-for-int", _set(lora=True), "config.json: lora: expected a whole number >= 0, got True"),
+    ("list-for-str", _set(model=["test-tiny"]), "config.json: model: expected text"),
+    ("bad-pair", _set(crop_scale=[0.8]), "config.json: crop_scale:"),
+    ("unknown", _set(bogus=1), "config.json: unknown field 'bogus'"),
+    ("missing", _drop("data"), "config.json: missing field 'data'"),
+    ("unknown-method", _set(method="fancy"), "config.json: --method"),
+    ("another-run", _set(seed=7), "config.json: seed is 7, but"),
+    ("another-optimizer", _set(optimizer="sgd"), "config.json: optimizer is 'sgd', but"),
+    ("locked-tower", _set(lock_image=True), "config.json: lock_image is True, but"),
+    ("another-model", _set(model="mosaic-micro"), "config.json: model is 'mosaic-micro', but"),
+]
+
+
+@pytest.mark.parametrize("name, edit, message", CONFIG_EDITS, ids=[c[0] for c in CONFIG_EDITS])
+def test_resume_refuses_a_broken_or_foreign_config(run_folder, tmp_path, name, edit, message):
+    run = edited_run(run_folder, tmp_path, edit)
+    before = snapshot(run)
+    refused(invoke(["train", "--resume", run]), message)
+    assert snapshot(run) == before
+
+
+def test_resume_refuses_weights_of_another_architecture(run_folder, tmp_path):
+    """The model config file edited in place (its path unchanged): last.pt's tensors no longer fit;
+    one line naming the first mismatch and the count, not torch's size-mismatch list."""
+    run = edited_run(run_folder, tmp_path, lambda c: None)
+    config = json.loads((run / "config.json").read_text())
+    wider = tmp_path / "test-tiny.json"
+    model = json.loads(Path(run_folder[3]).read_text())
+    model["vision_cfg"]["width"] = 48
+    wider.write_text(json.dumps(model))
+    config["model_config"] = str(wider)
+    (run / "config.json").write_text(json.dumps(config, indent=1))
+    before = snapshot(run)
+    line = refused(invoke(["train", "--resume", run]), "last.pt: its weights do not fit the test-tiny that",
+                   "config.json describes", "visual.", "more)")
+    assert len(line) < 400
+    assert snapshot(run) == before
+
+
+def nan_copy(src: Path, dst: Path, key_part: str = "visual") -> Path:
+    import torch
+
+    ckpt = torch.load(src, weights_only=True)
+    key = next(k for k, v in ckpt["state_dict"].items() if key_part in k and v.is_floating_point())
+    ckpt["state_dict"][key] = ckpt["state_dict"][key].clone().fill_(float("nan"))
+    torch.save(ckpt, dst)
+    return dst
+
+
+def test_resume_refuses_nan_weights_in_last_pt(run_folder, tmp_path):
+    run = edited_run(run_folder, tmp_path, lambda c: None)
+    nan_copy(run / "last.pt", run / "last.pt")
+    before = snapshot(run)
+    refused(invoke(["train", "--resume", run]), "last.pt: its weights hold NaN or inf")
+    assert snapshot(run) == before
+
+
+def test_nan_checkpoints_are_refused_where_they_are_read(run_folder, tmp_path):
+    _, final, data, model_cfg = run_folder
+    bad = nan_copy(final, tmp_path / "nan.pt")
+    caps = tmp_path / "caps.jsonl"
+    caps.write_text('{"id": 1, "caption": "a red circle left of a blue square"}\n')
+    # a one-case SugarCrepe for evaluate
+    root = tmp_path / "bench"
+    (root / "sugarcrepe").mkdir(parents=True)
+    (root / "coco" / "val2017").mkdir(parents=True)
+    import shutil
+
+    shutil.copy(Path(data).parent / "images" / "000.png", root / "coco" / "val2017" / "a.png")
+    (root / "sugarcrepe" / "add_att.json").write_text(json.dumps({"0": {"filename": "a.png", "caption": "a red circle",
+                                                                          "negative_caption": "a blue circle"}}))
+    out = tmp_path / "o"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    for args in (
+        ["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", bad, "-o", out / "r.jsonl"],
+        ["tree-score", caps, "--checkpoint", bad, "-o", out / "t.jsonl"],
+        ["wise-ft", "--zeroshot", final, "--finetuned", bad, "--out", out / "w"],
+        ["wise-ft", "--zeroshot", bad, "--finetuned", final, "--out", out / "w"],
+        ["train", "--data", data, "--out", out / "t", "--model-config", model_cfg, "--pretrained", bad, "--steps", "1"],
+    ):
+        refused(invoke(args), f"{bad}: its weights hold NaN or inf")
+        assert snapshot(tmp_path) == before

@@ -155,6 +155,8 @@ def create(
         other = not isinstance(e, RuntimeError) or "state_dict" in str(e)
         hint = " (weights of another architecture? give the matching model name)" if other else ""
         raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {_one_line(e)}{hint}") from e
+    if pretrained:
+        check_finite(model.state_dict(), pretrained)
     cfg["quick_gelu"] = quick_gelu
     return _bundle(model, model_name, cfg, quick_gelu, source=pretrained or f"{model_name} (random init)")
 
@@ -317,6 +319,7 @@ def load_checkpoint(
     with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
         model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
     state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
+    check_finite(state, path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
@@ -326,6 +329,30 @@ def load_checkpoint(
     bundle = _bundle(model, name, cfg, quick, source=str(path))
     bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
     return bundle
+
+
+def check_finite(state: dict, source: str | os.PathLike) -> None:
+    """MosaicError when a floating-point tensor of `state` holds NaN or inf: such weights score 0% (or
+    train on as NaN) without a word, so the checkpoint is refused where it is read."""
+    import torch
+
+    for key, value in state.items():
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise MosaicError(f"{source}: its weights hold NaN or inf ({key}); the run that wrote them diverged or "
+                              "the file is damaged: use an earlier checkpoint")
+
+
+def check_fits(model, state: dict, source: str | os.PathLike, described: str) -> None:
+    """MosaicError when `state` (a state_dict) does not fit `model`: a tensor missing, extra or of
+    another shape, named with the count of the others (load_state_dict would list every one)."""
+    own = model.state_dict()
+    problems = [f"{k} is {list(state[k].shape)} there, {list(v.shape)} here" for k, v in own.items()
+                if k in state and tuple(state[k].shape) != tuple(v.shape)]
+    problems += [f"{k} is missing there" for k in own if k not in state]
+    problems += [f"{k} is not in {described}" for k in state if k not in own]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise MosaicError(f"{source}: its weights do not fit {described}: {problems[0]}{more}")
 
 
 def _one_line(error: Exception) -> str:
