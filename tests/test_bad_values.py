@@ -119,7 +119,7 @@ def run_folder(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("runs")
     data, model_cfg = make_world(root / "world", n=8), write_tiny_model(root)
-    base = dict(data=str(data), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
+    base = {"data": str(data), "model_config": str(model_cfg), "batch_size": 4, "steps": 3, "warmup": 1, "quiet": True}
 
     def stop(step, metrics, model):
         raise Stop()
