@@ -267,6 +267,7 @@ def check(contract: Contract, record: dict) -> None:
     checker(contract)(record)
 
 
+@functools.cache
 def checker(contract: Contract):
     """`check` bound to one contract, as `read_records(check=...)` takes it."""
     validate = contract.adapter.validate_python
@@ -282,9 +283,12 @@ def checker(contract: Contract):
 
 def explain(contract: Contract, record: Any, error: ValidationError) -> str:
     """The first problem of `error` as one line: `path: expected <type>, got <kind>`."""
-    first = error.errors(include_url=False)[0]
+    errors = error.errors(include_url=False)
+    first = errors[0]
     loc, kind, ctx = list(first["loc"]), first["type"], first.get("ctx") or {}
     annotation, path = _walk(contract.fields, loc)
+    if len(path) < len(loc):  # a union: a member of the value's own type that failed a bound says more
+        kind = next((e["type"] for e in errors if list(e["loc"][:len(path)]) == path and not e["type"].endswith("_type")), kind)
     if kind in ("union_tag_invalid", "union_tag_not_found"):  # a discriminated union: its tag field is wrong
         tag = ctx["discriminator"].strip("'")
         value, _ = _value_at(record, [*path, tag])
@@ -301,8 +305,9 @@ def explain(contract: Contract, record: Any, error: ValidationError) -> str:
     expected = describe(annotation)
     if not found:
         return f"{where}: expected {expected}{hint}"
-    if kind in ("literal_error", "string_too_short") or kind.startswith(("greater", "less")):
-        return f"{where}: expected {expected}, got {value!r}{hint}"
+    if kind in ("literal_error", "string_too_short", "too_short", "too_long", "finite_number") or kind.startswith(("greater", "less")):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        return f"{where}: expected {expected}, got {shown}{hint}"
     return f"{where}: expected {expected}, got {kind_of(value)}{hint}"
 
 
@@ -392,12 +397,19 @@ def describe(tp: Any, plural: bool = False) -> str:
     if origin is Annotated:
         base, *meta = typing.get_args(tp)
         text = describe(base, plural)
-        for m in meta:
-            for bound in getattr(m, "metadata", [m]):
-                if isinstance(bound, annotated_types.Ge):
-                    text += f" >= {bound.ge}"
-                elif isinstance(bound, annotated_types.MinLen) and bound.min_length == 1:
-                    text = ("non-empty " if plural else "a non-empty ") + text.removeprefix("a ")
+        bounds = [b for m in meta for b in getattr(m, "metadata", [m])]
+        lengths = {type(b).__name__: getattr(b, "min_length", getattr(b, "max_length", None)) for b in bounds
+                   if isinstance(b, (annotated_types.MinLen, annotated_types.MaxLen))}
+        if lengths.get("MinLen") == 1 and "MaxLen" not in lengths:
+            text = ("non-empty " if plural else "a non-empty ") + text.removeprefix("a ")
+        elif lengths and lengths.get("MinLen") == lengths.get("MaxLen"):
+            text = text.replace("list of ", f"list of {lengths['MinLen']} ", 1)
+        for b in bounds:
+            for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+                if isinstance(b, getattr(annotated_types, attr.capitalize())):
+                    text += f" {sign} {getattr(b, attr)}"
+            if getattr(b, "allow_inf_nan", True) is False:
+                text = text.replace("a number", "a finite number", 1)
         return text
     if origin in (Union, types.UnionType):
         args = typing.get_args(tp)

@@ -757,7 +757,7 @@ def test_benchmark_folder_missing_one_annotation_file(case, ckpts, bench_root):
 @pytest.mark.parametrize(
     "content, words",
     [('{"0": {"filename": "red.jpg", "capt', "invalid JSON"),
-     ('{"0": {"filename": "red.jpg"}}', "case '0' lacks filename / caption / negative_caption")],
+     ('{"0": {"filename": "red.jpg"}}', "case '0': missing 'caption'")],
     ids=["truncated-annotation", "annotation-missing-fields"],
 )
 def test_broken_annotation_file(case, ckpts, bench_root, content, words):

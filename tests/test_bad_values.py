@@ -242,3 +242,77 @@ def test_nan_checkpoints_are_refused_where_they_are_read(run_folder, tmp_path):
     ):
         refused(invoke(args), f"{bad}: its weights hold NaN or inf")
         assert snapshot(tmp_path) == before
+
+
+# ---- benchmark annotation files ------------------------------------------------------------------------
+
+VG = {"image_path": "1.jpg", "bbox_x": 5, "bbox_y": 6, "bbox_w": 20, "bbox_h": 10, "true_caption": "the cup is on the table",
+      "false_caption": "the table is on the cup", "relation_name": "on"}
+VGA = {**{k: v for k, v in VG.items() if k != "relation_name"}, "attributes": ["red", "blue"]}
+ORDER = {"image": "val2014/a.jpg", "caption": ["a cup on a table", "a table under a cup"]}
+SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
+CREPE_HEADER = "image_id,x,y,width,height,caption,hard_negs\n"
+CREPE_ROW = {"image_id": "1", "x": "5", "y": "6", "width": "20", "height": "10", "caption": "a cup", "hard_negs": "['a mug']"}
+PROBE_C_GROUP = {"id": 1, "split": "composition", "images": ["a.png", "b.png"], "texts": ["a red cup", "a blue cup"], "category": "colour"}
+
+
+def aro_file(name: str, entry) -> tuple[str, str, str]:
+    files = {"VG-Relation": "visual_genome_relation.json", "VG-Attribution": "visual_genome_attribution.json",
+             "COCO-Order": "coco_karpathy_test.json", "Flickr30k-Order": "flickr30k_test.json"}
+    good = {"VG-Relation": VG, "VG-Attribution": VGA}.get(name, ORDER)
+    return f"aro:{name}", f"aro/{files[name]}", json.dumps([good, entry])
+
+
+def crepe_file(row: dict) -> tuple[str, str, str]:
+    def line(r):
+        return ",".join(f'"{r[c]}"' for c in CREPE_HEADER.strip().split(",")) + "\n"
+
+    return "crepe:productivity", "crepe/prod_hard_negatives/atom/prod_vg_hard_negs_atom_complexity_4.csv", \
+        CREPE_HEADER + line(CREPE_ROW) + line({**CREPE_ROW, **row})
+
+
+ANNOTATIONS = [
+    (*aro_file("VG-Relation", {**VG, "bbox_w": -20}), "entry 1: bbox_w: expected a finite number > 0, got -20"),
+    (*aro_file("VG-Relation", {**VG, "bbox_h": 0}), "entry 1: bbox_h: expected a finite number > 0, got 0"),
+    (*aro_file("VG-Relation", {**VG, "bbox_x": "5"}), "entry 1: bbox_x: expected a finite number, got str"),
+    (*aro_file("VG-Relation", {**VG, "bbox_y": True}), "entry 1: bbox_y: expected a finite number, got bool"),
+    (*aro_file("VG-Relation", {**VG, "image_path": None}), "entry 1: image_path: expected a non-empty string, got null"),
+    (*aro_file("VG-Relation", {k: v for k, v in VG.items() if k != "false_caption"}), "entry 1: missing 'false_caption'"),
+    (*aro_file("VG-Relation", {**VG, "true_caption": ["a", "b"]}), "entry 1: true_caption: expected a string, got list"),
+    (*aro_file("VG-Relation", ["1.jpg", 5, 6]), "entry 1: expected an object, got list"),
+    ("aro:VG-Relation", "aro/visual_genome_relation.json", '{"0": {}}', "the top: expected a list of entries, got object"),
+    ("aro:VG-Relation", "aro/visual_genome_relation.json", json.dumps([VG, {**VG, "bbox_x": float("nan")}]),
+     "entry 1: bbox_x: expected a finite number, got nan"),
+    (*aro_file("VG-Attribution", {**VGA, "attributes": ["red"]}), "entry 1: attributes: expected a list of 2 strings, got ['red']"),
+    (*aro_file("VG-Attribution", {**VGA, "attributes": "red blue"}), "entry 1: attributes: expected a list of 2 strings, got str"),
+    (*aro_file("VG-Attribution", {**VGA, "bbox_w": -1.5}), "entry 1: bbox_w: expected a finite number > 0, got -1.5"),
+    (*aro_file("COCO-Order", {**ORDER, "image": None}), "entry 1: image: expected a non-empty string, got null"),
+    (*aro_file("COCO-Order", {**ORDER, "caption": []}), "entry 1: caption: expected a string or a non-empty list of strings, got []"),
+    (*aro_file("Flickr30k-Order", {**ORDER, "caption": 3}), "entry 1: caption: expected a string or a non-empty list of strings, got int"),
+    (*aro_file("Flickr30k-Order", {"image": "a.jpg"}), "entry 1: missing 'caption'"),
+    ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": {**SC, "filename": None}}),
+     "case '1': filename: expected a non-empty string, got null"),
+    ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": {**SC, "negative_caption": ["x"]}}),
+     "case '1': negative_caption: expected a string, got list"),
+    ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": "a.jpg"}), "case '1': expected an object, got str"),
+    (*crepe_file({"x": "abc"}), "line 3: x: expected a number, got 'abc'"),
+    (*crepe_file({"width": "-3"}), "line 3: width: expected a finite number > 0, got -3.0"),
+    (*crepe_file({"height": "inf"}), "line 3: height: expected a finite number, got 'inf'"),
+    (*crepe_file({"image_id": ""}), "line 3: image_id: expected a non-empty string, got ''"),
+    ("retrieval:coco", "aro/coco_karpathy_test.json", json.dumps([ORDER, {**ORDER, "image": 7}]), "entry 1: image: expected a non-empty string, got int"),
+    ("probe_c", "probe_c/probe_c.jsonl", json.dumps(PROBE_C_GROUP) + "\n" + json.dumps({**PROBE_C_GROUP, "images": ["a.png"]}) + "\n",
+     "line 2: images: expected a list of 2 non-empty strings, got ['a.png']"),
+    ("probe_c", "probe_c/probe_c.jsonl", json.dumps({**PROBE_C_GROUP, "texts": "a red cup"}) + "\n", "line 1: texts: expected a list of 2 strings, got str"),
+]
+
+
+@pytest.mark.parametrize("bench, file, content, message", ANNOTATIONS, ids=[f"{a[0]}-{a[3].split(':')[1].strip()}" for a in ANNOTATIONS])
+def test_malformed_annotation_entries(run_folder, tmp_path, bench, file, content, message):
+    root = tmp_path / "bench"
+    (root / Path(file)).parent.mkdir(parents=True)
+    (root / file).write_text(content)
+    before = snapshot(tmp_path)
+    line = refused(invoke(["evaluate", "-b", bench, "-d", root, "-c", run_folder[1], "-o", tmp_path / "r.jsonl"]),
+                   str(root / file), message)
+    assert line.count(str(root / file)) == 1
+    assert snapshot(tmp_path) == before
