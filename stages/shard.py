@@ -14,7 +14,6 @@ so a failed run leaves no shard behind. Tar members get mtime 0: same input, sam
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -38,9 +37,11 @@ def make_check(image_key: str = "image"):
 
 
 def read_image(path: Path) -> tuple[bytes, str]:
-    """The file's bytes and the extension to store them under; RecordError if unreadable."""
-    from PIL import Image, UnidentifiedImageError
+    """The file's bytes and the extension to store them under; RecordError if unreadable (also a FIFO,
+    a device or a folder, never opened, and an image declaring more pixels than images.MAX_PIXELS)."""
+    from mosaictool.images import check_regular, open_image
 
+    check_regular(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -48,12 +49,12 @@ def read_image(path: Path) -> tuple[bytes, str]:
     except OSError as e:
         raise RecordError(f"cannot read image {path}: {e}") from None
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with open_image(data, path) as im:
             fmt = (im.format or "").lower()
             im.draft("RGB", (64, 64))  # JPEGs decode at reduced scale: a full pass over the data, cheaply
             im.load()
-    except UnidentifiedImageError:
-        raise RecordError(f"not an image file: {path}") from None
+    except RecordError:
+        raise
     except (OSError, SyntaxError, ValueError) as e:
         raise RecordError(f"corrupt image {path}: {e}") from None
     ext = path.suffix.lower().lstrip(".")

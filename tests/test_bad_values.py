@@ -316,3 +316,138 @@ def test_malformed_annotation_entries(run_folder, tmp_path, bench, file, content
                    str(root / file), message)
     assert line.count(str(root / file)) == 1
     assert snapshot(tmp_path) == before
+
+
+# ---- images: size limits before decoding, special files never opened -------------------------------------
+
+
+def bomb_png(width: int = 30000, height: int = 30000) -> bytes:
+    """A PNG of a few dozen bytes that declares width x height pixels (a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def special_image(kind: str, path: Path) -> tuple[Path, str]:
+    """Make `path` a bad image of `kind`; -> (the path the record names, words the error holds)."""
+    import os
+
+    if kind == "bomb":
+        path.write_bytes(bomb_png())
+        return path, "declares more than 89478485 pixels"
+    if kind == "bomb-1.5x":  # between Pillow's warning and its error
+        path.write_bytes(bomb_png(12000, 11000))
+        return path, "declares more than 89478485 pixels"
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path, "is a named pipe (FIFO), not an image file"
+    if kind == "folder":
+        path.mkdir()
+        return path, "is a folder, not an image file"
+    if kind == "device":
+        return Path("/dev/zero"), "/dev/zero is a character device, not an image file"
+    raise ValueError(kind)
+
+
+IMAGE_KINDS = ["bomb", "bomb-1.5x", "fifo", "folder", "device"]
+
+
+@pytest.fixture
+def world_copy(tmp_path):
+    from train_fixtures import make_world
+
+    data = make_world(tmp_path / "in", n=8)
+    return data, tmp_path / "out"
+
+
+def with_bad_image(data: Path, kind: str) -> tuple[Path, str]:
+    path, words = special_image(kind, data.parent / "images" / "bad.png")
+    records = [json.loads(x) for x in data.read_text().splitlines()]
+    records[3]["image"] = str(path) if kind == "device" else "images/bad.png"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return data, words
+
+
+def invoke_within(args, seconds: float, fifo: Path | None = None):
+    """`invoke` in a thread that must finish within `seconds`: a command that opened a FIFO for
+    reading blocks forever (the FIFO is then opened for writing and closed, which releases it)."""
+    import os
+    import threading
+
+    box = []
+    thread = threading.Thread(target=lambda: box.append(invoke(args)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if fifo is not None and fifo.exists():
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail(f"{' '.join(map(str, args))} hung")
+    return box[0]
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_shard_refuses_or_skips_special_and_huge_images(world_copy, kind):
+    data, out = world_copy
+    data, words = with_bad_image(data, kind)
+    fifo = data.parent / "images" / "bad.png" if kind == "fifo" else None
+    before = snapshot(data.parent)
+    shard = ["shard", data, "--image-root", data.parent, "--out", out / "shards", "-q"]
+    refused(invoke_within(shard, 60, fifo), "record 'img-3'", words, "--skip-bad")
+    assert not (out / "shards").exists()
+    skipped = invoke_within(shard + ["--skip-bad"], 60, fifo)
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
+    assert json.loads((out / "shards" / "sizes.json").read_text()) == {"000000.tar": 7}
+    assert snapshot(data.parent) == before
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_train_refuses_or_skips_special_and_huge_images(world_copy, kind):
+    data, out = world_copy
+    data, words = with_bad_image(data, kind)
+    args = ["train", "--data", data, "--out", out / "run", "--batch-size", "4", "--steps", "1", "--model", "mosaic-micro",
+            "--device", "cpu", "-q"]
+    before = snapshot(data.parent)
+    refused(invoke(args), "record 'img-3'", words, "--skip-bad")
+    assert not (out / "run").exists()
+    skipped = invoke(args + ["--skip-bad"])
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
+    assert snapshot(data.parent) == before
+
+
+def test_image_transform_refuses_a_bomb_inside_a_shard():
+    """Images read from a shard (written by other tools) are size-checked before decoding too."""
+    import random
+
+    from mosaictool.images import ImageError
+    from mosaictool.training.data import ImageTransform
+
+    with pytest.raises(ImageError, match="declares more than"):
+        ImageTransform(32, augment=False)(bomb_png(), random.Random(0))
+
+
+@pytest.mark.parametrize("kind", ["bomb", "folder"])
+def test_evaluate_refuses_a_bomb_or_a_folder_as_a_benchmark_image(run_folder, tmp_path, kind):
+    root = tmp_path / "bench"
+    (root / "sugarcrepe").mkdir(parents=True)
+    (root / "coco" / "val2017").mkdir(parents=True)
+    _, words = special_image(kind, root / "coco" / "val2017" / "a.png")
+    (root / "sugarcrepe" / "add_att.json").write_text(json.dumps({"0": SC, "1": {**SC, "filename": "a.png"}}))
+    import shutil
+
+    shutil.copy(Path(run_folder[2]).parent / "images" / "000.png", root / "coco" / "val2017" / "a.jpg")
+    before = snapshot(tmp_path)
+    if kind == "folder":  # not a file: counted with the missing images, which --skip-missing skips
+        refused(invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "-o", tmp_path / "r.jsonl"]),
+                "1 image file(s) missing", "a.png")
+    else:
+        refused(invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "-o", tmp_path / "r.jsonl"]),
+                "a.png", words)
+    assert snapshot(tmp_path) == before

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from mosaictool.errors import MosaicError, RecordError
+from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.training.batch import Batch, normalize_images
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
@@ -281,8 +282,11 @@ class TrainData:
             check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
                 path = root / rec["image"]
-                if not path.is_file():
-                    skips.handle(f"{spec}: record {rec['id']!r}", f"image not found: {path} (check --image-root)")
+                try:  # a regular file whose declared size is within bounds (its header read, no pixel decoded)
+                    open_image(path).close()
+                except ImageError as e:
+                    hint = " (check --image-root)" if str(e).startswith("image not found") else ""
+                    skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
                     continue
                 records.append(_slim(rec))
                 images.append(ImageLocation(str(path)))
@@ -386,13 +390,11 @@ class ImageTransform:
 
     def __call__(self, data: bytes, rng: random.Random) -> torch.Tensor:
         """uint8 (3, size, size); normalisation happens once per batch."""
-        import io
-
         from PIL import Image
 
         from mosaictool.io import image_to_rgb
 
-        with Image.open(io.BytesIO(data)) as im:
+        with open_image(data) as im:  # its declared size checked before decoding
             im.draft("RGB", (self.size, self.size))
             im = image_to_rgb(im)
             w, h = im.size
