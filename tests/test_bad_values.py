@@ -451,3 +451,56 @@ def test_evaluate_refuses_a_bomb_or_a_folder_as_a_benchmark_image(run_folder, tm
         refused(invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "-o", tmp_path / "r.jsonl"]),
                 "a.png", words)
     assert snapshot(tmp_path) == before
+
+
+# ---- Parquet output: one type per column -------------------------------------------------------------------
+
+
+def decompose_input(*extras: dict, ids=None) -> str:
+    graph = json.loads((Path(__file__).parent / "data" / "decompose" / "input.jsonl").read_text().splitlines()[0])
+    ids = ids or list(range(1, len(extras) + 1))
+    return "".join(json.dumps({**graph, "id": i, **extra}) + "\n" for i, extra in zip(ids, extras))
+
+
+def test_parquet_keeps_integer_ids_and_equals_jsonl(tmp_path):
+    from mosaictool.io import read_records
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input({}, {}, {}, ids=[7, 12, 3]))
+    assert invoke(["decompose", src, "-o", tmp_path / "o.parquet", "-q"]).exit_code == 0
+    assert invoke(["decompose", src, "-o", tmp_path / "o.jsonl", "-q"]).exit_code == 0
+    parquet, jsonl = list(read_records(tmp_path / "o.parquet")), list(read_records(tmp_path / "o.jsonl"))
+    assert [r["id"] for r in parquet] == [7, 12, 3] and all(type(r["id"]) is int for r in parquet)
+    assert [r["subgraph_keys"] for r in parquet] == [r["subgraph_keys"] for r in jsonl]
+
+
+PARQUET_CONFLICTS = [
+    (({"meta": 1}, {"meta": "a"}), None, "meta is an integer in output record 1 but a string in output record 2"),
+    (({}, {}), [1, "b"], "id is an integer in output record 1 but a string in output record 2"),
+    (({"meta": {"a": 1}}, {"meta": {"a": "s"}}), None, "meta.a is an integer in output record 1 but a string in output record 2"),
+    (({"meta": {"a": 1}}, {"meta": "s"}), None, "meta is an object in output record 1 but a string in output record 2"),
+    (({"meta": [1]}, {"meta": ["x"]}), None, "meta[] is an integer in output record 1 but a string in output record 2"),
+    (({"meta": True}, {"meta": 3}), None, "meta is true/false in output record 1 but an integer in output record 2"),
+    (({"meta": [1]}, {"meta": {"a": 1}}), None, "meta is a list in output record 1 but an object in output record 2"),
+]
+
+
+@pytest.mark.parametrize("extras, ids, message", PARQUET_CONFLICTS, ids=[m.split(" is ")[0] + "-" + m.split(" but ")[1].split(" in ")[0]
+                                                                           for _, _, m in PARQUET_CONFLICTS])
+def test_parquet_refuses_a_field_whose_type_changes(tmp_path, extras, ids, message):
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input(*extras, ids=ids))
+    out = tmp_path / "out"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    refused(invoke(["decompose", src, "-o", out / "o.parquet", "-q"]), f"{out / 'o.parquet'}: cannot write Parquet", message)
+    assert snapshot(tmp_path) == before  # no output, no temp file
+
+
+def test_parquet_integers_among_floats_become_floats(tmp_path):
+    from mosaictool.io import read_records
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input({"score": 1}, {"score": 2.5}, {"score": None}))
+    assert invoke(["decompose", src, "-o", tmp_path / "o.parquet", "-q"]).exit_code == 0
+    assert [r["score"] for r in read_records(tmp_path / "o.parquet")] == [1.0, 2.5, None]
