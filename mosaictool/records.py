@@ -241,6 +241,24 @@ TrainRecord = Contract("TrainRecord", _fields(
 ))
 ParseRecord = Contract("ParseRecord", _fields("ParseRecord"))  # the caption: see `with_key`
 
+# A run's mined_hard_images.json, wrapped as {"neighbours": ...}: per record, its hard images' indices.
+MINED_HARD_IMAGES = Contract("MinedHardImages", _fields("MinedHardImages", neighbours=list[list[Index]]))
+
+# An open_clip model config (--model-config FILE): the sizes a user sets, the rest passes to open_clip.
+Size = Annotated[int, Field(gt=0)]
+MODEL_CONFIG = Contract("ModelConfig", _fields(
+    "ModelConfig", embed_dim=Size,
+    vision_cfg=TypedDict("VisionConfig", {
+        "image_size": NotRequired[Size | Annotated[list[Size], Field(min_length=2, max_length=2)]],
+        "layers": NotRequired[Size | list[Size]], "width": NotRequired[Size], "head_width": NotRequired[Size],
+        "patch_size": NotRequired[Size], "mlp_ratio": NotRequired[Annotated[float, Field(gt=0, allow_inf_nan=False)]],
+    }),
+    text_cfg=TypedDict("TextConfig", {
+        "context_length": NotRequired[Size], "vocab_size": NotRequired[Size], "width": NotRequired[Size],
+        "heads": NotRequired[Size], "layers": NotRequired[Size],
+    }),
+))
+
 IMAGE_HINT = "a path relative to --image-root"
 
 

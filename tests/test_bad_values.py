@@ -504,3 +504,86 @@ def test_parquet_integers_among_floats_become_floats(tmp_path):
     src.write_text(decompose_input({"score": 1}, {"score": 2.5}, {"score": None}))
     assert invoke(["decompose", src, "-o", tmp_path / "o.parquet", "-q"]).exit_code == 0
     assert [r["score"] for r in read_records(tmp_path / "o.parquet")] == [1.0, 2.5, None]
+
+
+# ---- more of the same: model config files, a run folder's other files, audit input, slimmed records ------
+
+TINY_TEXT = {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}
+TINY_VISION = {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8}
+MODEL_CONFIGS = [
+    ({"embed_dim": "32", "vision_cfg": TINY_VISION, "text_cfg": TINY_TEXT}, "model config: embed_dim: expected an integer > 0, got str"),
+    ({"embed_dim": 32, "vision_cfg": "big", "text_cfg": TINY_TEXT}, "model config: vision_cfg: expected an object, got str"),
+    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "width": -32}, "text_cfg": TINY_TEXT}, "vision_cfg.width: expected an integer > 0, got -32"),
+    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "image_size": [32]}, "text_cfg": TINY_TEXT}, "vision_cfg.image_size: expected"),
+    ({"embed_dim": 32, "vision_cfg": TINY_VISION, "text_cfg": {**TINY_TEXT, "heads": 0}}, "text_cfg.heads: expected an integer > 0, got 0"),
+    ({"embed_dim": 32, "vision_cfg": {k: v for k, v in TINY_VISION.items() if k != "head_width"}, "text_cfg": TINY_TEXT},
+     "cannot build the model tiny: embed_dim and num_heads must be greater than 0"),  # 32 wide, heads of 64
+]
+
+
+@pytest.mark.parametrize("config, message", MODEL_CONFIGS, ids=[m.split(": ")[-2] if ": " in m else m for _, m in MODEL_CONFIGS])
+def test_bad_model_config_file(tmp_path, config, message):
+    (tmp_path / "tiny.json").write_text(json.dumps(config))
+    (tmp_path / "caps.jsonl").write_text('{"id": 1, "caption": "a red circle"}\n')
+    before = snapshot(tmp_path)
+    refused(invoke(["tree-score", tmp_path / "caps.jsonl", "--model-config", tmp_path / "tiny.json", "-o", tmp_path / "t.jsonl"]),
+            "tiny.json", message)
+    assert snapshot(tmp_path) == before
+
+
+def test_resume_after_a_torn_metrics_line_and_a_broken_one(run_folder, tmp_path):
+    run = edited_run(run_folder, tmp_path, lambda c: None)
+    metrics = run / "metrics.jsonl"
+    good = metrics.read_text()
+    metrics.write_text(good + '{"step": 2, "loss": 1.')  # the line a kill -9 cut
+    result = invoke(["train", "--resume", run, "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(x)["step"] for x in metrics.read_text().splitlines()] == [1, 2, 3]
+
+    run = edited_run(run_folder, tmp_path / "again", lambda c: None)
+    (run / "metrics.jsonl").write_text("not json\n" + good)
+    before = snapshot(run)
+    refused(invoke(["train", "--resume", run]), "metrics.jsonl:1: not a metrics line")
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[[1, 2], [0", "not readable JSON"),
+    ('[[1, "x"]]', "[0][1]: expected an integer >= 0, got str"),
+    ("[[1]]", "holds 1 rows for 8 records"),
+], ids=["truncated", "wrong-type", "other-data"])
+def test_resume_refuses_a_broken_mined_hard_images_file(run_folder, tmp_path, content, message):
+    run = edited_run(run_folder, tmp_path, _set(hard_images=2))
+    # a run that mined hard images: its config and last.pt say so (the copy's last.pt was written without)
+    import torch
+
+    state = torch.load(run / "last.pt", weights_only=True)
+    state["config"]["hard_images"] = 2
+    torch.save(state, run / "last.pt")
+    (run / "mined_hard_images.json").write_text(content)
+    before = snapshot(run)
+    refused(invoke(["train", "--resume", run]), "mined_hard_images.json: ", message, "delete it")
+    assert snapshot(run) == before
+
+
+def test_world_audit_checks_the_texts_it_reads(tmp_path):
+    src = tmp_path / "texts.jsonl"
+    src.write_text('{"id": 1, "caption": "a", "texts": {"positives": "a red cube"}}\n')
+    refused(invoke(["world", "audit", src]), f"{src}:1: texts.positives: expected a list of objects or null, got str")
+
+
+def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
+    """Training keeps a slim copy of each record: the negative's `from` (the attribute an attribute
+    swap replaced), which probe-ft's synonym positives read, must survive it."""
+    from mosaictool import methods
+    from mosaictool.training.data import TrainData
+
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "a.png")
+    negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large", "to": "tiny"}
+    record = {"id": 1, "image": "a.png", "caption": "a large bed", "texts": {
+        "positives": [{"text": "a large bed", "kind": "caption"}, {"text": "a large bed", "kind": "object"}], "negatives": [negative]}}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    data = TrainData.load(str(tmp_path / "r.jsonl"), method=methods.create("probe-ft", {}))
+    assert data.records[0]["texts"]["negatives"][0]["from"] == "large"

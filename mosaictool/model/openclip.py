@@ -68,11 +68,24 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
         cfg = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise MosaicError(f"{path}: invalid JSON: {e}") from e
-    missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if k not in cfg]
+    missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if not isinstance(cfg, dict) or k not in cfg]
     if missing:
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
+    check_model_config(cfg, path)
     open_clip.add_model_config(path)
     return path.stem
+
+
+def check_model_config(cfg: dict, source: str | os.PathLike) -> None:
+    """The sizes of an open_clip model config (records.MODEL_CONFIG), typed: a string or a negative
+    width fails here with the field named, not deep inside open_clip."""
+    from mosaictool import records
+    from mosaictool.errors import RecordError
+
+    try:
+        records.check(records.MODEL_CONFIG, cfg)
+    except RecordError as e:
+        raise MosaicError(f"{source}: model config: {e} (open_clip's schema)") from None
 
 
 def model_config(model_name: str) -> dict:
@@ -144,9 +157,10 @@ def create(
             model = open_clip.create_model(
                 model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
             )
-    except (RuntimeError, AssertionError, KeyError, ValueError) as e:  # open_clip asserts on other architectures' weights
-        if not pretrained:
-            raise
+    except (RuntimeError, AssertionError, KeyError, ValueError, TypeError) as e:  # open_clip asserts on other architectures' weights
+        if not pretrained:  # sizes that do not combine (a width smaller than a head's)
+            source = model_config_file or model_name
+            raise MosaicError(f"{source}: cannot build the model {model_name}: {_one_line(e)}; check its config") from None
         if not os.path.exists(pretrained) and "://" not in pretrained:
             raise MosaicError(
                 f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}. Offline, pass a local file "

@@ -676,7 +676,7 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info) -> tuple[TrainDa
     if cfg.hard_images > 0:
         mined_path = out / "mined_hard_images.json"
         if mined_path.exists():  # a resumed run mined them with its starting model already
-            neighbours = json.loads(mined_path.read_text())
+            neighbours = read_mined(mined_path, len(data))
         else:
             neighbours = mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean,
                                           images.std, k=cfg.hard_images, device=info.device)
@@ -686,6 +686,25 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info) -> tuple[TrainDa
         data.add_hard(neighbours)
         use_hard = True
     return data, use_hard
+
+
+def read_mined(path: Path, n: int) -> list[list[int]]:
+    """A run's mined_hard_images.json: per record, the indices of its hard images (each in 0..n-1);
+    MosaicError naming the file when it is not that (truncated by a crash, or from other data)."""
+    from mosaictool.errors import RecordError
+    from mosaictool.records import MINED_HARD_IMAGES, check
+
+    try:
+        neighbours = json.loads(path.read_text())
+        check(MINED_HARD_IMAGES, {"neighbours": neighbours})
+    except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, RecordError
+        what = str(e).removeprefix("neighbours").lstrip(": ") if isinstance(e, RecordError) else f"not readable JSON ({e})"
+        raise MosaicError(f"{path}: {what}; delete it to mine them again") from None
+    bad = next((i for i, row in enumerate(neighbours) if any(j >= n for j in row)), None)
+    if len(neighbours) != n or bad is not None:
+        what = f"holds {len(neighbours)} rows for {n} records" if len(neighbours) != n else f"row {bad} names an index >= {n} records"
+        raise MosaicError(f"{path}: {what} (mined from other data?); delete it to mine them again")
+    return neighbours
 
 
 def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPlan, tokenizer, images: ImagePrep, info):
