@@ -575,10 +575,10 @@ def test_world_audit_checks_the_texts_it_reads(tmp_path):
 def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
     """Training keeps a slim copy of each record: the negative's `from` (the attribute an attribute
     swap replaced), which probe-ft's synonym positives read, must survive it."""
+    from PIL import Image
+
     from mosaictool import methods
     from mosaictool.training.data import TrainData
-
-    from PIL import Image
 
     Image.new("RGB", (8, 8), "red").save(tmp_path / "a.png")
     negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large", "to": "tiny"}
