@@ -102,7 +102,7 @@ class Node(TypedDict):
     noun: str
     lemma: NotRequired[str | None]
     plural: bool
-    count: NotRequired[str | int | float | None]
+    count: NotRequired[str | int | Annotated[float, Field(allow_inf_nan=False)] | None]
     attributes: list[str]
     determiner: NotRequired[str | None]
 
@@ -243,6 +243,16 @@ ParseRecord = Contract("ParseRecord", _fields("ParseRecord"))  # the caption: se
 
 # A run's mined_hard_images.json, wrapped as {"neighbours": ...}: per record, its hard images' indices.
 MINED_HARD_IMAGES = Contract("MinedHardImages", _fields("MinedHardImages", neighbours=list[list[Index]]))
+
+# A mosaictool checkpoint (mosaictool.model.openclip.save_checkpoint): what loading it reads; last.pt adds
+# what --resume reads.
+CHECKPOINT = Contract("Checkpoint", _fields(
+    "Checkpoint", model_name=NonEmpty, model_cfg=dict, quick_gelu=bool, state_dict=dict, step=NotRequired[Index],
+))
+RESUMABLE = Contract("Resumable", _fields(
+    "Resumable", **{**typing.get_type_hints(CHECKPOINT.fields, include_extras=True), "step": Index},
+    optimizer=dict, rng=Annotated[list[dict], Field(min_length=1)], lora_state=NotRequired[dict],
+))
 
 # An open_clip model config (--model-config FILE): the sizes a user sets, the rest passes to open_clip.
 Size = Annotated[int, Field(gt=0)]

@@ -587,3 +587,32 @@ def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
     (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
     data = TrainData.load(str(tmp_path / "r.jsonl"), method=methods.create("probe-ft", {}))
     assert data.records[0]["texts"]["negatives"][0]["from"] == "large"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.pop("model_name"), "missing 'model_name'"),
+    (lambda c: c.update(model_cfg="mosaic-tiny"), "model_cfg: expected"),
+    (lambda c: c.update(quick_gelu=0), "quick_gelu: expected true or false, got int"),
+], ids=["no-model-name", "model-cfg-a-string", "quick-gelu-an-int"])
+def test_an_edited_checkpoint_header_is_one_line(run_folder, tmp_path, edit, message):
+    import torch
+
+    ckpt = torch.load(run_folder[1], weights_only=True)
+    edit(ckpt)
+    torch.save(ckpt, tmp_path / "m.pt")
+    (tmp_path / "caps.jsonl").write_text('{"id": 1, "caption": "a red circle"}\n')
+    refused(invoke(["tree-score", tmp_path / "caps.jsonl", "--checkpoint", tmp_path / "m.pt", "-o", tmp_path / "t.jsonl"]),
+            f"{tmp_path / 'm.pt'}: {message}")
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_resume_refuses_a_last_pt_without_its_step(run_folder, tmp_path):
+    import torch
+
+    run = edited_run(run_folder, tmp_path, lambda c: None)
+    state = torch.load(run / "last.pt", weights_only=True)
+    state["step"] = "1"
+    torch.save(state, run / "last.pt")
+    before = snapshot(run)
+    refused(invoke(["train", "--resume", run]), "last.pt: step: expected an integer >= 0, got str")
+    assert snapshot(run) == before

@@ -285,7 +285,20 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
             f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "
             f"--model NAME --pretrained {path} (with a -quickgelu name for OpenAI-derived weights)"
         )
+    check_contract(ckpt, path, "CHECKPOINT")
     return ckpt
+
+
+def check_contract(ckpt: dict, path: str | os.PathLike, contract: str) -> None:
+    """The fields a reader of the checkpoint uses (records.CHECKPOINT or RESUMABLE), typed: an edited
+    or hand-made file is one line naming the field, not a KeyError."""
+    from mosaictool import records
+    from mosaictool.errors import RecordError
+
+    try:
+        records.check(getattr(records, contract), ckpt)
+    except RecordError as e:
+        raise MosaicError(f"{path}: {e} (an edited checkpoint, or one mosaictool did not write)") from None
 
 
 def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:

@@ -59,6 +59,7 @@ def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]
         raise MosaicError(f"{config_file}: {e}") from None
     state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
     if state is not None:
+        openclip.check_contract(state, out / "last.pt", "RESUMABLE")
         _same_run(resumed, config_file, state.get("config") or {}, out / "last.pt")
     return resumed, state
 
