@@ -1,24 +1,30 @@
-"""Record contracts: the fields each stage reads, as typed schemas, checked where a record enters.
+"""Record contracts: the fields each reader uses, as typed schemas, checked where the value enters.
 
-One schema per contract (pydantic, strict types):
+One contract per kind of record (pydantic, strict types, TypedDicts):
 
-    ParseRecord       the caption (--text-key): parse, tree-score
+    ParseRecord       the caption (--text-key, see `with_key`): parse
     DecomposeRecord   graph {entities[{head, lemma_head, span, modifiers[{dep, span}], attributes}],
                       relations[{subject, object, relation}]} (+ the caption unless --no-caption)
     NegateRecord      subgraphs[{kind, text, key, objects[{noun, lemma, plural, count, attributes,
                       determiner}], relations[{subject, object, relation}]}], graph, subgraph_keys
     TemplateRecord    subgraphs, negatives[{kind, subgraph, graph, text, category, transform, slot,
-                      from, to, key}], graph
+                      from, to, key}] (what a negative needs depends on its kind), graph
     TrainRecord       id, caption, texts {positives[{text, kind, key}], negatives[{text, kind,
-                      category, transform, positive, key}]}, hard_images, subgraph_keys; shard and
-                      train (ShardRecord adds the image path)
+                      category, transform, positive, from, key}]}, hard_images, subgraph_keys: train,
+                      shard (`train_record` adds the image path), world audit
     GraphRecord       graph alone: vocab build
+    CHECKPOINT, RESUMABLE, MODEL_CONFIG, MINED_HARD_IMAGES
+                      a checkpoint's header (and what --resume reads), an open_clip model config
+                      file, a run's mined hard images
 
-A schema lists only what its stage reads: other keys pass through untouched, and the record itself
+A contract lists only what its reader uses: other keys pass through untouched, and the record itself
 is never replaced by the validated copy. Types are strict: a string where a list belongs is refused
-(never iterated as characters), `true` is no integer and "1" no number. `check(schema, record)`
+(never iterated as characters), `true` is no integer and "1" no number. `check(contract, record)`
 raises RecordError with one line naming the field, `graph.entities[0].attributes: expected a list
 of strings, got str`, which `read_records` prefixes with `file:line:` (and `--skip-bad` skips).
+
+Config dataclasses (TrainConfig, DemoConfig) declare their bounds on their fields' types
+(`Annotated[int, Field(ge=1)]`); `check_flags` and `config_errors` check flags and config.json by them.
 """
 
 from __future__ import annotations
