@@ -9,7 +9,6 @@ only when the whole stage succeeded, so a failed run leaves no partial output.
 
 from __future__ import annotations
 
-import errno
 import json
 import gzip
 import os
@@ -18,11 +17,13 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import orjson
 
+from mosaictool.atomic import new_file_mode, os_error_of, resolve_output
+from mosaictool.atomic import write_error as _write_error
+from mosaictool.atomic import write_text as _write_text
 from mosaictool.errors import MosaicError, RecordError
 
 STDIO = "-"
@@ -204,7 +205,8 @@ class RecordWriter:
             self._stream = sys.stdout.buffer
             self._raw = None
             return self
-        target = Path(self.path)
+        target = resolve_output(self.path)  # through a symlink: its target is replaced, the link stays
+        self._target = str(target)
         if target.is_dir():
             raise MosaicError(f"{self.path}: is a directory; give -o a file path such as {target / 'out.jsonl'}")
         if target.parent and not target.parent.exists():
@@ -263,7 +265,8 @@ class RecordWriter:
                 if is_parquet(self.path):
                     self._guard(self._jsonl_to_parquet)
                 else:
-                    self._guard(lambda: os.replace(self._tmp, self.path))
+                    self._guard(lambda: os.chmod(self._tmp, new_file_mode()))  # mkstemp's 0600 -> the umask's
+                    self._guard(lambda: os.replace(self._tmp, self._target))
         finally:
             if self._tmp and os.path.exists(self._tmp):
                 os.unlink(self._tmp)
@@ -273,11 +276,18 @@ class RecordWriter:
 
         tmp_parquet = self._tmp + ".parquet"
         try:
-            if self.count == 0:
-                pl.DataFrame({"id": []}).write_parquet(tmp_parquet)
-            else:
-                pl.scan_ndjson(self._tmp, infer_schema_length=None).sink_parquet(tmp_parquet)
-            os.replace(tmp_parquet, self.path)
+            try:
+                if self.count == 0:
+                    pl.DataFrame({"id": []}).write_parquet(tmp_parquet)
+                else:
+                    pl.scan_ndjson(self._tmp, infer_schema_length=None).sink_parquet(tmp_parquet)
+            except pl.exceptions.PolarsError as e:  # a full disk is "(os error 28)" in polars' message
+                cause = os_error_of(e)
+                if cause is None:
+                    raise
+                raise cause from e
+            os.chmod(tmp_parquet, new_file_mode())
+            os.replace(tmp_parquet, self._target)
         finally:
             if os.path.exists(tmp_parquet):
                 os.unlink(tmp_parquet)
@@ -285,14 +295,7 @@ class RecordWriter:
 
 def write_error(name: str, e: OSError) -> MosaicError:
     """One line for a failed write: the file, the reason, and what to do about it."""
-    hint = {
-        errno.ENOSPC: "the disk is full; free space or choose another -o",
-        errno.EDQUOT: "the disk quota is exhausted; free space or choose another -o",
-        errno.EROFS: "the file system is read-only; choose another -o",
-        errno.EACCES: "permission denied; choose a writable -o",
-        errno.EPERM: "permission denied; choose a writable -o",
-    }.get(e.errno, "choose another -o")
-    return MosaicError(f"{name}: cannot write ({e.strerror or e}): {hint}")
+    return _write_error(name, e)
 
 
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
@@ -302,10 +305,7 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
 
 def write_json(path: str | os.PathLike, value) -> None:
     """`value` as indented JSON at `path`, atomically (a temporary file beside it, then os.replace)."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1) + "\n")
-    os.replace(tmp, path)
+    _write_text(path, json.dumps(value, indent=1) + "\n", flag="--out")
 
 
 def progress(iterable: Iterable, *, desc: str, unit: str = "rec", quiet: bool = False, total: int | None = None):

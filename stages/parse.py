@@ -8,12 +8,16 @@ Reads `text_key` (default `caption`); writes `graph`, exactly what
     graph.relations[]: subject, object (indices into entities), relation, lemma_relation
 
 plus one derived field per entity, `attributes`: the lower-cased text of its `amod` modifiers, in
-order. One repair, on by default (`spatial_compounds`): SceneGraphParser reads "a cup to the left of
-a plate" as cup -to-> "the left" -of-> plate, an entity "left" and two meaningless relations; such
-chains through left / right / top / front / bottom / back / side / middle become one relation
-"to the left of" (as Visual Genome writes it), and the spatial entity goes. Without it, every
-horizontal relation of the synthetic world was lost. Graphs are built by SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in
-batches (optionally in worker processes), so they equal one-at-a-time parsing, only faster.
+order. Repairs, on by default (`spatial_compounds`), for the phrases SceneGraphParser misreads
+(stages/graph_repair.py): a spatial phrase ("to the left of", "right of", "on top of", "above" after
+a copula) is one relation between the noun phrases around it, as Visual Genome writes them, where
+SceneGraphParser makes "the left" an entity, "of" the relation, "right" an attribute or no relation
+at all; colour words before the noun are attributes whatever spaCy tags them ("a small orange
+cross"), as are adjectives that modify adjectives ("a big dotted cross"); noun phrases spaCy did not
+chunk are added. Without them, every horizontal relation of the synthetic world was lost; with them,
+the world's captions parse as the world says (tests/test_parse.py). Graphs are built by
+SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in batches (optionally in worker
+processes), so they equal one-at-a-time parsing, only faster.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from itertools import islice
 
 from mosaictool.errors import RecordError
 from mosaictool.nlp import load_nlp, resolve_model
+from mosaictool.stages.graph_repair import repair
 
 MAX_CHARS = 2000
 
@@ -143,8 +148,10 @@ def _init_worker(model: str) -> None:
 
 def _parse_texts(texts: list[str], batch_size: int, spatial_compounds: bool = True) -> list[dict]:
     _, nlp, builder = _WORKER
-    graphs = (builder.graph(doc) for doc in nlp.pipe(texts, batch_size=batch_size))
-    return [merge_spatial_compounds(g) for g in graphs] if spatial_compounds else list(graphs)
+    docs = nlp.pipe(texts, batch_size=batch_size)
+    if not spatial_compounds:
+        return [builder.graph(doc) for doc in docs]
+    return [merge_spatial_compounds(repair(builder.graph(doc), doc)) for doc in docs]
 
 
 def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:

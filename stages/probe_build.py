@@ -1,4 +1,4 @@
-"""probe_build: the Probe paper's three benchmarks (seed 004 Sec. 3, App. A) rebuilt from the annotation
+"""probe_build: the Probe paper's three benchmarks (Schiappa et al. 2023, Sec. 3, App. A) rebuilt from the annotation
 files a user brings. The authors released their built groups and their evaluation code (GitHub
 DeepLearningRobustnessStudies/UnderstandingVisualTextModels, new_datasets/README.md, commit da44432; the
 data from crcv.ucf.edu/data1/probe_rcb/), which `evaluate --bench probe_r,probe_c,probe_b` reads as they
@@ -11,7 +11,8 @@ their download is unavailable). Each builder returns an iterator of JSONL record
   subject swap R3 = <s~, r, o>, by App. A.1's rule: each cleaned predicate collects every object it was
   annotated with (as subject or object, anywhere in the file); r~ is a predicate that neither s nor o was
   ever annotated with (the authors' README: "not ... associated with the original subject"), s~ an object
-  never annotated with r. Then the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that
+  never annotated with r and not in the anchor image (their README: R1 vs R3 tests whether the model
+  recognises that an object is not present). Then the subject-only prompt O1 = <s> (and O3 = <s~>), and up to 10 images that
   show s but no other object of the anchor. Relation aliases are cleaned as App. A.1 says (lower case,
   leading "is/are/..." and articles dropped, so "are standing next to" = "standing next to"; repeats
   merge); a VG relationship_alias.txt can merge more.
@@ -174,6 +175,13 @@ class ImageFinder:
         return self.seen[key]
 
 
+def vg_image_finder(images: str | Path, image_data: str | Path | None) -> ImageFinder:
+    """A VG image's path under `images`: image_data.json's url file name, else <id>.jpg in the usual folders."""
+    files = vg_image_files(image_data)
+    return ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
+                       + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
+
+
 def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
 
@@ -191,84 +199,157 @@ def _sample_not_in(rng: random.Random, pool: list[str], *banned: set[str], tries
     return rng.choice(rest) if rest else None
 
 
+@dataclass
+class VGIndex:
+    """What Visual Genome says can go together (App. A.1): each cleaned predicate's objects, in either
+    role, and so each object's predicates; what every image shows; each image's usable relations."""
+
+    per_image: list = field(default_factory=list)  # (image id, [(s, r, o, relationship id)]), file order
+    image_objects: dict = field(default_factory=lambda: defaultdict(set))  # image id -> objects named in it
+    preds_with: dict = field(default_factory=lambda: defaultdict(set))  # object -> predicates it was seen with
+    objects_with: dict = field(default_factory=lambda: defaultdict(set))  # predicate -> objects seen with it
+    pred_count: Counter = field(default_factory=Counter)
+    obj_count: Counter = field(default_factory=Counter)
+
+    def pools(self, min_count: int) -> tuple[list[str], list[str]]:
+        """(predicates, objects) seen at least `min_count` times: what swaps are drawn from."""
+        return (sorted(p for p, c in self.pred_count.items() if c >= min_count),
+                sorted(s for s, c in self.obj_count.items() if c >= min_count))
+
+    def images_with(self) -> dict[str, list]:
+        """object -> the images that show it, in file order (deterministic)."""
+        out: dict[str, list] = defaultdict(list)
+        for iid in self.image_objects:
+            for name in sorted(self.image_objects[iid]):
+                out[name].append(iid)
+        return out
+
+
+VG_RELATIONSHIPS = "VG relationships.json (a list of {image_id, relationships: [{predicate, subject, object}]})"
+VG_OBJECTS = "VG objects.json (a list of {image_id, objects: [{names, ...}]})"
+
+
+def index_vg_relationships(data: list, path, alias_map: dict[str, str], counts: Counts) -> VGIndex:
+    """The index of a VG relationships.json's entries (`data`), relations cleaned (App. A.1)."""
+    index = VGIndex()
+    for i, entry in enumerate(data):
+        need(entry, ("image_id", "relationships"), path, f"entry {i}", VG_RELATIONSHIPS)
+        iid = entry["image_id"]
+        triples = []
+        for j, rel in enumerate(need_list(entry["relationships"], path, f"entry {i}: relationships", VG_RELATIONSHIPS)):
+            triple = _vg_relation(rel, j, iid, index, alias_map, counts, path, f"entry {i} (image {iid}): relationship {j}")
+            if triple:
+                triples.append(triple)
+        index.per_image.append((iid, triples))
+    return index
+
+
+def _vg_relation(rel, j, iid, index: VGIndex, alias_map, counts: Counts, path, where: str) -> tuple | None:
+    """One relationship into `index`; its (s, r, o, id) when it can anchor a group, else None."""
+    need(rel, ("predicate", "subject", "object"), path, where, VG_RELATIONSHIPS)
+    s, o = _vg_name(rel["subject"], path, f"{where}: subject"), _vg_name(rel["object"], path, f"{where}: object")
+    r = clean_predicate(rel["predicate"], alias_map)
+    if not (s and o):
+        return None
+    index.image_objects[iid].update((s, o))
+    if not r or s == o:
+        counts.skipped["relationships without a usable predicate"] += 1
+        return None
+    index.preds_with[s].add(r)
+    index.preds_with[o].add(r)
+    index.objects_with[r].update((s, o))
+    index.pred_count[r] += 1
+    index.obj_count[s] += 1
+    index.obj_count[o] += 1
+    return s, r, o, rel.get("relationship_id", j)
+
+
+def add_vg_objects(index: VGIndex, path) -> None:
+    """Every object a VG objects.json names in an image joins what that image shows."""
+    data = need_list(read_json(path, VG_OBJECTS, "--vg-objects"), path, "top level", VG_OBJECTS)
+    for i, entry in enumerate(data):
+        need(entry, ("image_id", "objects"), path, f"entry {i}", VG_OBJECTS)
+        for j, obj in enumerate(need_list(entry["objects"], path, f"entry {i}: objects", VG_OBJECTS)):
+            name = _vg_name(obj, path, f"entry {i}: object {j}")
+            if name:
+                index.image_objects[entry["image_id"]].add(name)
+
+
+def pick_relation(rng: random.Random, iid, triples: list[tuple], index: VGIndex, pred_pool: list[str],
+                  obj_pool: list[str]) -> tuple | None:
+    """(s, r, o, id, r~, s~) for the first relation of image `iid`, in a random order, that has both swaps:
+    r~ a predicate neither s nor o was seen with, s~ an object never seen with r and absent from the image
+    (R1 vs R3 asks whether the model "is able to recognize an object is NOT present": the authors'
+    new_datasets/README.md); None if no relation has both."""
+    order = list(range(len(triples)))
+    rng.shuffle(order)
+    for k in order:
+        s, r, o, rid = triples[k]
+        r2 = _sample_not_in(rng, pred_pool, index.preds_with[s], index.preds_with[o])
+        s3 = _sample_not_in(rng, obj_pool, index.objects_with[r], index.image_objects[iid])
+        if r2 and s3:
+            return s, r, o, rid, r2, s3
+    return None
+
+
+def pick_subject_images(rng: random.Random, iid, subject: str, index: VGIndex, images_with: dict[str, list],
+                        finder: ImageFinder, wanted: int, counts: Counts) -> list[tuple]:
+    """Up to `wanted` (image id, path) of other images that show `subject` and no other object of image
+    `iid`, drawn without replacement: a small pool is tried in full, a large one up to 20 per wanted image."""
+    others = index.image_objects[iid] - {subject}
+    pool = images_with[subject]
+    picked: list = []
+    for cand in rng.sample(pool, min(len(pool), 20 * wanted)):
+        if len(picked) >= wanted:
+            break
+        if cand == iid or index.image_objects[cand] & others:
+            continue
+        path = finder(cand)
+        if path is None:
+            counts.skipped["subject-only images missing"] += 1
+            continue
+        picked.append((cand, path))
+    return picked
+
+
+def probe_r_record(iid, anchor: Path, group: tuple, picked: list[tuple], out_dir: Path) -> dict:
+    s, r, o, rid, r2, s3 = group
+    return {
+        "id": f"probe-r-{iid}-{rid}", "image_id": iid, "image": _rel(anchor, out_dir), "relationship_id": rid,
+        "relation": [s, r, o], "predicate_swap": r2, "subject_swap": s3,
+        "texts": {"R1": f"a photo of {article(s)} {r} {article(o)}", "R2": f"a photo of {article(s)} {r2} {article(o)}",
+                  "R3": f"a photo of {article(s3)} {r} {article(o)}", "O1": f"a photo of {article(s)}",
+                  "O3": f"a photo of {article(s3)}"},
+        "subject_image_ids": [c for c, _ in picked], "subject_images": [_rel(p, out_dir) for _, p in picked],
+    }
+
+
 def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | Path, *, objects: str | Path | None = None,
                   image_data: str | Path | None = None, aliases: str | Path | None = None, seed: int = 0,
                   max_groups: int | None = 100_000, subject_images: int = MAX_SUBJECT_IMAGES, min_count: int = 1,
                   counts: Counts | None = None) -> Iterator[dict]:
-    """Probe-R records (see the module docstring); image paths relative to `out_dir`."""
+    """Probe-R records (see the module docstring); image paths relative to `out_dir`. Pass 1 indexes the
+    files, pass 2 makes one group per anchor image."""
     counts = counts if counts is not None else Counts()
-    what = "VG relationships.json (a list of {image_id, relationships: [{predicate, subject, object}]})"
-    data = need_list(read_json(relationships, what, "--vg-relationships"), relationships, "top level", what)
+    data = need_list(read_json(relationships, VG_RELATIONSHIPS, "--vg-relationships"), relationships, "top level",
+                     VG_RELATIONSHIPS)
     alias_map = read_aliases(aliases) if aliases else {}
-    files = vg_image_files(image_data)
-    finder = ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
-                         + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
-    # pass 1: what the dataset says can go together (App. A.1: each cleaned predicate's objects, in
-    # either role, and so each object's predicates)
-    preds_with: dict[str, set[str]] = defaultdict(set)
-    objects_with: dict[str, set[str]] = defaultdict(set)
-    image_objects: dict = defaultdict(set)
-    pred_count: Counter = Counter()
-    obj_count: Counter = Counter()
-    per_image: list[tuple[object, list[tuple]]] = []
-    for i, entry in enumerate(data):
-        need(entry, ("image_id", "relationships"), relationships, f"entry {i}", what)
-        iid = entry["image_id"]
-        triples = []
-        for j, rel in enumerate(need_list(entry["relationships"], relationships, f"entry {i}: relationships", what)):
-            where = f"entry {i} (image {iid}): relationship {j}"
-            need(rel, ("predicate", "subject", "object"), relationships, where, what)
-            s, o = _vg_name(rel["subject"], relationships, f"{where}: subject"), _vg_name(rel["object"], relationships, f"{where}: object")
-            r = clean_predicate(rel["predicate"], alias_map)
-            if not (s and o):
-                continue
-            image_objects[iid].update((s, o))
-            if not r or s == o:
-                counts.skipped["relationships without a usable predicate"] += 1
-                continue
-            preds_with[s].add(r)
-            preds_with[o].add(r)
-            objects_with[r].update((s, o))
-            pred_count[r] += 1
-            obj_count[s] += 1
-            obj_count[o] += 1
-            triples.append((s, r, o, rel.get("relationship_id", j)))
-        per_image.append((iid, triples))
-    if objects is not None:
-        what_o = "VG objects.json (a list of {image_id, objects: [{names, ...}]})"
-        odata = need_list(read_json(objects, what_o, "--vg-objects"), objects, "top level", what_o)
-        for i, entry in enumerate(odata):
-            need(entry, ("image_id", "objects"), objects, f"entry {i}", what_o)
-            for j, obj in enumerate(need_list(entry["objects"], objects, f"entry {i}: objects", what_o)):
-                name = _vg_name(obj, objects, f"entry {i}: object {j}")
-                if name:
-                    image_objects[entry["image_id"]].add(name)
+    finder = vg_image_finder(images, image_data)
+    index = index_vg_relationships(data, relationships, alias_map, counts)
     del data
-    images_with: dict[str, list] = defaultdict(list)
-    for iid in image_objects:  # insertion order = file order: deterministic
-        for name in sorted(image_objects[iid]):
-            images_with[name].append(iid)
-    pred_pool = sorted(p for p, c in pred_count.items() if c >= min_count)
-    obj_pool = sorted(s for s, c in obj_count.items() if c >= min_count)
+    if objects is not None:
+        add_vg_objects(index, objects)
+    images_with = index.images_with()
+    pred_pool, obj_pool = index.pools(min_count)
     out_dir = Path(out_dir)
-    # pass 2: one group per anchor image
     made = 0
-    for iid, triples in per_image:
+    for iid, triples in index.per_image:
         if max_groups is not None and made >= max_groups:
             break
         if not triples:
             continue
         rng = stream(seed, "probe-r", iid)
-        order = list(range(len(triples)))
-        rng.shuffle(order)
-        group = None
-        for k in order:
-            s, r, o, rid = triples[k]
-            r2 = _sample_not_in(rng, pred_pool, preds_with[s], preds_with[o])
-            s3 = _sample_not_in(rng, obj_pool, objects_with[r])
-            if r2 and s3:
-                group = (s, r, o, rid, r2, s3)
-                break
+        group = pick_relation(rng, iid, triples, index, pred_pool, obj_pool)
         if group is None:
             counts.skipped["anchor images without an unseen predicate or subject"] += 1
             continue
@@ -276,32 +357,11 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
         if anchor is None:
             counts.skipped["anchor images missing"] += 1
             continue
-        s, r, o, rid, r2, s3 = group
-        others = image_objects[iid] - {s}
-        pool = images_with[s]
-        picked: list = []
-        # without replacement: a small pool is tried in full, a large one up to 20 per wanted image
-        for cand in rng.sample(pool, min(len(pool), 20 * subject_images)):
-            if len(picked) >= subject_images:
-                break
-            if cand == iid or image_objects[cand] & others:
-                continue
-            path = finder(cand)
-            if path is None:
-                counts.skipped["subject-only images missing"] += 1
-                continue
-            picked.append((cand, path))
+        picked = pick_subject_images(rng, iid, group[0], index, images_with, finder, subject_images, counts)
         made += 1
         counts.kept["groups"] += 1
         counts.kept["subject-only images"] += len(picked)
-        yield {
-            "id": f"probe-r-{iid}-{rid}", "image_id": iid, "image": _rel(anchor, out_dir), "relationship_id": rid,
-            "relation": [s, r, o], "predicate_swap": r2, "subject_swap": s3,
-            "texts": {"R1": f"a photo of {article(s)} {r} {article(o)}", "R2": f"a photo of {article(s)} {r2} {article(o)}",
-                      "R3": f"a photo of {article(s3)} {r} {article(o)}", "O1": f"a photo of {article(s)}",
-                      "O3": f"a photo of {article(s3)}"},
-            "subject_image_ids": [c for c, _ in picked], "subject_images": [_rel(p, out_dir) for _, p in picked],
-        }
+        yield probe_r_record(iid, anchor, group, picked, out_dir)
 
 
 # --- Probe-C ---------------------------------------------------------------------------------------------
@@ -366,6 +426,108 @@ def compositions(graph_records, antonyms: dict[str, set[str]]) -> tuple[dict, di
     return comps, nouns
 
 
+def images_by_composition(comps: dict) -> dict:
+    """(attribute, noun) -> the images that show it, in sorted image order."""
+    present: dict = defaultdict(list)
+    for iid in sorted(comps, key=str):
+        for c in comps[iid]:
+            present[c].append(iid)
+    return present
+
+
+class _ExistingImages:
+    """An image's path, or None with each missing image counted once."""
+
+    def __init__(self, finder: ImageFinder, counts: Counts):
+        self.finder, self.counts, self.missing = finder, counts, set()
+
+    def __call__(self, iid) -> Path | None:
+        p = self.finder(iid)
+        if p is None and iid not in self.missing:
+            self.missing.add(iid)
+            self.counts.skipped["images missing"] += 1
+        return p
+
+
+def composition_pairs(present: dict, comps: dict, ant: dict[str, set[str]], seed: int, per: int,
+                      exists: _ExistingImages) -> Iterator[tuple]:
+    """The composition split: (i1, i2, (a, n), (a~, n), p1, p2), a~ an antonym of a, neither image showing
+    the other's composition; each unordered antonym pair once, up to `per` pairs each."""
+    for a, n in sorted(present):
+        for b in sorted(ant.get(a, ())):
+            if b < a or (b, n) not in present:
+                continue
+            pool1 = [i for i in present[(a, n)] if (b, n) not in comps[i]]
+            pool2 = [i for i in present[(b, n)] if (a, n) not in comps[i]]
+            rng = stream(seed, "probe-c", "composition", a, b, n)
+            rng.shuffle(pool1)
+            made = 0
+            for i1 in pool1:
+                if made >= per or not pool2:
+                    break
+                i2 = pool2[rng.randrange(len(pool2))]
+                p1, p2 = exists(i1), exists(i2)
+                if p1 is None or p2 is None:
+                    continue
+                yield i1, i2, (a, n), (b, n), p1, p2
+                made += 1
+
+
+def _other_noun(rng: random.Random, others: list[str], i1, n1: str, a: str, present: dict, nouns: dict):
+    """(n2, images of (a, n2) not mentioning n1) for a noun n2 that image i1 does not mention, up to 20
+    draws; None when none is found."""
+    for _ in range(20):
+        n2 = others[rng.randrange(len(others))]
+        if n2 in nouns[i1]:
+            continue
+        pool2 = [i for i in present[(a, n2)] if n1 not in nouns[i]]
+        if pool2:
+            return n2, pool2
+    return None
+
+
+def object_pairs(present: dict, nouns: dict, seed: int, per: int, exists: _ExistingImages) -> Iterator[tuple]:
+    """The object split: (i1, i2, (a, n1), (a, n2), p1, p2), n1 != n2, neither image mentioning the other's
+    noun; an image pair drawn from both of its nouns counts once; up to `per` pairs per (a, n1)."""
+    by_attribute: dict[str, list[str]] = defaultdict(list)
+    for a, n in sorted(present):
+        by_attribute[a].append(n)
+    used: set = set()  # (attribute, unordered image pair)
+    for a, n1 in sorted(present):
+        others = [n for n in by_attribute[a] if n != n1]
+        if not others:
+            continue
+        rng = stream(seed, "probe-c", "object", a, n1)
+        pool1 = list(present[(a, n1)])
+        rng.shuffle(pool1)
+        made = 0
+        for i1 in pool1:
+            if made >= per:
+                break
+            drawn = _other_noun(rng, others, i1, n1, a, present, nouns)
+            if drawn is None:
+                continue
+            n2, pool2 = drawn
+            i2 = pool2[rng.randrange(len(pool2))]
+            key = (a, frozenset((i1, i2)))
+            if key in used:
+                continue
+            p1, p2 = exists(i1), exists(i2)
+            if p1 is None or p2 is None:
+                continue
+            used.add(key)
+            yield i1, i2, (a, n1), (a, n2), p1, p2
+            made += 1
+
+
+def probe_c_record(split: str, k: int, pair: tuple, category: dict[str, str], out_dir: Path) -> dict:
+    i1, i2, c1, c2, p1, p2 = pair
+    return {"id": f"probe-c-{split}-{k:06d}", "split": split, "category": category.get(c1[0], "other"),
+            "image_ids": [i1, i2], "images": [_rel(p1, out_dir), _rel(p2, out_dir)],
+            "compositions": [list(c1), list(c2)],
+            "texts": [f"a photo of {article(c1[0])} {c1[1]}", f"a photo of {article(c2[0])} {c2[1]}"]}
+
+
 def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path, *, antonyms: str | Path | None = None,
                   seed: int = 0, pairs_per_composition: int = 5, model: str | None = None, workers: int = 1,
                   batch_size: int = 256, counts: Counts | None = None, parsed=None) -> Iterator[dict]:
@@ -379,84 +541,15 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
 
         parsed = parse(recs, text_key="caption", model=model, batch_size=batch_size, workers=workers)
     comps, nouns = compositions(parsed, ant)
-    finder = ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")])
+    exists = _ExistingImages(ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")]), counts)
+    present = images_by_composition(comps)
     out_dir = Path(out_dir)
-    present: dict = defaultdict(list)  # (a, n) -> image ids, sorted
-    for iid in sorted(comps, key=str):
-        for c in comps[iid]:
-            present[c].append(iid)
-    missing_seen: set = set()
-
-    def exists(iid) -> Path | None:
-        p = finder(iid)
-        if p is None and iid not in missing_seen:
-            missing_seen.add(iid)
-            counts.skipped["images missing"] += 1
-        return p
-
-    def record(split, k, i1, i2, c1, c2, p1, p2):
-        counts.kept[f"{split} groups"] += 1
-        return {"id": f"probe-c-{split}-{k:06d}", "split": split, "category": category.get(c1[0], "other"),
-                "image_ids": [i1, i2], "images": [_rel(p1, out_dir), _rel(p2, out_dir)],
-                "compositions": [list(c1), list(c2)],
-                "texts": [f"a photo of {article(c1[0])} {c1[1]}", f"a photo of {article(c2[0])} {c2[1]}"]}
-
-    k = 0
-    for a, n in sorted(present):  # composition split: (a, n) vs (a~, n)
-        for b in sorted(ant.get(a, ())):
-            if b < a or (b, n) not in present:
-                continue  # each unordered antonym pair once
-            pool1 = [i for i in present[(a, n)] if (b, n) not in comps[i]]
-            pool2 = [i for i in present[(b, n)] if (a, n) not in comps[i]]
-            rng = stream(seed, "probe-c", "composition", a, b, n)
-            rng.shuffle(pool1)
-            made = 0
-            for i1 in pool1:
-                if made >= pairs_per_composition or not pool2:
-                    break
-                i2 = pool2[rng.randrange(len(pool2))]
-                p1, p2 = exists(i1), exists(i2)
-                if p1 is None or p2 is None:
-                    continue
-                yield record("composition", k, i1, i2, (a, n), (b, n), p1, p2)
-                k += 1
-                made += 1
-    by_attribute: dict[str, list[str]] = defaultdict(list)
-    for a, n in sorted(present):
-        by_attribute[a].append(n)
-    k = 0
-    used: set = set()  # (attribute, unordered image pair): a pair drawn from both of its nouns counts once
-    for a, n1 in sorted(present):  # object split: (a, n1) vs (a, n2)
-        others = [n for n in by_attribute[a] if n != n1]
-        if not others:
-            continue
-        rng = stream(seed, "probe-c", "object", a, n1)
-        pool1 = list(present[(a, n1)])
-        rng.shuffle(pool1)
-        made = 0
-        for i1 in pool1:
-            if made >= pairs_per_composition:
-                break
-            for _ in range(20):
-                n2 = others[rng.randrange(len(others))]
-                if n2 in nouns[i1]:
-                    continue
-                pool2 = [i for i in present[(a, n2)] if n1 not in nouns[i]]
-                if pool2:
-                    break
-            else:
-                continue
-            i2 = pool2[rng.randrange(len(pool2))]
-            key = (a, frozenset((i1, i2)))
-            if key in used:
-                continue
-            p1, p2 = exists(i1), exists(i2)
-            if p1 is None or p2 is None:
-                continue
-            used.add(key)
-            yield record("object", k, i1, i2, (a, n1), (a, n2), p1, p2)
-            k += 1
-            made += 1
+    splits = (("composition", composition_pairs(present, comps, ant, seed, pairs_per_composition, exists)),
+              ("object", object_pairs(present, nouns, seed, pairs_per_composition, exists)))
+    for split, pairs in splits:
+        for k, pair in enumerate(pairs):
+            counts.kept[f"{split} groups"] += 1
+            yield probe_c_record(split, k, pair, category, out_dir)
 
 
 # --- Probe-B ---------------------------------------------------------------------------------------------
@@ -694,19 +787,13 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
 
 def write_jsonl(records, path: str | Path) -> int:
     """Write records to `path` atomically (temp file beside it, replaced on success)."""
-    import tempfile
+    from mosaictool.atomic import atomic_output
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     n = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for rec in records:
-                f.write(orjson.dumps(rec) + b"\n")
-                n += 1
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_output(path, flag="--out") as tmp, open(tmp, "wb") as f:
+        for rec in records:
+            f.write(orjson.dumps(rec) + b"\n")
+            n += 1
     return n

@@ -21,8 +21,11 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from mosaictool.atomic import new_file_mode, write_error
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips
+from mosaictool.locks import folder_lock
+from mosaictool.paths import Read, Write, check_outputs
 
 IMAGE_EXTENSIONS = {"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"}
 SIZES_FILE = "sizes.json"
@@ -63,6 +66,17 @@ def read_image(path: Path) -> tuple[bytes, str]:
     return data, ext
 
 
+@contextlib.contextmanager
+def _writing(target: Path):
+    """A failed write (a full disk) as one line naming the file it was for."""
+    try:
+        yield
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise write_error(target, e, "--out") from e
+
+
 def write_shards(
     records: Iterable[dict],
     *,
@@ -75,18 +89,24 @@ def write_shards(
     source: str | None = None,
 ) -> dict[str, int]:
     """Write the shards; returns {shard file name: sample count} (also saved as sizes.json).
-    `source` (the records' file) prefixes the location of a bad image."""
-    import webdataset as wds
-
+    `source` (the records' file) prefixes the location of a bad image. The folder is locked while
+    they are written (one writer), and may not be the image root or hold `source` under a shard's name."""
     if shard_size < 1:
         raise MosaicError("--shard-size must be at least 1")
     out = Path(out)
-    if out.exists() and (any(out.glob("*.tar")) or (out / SIZES_FILE).exists()):
+    # the image root is no place for shards (a later glob of it would read them as data)
+    check_outputs([Write("--out", out, ("*.tar", SIZES_FILE))],
+                  [*([Read("INPUT", source)] if source else []), Read("--image-root", image_root, ())])
+    with folder_lock(out, "mosaictool shard"):
+        return _write_shards(records, out, Path(image_root), shard_size, image_key, skips or Skips(), progress, source)
+
+
+def _write_shards(records, out: Path, root: Path, shard_size: int, image_key: str, skips: Skips, progress,
+                  source: str | None) -> dict[str, int]:
+    import webdataset as wds
+
+    if any(out.glob("*.tar")) or (out / SIZES_FILE).exists():
         raise MosaicError(f"{out}: already holds shards; choose another --out or delete them first")
-    created = not out.exists()  # a failed run removes the folder it made
-    out.mkdir(parents=True, exist_ok=True)
-    root = Path(image_root)
-    skips = skips or Skips()
     staging = Path(tempfile.mkdtemp(prefix=".shard-partial-", dir=out))
     sizes: dict[str, int] = {}
     writer = None
@@ -98,26 +118,30 @@ def write_shards(
             except RecordError as e:
                 skips.handle(f"{source}: record {record['id']!r}" if source else f"record {record['id']!r}", str(e))
                 continue
-            if writer is None:
-                writer = wds.ShardWriter(str(staging / "%06d.tar"), maxcount=shard_size, verbose=0, mtime=0)
+            name = f"{count // shard_size:06d}.tar"
             sample = {"__key__": f"{count:09d}", ext: data, "json": json.dumps(record, ensure_ascii=False).encode()}
             if isinstance(record.get("caption"), str):
                 sample["txt"] = record["caption"].encode()
-            writer.write(sample)
-            sizes[f"{count // shard_size:06d}.tar"] = sizes.get(f"{count // shard_size:06d}.tar", 0) + 1
+            with _writing(out / name):
+                if writer is None:
+                    writer = wds.ShardWriter(str(staging / "%06d.tar"), maxcount=shard_size, verbose=0, mtime=0)
+                writer.write(sample)
+            sizes[name] = sizes.get(name, 0) + 1
             count += 1
         if writer is None:
             raise MosaicError("no records with a readable image: nothing to shard")
-        writer.close()
+        with _writing(out / name):
+            writer.close()
         writer = None
-        (staging / SIZES_FILE).write_text(json.dumps(sizes, indent=1) + "\n")
-        for name in [*sizes, SIZES_FILE]:
-            os.replace(staging / name, out / name)
+        with _writing(out / SIZES_FILE):
+            (staging / SIZES_FILE).write_text(json.dumps(sizes, indent=1) + "\n")
+            mode = new_file_mode()
+            for name in [*sizes, SIZES_FILE]:
+                os.chmod(staging / name, mode)
+                os.replace(staging / name, out / name)
     finally:
         if writer is not None:  # stopped by an error: close the open tar before discarding it
-            writer.close()
+            with contextlib.suppress(OSError):
+                writer.close()
         shutil.rmtree(staging, ignore_errors=True)
-        if created and not (out / SIZES_FILE).exists():
-            with contextlib.suppress(OSError):  # only when empty: never what someone else put there
-                out.rmdir()
     return sizes

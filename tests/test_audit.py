@@ -245,3 +245,52 @@ def test_cli_fills_scenes_from_world_and_names_the_flag_for_non_world_input(runn
     assert result.exit_code == 1 and "template" in result.stderr and str(no_texts) in result.stderr
     bad = runner.invoke(app, ["world", "audit", str(bare), "--batch-size", "1"])
     assert bad.exit_code == 1 and "--batch-size" in bad.stderr
+
+
+# ---- a noisy world: the texts split by the caption they come from ---------------------------
+
+
+def world_audit(root, caption_noise: float) -> dict:
+    """A 150-scene world's captions (and, as the demo trains on, its plain captions) through decompose
+    -> negate -> template with a perfect parser (the mentions of the caption as written), audited."""
+    from mosaictool.stages.decompose import decompose
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+    from mosaictool.stages.vocab_tools import build_from_graphs
+    from mosaictool.vocab import save
+    from mosaictool.world import generate_world
+    from mosaictool.world.vocab import base_vocab
+
+    world = root / f"world-{caption_noise}"
+    generate_world(world, seed=0, train=150, eval_scale=0.01, caption_noise=caption_noise)
+    records = []
+    for rec in read_records(str(world / "train" / "captions.jsonl")):
+        records.append({**rec, "graph": parsed_graph(rec["mentions"])})
+        plain = caption_mentions({**rec, "caption": rec["plain_caption"]})
+        records.append({**rec, "id": f"{rec['id']}-plain", "caption": rec["plain_caption"], "graph": parsed_graph(plain)})
+    vocab = build_from_graphs(records, min_count=1, base=base_vocab())
+    save(vocab, root / f"vocab-{caption_noise}")
+    texts = template(negate(decompose(records, vocab=vocab), vocab=str(root / f"vocab-{caption_noise}"), max_negatives=6), vocab=vocab)
+    return audit(texts, batches=0)
+
+
+def noisy_records(world) -> int:
+    return sum(bool(r["noise"]) for r in read_records(str(world / "train" / "captions.jsonl")))
+
+
+def test_noisy_captions_make_false_subgraph_positives_by_kind(tmp_path):
+    clean, noisy = world_audit(tmp_path, 0.0), world_audit(tmp_path, 0.5)
+    assert "noise" not in clean and clean["summary"]["positives_false"] == 0.0  # a clean world audits as before
+    assert noisy["summary"]["positives_false"] > clean["summary"]["positives_false"]
+    rows = noisy["noise"]
+    # every text made from a plain caption (the demo's second caption, and a varied one that reads the same) or a clean one is clean
+    assert rows["plain"]["records"] + rows["clean"]["records"] + rows["noisy"]["records"] == 300
+    assert rows["noisy"]["records"] == noisy_records(tmp_path / "world-0.5") > 0
+    for group in ("plain", "clean", "dropped_mention", "unrelated_words"):  # true words: no false positive
+        assert rows[group]["subgraph_checked"] > 0 and rows[group]["subgraph_false"] == 0, group
+    wrong = rows["wrong_attribute"]
+    assert wrong["caption_false"] == wrong["caption_checked"] > 0  # the caption says what the image does not show
+    assert wrong["subgraph_false"] > 0 and rows["noisy"]["subgraph_false"] >= wrong["subgraph_false"]
+    assert sum(rows[g]["records"] for g in rows if g not in ("plain", "clean", "noisy")) == rows["noisy"]["records"]
+    markdown = audit_markdown(noisy)
+    assert "| wrong_attribute |" in markdown and "sub-graph positives" in markdown and "| caption |" not in audit_markdown(clean)

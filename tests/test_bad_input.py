@@ -303,7 +303,7 @@ def test_output_folder_missing(case):
 def test_output_equals_input(case):
     src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
     case.freeze()
-    assert_refused(invoke(["parse", src, "-o", src]), "would overwrite the input", "-o")
+    assert_refused(invoke(["parse", src, "-o", src]), "is the input INPUT", "-o")
     assert snapshot(case.src) == case._before
 
 

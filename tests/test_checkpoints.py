@@ -103,11 +103,11 @@ def test_a_failed_write_leaves_the_old_checkpoint(bundle, tmp_path, monkeypatch)
     before = path.read_bytes()
 
     def full_disk(obj, f, *a, **k):
-        Path(f).write_bytes(b"PK\x03\x04partial")
+        f.write(b"PK\x03\x04partial")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(torch, "save", full_disk)
-    with pytest.raises(OSError):
+    with pytest.raises(MosaicError, match=f"{path}: cannot write .*the disk is full"):
         openclip.save_checkpoint(path, bundle, keep_previous=True, step=2)
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -42,7 +43,8 @@ def test_paired_table_compares_each_method_with_clip_by_seed():
             for m, v in (("CLIP", 0.5), ("NegCLIP", 0.6)) for s in range(3) for _, sub, metric in COLUMNS]
     table = paired_markdown(rows, {"CLIP": ["CLIP-s0", "CLIP-s1", "CLIP-s2"],
                                    "NegCLIP": ["NegCLIP-s0", "NegCLIP-s1", "NegCLIP-s2"]})
-    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p=0.001)"] * len(COLUMNS)) + " |"
+    # seven columns with one p each: Holm multiplies the (equal) p-values by 7
+    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p = 0.0073)"] * len(COLUMNS)) + " |"
     assert paired_markdown(rows, {"CLIP": ["CLIP-s0"], "NegCLIP": ["NegCLIP-s0"]}) == ""  # one seed: no table
 
 
@@ -137,45 +139,6 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
     assert json.loads((tmp_path / "selection.json").read_text())["chosen"] == best_lr
 
 
-def test_ablation_trains_each_variant_at_mosaiclips_lr_and_reads_val_only(tmp_path, monkeypatch):
-    import numpy as np
-
-    trained, benches, hard = [], [], {}
-
-    def fake_finetune(cfg, shards, base, out, rows=None):
-        trained.extend((name, method, options["max_pos"] if "max_pos" in options else 3, cfg.finetune_lr) for name, method, options in rows)
-        hard.update({name: cfg.hard_images for name, _, _ in rows})
-        assert all("hard_images" not in options for _, _, options in rows)  # a batch setting, not a method option
-        return {name: [Path(f"{name}|{s}") for s in range(cfg.seeds)] for name, _, _ in rows}
-
-    def fake_evaluate(models, world, bench, **kwargs):
-        benches.append(bench)
-        rng = np.random.default_rng(0)
-        out = []
-        for label, path in models:
-            weaker = "max-pos 1" in str(path)  # without sub-graph positives: 20 points fewer relation cases right
-            for sub, acc in (("aro/VG-Relation", 0.5 if weaker else 0.7), ("aro/COCO-Order", 0.3)):
-                hits = rng.random(400) < acc
-                out.append({"model": label, "subtask": sub, "metric": "hits", "hits": "".join("1" if h else "0" for h in hits)})
-            out.append({"model": label, "subtask": "headline", "metric": "accuracy", "value": 0.4})
-        return out
-
-    monkeypatch.setattr(run, "finetune_all", fake_finetune)
-    monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
-    cfg = DemoConfig(seeds=3, device="cpu")
-    table = run.ablate_on_val(cfg, tmp_path, tmp_path, tmp_path, tmp_path)
-    assert set(benches) == {"world-val"}
-    assert {lr for *_, lr in trained} == {cfg.lr_for("MosaiCLIP")} and {m for _, m, _, _ in trained} == {"mosaiclip"}
-    assert [name for name, *_ in trained] == [name for name, _ in run.ABLATIONS]
-    assert {name for name, h in hard.items() if h == "all"} == {"+ hard images (NegCLIP's batch; not the paper's)"}
-    assert {h for h in hard.values()} == {"all", cfg.hard_images}
-    assert [line.split(" | ")[0][2:] for line in table.splitlines()[2:]] == [name for name, _ in run.ABLATIONS]
-    row = next(line for line in table.splitlines() if "max-pos 1" in line)
-    attribute, relation = row.split(" | ")[2:4]  # no attribute outcomes here: a dash
-    assert attribute == "–" and (relation.startswith("-2") or relation.startswith("-1")), row  # about -20 points
-    assert (tmp_path / "ablation.md").read_text().strip() == table
-
-
 def test_every_row_takes_one_lr_unless_selection_gave_each_its_own():
     assert {DemoConfig().lr_for(label) for label, _, _ in METHODS} == {config.FINETUNE_LR}
     own = DemoConfig(finetune_lr=None, row_lrs={label: 1e-4 * (k + 1) for k, (label, _, _) in enumerate(METHODS)})
@@ -233,7 +196,7 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     lines = table.splitlines()
     # base, every registry row, and Probe-FT patched; then the positive control's verdict and the power
     assert lines[0].startswith("| method |") and len(lines) == 2 + 1 + len(METHODS) + 1
-    assert "positive control" in summary.lower() and "Minimal detectable effect" in summary
+    assert "positive control" in summary.lower() and "minimal detectable effect" in summary
     assert [line.split(" | ")[0][2:] for line in lines[2:]] == ["base (CLIP pretrain)", *[label for label, _, _ in METHODS], "Probe-FT patched (α=0.2)"]
     for artifact in ("graphs.parquet", "texts.jsonl", "shards/sizes.json", "shards-plain/sizes.json", "base.pt",
                      "results.jsonl", "report.md", "methods.png", "wise_ft.png"):
@@ -253,10 +216,12 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     assert {orjson.loads(p.read_bytes())["lr"] for p in (out / "runs").glob("*-seed0-*/config.json")} == {config.FINETUNE_LR}
     report = (out / "report.md").read_text()
     assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report and "lr 0.0005 for every row, calibrated on val" in report
-    assert "positive control" in report.lower() and "Minimal detectable effect" in report
+    assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report
     assert "| method − NegCLIP |" in report and "| MosaiCLIP | " in report.split("| method − NegCLIP |")[1]
-    assert len(list(cache.glob("base-*.pt"))) == 1
+    bases = [p for p in cache.glob("base-*") if p.is_dir()]  # the base and its manifest, nothing else
+    assert len(bases) == 1 and sorted(p.name for p in bases[0].iterdir()) == ["base.pt", "cache-manifest.json"]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no lock or staging folder left
     # the world's images come twice, with the varied and with the plain caption
     texts = [orjson.loads(x) for x in (out / "texts.jsonl").read_bytes().splitlines()]
     plain = {r["id"][:-len("-plain")]: r["caption"] for r in texts if r["id"].endswith("-plain")}
@@ -298,16 +263,98 @@ def test_data_cache_is_one_folder_per_world_and_restores_every_artifact(tmp_path
     assert not restore_data(data_cache(cfg), tmp_path / "new")
     keep_data(data_cache(cfg), out)
     assert data_cache(cfg).is_dir() and data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, world_seed=1))
+    assert data_cache(cfg) != data_cache(config.DemoConfig(cache_dir=cfg.cache_dir, caption_noise=0.5))
     new = tmp_path / "new"
     (new / "world").mkdir(parents=True)
     (new / "world" / "stale").write_text("another world")
     assert restore_data(data_cache(cfg), new)
     assert not (new / "world" / "stale").exists() and (new / "world" / "part").read_text() == "world"
     assert all((new / n).is_file() and (new / n).read_text() == n for n in DATA_ARTIFACTS if "." in n)
-    # hard links, not copies; a stage's new file in OUT leaves the cache as it was
-    assert (new / "texts.jsonl").stat().st_ino == (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    # copies, not links: editing a restored file in place (appending a line) leaves the cache as it was
+    assert (new / "texts.jsonl").stat().st_ino != (data_cache(cfg) / "texts.jsonl").stat().st_ino
+    with open(new / "texts.jsonl", "a") as f:
+        f.write('{"id": "poison"}\n')
+    with open(new / "world" / "part", "a") as f:
+        f.write("edited")
     write_json(new / "audit.json", {"key": "another audit"})
     assert (data_cache(cfg) / "audit.json").read_text() == "audit.json"
+    assert (data_cache(cfg) / "texts.jsonl").read_text() == "texts.jsonl"
+    assert (data_cache(cfg) / "world" / "part").read_text() == "world"
+    third = tmp_path / "third"
+    assert restore_data(data_cache(cfg), third) and (third / "texts.jsonl").read_text() == "texts.jsonl"
+
+
+def _data_out(root):
+    from mosaictool.demo.data import DATA_ARTIFACTS
+
+    for name in DATA_ARTIFACTS:
+        if "." in name:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(name)
+        else:
+            (root / name).mkdir(parents=True)
+            (root / name / "part").write_text(name)
+    return root
+
+
+@pytest.mark.parametrize("damage", ["edit", "truncate", "add", "remove", "link", "manifest"])
+def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage):
+    from mosaictool.demo.cache import MANIFEST
+    from mosaictool.demo.data import data_cache, keep_data, restore_data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"))
+    keep_data(data_cache(cfg), _data_out(tmp_path / "out"))
+    entry = data_cache(cfg)
+    if damage == "edit":  # the same size, other bytes: only the digest tells
+        (entry / "texts.jsonl").write_text("texts.jsonX")
+    elif damage == "truncate":
+        (entry / "world" / "part").write_text("")
+    elif damage == "add":
+        (entry / "world" / "extra.png").write_bytes(b"not in the manifest")
+    elif damage == "remove":
+        (entry / "audit.json").unlink()
+    elif damage == "link":
+        (entry / "texts.jsonl").unlink()
+        (entry / "texts.jsonl").symlink_to(tmp_path / "out" / "texts.jsonl")
+    else:
+        (entry / MANIFEST).write_text("{")
+    new = tmp_path / "new"
+    (new / "texts.jsonl").parent.mkdir(parents=True)
+    (new / "texts.jsonl").write_text("kept")
+    capsys.readouterr()
+    assert not restore_data(entry, new)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and "failed its check" in lines[0] and "building the data again" in lines[0], lines
+    assert not entry.exists()  # thrown away: keep_data makes it anew
+    assert (new / "texts.jsonl").read_text() == "kept" and not (new / "world").exists()  # OUT as it was
+    keep_data(entry, _data_out(tmp_path / "rebuilt"))
+    assert restore_data(entry, new) and (new / "texts.jsonl").read_text() == "texts.jsonl"
+
+
+def test_the_demo_world_has_the_configured_caption_noise(tmp_path, capsys):
+    from mosaictool.demo.data import make_world
+
+    cfg = config.DemoConfig(world_train=20, twins=False, eval_scale=0.01, workers=1, caption_noise=0.5)
+    world = make_world(cfg, tmp_path)
+    manifest = json.loads((world / "manifest.json").read_text())
+    assert manifest["options"]["caption_noise"] == 0.5 and manifest["counts"]["train"]["noisy"] > 0
+    make_world(cfg, tmp_path)
+    assert "world: reusing" in capsys.readouterr().err
+    clean = make_world(dataclasses.replace(cfg, caption_noise=0.0), tmp_path)  # another world, not the noisy one reused
+    assert "caption_noise" not in json.loads((clean / "manifest.json").read_text())["options"]
+
+
+@pytest.mark.parametrize("name", ["graph_repair.py", "attributes.tsv", "run.py"])
+def test_data_cache_key_changes_with_the_parser_the_vocabulary_and_the_package(tmp_path, monkeypatch, name):
+    """The stages and the vocabulary sit beside the package in a source checkout: their bytes are part
+    of the data's key too, so a parser change never reuses texts the old parser made."""
+    from mosaictool.demo import data
+
+    cfg = config.DemoConfig(cache_dir=str(tmp_path))
+    before = data.data_cache(cfg)
+    real = data.file_digest
+    monkeypatch.setattr(data, "file_digest", lambda f: "edited" if Path(f).name == name else real(f))
+    assert data.data_cache(cfg) != before
 
 
 def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, monkeypatch):
@@ -328,3 +375,40 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     one = evaluate_all(models, world, "world-val", families=["aro"])
     assert json.dumps(several) == json.dumps(one) and one[0]["model"] == "m1" and {r["model"] for r in one} == {"m1", "m2"}
     assert any(r["metric"] == "hits" for r in one)
+
+
+def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, capsys):
+    import mosaictool.training
+    import mosaictool.training.launch
+    from mosaictool.demo.base import pretrain_base
+
+    world, shards = tmp_path / "world", tmp_path / "shards-plain"
+    world.mkdir()
+    (world / "manifest.json").write_text('{"seed": 0}')
+    shards.mkdir()
+    (shards / "000000.tar").write_bytes(b"tar")
+    (shards / "sizes.json").write_text('{"000000.tar": 1}')
+    trained = []
+
+    def fake_train(tc, *ranks):
+        trained.append(tc.out)
+        Path(tc.out).mkdir(parents=True, exist_ok=True)
+        (Path(tc.out) / "final.pt").write_bytes(b"weights of run %d" % len(trained))
+        return Path(tc.out) / "final.pt"
+
+    monkeypatch.setattr(mosaictool.training, "train", fake_train)
+    monkeypatch.setattr(mosaictool.training.launch, "train_in_local_ranks", fake_train)
+    cfg = config.DemoConfig(cache_dir=str(tmp_path / "cache"), device="cpu")
+    first = pretrain_base(cfg, shards, world, tmp_path / "a")
+    assert first.read_bytes() == b"weights of run 1" and len(trained) == 1
+    with open(first, "ab") as f:  # a user's edit in one demo folder ...
+        f.write(b" edited")
+    second = pretrain_base(cfg, shards, world, tmp_path / "b")
+    assert second.read_bytes() == b"weights of run 1" and len(trained) == 1  # ... reaches neither the cache nor the next demo
+    entry = next((tmp_path / "cache").glob("base-*"))
+    (entry / "base.pt").write_bytes(b"weights of run X")  # the cache itself damaged: same size, other bytes
+    capsys.readouterr()
+    third = pretrain_base(cfg, shards, world, tmp_path / "c")
+    err = capsys.readouterr().err
+    assert "failed its check (base.pt does not match its manifest" in err and "training it again" in err
+    assert third.read_bytes() == b"weights of run 2" and len(trained) == 2

@@ -327,8 +327,12 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
     from mosaictool.model import openclip, wise_ft
     from mosaictool.training import train
 
-    data, model_cfg = _fsc_world(tmp_path)
-    final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1))
+    data, model_cfg = _fsc_world(tmp_path)  # puts tests/ on sys.path
+    from train_fixtures import lora_reference_weights
+
+    trained = {}
+    final = train(_config(data, model_cfg, tmp_path / "run", lora=2, lr=1e-2, steps=1),
+                  on_step=lambda step, metrics, model: trained.update(model=model))
     lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in lines] == [1]
     assert all(m.keys() >= {"loss", "clip", "hn_global", "hn_local"} and m["hn_local"] > 0 for m in lines)
@@ -336,8 +340,12 @@ def test_trains_with_lora_into_plain_open_clip_weights(tmp_path):
     base = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0).model.state_dict()
     merged = _state(final)
     assert merged.keys() == base.keys()  # no adapter key left
+    reference = lora_reference_weights(base, trained["model"], 2)  # every adapted weight W + B A / rank
+    for k in base:
+        torch.testing.assert_close(merged[k], reference[k], msg=lambda m: f"{k}: {m}")
     changed = [k for k in base if not torch.equal(base[k], merged[k])]
     assert "transformer.resblocks.0.mlp.c_fc.weight" in changed and "visual.conv1.weight" in changed
+    assert "visual.transformer.resblocks.0.attn.out_proj.weight" in changed
     assert not any(k.endswith(("bias", "logit_scale")) or ".ln_" in k for k in changed)  # frozen: LoRA on weights only
     bundle = openclip.load_checkpoint(final)  # strict
     assert bundle.meta["checkpoint"]["config"]["lora"] == 2

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import write_tiny_model  # noqa: E402
+from train_fixtures import lora_reference_weights, write_tiny_model  # noqa: E402
 
 from mosaictool.errors import MosaicError  # noqa: E402
 from mosaictool.model import lora, openclip  # noqa: E402
@@ -109,9 +109,8 @@ def run_config(tmp_path):
 
 
 def test_train_lora_writes_plain_open_clip_weights(run_config, tiny):
-    """Only the adapters train (the base is what it was, but for the rounding of peft's merge-forward-unmerge
-    of attention), and final.pt is what merging them gives: a plain open_clip CLIP, built from the config
-    alone, loads it strictly and embeds like the trained LoRA model."""
+    """Only the adapters train (the base is what it was), and final.pt is what merging them gives: a plain
+    open_clip CLIP, built from the config alone, loads it strictly and embeds like the trained LoRA model."""
     import copy
     import json
 
@@ -128,15 +127,18 @@ def test_train_lora_writes_plain_open_clip_weights(run_config, tiny):
     for k, v in model.state_dict().items():
         if "lora_B" in k:
             assert v.abs().sum() > 0, k  # the adapters trained (B starts at zero)
-        elif ".lora_" not in k:  # base weights untouched
-            exact = ".attn." not in k  # (peft's MHA adapter merges for each forward and unmerges after)
-            torch.testing.assert_close(v, start[k], rtol=0, atol=0 if exact else 1e-6, msg=k)
+        elif ".lora_" not in k:  # base weights untouched, bit for bit (the attention's forward never edits them)
+            torch.testing.assert_close(v, start[k], rtol=0, atol=0, msg=k)
     weights = openclip.read_checkpoint(final)["state_dict"]
     merged = lora.merged_state_dict(model)
     assert weights.keys() == base.keys() == merged.keys()
     for k in base:
         torch.testing.assert_close(weights[k], merged[k], rtol=0, atol=0, msg=k)
+    reference = lora_reference_weights(base, model, 4)  # every adapted weight W + B A / rank, by hand
+    for k in base:
+        torch.testing.assert_close(weights[k], reference[k], msg=lambda m: f"{k}: {m}")
     changed = {k for k in base if not torch.equal(weights[k], base[k])}
+    assert {"visual.transformer.resblocks.0.attn.in_proj_weight", "transformer.resblocks.0.attn.out_proj.weight"} <= changed
     assert "visual.conv1.weight" in changed and "transformer.resblocks.0.mlp.c_proj.weight" in changed
     assert not any(k.endswith("bias") or ".ln_" in k or k in ("logit_scale", "positional_embedding") for k in changed)
     plain = open_clip.CLIP(**json.loads(Path(run_config("run").model_config).read_text()))
@@ -260,3 +262,84 @@ def test_conv1_and_linear_adapters_compute_what_the_authors_layers_compute(tiny)
                                                                   fc.lora_B["default"].weight, 2))
         merged = lora.merged_model(model).state_dict()["visual.conv1.weight"]
         torch.testing.assert_close(merged, base_conv.weight + (b @ a).view(base_conv.weight.shape) / 2)
+
+
+# ---- the attention's adapters against a hand reference W + dW (Hu et al. 2022, Eq. 3) --------------
+
+
+def randomize_adapters(model, seed=0, scale=0.2):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn(p.shape, generator=g) * scale)
+
+
+def attention_adapters(attn):
+    """(W_in, A_in, B_in, W_out, A_out, B_out) of a LoRA-wrapped nn.MultiheadAttention, found by the
+    parameters' names (what the state dict holds), not through the adapter's own methods."""
+    params = dict(attn.named_parameters())
+
+    def find(suffix, out_proj):
+        return next(p for n, p in params.items() if n.endswith(suffix) and ("out_proj" in n) == out_proj)
+
+    return (find("in_proj_weight", False), find("lora_A.default.weight", False), find("lora_B.default.weight", False),
+            find("out_proj.base_layer.weight", True), find("lora_A.default.weight", True),
+            find("lora_B.default.weight", True))
+
+
+def reference_attention(attn, x, w_in, a_in, b_in, w_out, a_out, b_out, r, mask=None):
+    """nn.MultiheadAttention's own computation with in_proj W + B A / r and out_proj W + B A / r
+    (lora_alpha 1: the authors' scaling), open_clip's batch-first call."""
+    base = attn.get_base_layer() if hasattr(attn, "get_base_layer") else attn
+    q = x.transpose(0, 1)
+    out, _ = torch.nn.functional.multi_head_attention_forward(
+        q, q, q, base.embed_dim, base.num_heads, w_in + b_in @ a_in / r, base.in_proj_bias, None, None, False, 0.0,
+        w_out + b_out @ a_out / r, base.out_proj.bias, training=False, need_weights=False, attn_mask=mask)
+    return out.transpose(0, 1)
+
+
+@pytest.mark.parametrize("tower", ["visual", "text"])
+def test_attention_output_is_the_hand_reference_w_plus_delta_w(tiny, tower):
+    bundle = tiny()
+    model = lora.add_lora(bundle.model, 2)
+    randomize_adapters(model)
+    block = (model.visual.transformer if tower == "visual" else model.transformer).resblocks[0]
+    attn = block.attn
+    base = attn.get_base_layer()
+    x = torch.randn(3, 5, base.embed_dim, generator=torch.Generator().manual_seed(3))
+    mask = None if tower == "visual" else torch.full((5, 5), float("-inf")).triu(1)
+    with torch.no_grad():
+        got = block.attention(x, attn_mask=mask)
+        want = reference_attention(attn, x, *(p.detach() for p in attention_adapters(attn)), r=2, mask=mask)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_merged_attention_weights_are_w_plus_delta_w(tiny):
+    bundle = tiny()
+    model = lora.add_lora(bundle.model, 2)
+    randomize_adapters(model)
+    merged = lora.merged_state_dict(model)
+    for prefix in ("visual.transformer.resblocks.0.attn", "transformer.resblocks.0.attn"):
+        w_in, a_in, b_in, w_out, a_out, b_out = (p.detach() for p in attention_adapters(model.get_submodule(prefix)))
+        torch.testing.assert_close(merged[f"{prefix}.in_proj_weight"], w_in + b_in @ a_in / 2,
+                                   msg=lambda m: f"{prefix} in_proj: {m}")
+        torch.testing.assert_close(merged[f"{prefix}.out_proj.weight"], w_out + b_out @ a_out / 2,
+                                   msg=lambda m: f"{prefix} out_proj: {m}")
+
+
+def test_attention_adapter_gradients_are_autograd_through_the_hand_reference(tiny):
+    bundle = tiny()
+    model = lora.add_lora(bundle.model, 2)
+    randomize_adapters(model)
+    block = model.visual.transformer.resblocks[0]
+    attn = block.attn
+    x = torch.randn(3, 5, attn.get_base_layer().embed_dim, generator=torch.Generator().manual_seed(4))
+    target = torch.randn(3, 5, attn.get_base_layer().embed_dim, generator=torch.Generator().manual_seed(5))
+    ours = attention_adapters(attn)
+    (block.attention(x) * target).sum().backward()
+    leaves = [p.detach().clone().requires_grad_(i not in (0, 3)) for i, p in enumerate(ours)]
+    (reference_attention(attn, x, *leaves, r=2) * target).sum().backward()
+    for name, i in (("in_proj A", 1), ("in_proj B", 2), ("out_proj A", 4), ("out_proj B", 5)):
+        torch.testing.assert_close(ours[i].grad, leaves[i].grad, rtol=1e-4, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")

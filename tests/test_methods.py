@@ -221,5 +221,8 @@ def test_mosaiclip_text_negatives_variant_draws_the_caption_level_negatives_only
     assert graph.neg == ["a blue star"]
     assert sorted(text.neg) == ["a blue cross above a red star", "a red star above a green cross"]
     assert text.pos[0] == "a red star above a blue cross"
-    with pytest.raises(MosaicError, match="--negatives 'both': choose graph or text"):
+    with pytest.raises(MosaicError, match="--negatives 'both': choose graph, text or negclip"):
         methods.create("mosaiclip", {"negatives": "both"})
+    # `--negatives negclip`: NegCLIP's own draw, the swap only (the replace text is not one)
+    negclip = methods.create("mosaiclip", {"negatives": "negclip", "max_pos": 1, "max_neg": 1}).select(record, random.Random(0), 1, 1)
+    assert negclip.pos == ["a red star above a blue cross"] and negclip.neg == ["a blue cross above a red star"]

@@ -428,3 +428,27 @@ def test_antonym_map_holds_every_table_5_attribute_in_its_category():
     assert all(ant.get(a) for a in table)
     assert set(ant) - set(table) == {"plain", "solid", "paved", "dull", "lush"}
     assert {a: bench_c.categories().get(a) for a in table} == table
+
+
+def test_probe_r_subject_swap_is_never_an_object_of_the_anchor_image(tmp_path):
+    """R1 vs R3 asks whether the model recognises that an object is NOT present (the authors'
+    new_datasets/README.md): s~ is never in the anchor image, by its relationships or (with --vg-objects)
+    its objects.json; every other object never seen with r stays drawable."""
+    vg = [
+        {"image_id": 1, "relationships": [_rel("man", "riding", "horse", 10), _rel("dog", "on", "grass", 11)]},
+        {"image_id": 2, "relationships": [_rel("cat", "under", "table", 20)]},
+        {"image_id": 3, "relationships": [_rel("boy", "eating", "apple", 30)]},
+    ]
+    objects = [{"image_id": 1, "objects": [{"names": ["table"]}]}]
+    (tmp_path / "relationships.json").write_text(json.dumps(vg))
+    (tmp_path / "objects.json").write_text(json.dumps(objects))
+    for i in range(1, 4):
+        _img(tmp_path / "images" / f"{i}.jpg")
+    for extra, in_image in (({}, {"man", "horse", "dog", "grass"}),
+                            ({"objects": tmp_path / "objects.json"}, {"man", "horse", "dog", "grass", "table"})):
+        drawn = set()
+        for seed in range(80):
+            for rec in pb.build_probe_r(tmp_path / "relationships.json", tmp_path / "images", tmp_path / "o", seed=seed, **extra):
+                if rec["image_id"] == 1 and rec["relation"][1] == "riding":
+                    drawn.add(rec["subject_swap"])
+        assert drawn == {"cat", "table", "boy", "apple"} - in_image, extra

@@ -8,7 +8,7 @@ import pytest
 from mosaictool.demo import significance
 
 
-def _rows(rng, acc: dict[str, tuple[float, float, float]], seeds: int = 3, cases: int = 600) -> tuple[list[dict], dict]:
+def _rows(rng, acc: dict[str, tuple[float, float, float]], seeds: int = 5, cases: int = 600) -> tuple[list[dict], dict]:
     """Engine-style "hits" rows: every method x seed answers the same cases of each case column with
     its accuracy there (acc[method] = attribute, relation, order); the cases' difficulty is shared, so
     methods agree on most cases, as models fine-tuned from one base do."""
@@ -57,7 +57,7 @@ def test_power_is_the_largest_mde_and_shrinks_with_cases():
     assert large["order"] == max(found[m]["order"].mde for m in found)
     assert all(large[c] < small[c] for c in large)
     text = significance.power_markdown(large, 3, {c: 2000 for c in large})
-    assert "relation: " in text and "2000 cases × 3 seeds" in text and "both random" in text
+    assert "relation: " in text and "2000 cases × 3 seeds" in text and "both random, t with 2 df" in text
     assert "NOT measured" in significance.power_markdown(large, 1, {c: 2000 for c in large})
 
 
@@ -69,3 +69,27 @@ def test_hit_matrix_needs_every_seed_and_equal_cases():
     rows[0]["hits"] = rows[0]["hits"][:-1]
     with pytest.raises(ValueError, match="different cases"):
         significance.hit_matrix(rows, groups["CLIP"], rows[0]["subtask"])
+
+
+def test_headline_is_the_confirmatory_mosaiclip_negclip_relation():
+    rows, groups = _rows(np.random.default_rng(5), {"NegCLIP": (0.8, 0.75, 0.45), "MosaiCLIP": (0.8, 0.60, 0.40)})
+    head = significance.headline(rows, groups)
+    assert head["result"].diff == pytest.approx(-0.135, abs=0.04)  # 5% of the cases flip per seed
+    assert head["verdict"].startswith("headline (confirmatory): MosaiCLIP − NegCLIP on relation")
+    assert "MosaiCLIP behind" in head["verdict"]
+    same, groups = _rows(np.random.default_rng(6), {"NegCLIP": (0.8, 0.7, 0.4), "MosaiCLIP": (0.8, 0.7, 0.4)})
+    assert "no difference detected" in significance.headline(same, groups)["verdict"]
+    assert significance.headline(*_rows(np.random.default_rng(7), {"CLIP": (0.8, 0.6, 0.3)})) is None
+
+
+def test_exploratory_p_values_are_holm_adjusted_over_their_table():
+    acc = {"CLIP": (0.8, 0.6, 0.3), "NegCLIP": (0.8, 0.66, 0.36), "MosaiCLIP": (0.79, 0.61, 0.31)}
+    found = significance.comparisons(*_rows(np.random.default_rng(8), acc))
+    adjusted = significance.holm_family(found)
+    assert set(adjusted) == {(m, c) for m in ("NegCLIP", "MosaiCLIP") for c in ("attribute", "relation", "order")}
+    assert all(adjusted[m, c] >= found[m][c].p for m, c in adjusted)
+    smallest = min(adjusted, key=lambda k: found[k[0]][k[1]].p)
+    assert adjusted[smallest] == pytest.approx(min(1.0, 6 * found[smallest[0]][smallest[1]].p))
+    text = significance.comparisons_markdown(found, adjusted=adjusted)
+    raw = significance.comparisons_markdown(found)
+    assert text != raw and "MDE" in text

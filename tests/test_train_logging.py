@@ -118,8 +118,8 @@ def test_bad_flags_are_one_line_naming_the_flag(world, tmp_path):
 
 
 def test_eval_leaves_lora_training_unchanged(world, tmp_path):
-    """--eval-bench scores the merged copy of a --lora model: the adapters' own forward (peft merges and
-    unmerges attention weights) would round the base weights and change what is trained."""
+    """--eval-bench scores a merged copy of a --lora model: the model being trained, base weights and
+    adapters, is bit for bit what it is without evaluation."""
     bench = str(world[2])
     states = []  # the LoRA models' own weights (base and adapters) after the last step and its evaluation
     for name, kw in (("plain", {}), ("eval", dict(eval_bench="world-val:crepe", eval_data_root=bench))):

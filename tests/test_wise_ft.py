@@ -15,7 +15,7 @@ from mosaictool.model import openclip
 from mosaictool.model.wise_ft import interpolate, wise_ft
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import TINY_MODEL, write_tiny_model  # noqa: E402
+from train_fixtures import TINY_MODEL, lora_reference_weights, write_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,8 @@ def test_wise_ft_checkpoints(pair):
     assert [p.name for p in paths] == ["wise_ft_alpha_0.000.pt", "wise_ft_alpha_0.500.pt", "wise_ft_alpha_1.000.pt"]
     zs, ft = (openclip.read_checkpoint(pair / n)["state_dict"] for n in ("zs.pt", "ft.pt"))
     mid = openclip.read_checkpoint(paths[1])
-    assert mid["wise_ft"] == {"alpha": 0.5, "scope": "visual", "zeroshot": str(pair / "zs.pt"), "finetuned": str(pair / "ft.pt")}
+    assert mid["wise_ft"] == {"alpha": 0.5, "scope": "visual", "rule": "linear", "finetuned_share": 0.5,
+                              "zeroshot": str(pair / "zs.pt"), "finetuned": str(pair / "ft.pt")}
     assert mid["step"] == 7 and mid["config"] == {"method": "mosaiclip"}
     key = "visual.conv1.weight"
     torch.testing.assert_close(mid["state_dict"][key], (zs[key] + ft[key]) / 2)
@@ -94,3 +95,87 @@ def test_cli(pair, runner):
         bad = runner.invoke(app, ["wise-ft", "--zeroshot", str(pair / "zs.pt"), "--finetuned", str(pair / "ft.pt"),
                                   "--out", str(pair / "bad"), *args])
         assert bad.exit_code == 1 and message in bad.stderr, bad.output
+
+
+# ---- a LoRA run: ours (linear in the merged weights) and FSC-CLIP's (adapters scaled by alpha) --------
+
+
+@pytest.fixture(scope="module")
+def lora_run(tmp_path_factory):
+    """base.pt (the run's start), ft.pt (the adapters, random, merged into it, config lora 2, as train
+    writes it) and the LoRA model itself (its A and B, for the hand reference)."""
+    import dataclasses
+
+    from mosaictool.model import lora
+
+    root = tmp_path_factory.mktemp("wise_lora")
+    cfg = write_tiny_model(root)
+    base = openclip.create("test-tiny", model_config_file=cfg, seed=1)
+    openclip.save_checkpoint(root / "base.pt", base)
+    model = lora.add_lora(openclip.create("test-tiny", model_config_file=cfg, seed=1).model, 2)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
+    openclip.save_checkpoint(root / "ft.pt", dataclasses.replace(base, model=lora.merged_model(model)),
+                             config={"method": "fsc-clip", "lora": 2})
+    return root, base.model.state_dict(), model
+
+
+def with_adapters_scaled(model, alpha):
+    """FSC-CLIP's patch_wise_ft on a LoRA model, by hand: every A and B times alpha, the base kept."""
+    import copy
+
+    scaled = copy.deepcopy(model)
+    with torch.no_grad():
+        for n, p in scaled.named_parameters():
+            if "lora_" in n:
+                p.mul_(alpha)
+    return scaled
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.5, 1.0])
+def test_fsc_lora_rule_is_the_adapters_scaled_by_alpha(lora_run, tmp_path, alpha):
+    root, base, model = lora_run
+    (path,) = wise_ft(str(root / "base.pt"), str(root / "ft.pt"), [alpha], out=tmp_path, rule="fsc-lora")
+    assert path.name == f"wise_ft_fsc-lora_alpha_{alpha:.3f}.pt"
+    ckpt = openclip.read_checkpoint(path)
+    assert ckpt["wise_ft"]["rule"] == "fsc-lora" and ckpt["wise_ft"]["finetuned_share"] == pytest.approx(alpha ** 2)
+    want = lora_reference_weights(base, with_adapters_scaled(model, alpha), 2)  # W + (alpha B)(alpha A) / r
+    for k in base:
+        torch.testing.assert_close(ckpt["state_dict"][k], want[k], msg=lambda m: f"{k}: {m}")
+    key = "visual.transformer.resblocks.0.attn.out_proj.weight"
+    delta = lora_reference_weights(base, model, 2)[key] - base[key]
+    torch.testing.assert_close(ckpt["state_dict"][key], base[key] + alpha ** 2 * delta)  # the update shrinks as alpha^2
+
+
+def test_linear_rule_on_a_lora_run_moves_the_update_linearly(lora_run, tmp_path):
+    """Ours: with the un-adapted base as zero-shot, theta(alpha) = W + alpha dW; at 0.5 the two rules differ
+    (half the update vs a quarter)."""
+    root, base, model = lora_run
+    ours, theirs = (wise_ft(str(root / "base.pt"), str(root / "ft.pt"), [0.5], out=tmp_path / rule, rule=rule)[0]
+                    for rule in ("linear", "fsc-lora"))
+    full = lora_reference_weights(base, model, 2)
+    key = "transformer.resblocks.0.mlp.c_fc.weight"
+    linear, fsc = (openclip.read_checkpoint(p)["state_dict"][key] for p in (ours, theirs))
+    torch.testing.assert_close(linear, base[key] + 0.5 * (full[key] - base[key]))
+    torch.testing.assert_close(fsc, base[key] + 0.25 * (full[key] - base[key]))
+    assert ours.name == "wise_ft_alpha_0.500.pt" and openclip.read_checkpoint(ours)["wise_ft"]["rule"] == "linear"
+
+
+def test_fsc_lora_rule_refuses_a_full_fine_tune_and_a_foreign_base(lora_run, pair, tmp_path, runner):
+    root, _, _ = lora_run
+    with pytest.raises(MosaicError, match="not trained with --lora"):
+        wise_ft(str(pair / "zs.pt"), str(pair / "ft.pt"), [0.5], out=tmp_path / "a", rule="fsc-lora")
+    other = tmp_path / "other.pt"  # same architecture, other weights: not the LoRA run's base
+    openclip.save_checkpoint(other, openclip.create("test-tiny", model_config_file=write_tiny_model(tmp_path), seed=5))
+    with pytest.raises(MosaicError, match=r"not the base of the LoRA run .*frozen"):
+        wise_ft(str(other), str(root / "ft.pt"), [0.5], out=tmp_path / "b", rule="fsc-lora")
+    result = runner.invoke(app, ["wise-ft", "--zeroshot", str(root / "base.pt"), "--finetuned", str(root / "ft.pt"),
+                                 "--rule", "fsc", "--out", str(tmp_path / "c")])
+    assert result.exit_code == 1 and "--rule 'fsc': choose one of linear, fsc-lora" in result.stderr
+    assert not any(tmp_path.glob("[abc]/*.pt"))
+    result = runner.invoke(app, ["wise-ft", "--zeroshot", str(root / "base.pt"), "--finetuned", str(root / "ft.pt"),
+                                 "--rule", "fsc-lora", "--alpha", "0.5", "--out", str(tmp_path / "d")])
+    assert result.exit_code == 0 and result.stdout.split() == [str(tmp_path / "d" / "wise_ft_fsc-lora_alpha_0.500.pt")]

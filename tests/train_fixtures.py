@@ -136,3 +136,21 @@ def train_killed_at(cfg, step: int, timeout: int = 300):
         train(TrainConfig(**json.loads({json.dumps(dataclasses.asdict(cfg))!r})), on_step=die)
     """)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+
+
+def lora_reference_weights(base: dict, lora_model, rank: int) -> dict:
+    """The plain state dict LoRA should merge into, by hand (Hu et al. 2022, Eq. 3): every adapted weight
+    W + (B A).view(W's shape) / rank (lora_alpha 1), the rest `base`. Adapters are found by their
+    parameter names: `<layer>.lora_A.default.weight` adapts `<layer>.weight`, and an attention block's
+    own adapter (`...attn.lora_A...`) its `in_proj_weight`."""
+    params = dict(lora_model.named_parameters())
+    want = {k: v.clone() for k, v in base.items()}
+    for name, a in params.items():
+        if not name.endswith(".lora_A.default.weight"):
+            continue
+        layer = name.removesuffix(".lora_A.default.weight")
+        b = params[f"{layer}.lora_B.default.weight"]
+        plain = layer.replace(".base_layer", "")
+        key = f"{plain}.in_proj_weight" if plain.endswith(".attn") else f"{plain}.weight"
+        want[key] = base[key] + (b.detach() @ a.detach()).view(base[key].shape) / rank
+    return want

@@ -293,6 +293,10 @@ def _kind(value: str, path: Path) -> str:
     return value
 
 
+# the files `save` writes in a vocabulary folder
+FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv")
+
+
 def save(vocab: Vocab, folder: str | os.PathLike) -> None:
     """Write `vocab` as a vocabulary folder (TSV files; a `count` column where counts are known)."""
     folder = Path(folder)
@@ -319,6 +323,6 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from mosaictool.atomic import write_text
+
+    write_text(path, text)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mosaictool.atomic import new_file_mode
 from mosaictool.bench.base import ImageRef, Item
 from mosaictool.errors import MosaicError
 from mosaictool.io import progress
@@ -176,6 +177,7 @@ class EmbeddingCache:
         os.close(fd)
         try:
             np.savez(tmp, keys=keys, vectors=vectors)
+            os.chmod(tmp, new_file_mode())  # mkstemp's 0600 -> the umask's
             os.replace(tmp, self.dir / f"{kind}.npz")
         finally:
             if os.path.exists(tmp):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from mosaictool.atomic import atomic_output
+from mosaictool.atomic import write_text as atomic_write_text
 from mosaictool.bench.base import HEADLINE
 
 COUNT_METRICS = {"groups_kept", "skipped_missing_images", "cases_without_negatives"}
@@ -77,21 +78,14 @@ def plot(rows: Sequence[dict], path: str | os.PathLike) -> None:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120, format="png")
-        os.replace(tmp, path)
+        with atomic_output(path, flag="--plot") as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
+def write_text(path: str | os.PathLike, text: str, flag: str = "--report") -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text, flag=flag)

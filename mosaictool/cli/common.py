@@ -13,11 +13,14 @@ from typing import Annotated
 import typer
 
 from mosaictool.errors import MosaicError, Terminated
-from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
+from mosaictool.io import RecordWriter, Skips, progress, read_records
+from mosaictool.paths import Read, Write, check_outputs
 
 InputArg = Annotated[str, typer.Argument(help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file; '-' reads stdin.")]
 OutputOpt = Annotated[
-    str, typer.Option("--output", "-o", help="Output path: .jsonl, .jsonl.gz or .parquet; '-' (default) is stdout JSONL.")
+    str, typer.Option("--output", "-o", help="Output path: .jsonl, .jsonl.gz or .parquet; '-' (default) is stdout JSONL. "
+                                            "Written whole or not at all; a symlink's target is replaced (the link stays); "
+                                            "an input of the command is refused.")
 ]
 SkipBadOpt = Annotated[
     bool, typer.Option("--skip-bad", help="Skip bad records (counted and reported on stderr) instead of stopping.")
@@ -122,10 +125,11 @@ def run_record_stage(
     assign_ids: bool = False,
     desc: str = "records",
     unit: str = "rec",
+    reads: Iterable[Read] = (),
 ) -> int:
-    """Read -> validate -> transform -> write, streaming; returns the number of records written."""
-    if output != STDIO and os.path.abspath(output) == os.path.abspath(input):
-        raise MosaicError(f"{output}: output would overwrite the input; choose another -o")
+    """Read -> validate -> transform -> write, streaming; returns the number of records written.
+    `reads`: what the stage reads besides `input` (a vocabulary, a model), which -o must not be."""
+    check_outputs([Write("-o", output)], [Read("INPUT", input), *reads])
     skips = Skips(enabled=skip_bad)
     records = read_records(input, skips=skips, check=check, assign_ids=assign_ids)
     with RecordWriter(output) as writer:

@@ -27,10 +27,13 @@ def demo_cli(
         bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), "
                                                    "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, seed 001 App. C.3).")
     ] = False,
-    ablate: Annotated[
-        bool, typer.Option("--ablate", help="Also fine-tune MosaiCLIP with each of its parts taken away (sub-graph positives, "
-                                            "curriculum, graph negatives, loss weighting), every seed, and compare them on val.")
-    ] = False,
+    experiment: Annotated[
+        Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",
+                                          help="After the table, also run this experiment (repeat for several): ablate "
+                                               "(MosaiCLIP's parts taken away one at a time), ladder (NegCLIP to MosaiCLIP one "
+                                               "change per rung, with the text towers' cosines and tree-scores), towers (each "
+                                               "fine-tuning one tower only). All on val; each adds a section to report.md.")
+    ] = None,
     max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
@@ -74,6 +77,8 @@ def demo_cli(
 
       mosaictool demo --hard-images none   # no row gets hard images
 
+      mosaictool demo --experiment ladder --experiment towers   # why MosaiCLIP and NegCLIP differ (val)
+
       mosaictool demo --parallel-runs 1   # one fine-tuning run at a time
 
       mosaictool demo --preset gpu --device cuda:0
@@ -85,9 +90,20 @@ def demo_cli(
     if preset not in (None, "gpu"):
         raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, parallel_runs=parallel_runs, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
-                            select_on_val=select_on_val or None, ablate=ablate or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
+                            select_on_val=select_on_val or None, experiments=_experiments(experiment), max_pos=max_pos, pretrain_steps=pretrain_steps,
                             world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)
     run_demo(cfg)
+
+
+def _experiments(names: list[str] | None) -> tuple[str, ...] | None:
+    """The --experiment names, checked against the registry before any work."""
+    from mosaictool.demo import experiments
+
+    if not names:
+        return None
+    for name in names:
+        experiments.get(name)
+    return tuple(dict.fromkeys(names))
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,25 @@ def _model_specs(checkpoint: list[str], model: str | None, pretrained: str | Non
     return specs
 
 
+# What each benchmark reads under --data-root (its layout in `--list`); any other: the folder of its name.
+DATA_NAMES = {"aro": ("aro/", "coco/", "flickr30k/"), "retrieval": ("aro/", "coco/", "flickr30k/"),
+              "sugarcrepe": ("sugarcrepe/", "coco/"), "valse": ("valse/", "coco/"),
+              "world": ("manifest.json", "test/"), "world-val": ("manifest.json", "val/")}
+
+
+def _output_check(specs: list[dict], benches, data_root: str, outputs: list[tuple[str, str | None]]) -> None:
+    """No output may be a checkpoint, weights or config read, nor replace a file of the benchmarks."""
+    from mosaictool.paths import Read, Write, check_outputs, checkpoint, read_path
+
+    reads = [Read("--data-root", os.path.expanduser(data_root), DATA_NAMES.get(b.name, (f"{b.name}/",)), exclusive=False)
+             for b, _ in benches]
+    for spec in specs:
+        if spec.get("checkpoint"):
+            reads += checkpoint("--checkpoint", spec["checkpoint"])
+        reads += checkpoint("--pretrained", spec.get("pretrained")) + read_path("--model-config", spec.get("model_config_file"))
+    check_outputs([Write(flag, path) for flag, path in outputs if path], reads)
+
+
 def _load_models(specs: list[dict], device: str):
     from mosaictool.model.openclip import load_model
 
@@ -120,6 +139,7 @@ def evaluate_cli(
         benches.append((b, subs))
     if perturb and not any(b.name == "retrieval" for b, _ in benches):
         raise MosaicError("--perturb applies to the retrieval benchmark; add --bench retrieval")
+    _output_check(specs, benches, data_root, [("-o", output), ("--report", report), ("--plot", plot)])
     options = EngineOptions(
         batch_size=batch_size, device=device, workers=workers, cache_dir=cache_dir, skip_missing=skip_missing, limit=limit, quiet=quiet
     )

@@ -8,6 +8,7 @@ import typer
 
 from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
 from mosaictool.errors import MosaicError
+from mosaictool.paths import read_path
 
 
 @handles_errors
@@ -65,6 +66,7 @@ def negate_cli(
         ),
         skip_bad=skip_bad,
         quiet=quiet,
+        reads=[*read_path("--vocab", vocab), *read_path("--model", model)],
         desc="negate",
         unit="caption",
     )

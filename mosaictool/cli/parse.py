@@ -8,6 +8,7 @@ import typer
 
 from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
 from mosaictool.errors import MosaicError
+from mosaictool.paths import read_path
 
 
 @handles_errors
@@ -22,8 +23,9 @@ def parse_cli(
     workers: Annotated[int, typer.Option(help="Worker processes; output order never depends on it.")] = 1,
     max_chars: Annotated[int, typer.Option(help="Reject (or with --skip-bad, skip) longer captions.")] = 2000,
     spatial_compounds: Annotated[bool, typer.Option(
-        help="Merge SceneGraphParser's X -to-> 'the left' -of-> Y into one relation 'to the left of' "
-             "(also right/top/front/bottom/back/side/middle). --no-spatial-compounds: sng's graph exactly.")] = True,
+        help="Repair what SceneGraphParser misreads: a spatial phrase ('to the left of', 'right of', 'on top of', "
+             "'above' after 'is') becomes one relation between the noun phrases around it, colour words before a noun "
+             "are attributes ('a small orange cross'). --no-spatial-compounds: sng's graph exactly.")] = True,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,
@@ -33,7 +35,8 @@ def parse_cli(
     Reads records with an `id` and a caption; writes each record with a `graph` field added:
     entities (span, head, lemma_head, modifiers, attributes, ...) and relations (subject, object,
     relation). The graphs equal `sng_parser.Parser('spacy', model=M).parse(caption)`, except that
-    "X to the left of Y" becomes one relation (see --spatial-compounds).
+    spatial phrases ("X right of Y") become one relation and colour words are attributes (see
+    --spatial-compounds).
 
     Examples:
 
@@ -54,6 +57,7 @@ def parse_cli(
         skip_bad=skip_bad,
         quiet=quiet,
         assign_ids=assign_ids,
+        reads=read_path("--model", model),
         desc="parse",
         unit="caption",
     )

@@ -19,6 +19,16 @@ SeedOpt = Annotated[int, typer.Option(help="Seed of every random draw; same inpu
 ImagesOpt = Annotated[Path, typer.Option("--images", help="Folder holding the images the annotations name (checked; missing ones are counted).")]
 
 
+def _output_check(name: str, out: Path, files: list[tuple[str, Path | None]], folders: list[tuple[str, Path | None]]) -> None:
+    """--out must not hold the annotation files or image folders read (Probe-B writes images under probe_b/)."""
+    from mosaictool.paths import Read, Write, check_outputs
+
+    written = (f"{name}/",) if name == "probe_b" else (f"{name}/{name}.jsonl",)
+    reads = [Read(flag, path) for flag, path in files if path is not None]
+    reads += [Read(flag, path, (), exclusive=False) for flag, path in folders if path is not None]
+    check_outputs([Write("--out", out, written)], reads)
+
+
 def _finish(name: str, out: Path, records, counts) -> int:
     from mosaictool.stages.probe_build import write_jsonl
 
@@ -54,6 +64,9 @@ def build_r(
 
     if max_groups < 1 or subject_images < 0 or min_count < 1:
         raise MosaicError("--max-groups and --min-count must be at least 1, --subject-images at least 0")
+    _output_check("probe_r", out, [("--vg-relationships", vg_relationships), ("--vg-objects", vg_objects),
+                                   ("--vg-image-data", vg_image_data), ("--relation-aliases", relation_aliases)],
+                  [("--images", images)])
     counts = Counts()
     target = out / "probe_r"
     records = build_probe_r(vg_relationships, images, target, objects=vg_objects, image_data=vg_image_data, aliases=relation_aliases,
@@ -82,6 +95,7 @@ def build_c(
 
     if pairs_per_composition < 1 or workers < 1:
         raise MosaicError("--pairs-per-composition and --workers must be at least 1")
+    _output_check("probe_c", out, [("--coco-captions", coco_captions), ("--antonyms", antonyms)], [("--images", images)])
     counts = Counts()
     records = build_probe_c(coco_captions, images, out / "probe_c", antonyms=antonyms, seed=seed,
                             pairs_per_composition=pairs_per_composition, model=model, workers=workers, counts=counts)
@@ -123,6 +137,7 @@ def build_b(
         raise MosaicError("--image-format: png or jpg")
     if workers < 1:
         raise MosaicError("--workers must be at least 1")
+    _output_check("probe_b", out, [("--coco-instances", coco_instances)], [("--images", images), ("--scenes", scenes)])
     counts = Counts()
     target = out / "probe_b"
     records = build_probe_b(coco_instances, images, target, fillers=fill, scenes=scenes, splits=split_list, seed=seed,

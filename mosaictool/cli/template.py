@@ -8,6 +8,7 @@ import typer
 
 from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
 from mosaictool.errors import MosaicError
+from mosaictool.paths import read_path
 
 
 @handles_errors
@@ -47,6 +48,7 @@ def template_cli(
         transform=lambda recs: template(recs, vocab=loaded, style=style, seed=seed),
         skip_bad=skip_bad,
         quiet=quiet,
+        reads=read_path("--vocab", vocab),
         desc="template",
         unit="caption",
     )

@@ -51,7 +51,7 @@ def train_cli(
     lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
     lora: Annotated[int, typer.Option(
-        help="Train LoRA adapters of this rank (peft; scale 1/rank and a loralib-style conv1 adapter, as FSC-CLIP's code) "
+        help="Train LoRA adapters of this rank (peft; every adapted weight W + B A / rank, a loralib-style conv1 adapter, as FSC-CLIP's code) "
              "on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
              "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,

@@ -63,7 +63,8 @@ def tree_score_cli(
 
       mosaictool tree-score coco.jsonl --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --limit 1000
     """
-    from mosaictool.io import STDIO, RecordWriter, Skips, progress, read_records
+    from mosaictool.atomic import write_text
+    from mosaictool.io import RecordWriter, Skips, progress, read_records
     from mosaictool.analysis import tree_score as ts
     from mosaictool.training.device import resolve_device
     from mosaictool.model.openclip import load_model
@@ -78,8 +79,14 @@ def tree_score_cli(
         specs.append((None, model, pretrained, f"{model or Path(model_config or '').stem}:{pretrained or 'random-init'}"))
     if not specs:
         raise MosaicError("give one or more --checkpoint FILE, or --model NAME --pretrained TAG_OR_FILE")
-    if output != STDIO and os.path.abspath(output) == os.path.abspath(input):
-        raise MosaicError(f"{output}: output would overwrite the input; choose another -o")
+    from mosaictool.paths import Read, Write, check_outputs, read_path
+    from mosaictool.paths import checkpoint as checkpoint_read
+
+    reads = [Read("INPUT", input), *read_path("--gold", gold), *checkpoint_read("--pretrained", pretrained),
+             *read_path("--model-config", model_config)]
+    for c in checkpoint or []:
+        reads += checkpoint_read("--checkpoint", c)
+    check_outputs([Write("-o", output), Write("--report", report)], reads)
     if report and os.path.dirname(os.path.abspath(report)) and not os.path.isdir(os.path.dirname(os.path.abspath(report))):
         raise MosaicError(f"{report}: directory does not exist")
 
@@ -125,9 +132,7 @@ def tree_score_cli(
             "captions": len(records), "text_key": text_key, "layer_threshold": layer_threshold, "positions": positions,
             "max_words": max_words, "seed": seed,
         }
-        tmp = f"{report}.tmp"
-        Path(tmp).write_text(ts.summary_text(result, settings, markdown=True))
-        os.replace(tmp, report)
+        write_text(report, ts.summary_text(result, settings, markdown=True), flag="--report")
 
 
 def _read_gold(path: str) -> dict:

@@ -8,11 +8,12 @@ import typer
 
 from mosaictool.cli.common import InputArg, QuietOpt, SkipBadOpt, handles_errors
 from mosaictool.errors import MosaicError
+from mosaictool.paths import Read
 
 VocabOpt = Annotated[
     Optional[str], typer.Option("--vocab", help="Vocabulary folder (default: the one shipped with mosaictool).")
 ]
-OutDirOpt = Annotated[str, typer.Option("--output", "-o", help="Folder to write the vocabulary TSV files into.")]
+OutDirOpt = Annotated[str, typer.Option("--output", "-o", help="Folder to write the vocabulary TSV files into (not the --base vocabulary).")]
 KINDS = ("objects", "attributes", "relations", "antonyms")
 
 
@@ -92,6 +93,7 @@ def build_cli(
 
     if min_count < 1:
         raise MosaicError("--min-count must be at least 1")
+    _output_check(output, [Read("INPUT", input), *_base_reads(base)])
     base_vocab = _base(base)
     skips = Skips(enabled=skip_bad)
     records = progress(read_records(input, skips=skips, check=check_graph), desc="vocab build", unit="caption", quiet=quiet)
@@ -127,9 +129,26 @@ def import_vg_cli(
 
     if min_count < 1 or top_relations < 0:
         raise MosaicError("--min-count must be at least 1 and --top-relations at least 0")
+    _output_check(output, [Read("VG_DIR", vg_dir, ("*.json",), exclusive=False), *_base_reads(base)])
     built = import_vg(vg_dir, min_count=min_count, top_relations=top_relations or None, base=load(base))
     save(built, output)
     _report(built, output)
+
+
+def _base_reads(base: str | None) -> list[Read]:
+    """The base vocabulary read: a folder, or the shipped one (never to be written over)."""
+    from mosaictool.vocab import DEFAULT_DIR
+
+    if base == "world":
+        return []
+    return [Read("--base" if base else "--base (the shipped vocabulary)", base or DEFAULT_DIR, ("**",))]
+
+
+def _output_check(output: str, reads: list[Read]) -> None:
+    from mosaictool.paths import Write, check_outputs
+    from mosaictool.vocab import FILES
+
+    check_outputs([Write("-o", output, FILES)], reads)
 
 
 def _base(base: str | None):

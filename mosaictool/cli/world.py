@@ -27,6 +27,15 @@ def world_cli(
     shape_twins: Annotated[
         bool, typer.Option("--shape-twins", help="Also render each train scene's shape twin (the first related object changes shape), linked the same way.")
     ] = False,
+    caption_noise: Annotated[
+        float, typer.Option("--caption-noise", help="Share of train captions made web-like noisy, as alt-text is next to COCO's captions (0 to 1; "
+                            "0 writes the clean world, byte for byte). Each record keeps clean_caption and the truth of its noise. Val/test stay clean.")
+    ] = 0.0,
+    noise_kinds: Annotated[
+        Optional[str], typer.Option("--noise-kinds", help="Comma-separated kinds a noisy caption draws from: wrong_attribute (an adjective its object "
+                                    "lacks), dropped_mention (an object it shows, not said), fragment (truncated, 'image may contain: ...', "
+                                    "noun lists, keyword tags), unrelated_words (file names, cameras, tags, dates). Default: all four.")
+    ] = None,
     image_size: Annotated[int, typer.Option(help="Image side in pixels.")] = 64,
     eval_scale: Annotated[float, typer.Option(help="Multiply the val/test split sizes (0.1 for a quick look; groups keep >=1 item).")] = 1.0,
     workers: Annotated[int, typer.Option(help="Worker processes; the files never depend on it.")] = 1,
@@ -46,6 +55,8 @@ def world_cli(
 
       mosaictool world --out small/ --train 500 --twins --binding-twins --eval-scale 0.1
 
+      mosaictool world --out noisy/ --train 8000 --twins --caption-noise 0.5 --noise-kinds wrong_attribute,dropped_mention
+
       mosaictool world audit texts.jsonl --world world/ -o audit.json
     """
     if ctx.invoked_subcommand is not None:
@@ -53,21 +64,29 @@ def world_cli(
     if out is None:
         raise MosaicError("--out is required: the folder to create (or audit a texts file: `mosaictool world audit TEXTS`)")
     from mosaictool.io import progress
-    from mosaictool.world.generate import check_settings, generate_world, total_items
+    from mosaictool.world.generate import check_noise, check_settings, generate_world, total_items
+    from mosaictool.world.noise import NOISE_KINDS
 
     if workers < 1:
         raise MosaicError("--workers must be at least 1")
     check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
+    if noise_kinds is not None and not caption_noise:
+        raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
+    kinds = check_noise(caption_noise, NOISE_KINDS if noise_kinds is None else [k.strip() for k in noise_kinds.split(",") if k.strip()])
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
         info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale,
-                              workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None))
+                              workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None),
+                              caption_noise=caption_noise, noise_kinds=kinds)
     finally:
         if hasattr(bar, "close"):
             bar.close()
     c = info["counts"]
     typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
+    if caption_noise:
+        typer.echo(f"caption noise: {c['train']['noisy']} of {c['train']['records']} train captions noisy "
+                   f"({', '.join(f'{k} {n}' for k, n in c['train']['noise_kinds'].items())}); val/test clean", err=True)
 
 
 @handles_errors
@@ -104,7 +123,9 @@ def audit_cli(
     if output is not None and Path(output).is_dir():
         raise MosaicError(f"{output}: is a directory; give -o a file path such as {Path(output) / 'audit.json'}")
     from mosaictool import records as contracts
+    from mosaictool.paths import Read, Write, check_outputs, read_path
 
+    check_outputs([Write("-o", output)], [Read("TEXTS", texts), *read_path("--world", world)])
     skips = Skips(enabled=skip_bad)
     records = read_records(texts, skips=skips, check=contracts.checker(contracts.TrainRecord))  # `texts` as train reads them
     if world is not None:
@@ -123,7 +144,7 @@ def audit_cli(
 
         from mosaictool.bench.report import write_text
 
-        write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n")
+        write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n", flag="-o")
         typer.echo(f"wrote {output}", err=True)
 
 

@@ -15,6 +15,7 @@
     run.py         the whole job in order, the choice of each row's lr on val (--select-on-val) and
                    MosaiCLIP's ablation on val (--ablate)
     config.py      DemoConfig, the rows and the columns
+    cache.py       the cache shared by demos: copies checked against a manifest (size, SHA-256), one writer each
 
 It calls the same stage functions the CLI commands call, and keeps every artifact on disk
 (graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.

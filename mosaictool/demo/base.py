@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
+from mosaictool.demo import cache
 from mosaictool.demo.config import DemoConfig, digest, file_digest, log
+from mosaictool.errors import MosaicError
 
 
-def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -> Path:
-    """The base model, pretrained once with the plain CLIP loss on the plain captions of one- and
-    two-object scenes, and cached by everything it depends on."""
+def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *, twins: bool = True,
+                  name: str = "base") -> Path:
+    """The base model, pretrained once with the plain CLIP loss on `plain_shards` (the demo's: the plain
+    captions of one- and two-object scenes, each scene's arrangement twin in its batch; with
+    `twins=False` the batches are plain random draws), cached by everything it depends on; a copy
+    at OUT/<name>.pt."""
     from mosaictool.model.openclip import model_config
     from mosaictool.training import TrainConfig, train
     from mosaictool.training.launch import train_in_local_ranks
@@ -26,27 +30,29 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path) -
     data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
               "model": cfg.model, "model_config": model_config(cfg.model), "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
-              "twins_in_batch": True, "ranks": ranks}
-    cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}.pt"
-    if cached.is_file():
-        log(f"pretrain: reusing cached base model {cached}")
-    else:
-        log(f"pretrain: base model, plain CLIP loss, {cfg.pretrain_steps} steps on plain captions"
-            + (f", {ranks} one-thread processes" if ranks > 1 else "") + f" (cached as {cached})")
-        run = out / "runs" / "base"
+              "twins_in_batch": twins, "ranks": ranks}
+    cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}"  # holds base.pt and its manifest (demo.cache)
+    link = out / f"{name}.pt"
+    with cache.lock_of(cached):  # a second demo wanting this base waits for the first to train it
+        problem = cache.restore(cached, out, rename={"base.pt": link.name}) if cached.is_dir() else "not cached"
+        if problem is None:
+            log(f"pretrain: reusing cached base model {cached}")
+            return link
+        if problem != "not cached":
+            log(f"pretrain: the cached base {cached} failed its check ({problem}); training it again")
+        log(f"pretrain: {name} model, plain CLIP loss, {cfg.pretrain_steps} steps on {plain_shards.name}"
+            + ("" if twins else ", no twins in the batch") + (f", {ranks} one-thread processes" if ranks > 1 else "")
+            + f" (cached as {cached})")
+        run = out / "runs" / name
         if run.exists():
             shutil.rmtree(run)
-        tc = TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=True,
+        tc = TrainConfig(data=str(plain_shards), out=str(run), method="clip", model=cfg.model, record_hard_images=twins,
                          augment=False, steps=cfg.pretrain_steps, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch,
                          warmup=min(100, cfg.pretrain_steps // 10), seed=0, quiet=not sys.stderr.isatty(),
                          device=device, num_workers=workers, images_on_device=device.startswith("cuda"))
         final = train_in_local_ranks(tc, ranks) if ranks > 1 else train(tc)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        shutil.copyfile(final, tmp)
-        os.replace(tmp, cached)
-    link = out / "base.pt"
-    if link.exists() or link.is_symlink():
-        link.unlink()
-    shutil.copyfile(cached, link)
+        cache.store({"base.pt": Path(final)}, cached)
+        problem = cache.restore(cached, out, rename={"base.pt": link.name})
+        if problem is not None:
+            raise MosaicError(f"{cached}: the base just cached does not read back ({problem}); check the disk")
     return link

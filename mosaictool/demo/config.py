@@ -18,6 +18,8 @@ from mosaictool.errors import MosaicError
 from mosaictool.records import check_flags
 from mosaictool.training.config import AtLeastOne, Count, PositiveNumber
 
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a fraction of the captions
+
 
 def demo_rows() -> list[tuple[str, str, dict]]:
     """(label, train method, method options) of every row: each registered method's demo_rows."""
@@ -73,6 +75,9 @@ class DemoConfig:
     image_size: Annotated[int, Field(ge=48, le=256)] = 64
     eval_scale: PositiveNumber = 0.5
     world_seed: int = 0
+    # the share of train captions made web-like noisy (mosaictool.world.noise; val/test stay clean):
+    # the clean vs noisy fine-tuning text of MosaiCLIP's robustness claim (Singh et al. 2023, Sec. 4.3)
+    caption_noise: Share = 0.0
     # base model: plain CLIP from scratch on the world's plain captions of 1-2-object scenes (one
     # fixed form: the text tower learns word order, the image tower arrangement), each scene's
     # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
@@ -105,8 +110,16 @@ class DemoConfig:
     # --select-on-val: every row at each of these learning rates, seed 0, on val
     select_on_val: bool = False
     select_lrs: tuple[PositiveNumber, ...] = SELECT_LRS
-    # --ablate: MosaiCLIP's parts taken away one at a time, every seed, on val (run.ABLATIONS)
-    ablate: bool = False
+    # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
+    experiments: tuple[str, ...] = ()
+    # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr)
+    teach_steps: AtLeastOne = 400
+    teach_lr: PositiveNumber | None = None
+    # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
+    scratch_seeds: AtLeastOne = 3
+    scratch_steps: AtLeastOne | None = None
+    # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
+    noise_rate: Share = 0.5
     # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
     audit_batches: Count = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left

@@ -4,11 +4,12 @@ disk and reused when its recipe is the same; and the texts audit against the wor
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
+from mosaictool.atomic import write_text
+from mosaictool.demo import cache
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
 
 
@@ -21,67 +22,51 @@ DATA_ARTIFACTS = ("world", "graphs.parquet", "vocab", "texts.jsonl", "texts.reci
 
 def data_cache(cfg: DemoConfig) -> Path:
     """The cache folder of this config's data: named by the world's settings, the audit's batches and
-    the bytes of mosaictool's own files (any code change makes new data, never a stale reuse)."""
+    the bytes of mosaictool's own files (any code change makes new data, never a stale reuse), the
+    stages and vocabulary included: in a source checkout they live beside the package, not in it."""
     import mosaictool
+    import mosaictool.stages
+    import mosaictool.vocab
 
-    package = Path(mosaictool.__file__).parent
-    code = [file_digest(f) for f in sorted(package.rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
+    roots = dict.fromkeys(Path(p) for m in (mosaictool, mosaictool.stages, mosaictool.vocab) for p in m.__path__)
+    files = sorted({f for root in roots for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts})
+    code = [file_digest(f) for f in files]
     key = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins, "image_size": cfg.image_size,
-           "eval_scale": cfg.eval_scale, "audit_batches": cfg.audit_batches, "code": digest(code)}
+           "eval_scale": cfg.eval_scale, "caption_noise": cfg.caption_noise, "audit_batches": cfg.audit_batches, "code": digest(code)}
     return Path(cfg.cache_dir) / f"data-{digest(key)}"
 
 
 def restore_data(cached: Path, out: Path) -> bool:
-    """Copy the data cached in `cached` (data_cache) into OUT, replacing what is there; False when
-    none is cached."""
-    if not cached.is_dir():
+    """Copy the data cached in `cached` (data_cache) into OUT, replacing what is there, every file
+    checked against the entry's manifest (mosaictool.demo.cache); False when none is cached or the
+    entry failed the check (then it is removed, with one line saying why, and built again)."""
+    with cache.lock_of(cached):
+        if not cached.is_dir():
+            return False
+        problem = cache.restore(cached, out)
+    if problem is not None:
+        log(f"data: the cache {cached} failed its check ({problem}); building the data again")
         return False
     log(f"data: reusing the cached world, texts, shards and audit ({cached})")
-    for name in DATA_ARTIFACTS:
-        _replace(cached / name, out / name)
     return True
 
 
 def keep_data(cached: Path, out: Path) -> None:
-    """Copy OUT's data into `cached` (data_cache; once: a complete folder, moved into place)."""
-    if cached.is_dir():
-        return
-    tmp = cached.with_name(cached.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    for name in DATA_ARTIFACTS:
-        _replace(out / name, tmp / name)
-    os.replace(tmp, cached)
-
-
-def _replace(src: Path, dst: Path) -> None:
-    """`src` at `dst`, as hard links where they can be (the same file system; 0.7 GB copied took 5 s):
-    the stages never write into a file in place (a new file, then os.replace), so OUT and the
-    cache do not change each other."""
-    if dst.is_dir():
-        shutil.rmtree(dst)
-    elif dst.exists():
-        dst.unlink()
-    if src.is_dir():
-        shutil.copytree(src, dst, copy_function=_link_or_copy)
-    else:
-        _link_or_copy(src, dst)
-
-
-def _link_or_copy(src, dst) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another file system, or one without hard links
-        shutil.copy2(src, dst)
+    """Copy OUT's data into `cached` (data_cache; once: a complete folder with its manifest, moved into place)."""
+    with cache.lock_of(cached):
+        if not cached.is_dir():
+            cache.store({name: out / name for name in DATA_ARTIFACTS}, cached)
 
 
 def make_world(cfg: DemoConfig, out: Path) -> Path:
     from mosaictool.world.generate import generate_world, load_manifest
+    from mosaictool.world.noise import NOISE_KINDS
 
     world = out / "world"
     wanted = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins, "binding_twins": cfg.twins,
               "shape_twins": cfg.twins, "image_size": cfg.image_size, "eval_scale": cfg.eval_scale}
+    if cfg.caption_noise:  # a clean world's manifest has no noise options
+        wanted.update(caption_noise=cfg.caption_noise, noise_kinds=list(NOISE_KINDS))
     if (world / "manifest.json").is_file():
         m = load_manifest(world)
         if {"seed": m.get("seed"), **m.get("options", {})} == wanted:
@@ -90,7 +75,7 @@ def make_world(cfg: DemoConfig, out: Path) -> Path:
     log(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")
     generate_world(world, train=cfg.world_train, seed=cfg.world_seed, twins=cfg.twins, binding_twins=cfg.twins,
                    shape_twins=cfg.twins, image_size=cfg.image_size, eval_scale=cfg.eval_scale, workers=cfg.workers,
-                   overwrite=True)
+                   overwrite=True, caption_noise=cfg.caption_noise)
     return world
 
 
@@ -147,7 +132,7 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     negatives = negate(decompose(parsed, max_subgraphs=recipe["max_subgraphs"], vocab=str(vocab_dir)), vocab=str(vocab_dir),
                        max_negatives=recipe["max_negatives"], text_methods=TEXT_METHODS, workers=cfg.workers)
     write_records(texts, template(negatives, vocab=load_vocab(vocab_dir)))
-    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
+    write_text(recipe_file, json.dumps(recipe, sort_keys=True) + "\n")
     return texts
 
 
@@ -178,7 +163,7 @@ def make_shards(records, world: Path, shards: Path, source: Path | None = None) 
         shutil.rmtree(shards)
     log(f"shard: WebDataset tar shards -> {shards}")
     write_shards(records, out=shards, image_root=world / "train", shard_size=2000)
-    recipe_file.write_text(json.dumps(recipe, sort_keys=True) + "\n")
+    write_text(recipe_file, json.dumps(recipe, sort_keys=True) + "\n")
     return shards
 
 
@@ -242,5 +227,5 @@ def audit_texts(cfg: DemoConfig, texts: Path, out: Path, key: dict) -> str:
     log(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
     result = audit(read_records(texts), batches=cfg.audit_batches)
     markdown = audit_markdown(result)
-    write_json(out / "audit.json", {"key": key, "result": result, "markdown": markdown})  # a new file: see _replace
+    write_json(out / "audit.json", {"key": key, "result": result, "markdown": markdown})
     return markdown

@@ -21,18 +21,20 @@ def _expected_texts(method: str, options: dict, steps: int) -> int:
     return sum(sum(m.slots(step, steps)) for step in range(steps))
 
 
-def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
-                 rows: list[tuple[str, str, dict]] | None = None) -> dict[str, list[Path]]:
+def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
+                 rows: list[tuple[str, str, dict]] | None = None, lock: str | None = None) -> dict[str, list[Path]]:
     """Every row x seed from the base, all with the same steps and images per step (hard images as
-    cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); a run is reused only
-    when its base and settings are the same (its folder is named by their digest), so changing a
-    flag never returns a stale run."""
+    cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); `lock` "image" or "text"
+    freezes that tower (open_clip's lock conventions); with `base` None every run starts from a random
+    initialisation (its seed's: pretraining from scratch). A run is reused only when its base and
+    settings are the same (its folder is named by their digest), so changing a flag never returns a
+    stale run."""
     from mosaictool.methods import get as get_method
     from mosaictool.training import TrainConfig, train
 
     device, workers = cfg.runtime()
     at_once = cfg.runs_at_once()
-    base_sha = file_digest(base)
+    base_sha = file_digest(base) if base is not None else None
     recipe = shards.with_name(shards.name + ".recipe.json")  # what the shards hold: a new recipe, new runs
     data_sha = file_digest(recipe) if recipe.is_file() else None
     runs: dict[str, list[Path]] = defaultdict(list)
@@ -42,9 +44,10 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path, out: Path,
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
             options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
-                             pretrained=str(base), augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
+                             pretrained=str(base) if base is not None else None, augment=False, steps=cfg.finetune_steps, lr=cfg.lr_for(label),
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
-                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty())
+                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty(),
+                             lock_image=lock == "image", lock_text=lock == "text")
             threads = 1 if at_once > 1 else None
             key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha,
                            **({"threads": threads} if threads else {})})
@@ -100,17 +103,26 @@ def _train_one_thread(tc) -> str:
         torch.set_num_threads(threads)
 
 
-def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str) -> list[Path]:
-    """WiSE-FT checkpoints of all weights, written once per (base, fine-tuned run, alpha): the folder
-    is named by the base's digest and the run (itself named by its settings), so a second demo reuses
-    them and their kept evaluations."""
+def _wise(base: Path, finetuned: Path, alphas: list[float], folder: Path, device: str, scope: str = "all") -> list[Path]:
+    """WiSE-FT checkpoints of `scope`'s weights (all: FSC-CLIP's; visual: MosaiCLIP_WiSE-FT's), written
+    once per (base, fine-tuned run, scope, alpha): the folder is named by the base's digest and the run
+    (itself named by its settings), so a second demo reuses them and their kept evaluations."""
     from mosaictool.model.wise_ft import wise_ft
 
-    folder = folder.with_name(f"{folder.name}-{digest([file_digest(base), str(finetuned.parent.name)])}")
+    key = [file_digest(base), str(finetuned.parent.name)] + ([] if scope == "all" else [scope])
+    folder = folder.with_name(f"{folder.name}-{digest(key)}")
     paths = [folder / f"wise_ft_alpha_{a:.3f}.pt" for a in alphas]
     if all(p.is_file() for p in paths):
         return paths
-    return wise_ft(str(base), str(finetuned), alphas, out=folder, scope="all", device=device)
+    return wise_ft(str(base), str(finetuned), alphas, out=folder, scope=scope, device=device)
+
+
+def wise_visual(cfg: DemoConfig, base: Path, finals: list[Path], out: Path, alpha: float) -> list[Path]:
+    """MosaiCLIP_WiSE-FT (Singh et al. 2023, Sec. 3.6): the image tower of each run interpolated with
+    the base's at `alpha`, the text tower fine-tuned."""
+    device, _ = cfg.runtime()
+    return [_wise(base, final, [alpha], out / "wise" / f"visual-seed{seed}", device, scope="visual")[0]
+            for seed, final in enumerate(finals)]
 
 
 def wise_models(cfg: DemoConfig, base: Path, runs: dict[str, list[Path]], out: Path) -> tuple[dict, dict]:

@@ -1,12 +1,29 @@
-"""The demo's statistics, tables and plots."""
+"""The demo's report: its tables, the statistics they print, and its plots."""
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
-from mosaictool.demo.config import COLUMNS
-from mosaictool.demo.evaluation import column_value
+from mosaictool.atomic import atomic_output
+from mosaictool.analysis.stats import format_p, holm
+from mosaictool.demo.config import COLUMNS, FINETUNE_LR, METHODS, PATCH_ALPHA, DemoConfig
+from mosaictool.demo.evaluation import column_value, comp_score
+from mosaictool.demo.finetune import patch_label
+from mosaictool.demo.significance import (
+    CONTROL_ALPHA,
+    CONTROL_TREATED,
+    HEADLINE_METHOD,
+    comparisons,
+    comparisons_markdown,
+    headline,
+    holm_family,
+    positive_control,
+    power_by_column,
+    power_markdown,
+)
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
@@ -39,18 +56,23 @@ def paired_diff(a: list[float], b: list[float]) -> tuple[float, float, float]:
 
 def paired_markdown(rows: list[dict], groups: dict[str, list[str]], reference: str = "CLIP") -> str:
     """Each fine-tuned method minus `reference`, paired by seed (seed s of both starts from the same base
-    and sees the same batches), per column: difference ± 95% CI (p of the paired t-test)."""
+    and sees the same batches), per column: difference ± 95% CI (p of the paired t-test, Holm-adjusted
+    over the table: exploratory)."""
+    methods = [m for m, models in groups.items()
+               if m != reference and len(models) == len(groups.get(reference, [])) and len(models) >= 2]
+    found = {(m, col): paired_diff([column_value(rows, x, sub, metric) for x in groups[reference]],
+                                   [column_value(rows, x, sub, metric) for x in groups[m]])
+             for m in methods for col, sub, metric in COLUMNS}
+    tested = [k for k, (d, _, _) in found.items() if not math.isnan(d)]
+    adjusted = dict(zip(tested, holm([found[k][2] for k in tested])))
     lines = ["| method − " + reference + " | " + " | ".join(c for c, _, _ in COLUMNS) + " |",
              "|---|" + "---|" * len(COLUMNS)]
-    for method, models in groups.items():
-        if method == reference or len(models) != len(groups.get(reference, [])) or len(models) < 2:
-            continue
+    for m in methods:
         cells = []
-        for col, sub, metric in COLUMNS:
-            d, half, p = paired_diff([column_value(rows, m, sub, metric) for m in groups[reference]],
-                                     [column_value(rows, m, sub, metric) for m in models])
-            cells.append("–" if math.isnan(d) else f"{100 * d:+.1f} ± {100 * half:.1f} (p={p:.2g})")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        for col, _, _ in COLUMNS:
+            d, half, _ = found[m, col]
+            cells.append("–" if math.isnan(d) else f"{100 * d:+.1f} ± {100 * half:.1f} ({format_p(adjusted[m, col])})")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
@@ -95,7 +117,8 @@ def plot_methods(summary: dict, path: Path, split: str) -> None:
     ax.set_title(f"Synthetic world, {split} split: mean ± 95% CI over seeds")
     ax.legend(fontsize=8, ncol=len(methods))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path, flag="--out") as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -119,5 +142,120 @@ def plot_wise(curves: dict[str, list[tuple[float, float, float]]], path: Path) -
     ax.set_title("WiSE-FT of all weights (seed 0)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path, flag="--out") as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
+
+
+@dataclass
+class Report:
+    text: str  # report.md
+    table: str
+    summary: dict
+    wise_points: dict
+    control: dict
+    headline: dict | None
+    mde: dict
+    power: str
+
+
+def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]], runs: dict, curves: dict, world: Path,
+                 out: Path, minutes: float, *, selection: str | None = None, sections: list | None = None,
+                 audited: str = "") -> Report:
+    """report.md of a demo run, and the plots beside it (methods.png, wise_ft.png)."""
+    from mosaictool.world.audit import relation_prior_accuracy
+
+    summary = summarise(rows, groups)
+    table = table_markdown(summary)
+    wise_points = {row: [(a, comp_score(rows, name), column_value(rows, name, "zeroshot/*", "top1")) for a, name, _ in points]
+                   for row, points in curves.items()}
+    plot_methods(summary, out / "methods.png", cfg.split)
+    plot_wise(wise_points, out / "wise_ft.png")
+    hard_rows = [label for label, method, _ in METHODS if label in runs and cfg.row_hard_images(method)]
+    if cfg.finetune_lr is not None:
+        lrs = f"lr {cfg.finetune_lr:g} for every row" + (
+            ", calibrated on val by the positive control (world seed 0: the lr at which NegCLIP's known gain over CLIP is "
+            "clearest; docs/results.md)" if cfg.finetune_lr == FINETUNE_LR else " (--finetune-lr)")
+    else:
+        lrs = ("each row's own lr, " + ", ".join(f"{label} {cfg.lr_for(label):g}" for label in runs)
+               + ", chosen on val by the row's own val retrieval (ARO's criterion; --select-on-val, table below)")
+    control = positive_control(rows, groups)
+    head = headline(rows, groups)
+    found = comparisons(rows, groups)
+    mde = power_by_column(found)
+    cases = {col: r.cases for by_col in found.values() for col, r in by_col.items()}
+    power = power_markdown(mde, cfg.seeds, cases)
+    versus = {m: r for m, r in comparisons(rows, groups, reference=CONTROL_TREATED).items() if m == HEADLINE_METHOD}
+    relation_items = json.loads((world / cfg.split / "aro" / "visual_genome_relation.json").read_text())
+    blind = relation_prior_accuracy(relation_items)
+    cases_table = comparisons_markdown(found, adjusted=holm_family(found))
+    versus_table = comparisons_markdown(versus, reference=CONTROL_TREATED, adjusted=holm_family(versus))
+    paired = paired_markdown(rows, groups)
+    text = "\n".join([
+        "# mosaictool demo: the synthetic world",
+        "",
+        f"Every row is fine-tuned from the same base with the same settings: {cfg.finetune_steps} steps, "
+        f"{cfg.finetune_batch} images per step ("
+        + (f"{', '.join(hard_rows)}: {cfg.finetune_batch // 2} images + each one's hard image, its twin (NegCLIP's hard "
+           "images, Yuksekgonul et al. 2023, App. C.2); the others none" if hard_rows else "no hard images for any row")
+        + f"), AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}, {cfg.seeds} seed(s) per row; {lrs}. "
+        f"World seed {cfg.world_seed}.",
+        "",
+        f"**{control['verdict']}**",
+        "",
+        *([f"**{head['verdict']}**", ""] if head else []),
+        "The positive control: NegCLIP must beat CLIP fine-tuned without negatives on order and relation (Yuksekgonul et "
+        f"al. 2023, Table 6; Singh et al. 2023, Table 1), paired by seed and by test case, p < {CONTROL_ALPHA:g} on both "
+        "(an intersection-union test: its level is that α). Until it passes, no difference between rows means anything.",
+        "",
+        "Statistics: each comparison pairs seed s of one row with seed s of the other over the same test cases; seeds "
+        "and cases are both random (two-way random-effects ANOVA, the seed mean square never pooled), and the test is "
+        f"Student's t with {max(cfg.seeds - 1, 1)} df (seeds − 1: exact when the seed noise dominates, conservative "
+        "otherwise; its size and power were checked by simulation at this design, tests/test_stats_calibration.py). "
+        "p-values below 1e-4 are printed as p < 1e-4. **Multiplicity:** the control and the headline are confirmatory "
+        "(fixed before any run); every other p in this report is exploratory and Holm-adjusted over the table it is "
+        "printed in.",
+        "",
+        power,
+        f"The base was pretrained {cfg.pretrain_steps} steps with the plain CLIP loss (plain captions of 1-2-object "
+        f"scenes, each with its arrangement twin in the batch); fine-tuning data: every image with its varied and its "
+        f"plain caption. Tables on the world's **{cfg.split}** split; mean ± 95% CI over seeds. "
+        f"{patch_label()} = WiSE-FT of all weights at α={PATCH_ALPHA:g} between the base and each Probe-FT seed "
+        "(the Probe paper's patching).",
+        f"The world places shapes by priors, as real scenes do: a reader blind to the image who knows them scores "
+        f"{100 * blind:.1f} on relation (chance 50), the share a text prior alone can win (ARO's VG-Relation swaps are "
+        "mostly implausible ones).",
+        "attribute = VG-Attribution-style swap (micro accuracy), relation = VG-Relation-style swap, order = COCO-Order-style "
+        "(1 true + 4 shuffled captions), seen/unseen = CREPE systematicity R@1 (comp negatives), productivity = CREPE "
+        "productivity R@1 (mean over atom/swap/negate × complexity), recognition = zero-shot top-1 (mean over tasks).",
+        "",
+        table,
+        "",
+        *([f"Each method minus CLIP fine-tuning ({cfg.split} split), paired by seed and by test case: difference [95% CI] "
+           "(Holm-adjusted p over this table; the estimated MDE of that comparison).", "", cases_table, ""]
+          if cases_table else []),
+        *(["The method under study against the control's winner, the same way (relation is the confirmatory headline "
+           "above; the other columns Holm-adjusted over this table):", "", versus_table, ""] if versus_table else []),
+        *([f"Every column, paired by seed only ({cfg.seeds} seeds; scipy's paired t-test over the seeds' column values, "
+           "Holm-adjusted over this table): difference ± 95% CI (p).", "", paired, ""] if paired else []),
+        *(["Learning rates chosen on the **val** split: each row at each candidate (seed 0), scored by val retrieval "
+           "(mean R@1/5/10 both ways on the world's val captions, ARO's criterion; in brackets the compositional "
+           "headline, not used); each row takes its own best:", "",
+           selection, ""] if selection else []),
+        *[part for section in sections or [] for part in (f"## {section.title}", "", section.text, "")],
+        f"WiSE-FT of all weights (seed 0, {cfg.split} split; α=0 is the base, α=1 the fine-tuned model): "
+        "alpha -> compositionality (mean of attribute, relation, order) / recognition",
+        "",
+        "| alpha | " + " | ".join(f"{row} comp | {row} recognition" for row in wise_points) + " |",
+        "|---|" + "---|---|" * len(wise_points),
+        *[f"| {a:g} | " + " | ".join(f"{100 * pts[k][1]:.1f} | {100 * pts[k][2]:.1f}" for pts in wise_points.values()) + " |"
+          for k, a in enumerate(cfg.wise_alphas)],
+        "",
+        audited,
+        "",
+        f"Total time: {minutes:.1f} min. Artifacts: {out}/ (graphs.parquet, texts.jsonl, shards/, runs/, "
+        "wise/, evals/, results.jsonl).",
+        "",
+    ])
+    return Report(text=text, table=table, summary=summary, wise_points=wise_points, control=control, headline=head,
+                  mde=mde, power=power)

@@ -21,6 +21,7 @@ import random
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_of, require_negatives
+from mosaictool.methods.negclip import negclip_negative
 from mosaictool.model.text_ids import holds_key, record_key_ids
 
 DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
@@ -55,7 +56,9 @@ class MosaiClip(Method):
         Option("curriculum", bool, False, "mosaiclip: stage 1 with the caption + <= 1 negative, then full."),
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
         Option("negatives", str, "graph", "mosaiclip: graph (the paper's: perturbed scene graphs) | text (an ablation, not the "
-               "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place)."),
+               "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place) | "
+               "negclip (NegCLIP's own: one of the caption's swaps, drawn as --method negclip draws it; with --max-pos 1 "
+               "--max-neg 1 --no-containment --loss-weighting mean this is NegCLIP's training, step for step)."),
         Option("containment", bool, True, "mosaiclip: P(i) by sub-graph containment (the paper's: a text is a positive of "
                "every image of the batch whose scene graph contains its sub-graph); off: of the images that have that very "
                "text (an ablation)."),
@@ -74,8 +77,8 @@ class MosaiClip(Method):
             raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
         if not 0 <= self.opts["curriculum_split"] <= 1:
             raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
-        if self.opts["negatives"] not in ("graph", "text"):
-            raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose graph or text")
+        if self.opts["negatives"] not in ("graph", "text", "negclip"):
+            raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose graph, text or negclip")
         if self.opts["loss_weighting"] not in ("paper", "mean"):
             raise MosaicError(f"--loss-weighting {self.opts['loss_weighting']!r}: choose paper or mean")
 
@@ -92,7 +95,7 @@ class MosaiClip(Method):
             raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
 
     def _is_negative(self, negative: dict) -> bool:
-        return negative.get("kind") == self.opts["negatives"]
+        return negative.get("kind") == ("text" if self.opts["negatives"] == "negclip" else self.opts["negatives"])
 
     def check_data(self, records, source):
         return require_negatives(self, records, source, self._is_negative, self.opts["negatives"])
@@ -117,6 +120,9 @@ class MosaiClip(Method):
         caption_only = kp == 1  # stage 1: the caption is the one positive, negatives come without theirs
         chosen_pos: list[int] = [0] if caption_only else []
         chosen_neg: list[tuple[str, str | None]] = []
+        if self.opts["negatives"] == "negclip":
+            chosen_neg = [(text, None) for text in negclip_negative(record, rng)] if kn > 0 else []
+            by_category = {}
         while len(chosen_neg) < kn and by_category:
             cats = sorted(by_category)
             weights = [category_probs.get(c, 0.0) for c in cats]
@@ -138,8 +144,10 @@ class MosaiClip(Method):
             first, others = rest[:1], rest[1:]
         else:
             first, others = [], rest
-        rng.shuffle(others)
-        chosen_pos.extend((first + others)[: max(0, kp - len(chosen_pos))])
+        room = max(0, kp - len(chosen_pos))
+        if room > len(first):  # drawn only when some of them are taken: a full selection draws nothing more
+            rng.shuffle(others)
+        chosen_pos.extend((first + others)[:room])
         return Selection([positives[i] for i in chosen_pos], [t for t, _ in chosen_neg],
                          [entries[i].get("key") for i in chosen_pos], [k for _, k in chosen_neg])
 

@@ -13,6 +13,16 @@ def _is_text_negative(negative: dict) -> bool:
     return negative.get("kind") == "text"
 
 
+def negclip_negative(record: dict, rng: random.Random) -> list[str]:
+    """NegCLIP's hard negative of a record: one of its swaps (`negate --text negclip`), else any
+    caption-level text negative, drawn uniformly; none when it has neither."""
+    negatives = (record.get("texts") or {}).get("negatives") or []
+    text_negs = [n["text"] for n in negatives if _is_text_negative(n)]
+    swaps = [n["text"] for n in negatives if _is_text_negative(n) and str(n.get("transform", "")).startswith("negclip")]
+    pool = swaps or text_negs
+    return [rng.choice(pool)] if pool else []
+
+
 class NegClip(Method):
     name = "negclip"
     help = "NegCLIP: the caption + one swapped-caption negative per image (and hard images)."
@@ -27,11 +37,7 @@ class NegClip(Method):
         return 1, 1
 
     def select(self, record: dict, rng: random.Random, kp: int, kn: int) -> Selection:
-        negatives = (record.get("texts") or {}).get("negatives") or []
-        text_negs = [n["text"] for n in negatives if _is_text_negative(n)]
-        swaps = [n["text"] for n in negatives if _is_text_negative(n) and str(n.get("transform", "")).startswith("negclip")]
-        pool = swaps or text_negs
-        return Selection([caption_of(record)], [rng.choice(pool)] if pool and kn > 0 else [])
+        return Selection([caption_of(record)], negclip_negative(record, rng) if kn > 0 else [])
 
 
 METHOD = NegClip

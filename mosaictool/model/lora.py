@@ -3,29 +3,31 @@ weights for checkpoints.
 
 `add_lora(model, rank)` wraps, in place, every attention block (nn.MultiheadAttention: its input and
 output projections), both MLP linears (c_fc, c_proj) of every residual block of the image and text
-transformers, and the ViT's patch embedding (conv1): the layers FSC-CLIP's code adapts (seed 002,
+transformers, and the ViT's patch embedding (conv1): the layers FSC-CLIP's code adapts (Oh et al. 2024,
 Sec. 4 sets rank 4). Everything else is frozen, logit_scale included; the model keeps its class, so
-the training forward, dense features and grad checkpointing see the same modules. B starts at zero,
-so training starts from the base model.
+the training forward, dense features and grad checkpointing see the same modules. Every adapted weight
+is W + B A * scaling, B starts at zero (Hu et al. 2022, Sec. 4.1), so training starts from the base
+model. (The authors' attention layer initialises its in_proj B xavier-uniform, lora_layers.py:302-304,
+so theirs starts off the base model; ours does not.)
 
 As in the authors' code (ytaek-oh/fsc-clip src/training/models/lora_utils/, commit 604015d, which
 builds loralib layers with lora_alpha 1): the update B A is added with scale alpha / r = 1 / rank
 (lora_layers.py:66, 152, 248), and conv1's adapter is loralib's ConvLoRA (lora_layers.py:146-150):
 A (r k, in k), B (out k, r k), B A reshaped to the kernel's shape, not peft's rank-r convolution
-pair. On ViT-B-32 that is 3.16M of the 4.14M trainable parameters (peft's conv adapter: 15K).
+pair. On ViT-B-32 that is 3.16M of the 4.14M trainable parameters (peft's conv adapter: 15K). The
+attention's adapter is ours too (AttentionLoRA): peft's adds the out_proj update twice.
 
 `merged_state_dict(model)` folds B A into the base weights of a copy and returns a state dict with
 exactly the keys of a plain model: checkpoints are plain open_clip weights that evaluate,
 wise-ft and open_clip read unchanged. Resumable ones (last.pt) hold the LoRA model's own state dict
-beside them (`lora_state`), base weights included: peft adapts nn.MultiheadAttention by merging B A
-into its weights for each forward and subtracting it after, which moves those base weights by
-rounding, so only the stored ones resume bit-exactly.
+beside them (`lora_state`): the adapters A and B, which the merged weights no longer separate.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import re
 
 from mosaictool.errors import MosaicError
 
@@ -45,7 +47,8 @@ def add_lora(model, rank: int, *, dropout: float = 0.0):
     if is_lora(model):
         return model
     config = LoraConfig(r=rank, lora_alpha=1, lora_dropout=dropout, target_modules=TARGETS, bias="none")
-    config._register_custom_module({torch.nn.Conv2d: patch_conv_lora_class()})
+    config._register_custom_module({torch.nn.Conv2d: patch_conv_lora_class(),
+                                    torch.nn.MultiheadAttention: attention_lora_class()})
     try:
         tuner = LoraModel(model, config, ADAPTER)  # injects the adapters into `model` itself, freezes the rest
     except ValueError as e:  # peft: no module matched
@@ -107,6 +110,77 @@ def patch_conv_lora_class():
             return base._conv_forward(x, weight, base.bias)
 
     return ConvLoRA
+
+
+@functools.cache
+def attention_lora_class():
+    """peft's LoRA nn.MultiheadAttention with one update per projection (built here: peft imports torch)."""
+    import torch
+    from peft.tuners.lora.layer import MultiheadAttention
+    from peft.tuners.tuners_utils import check_adapters_to_merge
+    from torch.func import functional_call
+
+    class AttentionLoRA(MultiheadAttention):
+        """in_proj W + B A * scaling and out_proj W + B A * scaling (Hu et al. 2022, Eq. 3), as the authors'
+        MultiheadAttention computes them (lora_layers.py:551-554, 787-790 at 604015d). peft's own
+        layer (0.21.2, the newest release) adds out_proj's update twice in merge(), so its forward and merged
+        weights use W + 2 B A while the gradient sees B A (huggingface/peft PR 3774, open).
+
+        The forward runs nn.MultiheadAttention's own forward with the two summed weights substituted
+        (torch.func.functional_call): the base weights are never edited, so they stay bit-exact and autograd
+        reaches A and B through the sum. merge / unmerge add / subtract each update once, in place."""
+
+        def forward(self, query, *args, **kwargs):
+            self._check_forward_args(query, *args, **kwargs)
+            base = self.get_base_layer()
+            active = [a for a in self.active_adapters if a in self.lora_A]
+            if self.disable_adapters and self.merged:
+                self.unmerge()
+            if self.disable_adapters or self.merged or not active:
+                return base(query, *args, **kwargs)
+            out_proj = base.out_proj  # peft's Linear around the base layer's out_proj
+            w_in, w_out = base.in_proj_weight, out_proj.get_base_layer().weight
+            weights = {
+                "in_proj_weight": w_in + sum(self.get_delta_weight(a).to(w_in.dtype) for a in active),
+                "out_proj.base_layer.weight": w_out + sum(out_proj.get_delta_weight(a).to(w_out.dtype) for a in active),
+            }
+            return functional_call(base, weights, (query, *args), kwargs)
+
+        def merge(self, safe_merge: bool = False, adapter_names=None) -> None:
+            base = self.get_base_layer()
+            for adapter in check_adapters_to_merge(self, adapter_names):
+                if adapter not in self.lora_A:
+                    continue
+                merged = base.in_proj_weight.data + self.get_delta_weight(adapter).to(base.in_proj_weight.dtype)
+                if safe_merge and not torch.isfinite(merged).all():
+                    raise ValueError(f"NaNs detected in the merged weights. The adapter {adapter} seems to be broken")
+                base.out_proj.merge(safe_merge=safe_merge, adapter_names=[adapter])
+                base.in_proj_weight.data = merged
+                self.merged_adapters.append(adapter)
+
+        def unmerge(self) -> None:
+            base = self.get_base_layer()
+            while self.merged_adapters:
+                adapter = self.merged_adapters.pop()
+                if adapter in self.lora_A:
+                    base.in_proj_weight.data -= self.get_delta_weight(adapter).to(base.in_proj_weight.dtype)
+            if base.out_proj.merged:
+                base.out_proj.unmerge()
+
+        def _restore_weights(self):
+            """Nothing to restore: the base weights stay registered parameters (peft's layer replaces them by
+            plain tensors while merged, and re-registers them here)."""
+
+    return AttentionLoRA
+
+
+def is_adapted(key: str) -> bool:
+    """Whether `key` of a plain model's state dict is a weight `add_lora` adapts (merged: W + B A / r)."""
+    module, _, param = key.rpartition(".")
+    if module.endswith(".attn.out_proj"):
+        return param == "weight" and re.fullmatch(TARGETS, module.removesuffix(".out_proj")) is not None
+    wanted = "in_proj_weight" if module.endswith(".attn") else "weight"
+    return param == wanted and re.fullmatch(TARGETS, module) is not None
 
 
 def is_lora(model) -> bool:

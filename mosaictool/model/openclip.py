@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mosaictool.atomic import atomic_output, torch_save_to
 from mosaictool.errors import MosaicError
 
 CHECKPOINT_FORMAT = "mosaictool-checkpoint/1"
@@ -225,8 +226,6 @@ def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, *, keep_previo
     (numpy arrays are stored as tensors: see `_plain`). With `keep_previous`, an existing file is first
     moved to `NAME.prev.pt`, the fallback of `read_resume_checkpoint`.
     """
-    import torch
-
     model = bundle.model.module if hasattr(bundle.model, "module") else bundle.model
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -239,18 +238,10 @@ def save_checkpoint(path: str | os.PathLike, bundle: ModelBundle, *, keep_previo
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(payload, tmp)
-        with open(tmp, "rb+") as f:  # on disk before it replaces anything
-            os.fsync(f.fileno())
+    with atomic_output(path, flag="--out") as tmp:  # a full disk: one line, the previous file kept
+        torch_save_to(payload, tmp)  # on disk before it replaces anything
         if keep_previous and path.exists():
             os.replace(path, previous_checkpoint(path))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def previous_checkpoint(path: str | os.PathLike) -> Path:

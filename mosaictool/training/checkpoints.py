@@ -26,10 +26,29 @@ def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[TrainConfig, dict | Non
     out = Path(cfg.out)
     if resume:
         return resume_state(cfg, out)
+    check_run_outputs(cfg)
     cfg = cfg.resolved()
     if (out / "final.pt").exists() or (out / "last.pt").exists():
         raise MosaicError(f"{out}: already holds a run; continue it with --resume {out}, or choose another --out")
     return cfg, None
+
+
+def check_run_outputs(cfg: TrainConfig) -> None:
+    """The run folder may not be the --data folder, nor write its files over a file the run reads (the
+    --pretrained checkpoint, the files of the run it comes from, the data, the model config)."""
+    from mosaictool.paths import RUN_FILES, Read, Write, check_outputs, checkpoint, read_path
+
+    reads = [*checkpoint("--pretrained", cfg.pretrained), *read_path("--model-config", cfg.model_config)]
+    if cfg.pretrained and cfg.pretrained.startswith("local-dir:"):
+        reads.append(Read("--pretrained", cfg.pretrained.removeprefix("local-dir:"), ("**",)))
+    data = cfg.data
+    if os.path.isfile(data):
+        reads.append(Read("--data", data))
+    else:  # a shard folder, or a pattern ('shards/{000000..000099}.tar') of files in one
+        folder = data if os.path.isdir(data) else os.path.dirname(data.split("{")[0].split("*")[0].split("?")[0])
+        if folder and os.path.isdir(folder):
+            reads.append(Read("--data", folder, ("*.tar", "sizes.json")))
+    check_outputs([Write("--out", cfg.out, RUN_FILES)], reads)
 
 
 # Fields a resumed run may hold otherwise than its last.pt: where its files are, and how this session runs.
@@ -53,6 +72,7 @@ def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]
         setattr(resumed, runtime, getattr(cfg, runtime))
     if cfg.report_to is not None:  # given again on --resume: it replaces the stored one
         resumed.report_to = cfg.report_to
+    check_run_outputs(resumed)
     try:
         resumed.resolved()  # the checks a new run's flags get (names, cross-field rules); its values stay as stored
     except MosaicError as e:

@@ -28,9 +28,8 @@ class EpochEval:
         return (step * a) // self.micro_per_epoch > ((step - 1) * a) // self.micro_per_epoch or step == self.total_steps
 
     def at_step(self, step: int, bundle, metrics: dict, reporter, quiet: bool = False) -> None:
-        """Score the model being trained (with --lora its merged copy, as checkpoints hold it: peft's
-        attention forward would round the base weights) at `step`: its headline into `metrics` and the
-        reporter; the model is back in training mode after."""
+        """Score the model being trained (with --lora its merged copy: the weights checkpoints hold) at
+        `step`: its headline into `metrics` and the reporter; the model is back in training mode after."""
         from mosaictool.model import lora
 
         headline = self(lora.merged_bundle(bundle))

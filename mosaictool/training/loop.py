@@ -41,6 +41,14 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dic
     options (num_workers, quiet, device; report_to when given). `on_step(step, metrics, model)` is
     called after every step (the model still holds that step's gradients).
     """
+    from mosaictool.locks import folder_lock, main_process
+
+    # one writer per run folder: the main process of a torchrun job holds its lock for the whole run
+    with folder_lock(cfg.out, "mosaictool train") if main_process() else contextlib.nullcontext():
+        return _train(cfg, resume, on_step)
+
+
+def _train(cfg: TrainConfig, resume: bool, on_step: Callable[[int, dict, object], None] | None) -> Path:
     import torch
 
     from mosaictool.training import distributed as dist

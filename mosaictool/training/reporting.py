@@ -18,6 +18,7 @@ import math
 import os
 from pathlib import Path
 
+from mosaictool.atomic import append_line, write_text
 from mosaictool.errors import MosaicError
 
 TARGETS = ("tensorboard", "wandb")
@@ -90,8 +91,7 @@ class Reporter:
     def write_line(self, metrics: dict) -> None:
         """Append a step's metrics to metrics.jsonl (when this reporter keeps it)."""
         if self.metrics_file is not None:
-            with open(self.metrics_file, "a") as f:
-                f.write(json.dumps(metrics) + "\n")
+            append_line(self.metrics_file, json.dumps(metrics) + "\n")
 
     def log_eval(self, step: int, headline: dict[str, float]) -> None:
         """An evaluation's headline numbers (e.g. {'aro/VG-Relation/accuracy': 0.61}) at `step`."""
@@ -140,6 +140,4 @@ def _truncate_jsonl(path: Path, step: int) -> None:
                               "restore it, or remove the line") from None
         if logged <= step:
             keep.append(line)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line + "\n" for line in keep))
-    os.replace(tmp, path)
+    write_text(path, "".join(line + "\n" for line in keep), flag="--out")

@@ -17,6 +17,12 @@ nothing about the world. The audit counts, per transform:
 - graph negatives that carry debris.
 
 Caption-level text negatives (NegCLIP swaps, shuffles) have no graph: counted, never checked.
+
+On a world with noisy captions (`mosaictool world --caption-noise`) the same counts are also split
+by the caption each text was made from (`noise`): left clean, the world's plain caption, or noisy
+by one kind (a fragment by its form) or several. What noise does to MosaiCLIP's texts is read there:
+a wrong attribute makes sub-graph positives false of the image, a dropped mention makes none, an
+unrelated word may make a positive of words the world does not know (debris).
 """
 
 from __future__ import annotations
@@ -108,13 +114,15 @@ def caption_mentions(record: dict) -> dict | None:
         return None
     if record.get("caption") != record.get("plain_caption") or not isinstance(record.get("scene"), dict):
         return mentions
-    objs, said = record["scene"]["objects"], mentions["mentions"]
+    clean = record.get("clean_mentions")  # a noisy world: the plain caption was made from the clean one
+    objs, said = record["scene"]["objects"], (clean if isinstance(clean, dict) else mentions)["mentions"]
 
     def mention(k: int) -> dict:
         return {"object": k, "noun": objs[k]["shape"], "attributes": [objs[k]["colour"]], "count": None}
 
-    if mentions.get("relations"):
-        rel = mentions["relations"][0]
+    relations = (clean if isinstance(clean, dict) else mentions).get("relations")
+    if relations:
+        rel = relations[0]
         pair = [mention(said[rel["subject"]]["object"]), mention(said[rel["object"]]["object"])]
         return {"mentions": pair, "relations": [{**rel, "subject": 0, "object": 1}]}
     named = list(dict.fromkeys(m["object"] for m in said if m.get("object") is not None)) or list(range(len(objs)))
@@ -220,7 +228,7 @@ def _read(text: dict):
         return str(e), None
 
 
-WORLD_FIELDS = ("scene", "mentions", "plain_caption")
+WORLD_FIELDS = ("scene", "mentions", "plain_caption", "clean_caption", "clean_mentions", "noise")  # the last three: noisy worlds only
 
 
 def with_world(records: Iterable[dict], world_dir) -> Iterator[dict]:
@@ -236,7 +244,7 @@ def with_world(records: Iterable[dict], world_dir) -> Iterator[dict]:
         raise MosaicError(f"{captions} not found: --world takes the folder `mosaictool world --out DIR` wrote")
     by_id, by_image = {}, {}
     for rec in read_records(str(captions)):
-        truth = {k: rec.get(k) for k in WORLD_FIELDS}
+        truth = {k: rec[k] for k in WORLD_FIELDS if k in rec}
         by_id[rec.get("id")] = truth
         by_image.setdefault(rec.get("image"), truth)
     for record in records:
@@ -247,13 +255,59 @@ def with_world(records: Iterable[dict], world_dir) -> Iterator[dict]:
         yield record
 
 
+def noise_group(record: dict) -> str | None:
+    """Which caption the record's texts come from: None on a world without noise, "plain" (the
+    world's plain caption, never noisy), "clean", the kind of its one noise entry (a fragment:
+    "fragment:<form>"), or "several kinds"."""
+    noise = record.get("noise")
+    if not isinstance(noise, list):
+        return None
+    if record.get("caption") == record.get("plain_caption"):
+        return "plain"
+    if not noise:
+        return "clean"
+    if len(noise) > 1:
+        return "several kinds"
+    return f"fragment:{noise[0].get('form')}" if noise[0].get("kind") == "fragment" else str(noise[0].get("kind"))
+
+
+NOISE_COUNTS = ("records", "subgraph_positives", "subgraph_debris", "subgraph_checked", "subgraph_false", "caption_checked",
+                "caption_false", "negatives", "negatives_debris", "negatives_checked", "negatives_true")
+
+
+def _count_noise(rows: dict, group: str | None, record_texts: list[tuple]) -> None:
+    """Add a record's texts ((text, debris, truth) of each) to its noise group's row and, when noisy, to "noisy"."""
+    if group is None:
+        return
+    for name in [group] + (["noisy"] if group not in ("clean", "plain") else []):
+        row = rows.setdefault(name, dict.fromkeys(NOISE_COUNTS, 0))
+        row["records"] += 1
+        for text, debris, truth in record_texts:
+            if text["graph"] is None:
+                continue
+            if text["side"] == "negative":
+                row["negatives"] += 1
+                row["negatives_debris"] += debris
+                row["negatives_checked"] += truth is not None
+                row["negatives_true"] += bool(truth)
+            elif text["group"] == "positive:caption":
+                row["caption_checked"] += truth is not None
+                row["caption_false"] += truth is False
+            else:
+                row["subgraph_positives"] += 1
+                row["subgraph_debris"] += debris
+                row["subgraph_checked"] += truth is not None
+                row["subgraph_false"] += truth is False
+
+
 def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int = BATCHES, seed: int = 0) -> dict:
     """The audit of a world texts file (module docstring). Deterministic for a given seed."""
     records = [r for r in records if isinstance(r.get("scene"), dict)]
     own: dict[str, dict[str, int]] = {}
+    noise: dict[str, dict[str, int]] = {}
     read: list[list[tuple]] = []  # per record: (group, side, description, key) of its checkable texts
     for record in records:
-        kept = []
+        kept, checked = [], []
         mentions = caption_mentions(record)
         said = said_scene(mentions) if mentions is not None else None
         for text in _texts(record):
@@ -265,14 +319,17 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
             debris, description = _read(text)
             if debris is not None:
                 row["debris"] += 1
+                checked.append((text, True, None))
                 continue
             row["checked"] += 1
             truth = is_true(description, record["scene"])
+            checked.append((text, False, truth))
             row["wrong"] += truth if text["side"] == "negative" else not truth
             if truth and text["side"] == "negative" and said is not None:
                 row["said"] += is_said(description, said)
             kept.append((text["group"], text["side"], description, text["key"]))
         read.append(kept)
+        _count_noise(noise, noise_group(record), checked)
 
     cross: dict[str, dict[str, int]] = {}
     rng = random.Random(seed)
@@ -291,8 +348,11 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
                     if is_true(description, scene):
                         row["true"] += 1
                         row["caught"] += key is not None and key in keys
-    return {"records": n, "batch_size": batch_size, "batches": batches, "seed": seed, "own": own, "cross": cross,
-            "summary": _summary(own)}
+    result = {"records": n, "batch_size": batch_size, "batches": batches, "seed": seed, "own": own, "cross": cross,
+              "summary": _summary(own)}
+    if noise:  # a world without noise audits as it always did
+        result["noise"] = noise
+    return result
 
 
 def _share(a: int, b: int) -> float | None:
@@ -345,6 +405,33 @@ def audit_markdown(result: dict) -> str:
     lines.append("wrong for own image: a negative that is true, a positive that is false; said by the caption: true of what the "
                  "caption itself says (a text-only stage could drop it; the rest is image content the caption never mentions); "
                  "debris: a word the world has no meaning for.")
+    if result.get("noise"):
+        lines += ["", noise_markdown(result["noise"])]
+    return "\n".join(lines)
+
+
+NOISE_ORDER = ("plain", "clean", "noisy", "wrong_attribute", "dropped_mention", "fragment:truncated", "fragment:may_contain",
+               "fragment:noun_list", "fragment:keywords", "unrelated_words", "several kinds")
+
+
+def noise_markdown(noise: dict) -> str:
+    """The noise table: per caption group, MosaiCLIP's sub-graph positives false of the image (and
+    with debris), the caption positive false, the graph negatives true of the image."""
+    lines = [
+        ("Texts by the caption they come from (a noisy world: `world --caption-noise`; each noisy caption by its one kind, "
+         "or several). False / true: of the texts checked; debris: of the texts with a graph."),
+        "",
+        "| caption | records | sub-graph positives | false of the image | debris | caption false | graph negatives | true of the image | debris |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in sorted(noise, key=lambda g: (NOISE_ORDER.index(g) if g in NOISE_ORDER else len(NOISE_ORDER), g)):
+        r = noise[g]
+        lines.append(
+            f"| {g} | {r['records']} | {r['subgraph_positives']} | {_pct(_share(r['subgraph_false'], r['subgraph_checked']))} | "
+            f"{_pct(_share(r['subgraph_debris'], r['subgraph_positives']))} | {_pct(_share(r['caption_false'], r['caption_checked']))} | "
+            f"{r['negatives']} | {_pct(_share(r['negatives_true'], r['negatives_checked']))} | "
+            f"{_pct(_share(r['negatives_debris'], r['negatives']))} |"
+        )
     return "\n".join(lines)
 
 

@@ -6,6 +6,9 @@ order, templates, synonyms, converse "passive" forms, sentence joins) with its o
 A counterfactual twin re-renders the same plan with the same stream on the twin scene: the same
 words, except that each relation word is recomputed from the twin's geometry.
 
+`render_parts` keeps the caption as segments (noun phrases, relation words, fixed words) whose words
+come from the mentions: world.noise edits them into a web-like noisy caption.
+
 Every caption comes with `mentions`: the noun phrases it contains (in order, with the words used)
 and the relations between them, i.e. the graph a perfect parser would return. `holds` checks a
 description (noun phrases + relations, optionally negated) against a scene, existentially, the way
@@ -201,7 +204,8 @@ class _Writer:
         self.mentions: list[dict] = []
         self.relations: list[dict] = []
 
-    def np(self, desc: dict, obj: int | None, det: str = "a") -> tuple[str, int]:
+    def np(self, desc: dict, obj: int | None, det: str = "a") -> dict:
+        """A noun phrase segment; its words are drawn here and kept in its mention."""
         rng = self.rng
         words = []
         for key in ATTRIBUTE_ORDER:
@@ -212,31 +216,59 @@ class _Writer:
         choice = rng.randrange(3)
         noun = SHAPE_WORDS[desc["shape"]][choice % len(SHAPE_WORDS[desc["shape"]])] if "shape" in desc else GENERIC_NOUNS[choice % 2]
         self.mentions.append({"object": obj, "noun": noun, "attributes": words[:], "count": None})
-        return noun_phrase(words + [noun], det), len(self.mentions) - 1
+        return {"t": "np", "m": len(self.mentions) - 1, "det": det}
 
-    def plural(self, desc: dict, count: int) -> str:
+    def plural(self, desc: dict, count: int) -> dict:
         words = [desc["colour"]] if "colour" in desc else []
         noun = desc.get("shape", "shape")
         self.mentions.append({"object": None, "noun": noun, "attributes": words[:], "count": count})
-        return " ".join([NUMBERS[count]] + words + [SHAPE_PLURALS[noun]])
+        return {"t": "count", "m": len(self.mentions) - 1}
 
-    def relation(self, pred: str, subj: int, obj: int) -> str:
+    def relation(self, pred: str, subj: int, obj: int) -> dict:
         word = RELATION_WORDS[pred][self.rng.randrange(3)]
         self.relations.append({"subject": subj, "object": obj, "relation": pred, "text": word})
-        return word
+        return {"t": "rel", "r": len(self.relations) - 1}
 
 
-def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, dict]:
-    """The caption text and its mentions graph."""
+def lit(text: str, noise: int | None = None) -> dict:
+    """A segment of fixed words ("there is ", ", "); `noise`: the index of the noise entry it belongs to."""
+    return {"t": "lit", "text": text} if noise is None else {"t": "lit", "text": text, "noise": noise}
+
+
+def segment_words(seg: dict, mentions: dict) -> list[str]:
+    """The words of a segment: a noun phrase's determiner (if any), adjectives and noun; a count
+    phrase's number, colour and plural noun; a relation's words; a literal's text as one item."""
+    if seg["t"] == "lit":
+        return [seg["text"]]
+    if seg["t"] == "rel":
+        return [mentions["relations"][seg["r"]]["text"]]
+    m = mentions["mentions"][seg["m"]]
+    if seg["t"] == "count":
+        return [NUMBERS[m["count"]], *m["attributes"], SHAPE_PLURALS[m["noun"]]]
+    det = seg["det"]
+    if det == "a":
+        det = article(" ".join([*m["attributes"], m["noun"]]))
+    return [det, *m["attributes"], m["noun"]] if det else [*m["attributes"], m["noun"]]
+
+
+def segment_text(seg: dict, mentions: dict) -> str:
+    return seg["text"] if seg["t"] == "lit" else " ".join(segment_words(seg, mentions))
+
+
+def render_parts(plan: dict, scene: dict, rng: random.Random) -> dict:
+    """The caption as segments: {"sentences": [{"clause": kind, "segs": [...]}], "joiner", "mentions"}.
+    A segment is a noun phrase ({"t": "np", "m": mention, "det"}), a count phrase ({"t": "count", "m"}),
+    a relation word ({"t": "rel", "r": relation}) or fixed words ({"t": "lit", "text"}); its words
+    come from the mentions (`segment_text`), so an edit of a mention re-words every phrase of it."""
     w = _Writer(rng)
     objs = scene["objects"]
     sentences = []
     for clause in plan["clauses"]:
         kind = clause[0]
         if kind == "np":
-            text, _ = w.np(clause[2], clause[1])
+            np = w.np(clause[2], clause[1])
             form = rng.randrange(3)
-            sentences.append([text, f"there is {text}", f"one {text.split(' ', 1)[1]}"][form])
+            segs = [[np], [lit("there is "), np], [{**np, "det": "one"}]][form]
         elif kind == "rel":
             _, i, j, axis, di, dj, converse = clause
             if converse:
@@ -246,25 +278,45 @@ def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, di
             # VG-Relation (which a world without it tested on a form its captions never used)
             form = rng.randrange(5)
             det = "the" if form == 4 else "a"
-            a, ma = w.np(di, i, det)
-            b, mb = w.np(dj, j, det)
-            word = w.relation(pred, ma, mb)
+            a = w.np(di, i, det)
+            b = w.np(dj, j, det)
+            word = w.relation(pred, a["m"], b["m"])
             if form == 3 and axis == "x":  # SceneGraphParser loses "sits to the left of"
                 form = 0
-            sentences.append([f"{a} {word} {b}", f"there is {a} {word} {b}", f"{a} {word} {b}", f"{a} sits {word} {b}",
-                              f"{a} is {word} {b}"][form])
+            lead, verb = [("", " "), ("there is ", " "), ("", " "), ("", " sits "), ("", " is ")][form]
+            segs = ([lit(lead)] if lead else []) + [a, lit(verb), word, lit(" "), b]
         elif kind == "list":
             _, order, descs, counted = clause
-            head = f"{w.plural({}, len(order))}: " if counted else ""  # mentions stay in text order
-            phrases = [w.np(d, k)[0] for k, d in zip(order, descs)]
-            listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
-            sentences.append(head + listed)
+            segs = [w.plural({}, len(order)), lit(": ")] if counted else []  # mentions stay in text order
+            phrases = [w.np(d, k) for k, d in zip(order, descs)]
+            segs += join_list(phrases, ", ", " and ")
         else:  # count
             _, desc, count = clause
-            text = w.plural(desc, count)
-            sentences.append([text, f"there are {text}"][rng.randrange(2)])
+            seg = w.plural(desc, count)
+            segs = [[seg], [lit("there are "), seg]][rng.randrange(2)]
+        sentences.append({"clause": kind, "segs": segs})
     joiner = ". " if rng.random() < 0.7 else "; "
-    return joiner.join(sentences), {"mentions": w.mentions, "relations": w.relations}
+    return {"sentences": sentences, "joiner": joiner, "mentions": {"mentions": w.mentions, "relations": w.relations}}
+
+
+def join_list(items: list[dict], sep: str, last: str) -> list[dict]:
+    """Segments "x, y and z" (sep ", ", last " and ")."""
+    out = []
+    for k, item in enumerate(items):
+        if k:
+            out.append(lit(last if k == len(items) - 1 else sep))
+        out.append(item)
+    return out
+
+
+def parts_text(parts: dict) -> str:
+    return parts["joiner"].join("".join(segment_text(s, parts["mentions"]) for s in sent["segs"]) for sent in parts["sentences"])
+
+
+def render_caption(plan: dict, scene: dict, rng: random.Random) -> tuple[str, dict]:
+    """The caption text and its mentions graph."""
+    parts = render_parts(plan, scene, rng)
+    return parts_text(parts), parts["mentions"]
 
 
 def plain_caption(mentions: dict, scene: dict) -> str:

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import orjson
 
+from mosaictool.atomic import umask
 from mosaictool.errors import MosaicError
 from mosaictool.world import splits
+from mosaictool.world.noise import NOISE_KINDS
 from mosaictool.world.vocab import (
     COLOURS,
     HELD_OUT_OBJECTS,
@@ -164,12 +166,22 @@ def _write_eval_split(root: Path, results: dict[str, list]) -> dict[str, int]:
     return counts
 
 
-def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twins: bool, image_size: int, eval_scale: float, counts: dict) -> dict:
+def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twins: bool, image_size: int, eval_scale: float, counts: dict,
+             caption_noise: float = 0.0, noise_kinds: tuple[str, ...] = NOISE_KINDS) -> dict:
+    options = {"train": train, "twins": twins, "binding_twins": binding_twins, "shape_twins": shape_twins, "image_size": image_size,
+               "eval_scale": eval_scale}
+    layout = {
+        "train": "train/captions.jsonl (id, image, caption, scene, mentions, hard_images, twin_of, twin_kind) + train/images/",
+        "val/test": "aro/, coco/, crepe/, zeroshot/ in the real benchmarks' file layouts (evaluate --bench world / world-val)",
+    }
+    if caption_noise:  # a clean world's manifest stays as it was, byte for byte
+        options.update(caption_noise=caption_noise, noise_kinds=list(noise_kinds))
+        layout["train_noise"] = ("each train record also has clean_caption, clean_mentions and noise (entries: kind, spans in caption, "
+                                 "what changed; [] for a caption left clean); caption and mentions are the noisy ones; val/test are clean")
     return {
         "generator": GENERATOR_VERSION,
         "seed": seed,
-        "options": {"train": train, "twins": twins, "binding_twins": binding_twins, "shape_twins": shape_twins, "image_size": image_size,
-                    "eval_scale": eval_scale},
+        "options": options,
         "counts": counts,
         "held_out": {
             "object_compounds": [f"{c} {s}" for c, s in HELD_OUT_OBJECTS],
@@ -181,10 +193,7 @@ def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twin
             "relations": list(RELATIONS),
             "synonyms": {"shape": SHAPE_WORDS, "size": SIZE_WORDS, "texture": TEXTURE_WORDS, "relation": RELATION_WORDS},
         },
-        "layout": {
-            "train": "train/captions.jsonl (id, image, caption, scene, mentions, hard_images, twin_of, twin_kind) + train/images/",
-            "val/test": "aro/, coco/, crepe/, zeroshot/ in the real benchmarks' file layouts (evaluate --bench world / world-val)",
-        },
+        "layout": layout,
     }
 
 
@@ -200,10 +209,13 @@ def check_settings(*, train: int, image_size: int, eval_scale: float) -> None:
 
 def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
                    shape_twins: bool = False, image_size: int = 64,
-                   eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None) -> dict:
-    """Write the world to `out`; returns the manifest."""
+                   eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None,
+                   caption_noise: float = 0.0, noise_kinds=NOISE_KINDS) -> dict:
+    """Write the world to `out`; returns the manifest. caption_noise: the chance that a train
+    caption is made web-like noisy by `noise_kinds` (world.noise); val and test stay clean."""
     out = Path(out)
     check_settings(train=train, image_size=image_size, eval_scale=eval_scale)
+    noise_kinds = check_noise(caption_noise, noise_kinds)
     if out.exists() and not out.is_dir():
         raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
@@ -211,12 +223,16 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
             raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
         if not (out / "manifest.json").is_file():
             raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in ("manifest.json", "train", *EVAL_SPLITS))
+        if foreign:  # --overwrite replaces the whole folder: what else was put there would go with it
+            raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
+                              "it: move it out, or choose another --out")
     progress = progress or (lambda n: None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would follow the world to its final place
+    tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 would follow the world to its final place
     try:
-        jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins) for k in range(train)]
+        jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins, caption_noise, noise_kinds) for k in range(train)]
         train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
         (tmp / "train").mkdir(parents=True, exist_ok=True)
         with open(tmp / "train" / "captions.jsonl", "wb") as f:
@@ -226,12 +242,15 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
                             "twins": sum(r["twin_kind"] == "arrangement" for r in train_records),
                             "binding_twins": sum(r["twin_kind"] == "binding" for r in train_records),
                             "shape_twins": sum(r["twin_kind"] == "shape" for r in train_records)}}
+        if caption_noise:
+            counts["train"]["noisy"] = sum(bool(r["noise"]) for r in train_records)
+            counts["train"]["noise_kinds"] = {k: sum(any(e["kind"] == k for e in r["noise"]) for r in train_records) for k in noise_kinds}
         n = eval_sizes(eval_scale)
         for split in EVAL_SPLITS:
             root = tmp / split
             results = {name: _run_jobs(jobs, root, workers, progress) for name, jobs in _eval_jobs(seed, split, image_size, n).items()}
             counts[split] = _write_eval_split(root, results)
-        info = manifest(seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, counts)
+        info = manifest(seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, counts, caption_noise, noise_kinds)
         _write_json(tmp / "manifest.json", info)
         if out.exists():
             shutil.rmtree(out)
@@ -240,6 +259,18 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return info
+
+
+def check_noise(caption_noise: float, noise_kinds) -> tuple[str, ...]:
+    """The noise kinds in NOISE_KINDS order, after checking the rate (a fraction; NaN fails the
+    comparison) and the kinds (known ones, at least one)."""
+    if not 0 <= caption_noise <= 1:
+        raise MosaicError(f"--caption-noise {caption_noise}: the share of train captions made noisy, a fraction from 0 to 1")
+    kinds = tuple(noise_kinds)
+    unknown = [k for k in kinds if k not in NOISE_KINDS]
+    if unknown or not kinds:
+        raise MosaicError(f"--noise-kinds {','.join(kinds) or '(none)'}: choose one or more of {','.join(NOISE_KINDS)}")
+    return tuple(k for k in NOISE_KINDS if k in kinds)
 
 
 def total_items(train: int, eval_scale: float) -> int:

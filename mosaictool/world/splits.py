@@ -14,13 +14,16 @@ from mosaictool.world.captions import (
     canonical_np,
     holds,
     noun_phrase,
+    parts_text,
     plain_caption,
     plan_caption,
     render_caption,
+    render_parts,
     change_shape,
     swap_colours,
     twin_pair,
 )
+from mosaictool.world.noise import NOISE_KINDS, noisy_record
 from mosaictool.world.render import encode, render
 from mosaictool.world.scene import (
     ALL_COMPOUNDS,
@@ -67,11 +70,13 @@ def save(image, root: Path, rel: str, fmt: str = "png") -> None:
 
 
 def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twins: bool = False, shape_twins: bool = False,
-               *, root: Path) -> list[dict]:
+               caption_noise: float = 0.0, noise_kinds: tuple[str, ...] = NOISE_KINDS, *, root: Path) -> list[dict]:
     """A train record, followed by its counterfactual twins' records when asked (and when the caption
     states a relation): the arrangement twin (the first relation's two objects trade places) and the
     binding twin (they trade colours) and the shape twin (the first object changes shape). Scenes whose arrangement twin would show a held-out compound
-    are redrawn whether or not twins are written, so twin options only add records."""
+    are redrawn whether or not twins are written, so twin options only add records.
+    With caption_noise > 0 each record's caption is made noisy with that chance (world.noise), from
+    a stream of its own: the scenes, images and clean captions are those of the clean world."""
     rng = stream(seed, "train", index)
     while True:
         n = rng.choices(TRAIN_OBJECT_COUNTS, TRAIN_OBJECT_WEIGHTS)[0]
@@ -83,13 +88,19 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
             break
     surface = rng.getrandbits(64)
     rid = f"train-{index:06d}"
-    caption, mentions = render_caption(plan, scene, random.Random(surface))
+    parts_of: dict[str, dict] = {}  # record id -> its caption's segments (the noise edits them)
+
+    def caption_of(plan: dict, scene: dict, key: str) -> tuple[str, dict]:
+        parts = parts_of[key] = render_parts(plan, scene, random.Random(surface))
+        return parts_text(parts), parts["mentions"]
+
+    caption, mentions = caption_of(plan, scene, rid)
     record = {"id": rid, "image": f"images/{index:06d}.png", "caption": caption, "plain_caption": plain_caption(mentions, scene),
               "scene": scene, "mentions": mentions, "hard_images": None, "twin_of": None, "twin_kind": None}
     save(render(scene), root, record["image"])
     out = [record]
     if twins and twin_scene is not None:
-        text, graph = render_caption(plan, twin_scene, random.Random(surface))
+        text, graph = caption_of(plan, twin_scene, f"{rid}-twin")
         out.append({"id": f"{rid}-twin", "image": f"images/{index:06d}_twin.png", "caption": text,
                     "plain_caption": plain_caption(graph, twin_scene), "scene": twin_scene,
                     "mentions": graph, "hard_images": [rid], "twin_of": rid, "twin_kind": "arrangement"})
@@ -98,7 +109,7 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
     said_shape = first is not None and "shape" in first[4]
     bound = binding_twin(scene, *pair) if binding_twins and said_both else None
     if bound is not None and not shows_held_out(bound):
-        text, graph = render_caption(swap_colours(plan, *pair, scene), bound, random.Random(surface))
+        text, graph = caption_of(swap_colours(plan, *pair, scene), bound, f"{rid}-bind")
         if text != caption:
             out.append({"id": f"{rid}-bind", "image": f"images/{index:06d}_bind.png", "caption": text,
                         "plain_caption": plain_caption(graph, bound), "scene": bound,
@@ -106,7 +117,7 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
     # The shape twin has its own stream: asking for it never changes the other records.
     shaped = shape_twin(scene, pair[0], stream(seed, "train-shape", index)) if shape_twins and said_shape else None
     if shaped is not None and not shows_held_out(shaped) and not any(c[0] == "count" for c in plan["clauses"]):
-        text, graph = render_caption(change_shape(plan, pair[0], shaped["objects"][pair[0]]["shape"]), shaped, random.Random(surface))
+        text, graph = caption_of(change_shape(plan, pair[0], shaped["objects"][pair[0]]["shape"]), shaped, f"{rid}-shape")
         if text != caption:
             out.append({"id": f"{rid}-shape", "image": f"images/{index:06d}_shape.png", "caption": text,
                         "plain_caption": plain_caption(graph, shaped), "scene": shaped,
@@ -115,6 +126,8 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
         save(render(rec["scene"]), root, rec["image"])
     if len(out) > 1:
         record["hard_images"] = [rec["id"] for rec in out[1:]]
+    if caption_noise:
+        out = [noisy_record(rec, parts_of[rec["id"]], stream(seed, "train-noise", rec["id"]), caption_noise, noise_kinds) for rec in out]
     return out
 
 

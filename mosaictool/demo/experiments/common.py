@@ -1,0 +1,60 @@
+"""What the experiments share: fine-tuning rows that differ in batch as well as in method options,
+and scoring them on the world's val split."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from mosaictool.demo.config import MAIN_FAMILIES, log
+from mosaictool.demo.evaluation import evaluate_all
+from mosaictool.demo.experiments import Context
+from mosaictool.demo.finetune import finetune_all
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A fine-tuning row of an experiment: `label` names its runs (a row of the table keeps the
+    table's label, so its runs are reused), `name` is what the experiment's table prints."""
+
+    name: str
+    label: str
+    method: str
+    options: dict
+    hard_images: str | None = None  # "all" / "none": this row's batch; None: the demo's rule
+    lr: float | None = None  # None: the demo's lr for `lr_row`
+    lr_row: str | None = None
+    lock: str | None = None  # "image" / "text": that tower frozen (open_clip's lock conventions)
+
+
+def finetune_variants(ctx: Context, variants: list[Variant]) -> dict[str, list[Path]]:
+    """{variant name: final checkpoint per seed}, every variant at ctx.cfg's steps, images per step
+    and seeds."""
+    cfg = ctx.cfg
+    groups: dict[tuple, list[Variant]] = {}
+    for v in variants:
+        lr = v.lr if v.lr is not None else cfg.lr_for(v.lr_row or v.label)
+        groups.setdefault((v.hard_images or cfg.hard_images, lr, v.lock), []).append(v)
+    runs: dict[str, list[Path]] = {}
+    for (hard_images, lr, lock), group in groups.items():
+        trial = dataclasses.replace(cfg, finetune_lr=lr, hard_images=hard_images)
+        by_label = finetune_all(trial, ctx.shards, ctx.base, ctx.out, rows=[(v.label, v.method, v.options) for v in group],
+                                lock=lock)
+        runs.update({v.name: by_label[v.label] for v in group})
+    return {v.name: runs[v.name] for v in variants}
+
+
+def score_on_val(ctx: Context, runs: dict[str, list[Path]], prefix: str) -> tuple[list[dict], dict[str, list[str]]]:
+    """Result rows of every run on the world's val split (MAIN_FAMILIES), and {variant: model names}."""
+    return score(ctx, runs, prefix, "val")
+
+
+def score(ctx: Context, runs: dict[str, list[Path]], prefix: str, split: str) -> tuple[list[dict], dict[str, list[str]]]:
+    """Result rows of every run on the world's `split` (MAIN_FAMILIES), and {variant: model names}."""
+    device, workers = ctx.cfg.runtime()
+    groups = {name: [f"{prefix} {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
+    models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
+    log(f"{prefix}: scoring {len(models)} checkpoints on {split}")
+    rows = evaluate_all(models, ctx.world, "world" if split == "test" else "world-val", device=device, workers=workers,
+                        families=MAIN_FAMILIES, cache=ctx.out / "evals")
+    return rows, groups

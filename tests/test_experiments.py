@@ -1,0 +1,299 @@
+"""The demo's experiments (mosaictool.demo.experiments): the ablation, the ladder from NegCLIP to
+MosaiCLIP and the tower split; their statistics on fake outcomes, and the ladder's exact rungs on
+real training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mosaictool.demo import experiments
+from mosaictool.demo.config import METHODS, DemoConfig
+from mosaictool.demo.experiments import Context, ablate, common, ladder, towers
+from mosaictool.training import TrainConfig, train
+
+from train_fixtures import make_world, write_tiny_model  # noqa: E402
+
+
+def _context(tmp_path, **cfg) -> Context:
+    return Context(DemoConfig(device="cpu", **cfg), tmp_path, tmp_path, tmp_path, tmp_path, tmp_path)
+
+
+def _fake_training(monkeypatch, accuracy):
+    """finetune_all and evaluate_all replaced: every run "trains" a path naming its row, and scores
+    hits drawn at accuracy(label, column) on 400 shared cases per column."""
+    trained = []
+
+    def fake_finetune(cfg, shards, base, out, rows=None, lock=None):
+        trained.extend((label, method, dict(options), cfg.finetune_lr, cfg.hard_images, lock) for label, method, options in rows)
+        return {label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows}
+
+    def fake_evaluate(models, world, bench, **kwargs):
+        assert bench in ("world-val", "world")
+        rng = np.random.default_rng(0)
+        difficulty = {sub: rng.random(400) for sub in ("aro/VG-Relation", "aro/COCO-Order", "aro/VG-Attribution")}
+        out = []
+        for name, path in models:
+            label = str(path).split("|")[0]
+            for sub, col in (("aro/VG-Relation", "relation"), ("aro/COCO-Order", "order"), ("aro/VG-Attribution", "attribute")):
+                hits = (difficulty[sub] < accuracy(label, col)) ^ (rng.random(400) < 0.03)
+                out.append({"model": name, "subtask": sub, "metric": "hits", "hits": "".join("1" if h else "0" for h in hits)})
+                out.append({"model": name, "subtask": sub, "metric": "micro_accuracy" if col == "attribute" else "accuracy",
+                            "value": float(hits.mean())})
+            out.append({"model": name, "subtask": "zeroshot/colour", "metric": "top1", "value": 0.9 + 0.001 * rng.random()})
+            out.append({"model": name, "subtask": "headline", "metric": "accuracy", "value": 0.4})
+        return out
+
+    monkeypatch.setattr(common, "finetune_all", fake_finetune)
+    monkeypatch.setattr(common, "evaluate_all", fake_evaluate)
+    return trained
+
+
+def test_registry_names_and_errors():
+    assert {"ablate", "ladder", "towers"} <= set(experiments.names())
+    with pytest.raises(Exception, match="choose from"):
+        experiments.get("nope")
+
+
+def test_ablation_trains_each_variant_at_mosaiclips_lr(tmp_path, monkeypatch):
+    trained = _fake_training(monkeypatch, lambda label, col: 0.5 if ("max-pos 1" in label and col == "relation") else 0.7)
+    ctx = _context(tmp_path, seeds=3)
+    section = ablate.run(ctx)
+    assert {lr for *_, lr, _, _ in trained} == {ctx.cfg.lr_for("MosaiCLIP")} and {m for _, m, *_ in trained} == {"mosaiclip"}
+    assert [label for label, *_ in trained if "hard images" not in label] == [
+        f"ablation {name}" for name, _, hard in ablate.ABLATIONS if hard is None]
+    assert {label for label, _, _, _, hard, _ in trained if hard == "all"} == {"ablation + hard images (NegCLIP's batch; not the paper's)"}
+    table = (tmp_path / "ablation.md").read_text().strip()
+    row = next(line for line in table.splitlines() if "max-pos 1" in line)
+    relation = row.split(" | ")[3]
+    assert relation.startswith("-2") or relation.startswith("-1"), row  # about -20 points
+    assert table in section.text and "Holm" in section.text
+
+
+def test_ladder_ends_are_the_table_rows_and_the_middle_shares_one_lr(tmp_path):
+    ctx = _context(tmp_path)
+    rungs = ladder.variants(ctx)
+    rows = {label: (method, options) for label, method, options in METHODS}
+    first, last = rungs[0], rungs[-1]
+    assert (first.label, first.method, first.options, first.hard_images) == ("NegCLIP", *rows["NegCLIP"], None)
+    assert (last.label, last.method, last.options, last.hard_images) == ("MosaiCLIP", *rows["MosaiCLIP"], None)
+    assert {v.lr for v in rungs[1:-1]} == {ctx.cfg.lr_for("NegCLIP")} == {ctx.cfg.lr_for("MosaiCLIP")}
+    assert all(v.hard_images == "none" for v in rungs[1:-1])
+    # every rung changes its predecessor's training, one named change at a time
+    settings = [(v.method, tuple(sorted(v.options.items())), v.hard_images) for v in rungs]
+    assert len(set(settings)) == len(settings)
+    with pytest.raises(Exception, match="one learning rate"):
+        ladder.run(_context(tmp_path, finetune_lr=None, row_lrs={"NegCLIP": 1e-4, "MosaiCLIP": 2e-4}))
+
+
+def test_ladder_ends_train_in_the_table_rows_run_folders(tmp_path, monkeypatch):
+    """finetune_all names a run folder by its label and its settings' digest: the ladder's ends land in
+    the table's NegCLIP and MosaiCLIP folders, so they are the same runs (bit for bit: not retrained)."""
+    import mosaictool.training as training
+    from mosaictool.demo.finetune import finetune_all
+
+    recipe = tmp_path / "shards.recipe.json"
+    recipe.write_text("{}")
+    base = tmp_path / "base.pt"
+    base.write_bytes(b"base")
+    seen = []
+    monkeypatch.setattr(training, "train", lambda tc: seen.append(tc.out) or Path(tc.out) / "final.pt")
+    cfg = DemoConfig(device="cpu", seeds=1, parallel_runs=1)
+    table = finetune_all(cfg, tmp_path / "shards", base, tmp_path)
+    ctx = Context(cfg, tmp_path / "shards", tmp_path, base, tmp_path, tmp_path)
+    monkeypatch.setattr(common, "finetune_all", finetune_all)
+    rungs = ladder.variants(ctx)
+    runs = common.finetune_variants(ctx, [rungs[0], rungs[-1]])
+    assert runs["NegCLIP"] == table["NegCLIP"] and runs["MosaiCLIP"] == table["MosaiCLIP"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("world")
+    return make_world(root, n=12), write_tiny_model(root)
+
+
+def _weights(world, out: Path, method: str, options: dict) -> dict:
+    data, model_cfg = world
+    cfg = TrainConfig(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=4, warmup=1, quiet=True,
+                      method=method, method_options=options, record_hard_images=False, seed=3)
+    return torch.load(train(cfg), weights_only=True, map_location="cpu")["state_dict"]
+
+
+@pytest.mark.slow
+def test_negclip_inside_mosaiclips_method_trains_the_same_weights(world, tmp_path):
+    """Rung 2 re-expresses rung 1: NegCLIP's training (caption + its swap, no hard images) run by
+    mosaiclip's code with --max-pos 1 --max-neg 1 --negatives negclip --no-containment --loss-weighting
+    mean gives the same weights, bit for bit, after 4 steps."""
+    rung1 = _weights(world, tmp_path / "negclip", "negclip", {})
+    rung2 = _weights(world, tmp_path / "mosaiclip", "mosaiclip", ladder._NEGCLIP_IN_MOSAICLIP)
+    assert rung1.keys() == rung2.keys()
+    assert all(torch.equal(rung1[k], rung2[k]) for k in rung1)
+    # and the next rung does change the training: the test can fail
+    rung3 = _weights(world, tmp_path / "graph", "mosaiclip", {**ladder._NEGCLIP_IN_MOSAICLIP, "negatives": "graph"})
+    assert not all(torch.equal(rung2[k], rung3[k]) for k in rung2)
+
+
+def negclip_authors_loss(image, captions, negatives, logit_scale):
+    """A transcription of NegCLIP's ClipLoss (vinid/neg_clip, src/open_clip/loss.py, one process): the
+    text features are [captions; hard negatives], image->text logits over all of them, text->image
+    logits of the captions only, cross-entropy with arange labels, the mean of the two."""
+    texts = torch.cat([captions, negatives])
+    logits_per_image = logit_scale * image @ texts.T
+    logits_per_text = logit_scale * texts @ image.T
+    labels = torch.arange(image.shape[0])
+    return (torch.nn.functional.cross_entropy(logits_per_image, labels)
+            + torch.nn.functional.cross_entropy(logits_per_text[: len(logits_per_image)], labels)) / 2
+
+
+@pytest.mark.parametrize("weighting", ["mean", "paper"])
+def test_negclip_loss_is_the_coarse_to_fine_loss_with_one_positive_and_one_negative(weighting):
+    from mosaictool.model.losses import MultiPositiveContrastiveLoss
+
+    g = torch.Generator().manual_seed(0)
+    b, d = 6, 16
+    feats = [torch.nn.functional.normalize(torch.randn(b, d, generator=g), dim=-1).requires_grad_() for _ in range(3)]
+    scale = torch.tensor(20.0)
+    ours = MultiPositiveContrastiveLoss(weighting=weighting)(
+        feats[0], feats[1], torch.ones(b, 1, dtype=torch.bool), feats[2], torch.ones(b, 1, dtype=torch.bool), scale)["loss"]
+    theirs_feats = [f.detach().clone().requires_grad_() for f in feats]
+    theirs = negclip_authors_loss(*theirs_feats, scale)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-6)
+    ours.backward()
+    theirs.backward()
+    for a, t in zip(feats, theirs_feats):
+        assert torch.allclose(a.grad, t.grad, atol=1e-7)
+
+
+def test_ladder_steps_add_up_to_the_whole_gap_and_draw_the_waterfall(tmp_path, monkeypatch):
+    # each rung after the first loses 2 relation points; NegCLIP's text towers measured by a stub
+    names = [name for name, *_ in ladder.RUNGS]
+
+    def accuracy(label, col):
+        k = 0 if label == "NegCLIP" else len(names) - 1 if label == "MosaiCLIP" else int(label.split()[-1])
+        return 0.8 - 0.02 * k if col == "relation" else 0.5
+
+    trained = _fake_training(monkeypatch, accuracy)
+    monkeypatch.setattr(ladder, "measure_text_towers", lambda ctx, runs: {
+        "base": {"relation": 0.99, "order": 0.98, "attribute": 0.9, "tree-score": 1.0},
+        **{name: {"relation": 0.9, "order": 0.95, "attribute": 0.8, "tree-score": 1.5} for name in runs}})
+    section = ladder.run(_context(tmp_path, seeds=3))
+    assert [label for label, *_ in trained][:1] == ["NegCLIP"] or "NegCLIP" in [label for label, *_ in trained]
+    table = (tmp_path / "ladder.md").read_text()
+    assert (tmp_path / "ladder.png").stat().st_size > 1000
+    assert table.strip() in section.text
+    gap = next(line for line in table.splitlines() if line.startswith("The whole gap"))
+    whole = float(gap.split("relation ")[1].split(" ")[0])
+    summed = float(gap.split("rungs sum ")[1].split(")")[0])
+    assert whole == summed and whole == pytest.approx(-16.0, abs=3)
+    assert f"| {len(names) - 1}. MosaiCLIP |" in table and "| base (before fine-tuning) |" in table
+
+
+def test_towers_lock_one_tower_per_setting(tmp_path, monkeypatch):
+    trained = _fake_training(monkeypatch, lambda label, col: 0.7 if "MosaiCLIP" in label and "text tower" in label else 0.6)
+    section = towers.run(_context(tmp_path, seeds=3))
+    locks = {(label, lock) for label, *_, lock in trained}
+    assert locks == {("NegCLIP", None), ("MosaiCLIP", None), ("NegCLIP (text tower only)", "image"),
+                     ("MosaiCLIP (text tower only)", "image"), ("NegCLIP (image tower only)", "text"),
+                     ("MosaiCLIP (image tower only)", "text")}
+    line = next(x for x in section.text.splitlines() if x.startswith("| text tower only"))
+    assert "+10" in line or "+9" in line or "+11" in line  # MosaiCLIP's 10 points when only its text tower trains
+
+
+def test_teaching_control_has_the_papers_shape(tmp_path, monkeypatch):
+    """NegCLIP must beat the base (one model, paired with each seed) and CLIP on relation and order."""
+    from mosaictool.demo.experiments import teach
+
+    monkeypatch.setattr(teach, "pretrain_base", lambda cfg, shards, world, out, twins, name: Path(f"{name}|base"))
+    monkeypatch.setattr(teach, "finetune_all", lambda cfg, shards, base, out, rows=None: {
+        label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows})
+    levels = {"base-teach": 0.6, "CLIP": 0.6, "NegCLIP": 0.75, "MosaiCLIP": 0.7}
+    _fake_training(monkeypatch, lambda label, col: levels[label])
+    monkeypatch.setattr(teach, "score", lambda ctx, runs, prefix, split: common.score(ctx, runs, prefix, split))
+    section = teach.run(_context(tmp_path, seeds=5, split="val"))
+    assert "teaching control passed" in section.text
+    assert "relation vs base +" in section.text and "order vs CLIP +" in section.text
+    levels["NegCLIP"] = 0.6  # no effect: the control fails
+    assert "teaching control FAILED" in teach.run(_context(tmp_path, seeds=5, split="val")).text
+
+
+def test_efficiency_subsets_keep_both_captions_of_a_scene_and_scale_the_steps(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import efficiency
+
+    ids = [f"train-{i:06d}" for i in range(2000)]
+    share = sum(efficiency.kept(i, 0.3) for i in ids) / len(ids)
+    assert share == pytest.approx(0.3, abs=0.04)
+    assert all(efficiency.kept(i, 0.3) == efficiency.kept(i + "-plain", 0.3) for i in ids)
+    assert all(efficiency.kept(i, 0.5) for i in ids if efficiency.kept(i, 0.3))  # nested subsets
+    steps = []
+    monkeypatch.setattr(efficiency, "subset_shards", lambda ctx, f: Path(f"shards-{f}"))
+    monkeypatch.setattr(efficiency, "finetune_all", lambda cfg, shards, base, out, rows=None: steps.append(
+        (rows[0][0], cfg.finetune_steps, str(shards))) or {rows[0][0]: [Path(f"{rows[0][0]}|{s}") for s in range(cfg.seeds)]})
+    _fake_training(monkeypatch, lambda label, col: 0.7)
+    efficiency.run(_context(tmp_path, seeds=3, split="val"))
+    assert steps == [("NegCLIP", 400, str(tmp_path)), ("efficiency MosaiCLIP 0.3x", 120, "shards-0.3"),
+                     ("efficiency MosaiCLIP 0.5x", 200, "shards-0.5"), ("efficiency MosaiCLIP 1x", 400, "shards-1.0")]
+
+
+def test_claim_verdicts_follow_the_papers_direction_after_holm():
+    from mosaictool.analysis.stats import seed_paired
+    from mosaictool.demo.claims import Claim, claims_markdown, shifted, verdict
+
+    up = seed_paired([0.7, 0.72, 0.71, 0.73, 0.70], [0.6, 0.61, 0.6, 0.62, 0.6])
+    down = seed_paired([0.5, 0.52, 0.51, 0.5, 0.5], [0.6, 0.61, 0.6, 0.62, 0.6])
+    flat = seed_paired([0.6, 0.62, 0.58, 0.6, 0.61], [0.6, 0.6, 0.61, 0.59, 0.6])
+    claims = [Claim("w", "T1", "+1", "a − b", "r", up), Claim("w", "T1", "+1", "a − b", "r", down),
+              Claim("w", "T1", "+1", "a − b", "r", flat), Claim("w", "T1", "−1", "a − b", "r", down, sign=-1)]
+    text = claims_markdown(claims, {"r": 1.5})
+    verdicts = [line.rsplit("**", 2)[1] for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert verdicts == ["holds", "contradicted", "not detectable at this power", "holds"]
+    assert "2 hold, 1 contradicted, 1 not detectable" in text and "r 1.5 min" in text
+    assert verdict(+0.1, 0.2) == "not detectable at this power"
+    # non-inferiority: -0.5 points is within a 1-point margin
+    near = seed_paired([0.595, 0.596, 0.594, 0.595, 0.595], [0.6, 0.6, 0.6, 0.6, 0.6])
+    assert near.diff < 0 and shifted(near, 0.01).diff > 0 and shifted(near, 0.01).p < 0.05
+
+
+def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import claims
+    from mosaictool.analysis.stats import seed_paired
+    from mosaictool.demo.claims import Claim
+
+    ran = []
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+
+        def run(self, ctx):
+            ran.append((self.name, ctx.claims))
+            return experiments.Section(self.name, f"{self.name} body", claims=[
+                Claim("w", self.name, "+", "a − b", self.name, seed_paired([0.7, 0.71, 0.72], [0.6, 0.6, 0.61]))])
+
+    monkeypatch.setattr(claims, "get", Fake)
+    monkeypatch.setattr(claims, "table_claims", lambda ctx: [])
+    section = claims.run(_context(tmp_path, seeds=3))
+    assert ran == [(name, True) for name in claims.REGIMES]
+    assert len(section.claims) == len(claims.REGIMES)
+    text = (tmp_path / "claims.md").read_text()
+    assert text.startswith("# The paper's claims on the world (test split)") and "teach body" in section.text
+    assert all(f"{name} " in text for name in claims.REGIMES)  # each regime's wall time
+
+
+def test_noisy_regime_measures_each_methods_drop(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import noisy
+
+    monkeypatch.setattr(noisy, "noisy_data", lambda ctx: (tmp_path, tmp_path / "noisy-texts.jsonl", "audit table"))
+    monkeypatch.setattr(noisy, "varied_shards", lambda texts, world, folder: folder)
+    monkeypatch.setattr(noisy, "finetune_all", lambda cfg, shards, base, out, rows=None: {
+        label: [Path(f"{label}|{s}") for s in range(cfg.seeds)] for label, _, _ in rows})
+    levels = {"clean NegCLIP": 0.8, "noisy NegCLIP": 0.6, "clean MosaiCLIP": 0.7, "noisy MosaiCLIP": 0.68}
+    _fake_training(monkeypatch, lambda label, col: levels[label])
+    section = noisy.run(_context(tmp_path, seeds=5))
+    negclip_drop, difference = section.claims
+    assert negclip_drop.result.diff == pytest.approx(0.2, abs=0.03)  # NegCLIP loses 20 points
+    assert difference.result.diff == pytest.approx(0.18, abs=0.03)  # MosaiCLIP loses 2: 18 fewer
+    assert "audit table" in section.text
