@@ -49,7 +49,16 @@ class Section:
 
 
 def _registry() -> dict:
-    from mosaictool.demo.experiments import ablate, claims, efficiency, ladder, noisy, scratch, teach, towers
+    from mosaictool.demo.experiments import (
+        ablate,
+        claims,
+        efficiency,
+        ladder,
+        noisy,
+        scratch,
+        teach,
+        towers,
+    )
 
     return {m.NAME: m for m in (ablate, ladder, towers, teach, scratch, efficiency, noisy, claims)}
 

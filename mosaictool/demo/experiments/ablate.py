@@ -4,6 +4,7 @@ val and compared with the paper's MosaiCLIP, paired by seed and test case."""
 from __future__ import annotations
 
 from mosaictool.analysis.stats import format_p
+from mosaictool.atomic import write_text
 from mosaictool.bench.base import HEADLINE
 from mosaictool.demo.config import METHODS
 from mosaictool.demo.evaluation import column_value
@@ -45,7 +46,7 @@ def run(ctx: Context) -> Section:
             cells.append("–" if r is None else f"{100 * r.diff:+.1f} ({format_p(adjusted[name, col])})")
         lines.append(f"| {name} | {100 * head:.1f} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    (ctx.out / "ablation.md").write_text(table + "\n")
+    write_text(ctx.out / "ablation.md", table + "\n")
     text = (f"MosaiCLIP's parts on the **val** split ({ctx.cfg.seeds} seeds each, MosaiCLIP's lr; each variant minus the "
             "paper's MosaiCLIP, paired by seed and test case; exploratory, Holm-adjusted p over this table):\n\n" + table)
     return Section("MosaiCLIP's parts, one at a time", text, [ctx.out / "ablation.md"])

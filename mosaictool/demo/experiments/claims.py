@@ -13,6 +13,7 @@ import dataclasses
 import time
 
 from mosaictool.analysis.stats import paired, seed_paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim, claims_markdown, table1_claims
 from mosaictool.demo.config import COLUMNS, METHODS, log
 from mosaictool.demo.evaluation import column_value
@@ -41,7 +42,7 @@ def run(ctx: Context) -> Section:
         claims += section.claims
         sections.append(section)
     text = claims_markdown(claims, minutes, ctx.cfg.split)
-    (ctx.out / "claims.md").write_text(text + "\n")
+    write_text(ctx.out / "claims.md", text + "\n")
     body = text.split("\n", 2)[2] + "\n\n" + "\n\n".join(f"### {s.title}\n\n{s.text}" for s in sections)
     return Section("The paper's claims", body, [ctx.out / "claims.md", *(f for s in sections for f in s.files)], claims)
 

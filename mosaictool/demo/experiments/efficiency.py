@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 
 from mosaictool.analysis.stats import format_p, paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim, shifted
 from mosaictool.demo.config import METHODS, log
 from mosaictool.demo.data import make_shards, train_fields
@@ -68,7 +69,7 @@ def run(ctx: Context) -> Section:
         f"{cfg.finetune_steps} steps, against NegCLIP on all of them; {cfg.seeds} seeds; **{cfg.split}** split.", "",
         table_markdown(summarise(results, groups)), "", "\n".join(lines),
         "", "(paired by seed and test case; exploratory, Holm-adjusted over this table)", ""])
-    (ctx.out / "efficiency.md").write_text(text)
+    write_text(ctx.out / "efficiency.md", text)
     claims = []
     stacked = {name: case_matrix(results, groups, name) for name in runs}
     if all(m is not None for m in stacked.values()):

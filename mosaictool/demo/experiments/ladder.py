@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.analysis.stats import format_p, holm
+from mosaictool.atomic import write_text
 from mosaictool.demo.config import COLUMNS, METHODS, log
 from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section
@@ -90,7 +91,7 @@ def run(ctx: Context) -> Section:
     chart = ctx.out / "ladder.png"
     plot_waterfall(steps, names, chart)
     table = ladder_markdown(steps, names, text_measures)
-    (ctx.out / "ladder.md").write_text(table + "\n")
+    write_text(ctx.out / "ladder.md", table + "\n")
     return Section("From NegCLIP to MosaiCLIP, one change at a time (val)", table, [ctx.out / "ladder.md", chart])
 
 

@@ -16,6 +16,7 @@ import dataclasses
 from pathlib import Path
 
 from mosaictool.analysis.stats import paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim
 from mosaictool.demo.config import METHODS, log
 from mosaictool.demo.data import make_shards, make_texts, make_world, train_fields
@@ -80,5 +81,5 @@ def run(ctx: Context) -> Section:
         f"NegCLIP and MosaiCLIP fine-tuned on the varied captions, clean and with noise {cfg.noise_rate:g} (mosaictool.world."
         f"noise), from the same base, {cfg.seeds} seeds; **{cfg.split}** split.", "",
         table_markdown(summarise(results, groups)), "", audited, ""])
-    (ctx.out / "noisy.md").write_text(text)
+    write_text(ctx.out / "noisy.md", text)
     return Section("Noisy captions", text, [ctx.out / "noisy.md"], claims=claims)

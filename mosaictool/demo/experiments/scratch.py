@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from mosaictool.analysis.stats import seed_paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim
 from mosaictool.demo.config import COLUMNS, METHODS
 from mosaictool.demo.evaluation import column_value
@@ -18,7 +19,12 @@ from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
 from mosaictool.demo.finetune import finetune_all
 from mosaictool.demo.report import paired_markdown, summarise, table_markdown
-from mosaictool.demo.significance import compare, comparisons, comparisons_markdown, holm_family
+from mosaictool.demo.significance import (
+    compare,
+    comparisons,
+    comparisons_markdown,
+    holm_family,
+)
 
 NAME = "scratch"
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
@@ -42,7 +48,7 @@ def run(ctx: Context) -> Section:
         f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", table, "",
         "MosaiCLIP − NegCLIP on the case columns, paired by seed and test case:", "", cases, "",
         "Every column, paired by seed (Holm-adjusted over the table):", "", by_seed, ""])
-    (ctx.out / "scratch.md").write_text(text)
+    write_text(ctx.out / "scratch.md", text)
     return Section("Pretraining from scratch", text, [ctx.out / "scratch.md"], claims=scratch_claims(results, groups))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from mosaictool.analysis.stats import format_p
+from mosaictool.atomic import write_text
 from mosaictool.demo.base import pretrain_base
 from mosaictool.demo.claims import table1_claims
 from mosaictool.demo.config import METHODS
@@ -25,7 +26,13 @@ from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
 from mosaictool.demo.finetune import finetune_all
 from mosaictool.demo.report import summarise, table_markdown
-from mosaictool.demo.significance import CONTROL_ALPHA, compare, comparisons, comparisons_markdown, holm_family
+from mosaictool.demo.significance import (
+    CONTROL_ALPHA,
+    compare,
+    comparisons,
+    comparisons_markdown,
+    holm_family,
+)
 
 NAME = "teach"
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
@@ -53,7 +60,7 @@ def run(ctx: Context) -> Section:
         f"{trial.finetune_lr:g}, {cfg.seeds} seeds, the demo's batches; **{cfg.split}** split.",
         "", f"**{control['verdict']}**", "", table, "",
         "Each row minus CLIP fine-tuning, paired by seed and test case (exploratory, Holm-adjusted):", "", versus, ""])
-    (ctx.out / "teach.md").write_text(text)
+    write_text(ctx.out / "teach.md", text)
     return Section("The teaching regime: a base that must be taught", text, [ctx.out / "teach.md"],
                    claims=table1_claims(results, groups, "teaching"))
 

@@ -8,6 +8,7 @@ against +0.0 and +1.8 with only the image tower)."""
 from __future__ import annotations
 
 from mosaictool.analysis.stats import format_p, holm, paired
+from mosaictool.atomic import write_text
 from mosaictool.demo.claims import Claim
 from mosaictool.demo.config import METHODS
 from mosaictool.demo.evaluation import column_value
@@ -49,7 +50,7 @@ def run(ctx: Context) -> Section:
             cells.append(f"{means[0]:.1f} / {means[1]:.1f} / {diff}")
         lines.append(f"| {trained} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    (ctx.out / "towers.md").write_text(table + "\n")
+    write_text(ctx.out / "towers.md", table + "\n")
     claims = []
     gains = {t: [case_matrix(results, groups, f"{row}, {t}", ("relation", "attribute")) for row in ("MosaiCLIP", "NegCLIP")]
              for t in ("text tower only", "image tower only")}
