@@ -279,18 +279,17 @@ IMAGE_HINT = "a path relative to --image-root"
 
 
 @functools.cache
-def with_key(base: Contract, key: str, kind: str = "text", *, required: bool = True, hint: str | None = None) -> Contract:
+def with_key(base: Contract, key: str, kind: str = "text", *, hint: str | None = None) -> Contract:
     """`base` plus the field `key` (a flag's choice: --text-key, --image-key) holding a string:
     `kind` "text" (a caption) or "path" (a non-empty string)."""
-    annotation: Any = NonEmpty if kind == "path" else str
-    fields = {**typing.get_type_hints(base.fields, include_extras=True), key: annotation if required else NotRequired[annotation | None]}
+    fields = {**typing.get_type_hints(base.fields, include_extras=True), key: NonEmpty if kind == "path" else str}
     return Contract(f"{base.name}[{key}]", TypedDict(f"{base.name}_{kind}", fields), base.rules,
                     {**base.hints, **({key: hint} if hint else {})})
 
 
-def train_record(image_key: str | None = "image") -> Contract:
-    """TrainRecord with the image path in `image_key` (None: the image is elsewhere, a shard's member)."""
-    return TrainRecord if image_key is None else with_key(TrainRecord, image_key, "path", hint=IMAGE_HINT)
+def train_record(image_key: str = "image") -> Contract:
+    """TrainRecord with the image path in `image_key` (a shard's records have their image as a member)."""
+    return with_key(TrainRecord, image_key, "path", hint=IMAGE_HINT)
 
 
 # ---- checking ------------------------------------------------------------------------------------------
