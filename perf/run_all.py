@@ -29,6 +29,7 @@ SCRIPTS = {
                    r"speed-up|captions/s|5000 captions"),
     "pretrain-ranks": (["pretrain_ranks.py"], r"steps/s|ratio|loss difference"),
     "world": (["world_speed.py", "--train", "1000", "--parse-sample", "300"], r"images/s|objects|attributes|relations"),
+    "startup": (["startup_speed.py"], r"--help"),
     "demo-cache": (["demo_cache.py", "--world-train", "1000", "--scale", "0.25"], r"GiB|median|verified copy /"),
 }
 

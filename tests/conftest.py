@@ -1,10 +1,14 @@
-"""Shared fixtures: the real benchmark annotation files beside the repo, and a CLI runner."""
+"""Shared fixtures: real benchmark annotation files (vendored in tests/data/benchmarks), the ones only
+../shared has, and a CLI runner."""
 
 from __future__ import annotations
 
 import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch is imported)
 
+# isort: split
+
 import json
+import lzma
 import os
 from pathlib import Path
 
@@ -12,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
+VENDORED = Path(__file__).resolve().parent / "data" / "benchmarks"
 SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
-BENCHMARKS = SHARED / "benchmarks"
 
 # Tests never reach the network (CI has none): Hugging Face libraries fail at once instead of retrying.
 # Set here so the subprocesses the tests start inherit it.
@@ -22,26 +26,56 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
-def shared_benchmarks() -> Path:
-    if not BENCHMARKS.is_dir():
-        pytest.skip(f"real benchmark files not found at {BENCHMARKS} (set MOSAICTOOL_SHARED)")
-    return BENCHMARKS
+def real_benchmarks(tmp_path_factory) -> Path:
+    """The vendored annotation files (tests/data/benchmarks, see its README), unpacked in the layout of
+    the benchmarks' own repositories: ROOT/sugarcrepe/data/*.json, valse/data, imagecode/data and
+    vl_compo's reference-results."""
+    root = tmp_path_factory.mktemp("benchmarks")
+    for packed in VENDORED.rglob("*"):
+        if packed.is_file() and packed.name != "README.md":
+            target = root / packed.relative_to(VENDORED)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if packed.suffix == ".xz":
+                target.with_suffix("").write_bytes(lzma.decompress(packed.read_bytes()))
+            else:
+                target.write_bytes(packed.read_bytes())
+    return root
 
 
-def coco_captions() -> list[str]:
+@pytest.fixture(scope="session")
+def shared_vl_checklist() -> Path:
+    """VL-CheckList's annotation subset and corpus files, from ../shared only: they are free for
+    non-commercial use only, so the repository does not ship them (MIT)."""
+    folder = SHARED / "benchmarks" / "vl_checklist"
+    if not folder.is_dir():
+        pytest.skip(f"VL-CheckList's files are not vendored (non-commercial licence); none at {folder} "
+                    "(a checkout beside the project's shared/ folder has them, or set MOSAICTOOL_SHARED)")
+    return folder
+
+
+def coco_captions(benchmarks: Path) -> list[str]:
     """The real COCO captions of SugarCrepe's positive side, deduplicated, in a fixed order."""
     seen: dict[str, None] = {}
-    for path in sorted((BENCHMARKS / "sugarcrepe" / "data").glob("*.json")):
+    for path in sorted((benchmarks / "sugarcrepe" / "data").glob("*.json")):
         for _key, ex in sorted(json.loads(path.read_text()).items(), key=lambda kv: int(kv[0])):
             seen.setdefault(ex["caption"].strip(), None)
     return list(seen)
 
 
 @pytest.fixture(scope="session")
-def real_captions(shared_benchmarks) -> list[str]:
-    return coco_captions()
+def real_captions(real_benchmarks) -> list[str]:
+    return coco_captions(real_benchmarks)
 
 
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def shell_env(tmp_path_factory) -> dict[str, str]:
+    """The environment for a shell script that calls `mosaictool` (and `duckdb`) by name: shims on
+    PATH to the interpreter running the tests, whether or not its virtualenv is activated."""
+    from clirun import shell_env
+
+    return shell_env(tmp_path_factory.mktemp("bin"))

@@ -50,7 +50,8 @@ def test_is_true_relations_on_both_axes():
     assert true(circle, square, relations=[(0, "to the left of", 1)])
     assert true(circle, square, relations=[(0, "left of", 1)]) and true(square, circle, relations=[(0, "on the right of", 1)])
     assert not true(circle, square, relations=[(0, "to the right of", 1)])
-    assert not true(circle, square, relations=[(0, "above", 1)]) and not true(circle, square, relations=[(0, "below", 1)])  # one row
+    assert not true(circle, square, relations=[(0, "above", 1)]) and not true(circle, square,
+                                                                              relations=[(0, "below", 1)])  # one row
     assert true(circle, star, relations=[(0, "above", 1)]) and true(circle, star, relations=[(0, "over", 1)])
     assert true(star, circle, relations=[(0, "sits under", 1)]) and not true(circle, star, relations=[(0, "below", 1)])
     assert true(square, star, relations=[(0, "above", 1)]) and true(square, star, relations=[(0, "to the right of", 1)])
@@ -178,7 +179,8 @@ def parsed_graph(mentions: dict) -> dict:
 
         head = SHAPE_PLURALS[m["noun"]] if plural else m["noun"]
         modifiers = [{"dep": "nummod", "span": NUMBERS[count]}] if count is not None else [{"dep": "det", "span": "a"}]
-        entities.append({"span": head, "head": head, "lemma_head": m["noun"], "attributes": list(m["attributes"]), "modifiers": modifiers})
+        entities.append({"span": head, "head": head, "lemma_head": m["noun"], "attributes": list(m["attributes"]),
+                         "modifiers": modifiers})
     relations = [{"subject": r["subject"], "object": r["object"], "relation": r["text"]} for r in mentions["relations"]]
     return {"entities": entities, "relations": relations}
 
@@ -270,7 +272,8 @@ def world_audit(root, caption_noise: float) -> dict:
         records.append({**rec, "id": f"{rec['id']}-plain", "caption": rec["plain_caption"], "graph": parsed_graph(plain)})
     vocab = build_from_graphs(records, min_count=1, base=base_vocab())
     save(vocab, root / f"vocab-{caption_noise}")
-    texts = template(negate(decompose(records, vocab=vocab), vocab=str(root / f"vocab-{caption_noise}"), max_negatives=6), vocab=vocab)
+    texts = template(negate(decompose(records, vocab=vocab), vocab=str(root / f"vocab-{caption_noise}"), max_negatives=6),
+                     vocab=vocab)
     return audit(texts, batches=0)
 
 
@@ -283,7 +286,8 @@ def test_noisy_captions_make_false_subgraph_positives_by_kind(tmp_path):
     assert "noise" not in clean and clean["summary"]["positives_false"] == 0.0  # a clean world audits as before
     assert noisy["summary"]["positives_false"] > clean["summary"]["positives_false"]
     rows = noisy["noise"]
-    # every text made from a plain caption (the demo's second caption, and a varied one that reads the same) or a clean one is clean
+    # every text made from a plain caption (the demo's second caption, and a varied one that reads the same) or a clean
+    # one is clean
     assert rows["plain"]["records"] + rows["clean"]["records"] + rows["noisy"]["records"] == 300
     assert rows["noisy"]["records"] == noisy_records(tmp_path / "world-0.5") > 0
     for group in ("plain", "clean", "dropped_mention", "unrelated_words"):  # true words: no false positive

@@ -45,6 +45,7 @@ KINDS COVERED: 70 distinct inputs (a parametrized case counts only when its inpu
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -58,9 +59,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mosaictool.cli import app
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
 
@@ -343,16 +342,33 @@ def test_full_disk_as_stdout(case):
                                   "free space or choose another -o"
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions")
+@contextlib.contextmanager
+def unwritable(folder: Path):
+    """`folder` made unwritable: by its permission bits, or, for root (whom they do not stop), by the
+    immutable flag (chattr +i; ext4, xfs, btrfs)."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o555)
+        try:
+            yield
+        finally:
+            os.chmod(folder, 0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root on a file system without chattr +i: no folder is unwritable for root here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
 def test_read_only_output_folder(case):
     src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
     case.freeze()
-    os.chmod(case.dst, 0o555)
-    try:
+    with unwritable(case.dst):
         assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{case.dst / 'g.jsonl'}: cannot write",
-                       "-o")
-    finally:
-        os.chmod(case.dst, 0o755)
+                       "permission denied", "-o")
     case.untouched()
 
 
@@ -410,7 +426,8 @@ def test_broken_vocabulary_file(case, vocab_copy, kind, content, message):
     (vocab_copy / "objects.tsv").write_bytes(content if isinstance(content, bytes) else content.encode())
     case.freeze()
     assert_refused(invoke(["vocab", "show", "--vocab", vocab_copy]), message)
-    graphs = case.file("sub.jsonl", invoke(["decompose", "-q"], input=jsonl({"id": 1, "caption": "a dog", "graph": GRAPH})).stdout)
+    graphs = case.file("sub.jsonl", invoke(["decompose", "-q"], input=jsonl({"id": 1, "caption": "a dog",
+                                                                             "graph": GRAPH})).stdout)
     case.freeze()
     assert_refused(invoke(["negate", graphs, "--vocab", vocab_copy, "-o", case.dst / "n.jsonl", "-q"]), message)
     case.untouched()
@@ -900,28 +917,36 @@ def test_world_out_is_a_file_or_not_empty(case):
     case.untouched()
 
 
-# ---- signals in the middle of a run (real processes; slow) ------------------------------------------------
+# ---- signals in the middle of a run (real processes) -------------------------------------------------
+# Each command runs under tests/paused_cli.py, which stops it at a known point of its work and says so
+# on stderr; the signal is sent once that line is read, so it always lands mid-run.
 
 
-def _run_and_signal(args: list, sig: int, ready, timeout: float = 240) -> tuple[int, str]:
-    """Start `mosaictool ARGS`, send `sig` once `ready()` holds, return (exit code, stderr)."""
+def _run_and_signal(args: list, sig: int, pause_after: str, calls: int = 1) -> tuple[int, str]:
+    """Run `mosaictool ARGS`, paused after the `calls`-th call of `pause_after`; send `sig` there and
+    return (exit code, stderr)."""
     import subprocess
-    import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "mosaictool", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + timeout
+    import paused_cli
+
+    proc = subprocess.Popen([sys.executable, paused_cli.__file__, pause_after, str(calls), *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        while not ready():
-            assert proc.poll() is None, f"finished before the signal: {proc.returncode} {proc.stderr.read()[-2000:]}"
-            assert time.monotonic() < deadline, "never got ready"
-            time.sleep(0.02)
+        before = []
+        for line in proc.stderr:  # blocks until the child writes a line; ends if the child does
+            if line.strip() == paused_cli.READY:
+                break
+            before.append(line)
+        else:
+            proc.wait()
+            pytest.fail(f"ended before the pause (exit {proc.returncode}): {''.join(before)[-2000:]}")
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        _, after = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, err
+            proc.wait()
+    return proc.returncode, "".join(before) + after
 
 
 def _assert_stopped(code: int, err: str, sig: int) -> None:
@@ -932,11 +957,6 @@ def _assert_stopped(code: int, err: str, sig: int) -> None:
     assert (code, err.strip().splitlines()[-1]) == expected, (code, err[-2000:])
 
 
-def _temp_output(folder: Path):
-    """ready(): a temporary output file beside the target has data in it."""
-    return lambda: any(p.stat().st_size > 0 for p in folder.glob(".*.tmp"))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("stage, sig", [("parse", "SIGINT"), ("negate", "SIGTERM")])
 def test_signal_in_the_middle_of_a_record_stage(case, stage, sig):
@@ -944,13 +964,14 @@ def test_signal_in_the_middle_of_a_record_stage(case, stage, sig):
 
     sig = getattr(signal, sig)
     if stage == "parse":
-        records = [{"id": i, "caption": f"a red dog number {i} on a blue sofa near {i % 7} cats"} for i in range(20_000)]
+        records = [{"id": i, "caption": f"a red dog number {i} on a blue sofa near {i % 7} cats"} for i in range(300)]
     else:
         first = json.loads(invoke(["decompose", "-q"], input=jsonl({"id": 0, "caption": "a dog", "graph": GRAPH})).stdout)
-        records = [{**first, "id": i} for i in range(200_000)]
+        records = [{**first, "id": i} for i in range(300)]
     src = case.file("in.jsonl", jsonl(*records))
     case.freeze()
-    code, err = _run_and_signal([stage, src, "-o", case.dst / "out.jsonl", "-q"], sig, _temp_output(case.dst))
+    code, err = _run_and_signal([stage, src, "-o", case.dst / "out.jsonl", "-q"], sig, "mosaictool.io:RecordWriter.write",
+                                calls=100)
     _assert_stopped(code, err, sig)
     case.untouched()  # the input as it was, no output and no temporary file
 
@@ -960,13 +981,13 @@ def test_sigterm_in_the_middle_of_shard(case, world):
     import signal
 
     records = [json.loads(x) for x in world.read_text().splitlines()]
-    many = [{**records[i % len(records)], "id": i} for i in range(20_000)]
+    many = [{**records[i % len(records)], "id": i} for i in range(300)]
     src = case.file("many.jsonl", jsonl(*many))
     case.freeze()
     out = case.dst / "shards"
-    ready = lambda: any(out.glob(".shard-partial-*/*.tar"))  # noqa: E731
+    # paused with one shard of 200 complete and the next one open
     code, err = _run_and_signal(["shard", src, "--image-root", world.parent, "--out", out, "--shard-size", "200", "-q"],
-                                signal.SIGTERM, ready)
+                                signal.SIGTERM, "webdataset:ShardWriter.write", calls=250)
     _assert_stopped(code, err, signal.SIGTERM)
     case.untouched()
 
@@ -979,12 +1000,13 @@ def test_sigint_in_the_middle_of_evaluate(case, ckpts, bench_root):
     shutil.copytree(bench_root, root)
     colours = ["red", "green", "blue"]
     cases = {str(i): {"filename": f"{colours[i % 3]}.jpg", "caption": f"a {colours[i % 3]} square number {i}",
-                      "negative_caption": f"a {colours[(i + 1) % 3]} circle number {i}"} for i in range(20_000)}
+                      "negative_caption": f"a {colours[(i + 1) % 3]} circle number {i}"} for i in range(30)}
     (root / "sugarcrepe" / "add_att.json").write_text(json.dumps(cases))
     case.freeze()
+    # paused with the images encoded and the texts not yet, the output file open
     code, err = _run_and_signal(["evaluate", "-b", "sugarcrepe:add_att", "-c", ckpts["tiny"], "-d", root, "-o",
                                  case.dst / "r.jsonl", "--batch-size", "8", "-q"], signal.SIGINT,
-                                lambda: any(case.dst.glob(".*.tmp")))
+                                "mosaictool.bench.engine:Encoder.images")
     _assert_stopped(code, err, signal.SIGINT)
     case.untouched()
 
@@ -992,15 +1014,14 @@ def test_sigint_in_the_middle_of_evaluate(case, ckpts, bench_root):
 @pytest.mark.slow
 def test_signals_in_the_middle_of_train_then_resume_is_bit_exact(case, world):
     import signal
-    import subprocess
 
     import torch
 
+    import clirun
     from mosaictool.model import openclip
 
     def mosaictool(*cmd):
-        done = subprocess.run([sys.executable, "-m", "mosaictool", *map(str, cmd)], capture_output=True, text=True,
-                              timeout=300)
+        done = clirun.run(*cmd, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
 
     args = ["--batch-size", "4", "--steps", "20", "--save-every", "2", "--no-augment", "--device", "cpu", "-q"]
@@ -1009,12 +1030,12 @@ def test_signals_in_the_middle_of_train_then_resume_is_bit_exact(case, world):
     reference = openclip.read_checkpoint(case.dst / "ref" / "final.pt")["state_dict"]
     for sig in (signal.SIGTERM, signal.SIGINT):
         run = case.dst / sig.name
+        # paused after the second checkpoint (step 4): last.pt and last.prev.pt on disk
         code, err = _run_and_signal(["train", "--data", world, "--out", run, *args], sig,
-                                    lambda: (run / "last.prev.pt").exists())
+                                    "mosaictool.model.openclip:save_checkpoint", calls=2)
         _assert_stopped(code, err, sig)
         assert not (run / "final.pt").exists() and not [p for p in run.iterdir() if p.name.startswith(".")]
-        # (a signal between save_checkpoint's two renames leaves last.prev.pt alone: resume reads that)
-        assert 4 <= openclip.read_resume_checkpoint(run / "last.pt")["step"] < 20
+        assert openclip.read_resume_checkpoint(run / "last.pt")["step"] == 4
         mosaictool("train", "--resume", run, "-q")
         resumed = openclip.read_checkpoint(run / "final.pt")["state_dict"]
         assert all(torch.equal(reference[k], resumed[k]) for k in reference), sig.name

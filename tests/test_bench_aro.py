@@ -21,14 +21,17 @@ def _vg_root(tmp_path, n_attr_cases=30):
          "false_caption": "the table is on the cup", "relation_name": "on"},
         {"image_path": "1.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 50, "bbox_h": 40, "true_caption": "the dog is near the cat",
          "false_caption": "the cat is near the dog", "relation_name": "near"},
-        {"image_path": "1.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 50, "bbox_h": 40, "true_caption": "the man is riding the horse",
+        {"image_path": "1.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 50, "bbox_h": 40,
+         "true_caption": "the man is riding the horse",
          "false_caption": "the horse is riding the man", "relation_name": "riding"},
     ]
     attr = [
-        {"image_path": "1.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 3, "bbox_h": 4, "true_caption": "the red cup and the blue plate",
+        {"image_path": "1.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 3, "bbox_h": 4,
+         "true_caption": "the red cup and the blue plate",
          "false_caption": "the blue cup and the red plate", "attributes": ["red", "blue"]}
     ] * n_attr_cases + [
-        {"image_path": "1.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 3, "bbox_h": 4, "true_caption": "the big dog and the small cat",
+        {"image_path": "1.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 3, "bbox_h": 4,
+         "true_caption": "the big dog and the small cat",
          "false_caption": "the small dog and the big cat", "attributes": ["big", "small"]}
     ]
     (tmp_path / "aro" / "visual_genome_relation.json").write_text(json.dumps(rel))
@@ -40,9 +43,11 @@ def _order_root(tmp_path):
     (tmp_path / "coco" / "val2014").mkdir(parents=True)
     (tmp_path / "aro").mkdir(exist_ok=True)
     ann = [{"image": "val2014/COCO_val2014_000000391895.jpg",
-            "caption": ["A man with a red helmet on a small moped on a dirt road. ", "Man riding a motor bike on a dirt road on the countryside."]}]
+            "caption": ["A man with a red helmet on a small moped on a dirt road. ",
+                        "Man riding a motor bike on a dirt road on the countryside."]}]
     (tmp_path / "aro" / "coco_karpathy_test.json").write_text(json.dumps(ann))
-    (tmp_path / "aro" / "flickr30k_test.json").write_text(json.dumps([{"image": "flickr30k-images/1.jpg", "caption": ["Two dogs play in the grass."]}]))
+    (tmp_path / "aro" / "flickr30k_test.json").write_text(json.dumps([{"image": "flickr30k-images/1.jpg",
+                                                                       "caption": ["Two dogs play in the grass."]}]))
     return tmp_path
 
 
@@ -97,6 +102,7 @@ def test_vg_tie_is_wrong_exclusions_and_small_attribute_groups(tmp_path):
     assert (HEADLINE, "accuracy") not in rows  # only with all four subtasks
 
 
+@pytest.mark.slow
 def test_order_loader_perturbs_raw_caption_then_normalises(tmp_path):
     root = _order_root(tmp_path)
     items = aro.Aro().load(root, subtasks=["COCO-Order"])

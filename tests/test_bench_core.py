@@ -9,7 +9,7 @@ from PIL import Image
 
 from mosaictool.bench import get, metrics, registry
 from mosaictool.bench.base import ImageRef, Item, xywh_box
-from mosaictool.bench.engine import EngineOptions, Encoder, drop_missing, evaluate, parse_bench_spec, similarities
+from mosaictool.bench.engine import Encoder, EngineOptions, drop_missing, evaluate, parse_bench_spec, similarities
 from mosaictool.errors import MosaicError
 
 # ---------------------------------------------------------------- metrics
@@ -109,7 +109,8 @@ def test_registry_finds_my_benchmarks():
 
 
 def test_parse_bench_spec():
-    assert parse_bench_spec("aro:VG-Relation+COCO-Order, sugarcrepe") == [("aro", ["VG-Relation", "COCO-Order"]), ("sugarcrepe", None)]
+    assert parse_bench_spec("aro:VG-Relation+COCO-Order, sugarcrepe") == [("aro", ["VG-Relation", "COCO-Order"]),
+                                                                          ("sugarcrepe", None)]
     with pytest.raises(MosaicError):
         parse_bench_spec(" , ")
 
@@ -211,7 +212,8 @@ def test_embedding_cache_is_reused_and_keyed_by_weights(images, tmp_path):
 
 
 def test_missing_images_error_names_count_and_paths(images):
-    items = _items(images) + [Item([ImageRef(str(images / "gone1.jpg"))], ["x"], {"subtask": "s"}), Item([ImageRef(str(images / "gone2.jpg"))], ["y"], {"subtask": "s"})]
+    items = _items(images) + [Item([ImageRef(str(images / "gone1.jpg"))], ["x"], {"subtask": "s"}),
+                              Item([ImageRef(str(images / "gone2.jpg"))], ["y"], {"subtask": "s"})]
     with pytest.raises(MosaicError, match=r"2 image file\(s\) missing") as e:
         drop_missing(items, skip=False, where="bench")
     assert "gone1.jpg" in str(e.value) and "--skip-missing" in str(e.value)
@@ -232,7 +234,8 @@ class TinyBench:
 
     def score(self, items, sims, *, logit_scale=100.0):
         acc = metrics.choice_accuracy(np.stack([sims[i][0] for i in range(3)]), 0, "strict")
-        return [{"subtask": "s", "metric": "accuracy", "value": acc, "n": 3}, {"subtask": "s", "metric": "scale", "value": logit_scale, "n": 3}]
+        return [{"subtask": "s", "metric": "accuracy", "value": acc, "n": 3},
+                {"subtask": "s", "metric": "scale", "value": logit_scale, "n": 3}]
 
 
 def test_evaluate_rows_and_logit_scale(images):
@@ -256,10 +259,12 @@ def test_memo_decodes_and_tokenizes_once_for_every_model(images, monkeypatch):
         second.model.table.add_(0.5)  # another model: other similarities from the same decoded inputs
     for b in (first, second):
         b.tokenizer = lambda texts, real=b.tokenizer: tokenized.extend(texts) or real(texts)
-    fresh = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t")] for b in (first, second)]
+    fresh = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t")]
+             for b in (first, second)]
     assert len(opened) == 6 and len(tokenized) == 6  # without a memo: 3 images and 3 texts per model
     opened.clear(), tokenized.clear()
-    kept = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t", memo)] for b in (first, second)]
+    kept = [[s.copy() for s in similarities(_items(images), Encoder(b, EngineOptions(quiet=True)), "t", memo)]
+            for b in (first, second)]
     assert len(opened) == 3 and sorted(tokenized) == ["a blue square", "a green square", "a red square"]
     assert not np.allclose(kept[0][0], kept[1][0])
     for a, b in zip(fresh, kept):

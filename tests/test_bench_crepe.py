@@ -33,16 +33,19 @@ def root(tmp_path):
             crepe.prod_file(tmp_path, kind, 4),
             header,
             [
-                ["2", "10", "20", "30", "15", "a red brick paved sidewalk", str(["a brown brick paved sidewalk", "a red stone paved sidewalk"])],
+                ["2", "10", "20", "30", "15", "a red brick paved sidewalk",
+                 str(["a brown brick paved sidewalk", "a red stone paved sidewalk"])],
                 ["7.0", "0", "0", "60", "60", "a dog on a mat", str(["a mat on a dog"])],
             ],
         )
     _write(crepe.prod_file(tmp_path, "atom", 5), header, [["2", "1", "2", "3", "4", "a cat", "[]"]])
-    syst_header = ["image_id", "region_id", "x", "y", "width", "height", "caption", "valid_hard_negs_atom", "valid_hard_negs_comp", "valid_hard_negs_combined"]
+    syst_header = ["image_id", "region_id", "x", "y", "width", "height", "caption", "valid_hard_negs_atom",
+                   "valid_hard_negs_comp", "valid_hard_negs_combined"]
     _write(
         crepe.syst_file(tmp_path, "unseen_compounds_in_laion"),
         syst_header,
-        [["2", "374", "346", "329", "452", "269", "a red brick paved sidewalk", str(["a brown brick paved sidewalk"]), str(["a red brick paved road"]), str(["x", "y"])]],
+        [["2", "374", "346", "329", "452", "269", "a red brick paved sidewalk", str(["a brown brick paved sidewalk"]),
+          str(["a red brick paved road"]), str(["x", "y"])]],
     )
     return tmp_path
 

@@ -21,10 +21,10 @@ VIDEO_FRAMES = [3, 10, 27, 100, 2, 45, 9, 61, 88, 14]  # sorted by int: 2 3 9 10
 
 
 @pytest.fixture(scope="module")
-def root(shared_benchmarks, tmp_path_factory) -> Path:
+def root(real_benchmarks, tmp_path_factory) -> Path:
     r = tmp_path_factory.mktemp("imagecode_root")
     (r / "imagecode" / "data").mkdir(parents=True)
-    (r / "imagecode" / "data" / "valid_data.json").symlink_to(shared_benchmarks / "imagecode" / "data" / "valid_data.json")
+    (r / "imagecode" / "data" / "valid_data.json").symlink_to(real_benchmarks / "imagecode" / "data" / "valid_data.json")
     return r
 
 
@@ -52,8 +52,8 @@ def test_real_valid_split_counts(root):
     assert {it.meta["subtask"] for it in BENCHMARK.load(root, subtasks=["static"])} == {"static"}
 
 
-def test_images_sorted_by_frame_number_and_missing_sets_reported(root, tmp_path, shared_benchmarks):
-    data = json.loads((shared_benchmarks / "imagecode" / "data" / "valid_data.json").read_text())
+def test_images_sorted_by_frame_number_and_missing_sets_reported(root, tmp_path, real_benchmarks):
+    data = json.loads((real_benchmarks / "imagecode" / "data" / "valid_data.json").read_text())
     video = next(d for d in data if "open-images" not in d)
     r = tmp_path
     (r / "imagecode" / "data").mkdir(parents=True)
@@ -80,7 +80,8 @@ def _case(sub: str, target: int, column) -> tuple[Item, np.ndarray]:
 
 def test_top1_ties_go_to_the_lowest_index():
     tie = [0.5, 0.1, 0.1, 0.1, 0.1, 0.5, 0.1, 0.1, 0.1, 0.1]
-    cases = [_case("videos", 0, tie), _case("videos", 5, tie), _case("static", 3, np.eye(10)[3]), _case("static", 3, np.eye(10)[4])]
+    cases = [_case("videos", 0, tie), _case("videos", 5, tie), _case("static", 3, np.eye(10)[3]),
+             _case("static", 3, np.eye(10)[4])]
     rows = {(r["subtask"], r["metric"]): r for r in BENCHMARK.score(*map(list, zip(*cases)))}
     assert rows[("videos", "accuracy")]["value"] == 0.5
     assert rows[("static", "accuracy")]["value"] == 0.5
@@ -102,7 +103,8 @@ def test_end_to_end_with_placeholder_images(root):
 
     items = BENCHMARK.load(root, limit=1)
     for it in items:
-        _make_set(Path(it.images[0].path).parent.parent / it.meta["set"], VIDEO_FRAMES if it.meta["subtask"] == "videos" else range(10))
+        _make_set(Path(it.images[0].path).parent.parent / it.meta["set"],
+                  VIDEO_FRAMES if it.meta["subtask"] == "videos" else range(10))
     bundle = create("mosaic-tiny", None, seed=0)
     rows = list(evaluate([(BENCHMARK, None)], [("tiny", bundle)], root, EngineOptions(limit=1, quiet=True)))
     assert {(r["subtask"], r["n"]) for r in rows} == {("videos", 1), ("static", 1), (HEADLINE, 2)}

@@ -14,12 +14,12 @@ import pytest
 
 from mosaictool.bench import get
 from mosaictool.bench.base import HEADLINE, ImageRef, Item
-from mosaictool.errors import MosaicError
 from mosaictool.bench.eqben import BENCHMARK as EQBEN
 from mosaictool.bench.spec import BENCHMARK as SPEC
 from mosaictool.bench.svo_probes import BENCHMARK as SVO
 from mosaictool.bench.whatsup import BENCHMARK as WHATSUP
 from mosaictool.bench.winoground import BENCHMARK as WINO
+from mosaictool.errors import MosaicError
 
 # s[image, caption] for one Winoground-style pair
 PERFECT = [[0.9, 0.1], [0.1, 0.9]]
@@ -60,7 +60,8 @@ WINO_RECORDS = [
      "collapsed_tag": "Relation"},
     {"id": 1, "image_0": "ex_1_img_0", "image_1": "ex_1_img_1", "caption_0": "a cat on a mat", "caption_1": "a mat on a cat",
      "tag": "Noun", "secondary_tag": "", "num_main_preds": 1, "collapsed_tag": "Object"},
-    {"id": 2, "image_0": "ex_2_img_0", "image_1": "ex_2_img_1", "caption_0": "red ball blue box", "caption_1": "blue ball red box",
+    {"id": 2, "image_0": "ex_2_img_0", "image_1": "ex_2_img_1", "caption_0": "red ball blue box",
+     "caption_1": "blue ball red box",
      "tag": "Adjective-Color", "secondary_tag": "Symbolic", "num_main_preds": 2, "collapsed_tag": "Both"},
 ]
 
@@ -70,8 +71,10 @@ def test_winoground_jsonl_layout(tmp_path):
     data.mkdir(parents=True)
     (data / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in WINO_RECORDS))
     items = WINO.load(tmp_path)
-    assert [it.meta for it in items] == [{"subtask": "Relation", "id": 0}, {"subtask": "Object", "id": 1}, {"subtask": "Both", "id": 2}]
-    assert items[0].images == [ImageRef(str(data / "images" / "ex_0_img_0.png")), ImageRef(str(data / "images" / "ex_0_img_1.png"))]
+    assert [it.meta for it in items] == [{"subtask": "Relation", "id": 0}, {"subtask": "Object", "id": 1},
+                                         {"subtask": "Both", "id": 2}]
+    assert items[0].images == [ImageRef(str(data / "images" / "ex_0_img_0.png")),
+                               ImageRef(str(data / "images" / "ex_0_img_1.png"))]
     assert items[0].texts == ["an old person kisses a young person", "a young person kisses an old person"]
     assert [it.meta["id"] for it in WINO.load(tmp_path, subtasks=["Object"])] == [1]
     (data / "examples.jsonl").write_text(json.dumps(WINO_RECORDS[0]) + "\n{not json\n")
@@ -134,7 +137,8 @@ def write_svo(root: Path) -> None:
     (root / "svo_probes").mkdir(parents=True)
     with open(root / "svo_probes" / "svo_probes.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["sentence", "pos_triplet", "neg_triplet", "subj_neg", "verb_neg", "obj_neg", "pos_url", "neg_url", "pos_image_id", "neg_image_id"])
+        w.writerow(["sentence", "pos_triplet", "neg_triplet", "subj_neg", "verb_neg", "obj_neg", "pos_url", "neg_url",
+                    "pos_image_id", "neg_image_id"])
         w.writerows(SVO_ROWS)
 
 
@@ -190,7 +194,8 @@ def write_whatsup(root: Path) -> None:
     base = root / "whatsup"
     base.mkdir(parents=True)
     files = {
-        "controlled_images_dataset.json": controlled_records("controlled_images", [("mug", "table"), ("beer-bottle", "armchair")], A_PREPS),
+        "controlled_images_dataset.json": controlled_records("controlled_images",
+                                                             [("mug", "table"), ("beer-bottle", "armchair")], A_PREPS),
         "controlled_clevr_dataset.json": controlled_records("controlled_clevr", [("cube", "sphere")], B_PREPS),
         "coco_qa_one_obj.json": [[139, "A photo of a dog on the left", "A photo of a dog on the right"]],
         "coco_qa_two_obj.json": [[632, "A cup above a plate", "A cup below a plate"]],
@@ -216,7 +221,8 @@ def test_whatsup_layout_and_meta(tmp_path):
     qa = {it.meta["subtask"]: it for it in items if "QA" in it.meta["subtask"]}
     assert qa["COCO_QA_ONE"].images[0].path == str(base / "val2017" / "000000000139.jpg")
     assert qa["VG_QA_TWO"].images[0].path == str(base / "vg_images" / "2346.jpg")
-    assert [qa[s].meta["preposition"] for s in ("COCO_QA_ONE", "COCO_QA_TWO", "VG_QA_ONE", "VG_QA_TWO")] == ["left", "above", "top", "front"]
+    assert [qa[s].meta["preposition"] for s in ("COCO_QA_ONE", "COCO_QA_TWO", "VG_QA_ONE", "VG_QA_TWO")] == [
+        "left", "above", "top", "front"]
 
 
 def test_whatsup_argmax_ties_correct_and_pair_set_accuracy(tmp_path):
@@ -230,7 +236,8 @@ def test_whatsup_argmax_ties_correct_and_pair_set_accuracy(tmp_path):
     assert k[("WhatsUp_A", "accuracy")]["value"] == 7 / 8
     assert k[("WhatsUp_A", "pair_accuracy")]["value"] == 3 / 4  # 3 of 8/2 pairs
     assert k[("WhatsUp_A", "set_accuracy")]["value"] == 1 / 2  # 1 of 8/4 sets
-    assert k[("WhatsUp_A/right_of", "accuracy")] == {"subtask": "WhatsUp_A/right_of", "metric": "accuracy", "value": 0.5, "n": 2, "detail": True}
+    assert k[("WhatsUp_A/right_of", "accuracy")] == {"subtask": "WhatsUp_A/right_of", "metric": "accuracy",
+                                                     "value": 0.5, "n": 2, "detail": True}
     assert (HEADLINE, "accuracy") not in k
 
 
@@ -306,8 +313,10 @@ def write_spec(root: Path) -> None:
     for sub in ("absolute_size", "relative_size", "absolute_spatial", "relative_spatial", "existence", "count"):
         d = root / "spec" / sub
         d.mkdir(parents=True)
-        (d / "image2text.json").write_text(json.dumps([{"query": "images/q0.jpg", "keys": ["small x", "large x", "medium x"], "label": 1}]))
-        (d / "text2image.json").write_text(json.dumps([{"query": "large x", "keys": ["images/a.jpg", "images/b.jpg"], "label": 0}]))
+        (d / "image2text.json").write_text(json.dumps([{"query": "images/q0.jpg",
+                                                        "keys": ["small x", "large x", "medium x"], "label": 1}]))
+        (d / "text2image.json").write_text(json.dumps([{"query": "large x",
+                                                        "keys": ["images/a.jpg", "images/b.jpg"], "label": 0}]))
 
 
 def test_spec_layout_and_directions(tmp_path):
@@ -355,7 +364,8 @@ def test_eqben_youcook2_npy_frames_are_read_as_bgr(tmp_path):
 def _reference_models(shared: Path, count: int) -> list[tuple[dict, dict]]:
     ref = shared / "reference-results"
     summary = {(r["arch"], r["pretrained"]): r for r in csv.DictReader(open(ref / "results.csv"))}
-    pairs = [(m, summary[(m["arch"], m["pretrained"])]) for m in csv.DictReader(open(ref / "individual_results.csv")) if (m["arch"], m["pretrained"]) in summary]
+    pairs = [(m, summary[(m["arch"], m["pretrained"])]) for m in csv.DictReader(open(ref / "individual_results.csv"))
+             if (m["arch"], m["pretrained"]) in summary]
     return pairs[:count]
 
 
@@ -364,7 +374,7 @@ def _split(percent: float, n: int) -> list[bool]:
     return [True] * k + [False] * (n - k)
 
 
-def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
+def test_headlines_reproduce_vl_compo_meta_averages(real_benchmarks):
     """Cases built to hit vl_compo's per-subtask values must give its published meta-averages
     (results.csv); where the real case counts are unknown, n = 1000 per part bounds the rounding."""
     from mosaictool.bench.imagecode import BENCHMARK as IMAGECODE
@@ -374,7 +384,7 @@ def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
     VLC = VL_CHECKLIST[0]
 
     two = {True: np.array([[0.9, 0.1]]), False: np.array([[0.1, 0.9]])}
-    for model, summary in _reference_models(shared_benchmarks, 3):
+    for model, summary in _reference_models(real_benchmarks, 3):
         def value(col: str) -> float:
             return float(model[col])
 
@@ -391,7 +401,8 @@ def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
         items, sims = [], []
         for sub in WHATSUP.subtasks:
             for j, ok in enumerate(_split(value(f"whatsup::{sub}"), 1000)):
-                items.append(Item([ImageRef("x")], ["a", "b"], {"subtask": sub, "preposition": "on", "pair": (str(j // 4), ""), "slot": "on"}))
+                items.append(Item([ImageRef("x")], ["a", "b"], {"subtask": sub, "preposition": "on",
+                                                                "pair": (str(j // 4), ""), "slot": "on"}))
                 sims.append(two[ok])
         assert headline_of(WHATSUP, items, sims) == pytest.approx(float(summary["whatsup"]), abs=0.05)
 
@@ -419,6 +430,7 @@ def test_headlines_reproduce_vl_compo_meta_averages(shared_benchmarks):
         items, sims = [], []
         for sub, n in (("videos", 1872), ("static", 430)):
             for ok in _split(value(f"imagecode::{sub}"), n):
-                items.append(Item([ImageRef(str(i)) for i in range(10)], ["d"], {"subtask": sub, "set": "s", "target": 0 if ok else 1}))
+                items.append(Item([ImageRef(str(i)) for i in range(10)], ["d"],
+                                  {"subtask": sub, "set": "s", "target": 0 if ok else 1}))
                 sims.append(np.eye(10)[:, :1])
         assert headline_of(IMAGECODE, items, sims) == pytest.approx(float(summary["imagecode"]), abs=1e-4)

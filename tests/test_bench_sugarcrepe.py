@@ -15,20 +15,21 @@ from mosaictool.bench.base import HEADLINE
 from mosaictool.bench.engine import drop_missing
 from mosaictool.errors import MosaicError
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "sugarcrepe" / "data"
-if not REAL.is_dir():
-    REAL = Path("/work/shared/benchmarks/sugarcrepe/data")
-COUNTS = {"add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652, "replace_rel": 1406, "swap_att": 666, "swap_obj": 245}
-
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="real SugarCrepe files not available")
+COUNTS = {"add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652, "replace_rel": 1406,
+          "swap_att": 666, "swap_obj": 245}
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
+def real(real_benchmarks) -> Path:
+    return real_benchmarks / "sugarcrepe" / "data"
+
+
+@pytest.fixture(scope="module")
+def root(real, tmp_path_factory):
     root = tmp_path_factory.mktemp("sc")
     (root / "sugarcrepe").mkdir()
     names = set()
-    for f in REAL.glob("*.json"):
+    for f in real.glob("*.json"):
         shutil.copy(f, root / "sugarcrepe" / f.name)
         names |= {r["filename"] for r in json.loads(f.read_text()).values()}
     (root / "coco" / "val2017").mkdir(parents=True)
@@ -51,13 +52,14 @@ def test_swap_obj_keys_are_not_contiguous(root):
     keys = [it.meta["key"] for it in items]
     assert "108" not in keys and "107" in keys and "109" in keys and len(keys) == 245
     first = items[0]
-    assert first.texts == ["A cat sits on its hind legs, and swats at the plant.", "A cat sits on the plant, and swats at its hind legs."]
+    assert first.texts == ["A cat sits on its hind legs, and swats at the plant.",
+                           "A cat sits on the plant, and swats at its hind legs."]
     assert first.images[0].path == str(root / "coco" / "val2017" / "000000222235.jpg")
 
 
-def test_repo_layout_is_accepted_too(tmp_path):
+def test_repo_layout_is_accepted_too(real, tmp_path):
     (tmp_path / "sugarcrepe" / "data").mkdir(parents=True)
-    shutil.copy(REAL / "swap_obj.json", tmp_path / "sugarcrepe" / "data" / "swap_obj.json")
+    shutil.copy(real / "swap_obj.json", tmp_path / "sugarcrepe" / "data" / "swap_obj.json")
     assert len(sugarcrepe.SugarCrepe().load(tmp_path, subtasks=["swap_obj"], limit=10)) == 10
     with pytest.raises(MosaicError, match="add_att.json not found"):
         sugarcrepe.SugarCrepe().load(tmp_path)

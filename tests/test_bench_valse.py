@@ -32,10 +32,10 @@ DOCUMENTED = {
 
 
 @pytest.fixture(scope="module")
-def root(shared_benchmarks, tmp_path_factory) -> Path:
+def root(real_benchmarks, tmp_path_factory) -> Path:
     r = tmp_path_factory.mktemp("valse_root")
     (r / "valse" / "data").mkdir(parents=True)
-    for f in (shared_benchmarks / "valse" / "data").glob("*.json"):
+    for f in (real_benchmarks / "valse" / "data").glob("*.json"):
         (r / "valse" / "data" / f.name).symlink_to(f)  # files only: placeholder images go beside them
     return r
 
@@ -57,12 +57,12 @@ def test_registered():
     assert BENCHMARK.subtasks == list(DOCUMENTED)
 
 
-def test_valid_counts_match_the_documented_ones(items, shared_benchmarks):
+def test_valid_counts_match_the_documented_ones(items, real_benchmarks):
     counts = Counter(it.meta["subtask"] for it in items)
     assert counts == {k: v for k, (v, _) in DOCUMENTED.items()}
     assert len(items) == 7702
     for inst, (_, total) in DOCUMENTED.items():
-        assert len(json.loads((shared_benchmarks / "valse" / "data" / f"{inst}.json").read_text())) == total
+        assert len(json.loads((real_benchmarks / "valse" / "data" / f"{inst}.json").read_text())) == total
 
 
 def test_items_are_caption_then_foil_with_the_config_image_folders(items, root):
@@ -132,6 +132,7 @@ def test_headline_is_the_mean_of_the_seven_groups():
     assert rows[(HEADLINE, "accuracy")] == pytest.approx(np.mean(list(groups.values())))
 
 
+@pytest.mark.slow
 def test_end_to_end_with_placeholder_images(root, tiny_bundle, tmp_path):
     from PIL import Image
 
@@ -148,12 +149,12 @@ def test_end_to_end_with_placeholder_images(root, tiny_bundle, tmp_path):
     assert all(r["benchmark"] == "valse" and r["model"] == "tiny" for r in rows)
 
 
-def test_headline_reproduces_vl_compo_results(shared_benchmarks):
+def test_headline_reproduces_vl_compo_results(real_benchmarks):
     """vl_compo's per-instrument values are exactly k / valid count (so it used the mturk filter);
     cases with those k right must give its published VALSE meta-average."""
     import csv
 
-    ref = shared_benchmarks / "reference-results"
+    ref = real_benchmarks / "reference-results"
     individual = list(csv.DictReader(open(ref / "individual_results.csv")))
     summary = {(r["arch"], r["pretrained"]): float(r["valse"]) for r in csv.DictReader(open(ref / "results.csv"))}
     checked = 0

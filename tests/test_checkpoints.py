@@ -126,7 +126,8 @@ def test_other_files_get_the_right_message(tmp_path):
     with pytest.raises(MosaicError, match="notes.pt: truncated or corrupt checkpoint"):
         openclip.read_checkpoint(garbage)
     archive = tmp_path / "openai-like.pt"  # a TorchScript archive, as OpenAI ships CLIP weights
-    with warnings.catch_warnings(), pytest.raises(MosaicError, match="openai-like.pt: not a mosaictool checkpoint; .* --pretrained"):
+    with warnings.catch_warnings(), \
+            pytest.raises(MosaicError, match="openai-like.pt: not a mosaictool checkpoint; .* --pretrained"):
         warnings.simplefilter("ignore")  # torch.jit's deprecation and its "dispatching to torch.jit.load"
         torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), archive)
         openclip.read_checkpoint(archive)

@@ -8,7 +8,6 @@ import json
 import os
 import random
 import socket
-import sys
 from itertools import combinations
 from pathlib import Path
 
@@ -17,11 +16,9 @@ import torch
 import torch.nn.functional as F
 
 from mosaictool import methods
-from mosaictool.model.text_ids import text_id
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.model.text_ids import text_id
+from train_fixtures import make_world, write_tiny_model
 
 INPUTS = ("img", "pos", "pm", "neg", "nm", "scale", "pos_ids", "neg_ids", "image_keys", "pos_keys", "neg_keys")
 GRAD_KEYS = ("img", "pos", "neg", "scale")
@@ -272,8 +269,8 @@ def _batches(spec: str, method: str) -> list:
 
 
 def test_batch_keys_are_the_records_keys_from_jsonl_and_shards(world, tmp_path):
-    from mosaictool.training.batch import Features
     from mosaictool.stages.shard import write_shards
+    from mosaictool.training.batch import Features
 
     data, _ = world
     by_index = [json.loads(line) for line in Path(data).read_text().splitlines()]

@@ -73,7 +73,8 @@ def test_caption_first_and_max_sample_is_deterministic_and_ordered():
     full = candidate_subgraphs(rec["graph"])
     out = decompose_record(rec, max_subgraphs=3, seed=5)
     assert out["subgraphs"][0] == {
-        "kind": "caption", "text": rec["caption"], "objects": [], "relations": [], "key": "cat >near> ball & dog >on> mat & couch"}
+        "kind": "caption", "text": rec["caption"], "objects": [], "relations": [],
+        "key": "cat >near> ball & dog >on> mat & couch"}
     chosen = [{k: v for k, v in s.items() if k != "key"} for s in out["subgraphs"][1:]]
     assert len(chosen) == 3
     positions = [full.index(s) for s in chosen]

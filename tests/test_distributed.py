@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
-
+import clirun
+from clirun import TORCHRUN
+from train_fixtures import make_world, write_tiny_model
 
 METHODS = ("mosaiclip", "negclip")
 
@@ -30,8 +27,8 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
     forward -> slot features -> loss -> backward."""
     import open_clip
 
-    from mosaictool.model import openclip
     from mosaictool import methods
+    from mosaictool.model import openclip
     from mosaictool.training.batch import ContrastiveForward, batch_features
     from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
     from mosaictool.training.distributed import DistInfo, mean_over_ranks
@@ -75,6 +72,7 @@ def _worker(rank: int, world: int, port: int, data: str, model_cfg: str, out: st
     distributed.shutdown(info)
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Both loss modes (global, --local-loss), MosaiCLIP's multi-positive slots and NegCLIP's hard images."""
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
@@ -94,19 +92,15 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
 @pytest.mark.slow
 def test_torchrun_end_to_end_matches_one_process(tmp_path):
     """The real command under torchrun (2 gloo ranks × 2 images) ends where 1 process × 4 images does."""
-    torchrun = shutil.which("torchrun")
-    if torchrun is None:
-        pytest.skip("torchrun not on PATH")
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
     common = ["--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
               "--warmup", "1", "--lr", "1e-6", "--device", "cpu", "-q"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    two = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
+    two = subprocess.run([*TORCHRUN, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
                           "train", "--out", str(tmp_path / "two"), "--batch-size", "2", "--local-loss", *common],
                          capture_output=True, text=True, env=env, timeout=300)
     assert two.returncode == 0, two.stderr[-3000:]
-    one = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--out", str(tmp_path / "one"), "--batch-size",
-                          "4", *common], capture_output=True, text=True, env=env, timeout=300)
+    one = clirun.run("train", "--out", tmp_path / "one", "--batch-size", "4", *common, env=env, timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]
     from mosaictool.model import openclip
 

@@ -39,7 +39,8 @@ def data(tmp_path):
     (tmp_path / "sugarcrepe").mkdir()
     colours = ["red", "green", "blue"]
     for sub in ("add_att", "swap_obj", "replace_rel"):
-        cases = {str(i): {"filename": f"{c}.jpg", "caption": f"a {c} square", "negative_caption": f"a {colours[i - 1]} circle"} for i, c in enumerate(colours)}
+        cases = {str(i): {"filename": f"{c}.jpg", "caption": f"a {c} square",
+                          "negative_caption": f"a {colours[i - 1]} circle"} for i, c in enumerate(colours)}
         (tmp_path / "sugarcrepe" / f"{sub}.json").write_text(json.dumps(cases))
     for c in colours:
         _image(tmp_path / "coco" / "val2017" / f"{c}.jpg", c)
@@ -60,7 +61,8 @@ def test_list_shows_benchmarks_subtasks_and_layout():
 
 def test_evaluate_two_models_jsonl_report_and_plot(data, checkpoints, tmp_path):
     out, report, png = tmp_path / "r.jsonl", tmp_path / "r.md", tmp_path / "cmp.png"
-    args = ["evaluate", "--bench", "sugarcrepe:add_att+swap_obj", "-c", checkpoints[0], "-c", checkpoints[1], "--data-root", str(data),
+    args = ["evaluate", "--bench", "sugarcrepe:add_att+swap_obj", "-c", checkpoints[0], "-c", checkpoints[1],
+            "--data-root", str(data),
             "-o", str(out), "--report", str(report), "--plot", str(png), "--batch-size", "2"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
@@ -79,7 +81,8 @@ def test_evaluate_two_models_jsonl_report_and_plot(data, checkpoints, tmp_path):
 def test_results_do_not_depend_on_batch_size_and_go_to_stdout(data, checkpoints):
     outs = []
     for bs in ("1", "3"):
-        result = runner.invoke(app, ["evaluate", "-b", "sugarcrepe:add_att", "-c", checkpoints[0], "-d", str(data), "--batch-size", bs, "-q"])
+        result = runner.invoke(app, ["evaluate", "-b", "sugarcrepe:add_att", "-c", checkpoints[0], "-d", str(data),
+                                     "--batch-size", bs, "-q"])
         assert result.exit_code == 0, result.stderr
         outs.append([orjson.loads(line) for line in result.stdout.splitlines()])
         assert "| sugarcrepe | add_att | accuracy (%) | 3 |" in result.stderr
@@ -93,14 +96,16 @@ def test_missing_images_stop_with_count_or_are_skipped_and_reported(data, checkp
     args = ["evaluate", "-b", "sugarcrepe:add_att+swap_obj", "-c", checkpoints[0], "-d", str(data), "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 1
-    assert "Error: sugarcrepe: 1 image file(s) missing" in result.stderr and "green.jpg" in result.stderr and "--skip-missing" in result.stderr
+    assert "Error: sugarcrepe: 1 image file(s) missing" in result.stderr
+    assert "green.jpg" in result.stderr and "--skip-missing" in result.stderr
     assert not out.exists()
     result = runner.invoke(app, [*args, "--skip-missing"])
     assert result.exit_code == 0, result.stderr
     assert "sugarcrepe: skipped 2 of 6 test case(s): 1 image file(s) missing" in result.stderr
     rows = _rows(out)
     skipped = [r for r in rows if r["metric"] == "skipped_missing_images"]
-    assert skipped == [{"model": checkpoints[0], "benchmark": "sugarcrepe", "subtask": "*", "metric": "skipped_missing_images", "value": 2.0, "n": 6, "detail": False}]
+    assert skipped == [{"model": checkpoints[0], "benchmark": "sugarcrepe", "subtask": "*", "metric": "skipped_missing_images",
+                        "value": 2.0, "n": 6, "detail": False}]
     assert [r["n"] for r in rows if r["metric"] == "accuracy" and r["subtask"] == "add_att"] == [2]
 
 
@@ -130,14 +135,18 @@ def test_user_errors(args, message, data, checkpoints):
 def _world_split(split_dir, colour):
     aro = split_dir / "aro"
     _image(aro / "images" / "s0.png", colour, (32, 32))
-    rel = [{"image_path": "s0.png", "bbox_x": 0, "bbox_y": 0, "bbox_w": 32, "bbox_h": 16, "true_caption": "a red cube left of a blue ball",
+    rel = [{"image_path": "s0.png", "bbox_x": 0, "bbox_y": 0, "bbox_w": 32, "bbox_h": 16,
+            "true_caption": "a red cube left of a blue ball",
             "false_caption": "a blue ball left of a red cube", "relation_name": "left of"}] * 3
-    attr = [{"image_path": "s0.png", "bbox_x": 0, "bbox_y": 0, "bbox_w": 32, "bbox_h": 32, "true_caption": "a red cube and a blue ball",
+    attr = [{"image_path": "s0.png", "bbox_x": 0, "bbox_y": 0, "bbox_w": 32, "bbox_h": 32,
+             "true_caption": "a red cube and a blue ball",
              "false_caption": "a blue cube and a red ball", "attributes": ["red", "blue"]}] * 25
     (aro / "visual_genome_relation.json").write_text(json.dumps(rel))
     (aro / "visual_genome_attribution.json").write_text(json.dumps(attr))
-    (aro / "coco_karpathy_test.json").write_text(json.dumps([{"image": "scenes/s0.png", "caption": ["a red cube to the left of a blue ball."]},
-                                                             {"image": "scenes/s1.png", "caption": ["a small green ball above a cube."]}]))
+    (aro / "coco_karpathy_test.json").write_text(json.dumps([{"image": "scenes/s0.png",
+                                                              "caption": ["a red cube to the left of a blue ball."]},
+                                                             {"image": "scenes/s1.png",
+                                                              "caption": ["a small green ball above a cube."]}]))
     _image(split_dir / "coco" / "scenes" / "s0.png", colour)
     _image(split_dir / "coco" / "scenes" / "s1.png", "green")
     _image(split_dir / "crepe" / "VG_100K" / "5.jpg", colour)
@@ -167,12 +176,14 @@ def world(tmp_path):
 
 def test_world_and_world_val_end_to_end(world, checkpoints, tmp_path):
     out = tmp_path / "w.jsonl"
-    result = runner.invoke(app, ["evaluate", "-b", "world,world-val", "-c", checkpoints[0], "-d", str(world), "-o", str(out), "-q"])
+    result = runner.invoke(app, ["evaluate", "-b", "world,world-val", "-c", checkpoints[0], "-d",
+                                 str(world), "-o", str(out), "-q"])
     assert result.exit_code == 0, result.stderr
     rows = _rows(out)
     subtasks = {(r["benchmark"], r["subtask"]) for r in rows}
     for bench in ("world", "world-val"):
-        for sub in ("aro/VG-Relation", "aro/VG-Attribution", "aro/COCO-Order", "crepe/atom", "zeroshot/colour", "retrieval/coco", "headline"):
+        for sub in ("aro/VG-Relation", "aro/VG-Attribution", "aro/COCO-Order", "crepe/atom", "zeroshot/colour",
+                    "retrieval/coco", "headline"):
             assert (bench, sub) in subtasks
     head = [r for r in rows if r["subtask"] == "headline" and r["benchmark"] == "world"][0]
     parts = [r for r in rows if r["benchmark"] == "world" and (
@@ -196,10 +207,11 @@ def test_world_errors(world, checkpoints, tmp_path):
 
 
 def test_retrieval_with_perturbations(world, checkpoints):
-    result = runner.invoke(app, ["evaluate", "-b", "retrieval", "--perturb", "-c", checkpoints[0], "-d", str(world / "test"), "-q"])
+    result = runner.invoke(app, ["evaluate", "-b", "retrieval", "--perturb", "-c", checkpoints[0], "-d",
+                                 str(world / "test"), "-q"])
     assert result.exit_code == 0, result.stderr
     rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert sorted({r["subtask"] for r in rows}) == [
-        "coco", "coco/shuffle_allbut_nouns_and_adj", "coco/shuffle_nouns_and_adj", "coco/shuffle_trigrams", "coco/shuffle_within_trigrams"
-    ]
+        "coco", "coco/shuffle_allbut_nouns_and_adj", "coco/shuffle_nouns_and_adj", "coco/shuffle_trigrams",
+        "coco/shuffle_within_trigrams"]
     assert {r["metric"] for r in rows} == {f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)}

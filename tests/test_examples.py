@@ -21,10 +21,12 @@ def check_graph_pipeline(out: Path) -> None:
 OUTPUT_CHECKS = {"pipeline.sh": check_graph_pipeline}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.sh")))
-def test_example_pipeline_runs(script, tmp_path):
+def test_example_pipeline_runs(script, tmp_path, shell_env):
     out = tmp_path / "out"
-    proc = subprocess.run(["bash", str(EXAMPLES / script), str(out)], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(["bash", str(EXAMPLES / script), str(out)], capture_output=True, text=True, timeout=900,
+                          env=shell_env)
     assert proc.returncode == 0, proc.stderr
     assert "Error" not in proc.stderr
     if script in OUTPUT_CHECKS:

@@ -14,8 +14,7 @@ from mosaictool.demo import experiments
 from mosaictool.demo.config import METHODS, DemoConfig
 from mosaictool.demo.experiments import Context, ablate, common, ladder, towers
 from mosaictool.training import TrainConfig, train
-
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 
 def _context(tmp_path, **cfg) -> Context:
@@ -65,7 +64,8 @@ def test_ablation_trains_each_variant_at_mosaiclips_lr(tmp_path, monkeypatch):
     assert {lr for *_, lr, _, _ in trained} == {ctx.cfg.lr_for("MosaiCLIP")} and {m for _, m, *_ in trained} == {"mosaiclip"}
     assert [label for label, *_ in trained if "hard images" not in label] == [
         f"ablation {name}" for name, _, hard in ablate.ABLATIONS if hard is None]
-    assert {label for label, _, _, _, hard, _ in trained if hard == "all"} == {"ablation + hard images (NegCLIP's batch; not the paper's)"}
+    assert {label for label, _, _, _, hard, _ in trained if hard == "all"} == {
+        "ablation + hard images (NegCLIP's batch; not the paper's)"}
     table = (tmp_path / "ablation.md").read_text().strip()
     row = next(line for line in table.splitlines() if "max-pos 1" in line)
     relation = row.split(" | ")[3]
@@ -258,9 +258,9 @@ def test_claim_verdicts_follow_the_papers_direction_after_holm():
 
 
 def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
-    from mosaictool.demo.experiments import claims
     from mosaictool.analysis.stats import seed_paired
     from mosaictool.demo.claims import Claim
+    from mosaictool.demo.experiments import claims
 
     ran = []
 

@@ -277,10 +277,6 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
 
 
 def _fsc_world(folder, n=8, without_hn=(1,)):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
     return add_fsc_negatives(make_world(folder / "w", n=n), without_hn=without_hn), write_tiny_model(folder)
@@ -304,14 +300,9 @@ def test_missing_hn_kinds_name_negate_text(tmp_path):
     """make_world's records have negclip swaps only: fsc-clip refuses them, naming the kinds that are
     missing and the stage that adds them, before any run folder is written. (The first test here to
     build a model: it pays open_clip's import.)"""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from train_fixtures import make_world, write_tiny_model
-
     from mosaictool.errors import MosaicError
     from mosaictool.training import train
+    from train_fixtures import make_world, write_tiny_model
 
     data, model_cfg = make_world(tmp_path / "w", n=4), write_tiny_model(tmp_path)
     with pytest.raises(MosaicError, match=r"replace, shuffle hard-negative texts.*negate --text negclip,replace,shuffle"):
@@ -622,7 +613,8 @@ def test_recipes_are_the_authors_settings(tmp_path, recipe, lr, lora_rank):
 
     cfg = TrainConfig(data=str(tmp_path / "d"), out=str(tmp_path / "o"), method="fsc-clip")
     got = with_recipe(cfg, recipe).resolved()
-    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (got.recipe, got.lr, got.lora, got.batch_size, got.epochs, got.warmup, got.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert got.grad_clip is None and got.precision == "amp" and got.crop_scale == (0.9, 1.0)
     assert (got.optimizer, got.beta1, got.beta2, got.eps) == ("adamw", 0.9, 0.98, 1e-6)
     assert got.merge_equal_texts is False and got.method_options["empty_hn_slots"] == "zero"
@@ -646,7 +638,8 @@ def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypat
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 0, result.output
     cfg = seen[-1]
-    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == (recipe, lr, lora_rank, 256, 5, 50, 0.1)
+    assert (cfg.recipe, cfg.lr, cfg.lora, cfg.batch_size, cfg.epochs, cfg.warmup, cfg.wd) == \
+        (recipe, lr, lora_rank, 256, 5, 50, 0.1)
     assert cfg.grad_clip is None and cfg.precision == "amp" and tuple(cfg.crop_scale) == (0.9, 1.0)
     assert cfg.method_options["lambda_global"] == 0.5 and cfg.method_options["label_smoothing"] == 0.02
     result = CliRunner().invoke(app, base + ["--lr", "1e-4", "--grad-clip", "2", "--batch-size", "8", "--precision", "fp32",

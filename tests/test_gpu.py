@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,13 +27,13 @@ import pytest
 import torch
 from PIL import Image
 
+import clirun
+from clirun import TORCHRUN
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.config import PRECISIONS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import add_fsc_negatives, make_world, write_tiny_model  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
 
 ON_CPU = not torch.cuda.is_available() and os.environ.get("MOSAICTOOL_GPU_TESTS_ON_CPU", "1") != "0"
 pytestmark = [
@@ -116,7 +115,8 @@ def test_accum_freq_equals_the_big_batch(world, tmp_path):
 
 def test_grad_checkpointing_and_hard_image_mining(world, tmp_path):
     out = tmp_path / "neg"
-    final, _ = run_on_device(config(world, out, method="negclip", hard_images=2, record_hard_images=False, grad_checkpointing=True,
+    final, _ = run_on_device(config(world, out, method="negclip", hard_images=2, record_hard_images=False,
+                                    grad_checkpointing=True,
                                     precision="fp32" if ON_CPU else "amp_bf16", accum_freq=2))
     mined = json.loads((out / "mined_hard_images.json").read_text())
     assert len(mined) == 16 and all(len(n) == 2 and i not in n for i, n in enumerate(mined))
@@ -139,6 +139,7 @@ def test_images_on_device(world, tmp_path):
         torch.testing.assert_close(on_device[name], loader[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
+@pytest.mark.slow
 def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference, _ = run_on_device(config(world, tmp_path / "ref", **steps))
@@ -159,8 +160,7 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
                           env={**os.environ, "MOSAICTOOL_GPU_TESTS_ON_CPU": "1" if ON_CPU else "0"})
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     assert openclip.read_checkpoint(out / "last.pt")["step"] == 4 and not (out / "final.pt").exists()
-    resumed = subprocess.run([sys.executable, "-m", "mosaictool", "train", "--resume", str(out), "-q"],
-                             capture_output=True, text=True, timeout=600)
+    resumed = clirun.run("train", "--resume", out, "-q")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     a, b = weights(reference), weights(out / "final.pt")
     for name in a:  # same seeds, same data order, RNG states restored (CUDA's included)
@@ -170,19 +170,15 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
 
 # ---- torchrun -------------------------------------------------------------------------------------
 
-def _torchrun() -> str:
-    path = shutil.which("torchrun")
-    if path is None:
-        pytest.skip("torchrun not on PATH")
-    return path
 
-
+@pytest.mark.slow
 def test_torchrun_one_rank_default_device(world, tmp_path):
     """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (issue 14's crash)."""
     data, model_cfg = world
-    proc = subprocess.run([_torchrun(), "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool", "train",
-                           "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
-                           "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool",
+                           "train", "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip",
+                           "--steps", "2", "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == str(tmp_path / "run" / "final.pt")
 
@@ -209,13 +205,15 @@ NCCL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_torchrun_nccl_collectives(tmp_path, ranks):
     if ranks > (1 if ON_CPU else torch.cuda.device_count()):
+        # two gloo ranks on the CPU: test_distributed.py, test_containment.py and test_fsc_clip.py
         pytest.skip(f"{ranks} ranks need {ranks} GPUs")
     script = tmp_path / "collectives.py"
     script.write_text(NCCL_SCRIPT)
-    proc = subprocess.run([_torchrun(), "--nproc_per_node", str(ranks), "--master_port", str(_free_port()), str(script)],
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(ranks), "--master_port", str(_free_port()), str(script)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = sorted((json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")), key=lambda r: r["rank"])
@@ -253,7 +251,8 @@ def test_evaluate_on_the_gpu(trained, tmp_path, runner):
     results = {}
     for device in (None, "cuda" if not ON_CPU else "cpu", "cpu"):
         out = tmp_path / f"r-{device}.jsonl"
-        args = ["evaluate", "--bench", "sugarcrepe:add_att", "-c", str(trained[1]), "--data-root", str(tmp_path), "-o", str(out), "-q"]
+        args = ["evaluate", "--bench", "sugarcrepe:add_att", "-c", str(trained[1]), "--data-root",
+                str(tmp_path), "-o", str(out), "-q"]
         result = runner.invoke(app, args + ([] if device is None else ["--device", device]))
         assert result.exit_code == 0, result.output
         results[device] = [json.loads(x) for x in out.read_text().splitlines()]

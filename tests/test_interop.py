@@ -12,11 +12,9 @@ import pytest
 import torch
 
 from mosaictool.io import read_records
-from mosaictool.training import TrainConfig, train
 from mosaictool.stages.shard import write_shards
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.training import TrainConfig, train
+from train_fixtures import make_world, write_tiny_model
 
 # open_clip_train 3.3 groups tar members without handling the end-of-shard marker `{}` that
 # webdataset >= 0.2.96 yields by default (KeyError: 'fname'; open_clip issue #935): passing
@@ -40,6 +38,7 @@ def world(tmp_path_factory):
     return root, data, write_tiny_model(root)
 
 
+@pytest.mark.slow
 def test_open_clip_train_trains_two_steps_on_mosaictool_shards(world, tmp_path):
     pytest.importorskip("open_clip_train")
     pytest.importorskip("pandas")  # open_clip_train.data imports it
@@ -81,6 +80,7 @@ def _check_plain_open_clip_loads(final: Path, name: str):
     assert not torch.equal(fresh.state_dict()["visual.conv1.weight"], theirs.state_dict()["visual.conv1.weight"])
 
 
+@pytest.mark.slow
 def test_mosaictool_checkpoint_loads_in_plain_open_clip(world, tmp_path):
     import open_clip
 

@@ -3,17 +3,14 @@ open_clip model with the LoRA model's embeddings."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import lora_reference_weights, write_tiny_model  # noqa: E402
-
-from mosaictool.errors import MosaicError  # noqa: E402
-from mosaictool.model import lora, openclip  # noqa: E402
+from mosaictool.errors import MosaicError
+from mosaictool.model import lora, openclip
+from train_fixtures import lora_reference_weights, write_tiny_model
 
 
 @pytest.fixture
@@ -30,6 +27,7 @@ def embed(model, bundle):
         return model.encode_image(images), model.encode_text(tokens)
 
 
+@pytest.mark.slow
 def test_adapters_start_at_the_base_model_and_only_they_train(tiny):
     bundle = tiny()
     before = embed(bundle.model, bundle)
@@ -99,9 +97,8 @@ def test_bad_rank_is_a_clear_error(tiny):
 
 @pytest.fixture
 def run_config(tmp_path):
-    from train_fixtures import make_world
-
     from mosaictool.training import TrainConfig
+    from train_fixtures import make_world
 
     data, model_cfg = make_world(tmp_path / "w", n=8), write_tiny_model(tmp_path)
     return lambda out, **kw: TrainConfig(**{**dict(data=str(data), out=str(tmp_path / out), model_config=str(model_cfg),

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mosaictool.training.batch import fill_slots
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
+from mosaictool.training.batch import fill_slots
 
 
 def brute_force(img, pos, pos_mask, neg, neg_mask, scale):

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
-from mosaictool import perturb
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import _Sampler, graph_candidates, graph_negatives, negate, parse_probs, parse_text_methods
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
@@ -136,8 +136,8 @@ def test_trigram_functions_keep_tokens_and_chunks():
     within = perturb.shuffle_within_trigrams(text, rng).split()
     assert [sorted(c) for c in perturb.trigrams(within)] == [sorted(c) for c in perturb.trigrams(tokens)]
     shuffled = perturb.shuffle_trigrams(text, rng).split()
-    assert sorted(map(tuple, perturb.trigrams(tokens))) == sorted(map(tuple, [shuffled[i:i + 3] for i in (0, 3, 6)] + [shuffled[9:]])) or \
-        sorted(shuffled) == sorted(tokens)
+    chunks = [shuffled[i:i + 3] for i in (0, 3, 6)] + [shuffled[9:]]
+    assert sorted(map(tuple, perturb.trigrams(tokens))) == sorted(map(tuple, chunks)) or sorted(shuffled) == sorted(tokens)
     assert perturb.trigrams(list("abcdefgh")) == [["a", "b", "c"], ["d", "e", "f"], ["g", "h"]]
 
 
@@ -174,7 +174,8 @@ def test_replace_uses_antonyms_then_cohyponyms():
     graph = {"entities": [{"head": "cat", "lemma_head": "cat", "span": "A small cat", "modifiers": [], "attributes": ["small"]},
                           {"head": "table", "lemma_head": "table", "span": "the table", "modifiers": [], "attributes": []}],
              "relations": [{"subject": 0, "object": 1, "relation": "under"}]}
-    made = {t: (c, a, b, text) for t, c, a, b, text in tn.replace_negatives("A small cat under the table.", graph, VOCAB, random.Random(0))}
+    made = {t: (c, a, b, text) for t, c, a, b, text in tn.replace_negatives("A small cat under the table.", graph,
+                                                                            VOCAB, random.Random(0))}
     assert made["replace:att"][1:3] in (("small", "big"), ("small", "large"))
     assert made["replace:rel"][3].startswith("A small cat ") and made["replace:rel"][2] in VOCAB.antonyms["under"]
     category, before, after, text = made["replace:obj"]
@@ -199,7 +200,8 @@ def test_bigram_shuffle():
 
 
 def test_golden():
-    assert list(negate(read_jsonl(DATA / "input.jsonl"), text_methods=("replace", "shuffle"))) == read_jsonl(DATA / "expected.jsonl")
+    got = list(negate(read_jsonl(DATA / "input.jsonl"), text_methods=("replace", "shuffle")))
+    assert got == read_jsonl(DATA / "expected.jsonl")
 
 
 def test_all_text_methods_with_provenance_and_no_caption_copies():

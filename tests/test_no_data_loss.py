@@ -49,9 +49,7 @@ from typer.testing import CliRunner
 
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
 CAPS = "".join(json.dumps({"id": i, "caption": f"a red cube left of a blue ball {i}"}) + "\n" for i in range(3))
@@ -166,10 +164,12 @@ def test_evaluate_outputs(files):
     refused(files, [*base, "--report", ckpt], "--report", "is the input --checkpoint")
     refused(files, [*base, "--plot", ckpt], "--plot", "is the input --checkpoint")
     refused(files, [*base, "-o", files / "r.jsonl", "--report", files / "r.jsonl"], "are the same file")
-    refused(files, [*base, "-o", files / "bench" / "aro" / "visual_genome_relation.json"], "a file of the folder that --data-root reads")
+    refused(files, [*base, "-o", files / "bench" / "aro" / "visual_genome_relation.json"],
+            "a file of the folder that --data-root reads")
     refused(files, [*base, "-o", files / "runs" / "m1" / "config.json"], "a file of the run that --checkpoint reads")
     (files / "cfg.json").write_text("{}")
-    refused(files, ["evaluate", "-b", "aro", "-d", files / "bench", "--model-config", files / "cfg.json", "-o", files / "cfg.json"],
+    refused(files, ["evaluate", "-b", "aro", "-d", files / "bench", "--model-config", files / "cfg.json",
+                    "-o", files / "cfg.json"],
             "is the input --model-config")
     (files / "w.pt").write_text("weights")
     refused(files, ["evaluate", "-b", "aro", "-d", files / "bench", "--model", "ViT-B-32", "--pretrained", files / "w.pt",
@@ -181,15 +181,18 @@ def test_tree_score_outputs(files):
     refused(files, ["tree-score", caps, "--checkpoint", ckpt, "-o", caps], "is the input INPUT")
     refused(files, ["tree-score", caps, "--checkpoint", ckpt, "--report", ckpt], "is the input --checkpoint")
     (files / "gold.jsonl").write_text('{"id": 0, "tree": "(a b)"}\n')
-    refused(files, ["tree-score", caps, "--checkpoint", ckpt, "--gold", files / "gold.jsonl", "-o", files / "gold.jsonl"], "--gold")
-    refused(files, ["tree-score", caps, "--checkpoint", ckpt, "-o", files / "t.jsonl", "--report", files / "t.jsonl"], "same file")
+    refused(files, ["tree-score", caps, "--checkpoint", ckpt, "--gold", files / "gold.jsonl", "-o", files / "gold.jsonl"],
+            "--gold")
+    refused(files, ["tree-score", caps, "--checkpoint", ckpt, "-o", files / "t.jsonl", "--report", files / "t.jsonl"],
+            "same file")
 
 
 def test_world_audit_outputs(files):
     (files / "w").mkdir()
     (files / "w" / "manifest.json").write_text("{}")
     refused(files, ["world", "audit", files / "caps.jsonl", "-o", files / "caps.jsonl"], "is the input TEXTS")
-    refused(files, ["world", "audit", files / "caps.jsonl", "--world", files / "w", "-o", files / "w" / "manifest.json"], "--world")
+    refused(files, ["world", "audit", files / "caps.jsonl", "--world", files / "w", "-o", files / "w" / "manifest.json"],
+            "--world")
 
 
 def test_vocab_build_and_import_never_write_over_their_base(files, monkeypatch):
@@ -211,7 +214,8 @@ def test_probe_build_outputs(files):
             "is the input --vg-relationships")
     (files / "data" / "probe_b" / "imgs").mkdir(parents=True)
     (files / "inst.json").write_text("{}")
-    refused(files, ["probe", "build", "b", "--coco-instances", files / "inst.json", "--images", files / "data" / "probe_b" / "imgs",
+    refused(files, ["probe", "build", "b", "--coco-instances", files / "inst.json", "--images",
+                    files / "data" / "probe_b" / "imgs",
                     "--out", files / "data"], "probe_b/ there holds the input --images")
 
 
@@ -232,7 +236,8 @@ def test_train_outputs(files):
     refused(files, ["train", "--data", shards, "--out", shards], "is the folder that --data reads")
     (files / "r").mkdir()
     (files / "r" / "metrics.jsonl").write_text(CAPS)
-    refused(files, ["train", "--data", files / "r" / "metrics.jsonl", "--out", files / "r"], "its metrics.jsonl is the input --data")
+    refused(files, ["train", "--data", files / "r" / "metrics.jsonl", "--out", files / "r"],
+            "its metrics.jsonl is the input --data")
     run = files / "runs" / "m1"
     refused(files, ["train", "--data", files / "caps.jsonl", "--pretrained", run / "final.pt", "--out", run],
             "its final.pt is the input --pretrained")
@@ -263,7 +268,8 @@ def test_demo_out_and_cache_are_kept_apart(files):
     cache = files / "cache"
     cache.mkdir()
     refused(files, ["demo", "--quick", "--out", cache, "--cache-dir", cache], "is the folder that --cache-dir reads")
-    refused(files, ["demo", "--quick", "--out", cache / "data-x", "--cache-dir", cache], "lies inside the folder that --cache-dir reads")
+    refused(files, ["demo", "--quick", "--out", cache / "data-x", "--cache-dir", cache],
+            "lies inside the folder that --cache-dir reads")
     refused(files, ["demo", "--quick", "--out", files, "--cache-dir", cache], "holds the input --cache-dir")
 
 
@@ -464,6 +470,7 @@ def test_train_on_a_full_disk(tmp_path):
     assert sorted(p.name for p in run.iterdir()) == ["config.json", "metrics.jsonl"]  # no final.pt, no temp file
 
 
+@pytest.mark.slow
 def test_wise_ft_on_a_full_disk_keeps_the_previous_checkpoint(tmp_path):
     from mosaictool.model import openclip
 

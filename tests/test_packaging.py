@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 import venv
 import zipfile
 from pathlib import Path
@@ -47,13 +46,17 @@ def test_every_command_and_subcommand_help_shows_an_example(runner):
         assert example.search(result.stdout), f"`mosaictool {' '.join(path)} --help` shows no example"
 
 
-def test_help_is_instant_and_imports_no_torch():
+def test_help_imports_no_torch():
+    """`--help` stays fast by importing neither torch nor spaCy (perf/startup_speed.py times it)."""
     code = "import sys; from mosaictool.cli import app; print('torch' in sys.modules, 'spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mosaictool", "--help"], capture_output=True, check=True)
-    assert time.perf_counter() - t < 10  # generous: a torch import alone takes seconds here
+    code = ("import runpy, sys; sys.argv = ['mosaictool', '--help']\n"
+            "try: runpy.run_module('mosaictool', run_name='__main__')\n"
+            "except SystemExit as e: assert not e.code, e.code\n"
+            "print('torch' in sys.modules, 'spacy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Usage: mosaictool" in out and out.split()[-2:] == ["False", "False"]
 
 
 @pytest.mark.slow

@@ -247,7 +247,8 @@ def test_repeated_texts_parsed_once_each_record_its_own_graph(real_captions, mon
 
 
 def test_emoji_and_non_latin_text_keep_their_record():
-    recs = [{"id": 1, "caption": "🐶🐱 on a 🛋️"}, {"id": 2, "caption": "一只猫坐在桌子上"}, {"id": 3, "caption": "Un chat noir sur la table."}]
+    recs = [{"id": 1, "caption": "🐶🐱 on a 🛋️"}, {"id": 2, "caption": "一只猫坐在桌子上"},
+            {"id": 3, "caption": "Un chat noir sur la table."}]
     out = list(parse(recs))
     assert [r["id"] for r in out] == [1, 2, 3]
     assert all(set(r["graph"]) == {"entities", "relations"} for r in out)

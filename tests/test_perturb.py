@@ -31,15 +31,30 @@ def test_tokens_are_nltk_treebank_tokens(caption):
     assert perturb.word_tokenize(caption) == TRICKY[caption] == NLTKWordTokenizer().tokenize(caption)
 
 
-def test_same_as_nltk_word_tokenize_when_punkt_is_installed():
+@pytest.mark.parametrize("caption", list(TRICKY))
+def test_same_as_nltk_word_tokenize_on_one_sentence(caption):
+    """ARO calls `nltk.word_tokenize`: punkt splits sentences, then the Treebank tokenizer runs on each.
+    On one sentence that is `word_tokenize(..., preserve_line=True)`, which needs no punkt data; punkt's
+    algorithm, untrained (no download either), finds one sentence in each of these captions."""
     import nltk
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-    try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-    except LookupError:
-        pytest.skip("NLTK's punkt data is not installed (python -m nltk.downloader punkt_tab)")
-    for caption in TRICKY:
-        assert perturb.word_tokenize(caption) == nltk.word_tokenize(caption)
+    assert PunktSentenceTokenizer().tokenize(caption) == [caption]
+    assert perturb.word_tokenize(caption) == nltk.word_tokenize(caption, preserve_line=True)
+
+
+def test_several_sentences_differ_only_in_the_inner_period():
+    """The documented difference: punkt ends an inner sentence, so ARO's tokens split its period off;
+    the whole caption through the Treebank tokenizer keeps "snow." whole."""
+    import nltk
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    caption = "A dog in the snow. Two cats on a mat."
+    sentences = PunktSentenceTokenizer().tokenize(caption)
+    aro = [t for s in sentences for t in nltk.word_tokenize(s, preserve_line=True)]
+    ours = perturb.word_tokenize(caption)
+    assert len(sentences) == 2 and aro[:5] == ["A", "dog", "in", "the", "snow"] and aro[5] == "."
+    assert ours == ["A", "dog", "in", "the", "snow.", *aro[6:]]
 
 
 @pytest.mark.parametrize("caption", list(TRICKY))

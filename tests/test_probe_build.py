@@ -47,7 +47,8 @@ def _seen(data):
     preds, subs, objs = {}, {}, {}
     for e in data:
         for r in e["relationships"]:
-            s, p, o = r["subject"].get("name") or r["subject"]["names"][0], pb.clean_predicate(r["predicate"]), r["object"].get("name") or r["object"]["names"][0]
+            s = r["subject"].get("name") or r["subject"]["names"][0]
+            p, o = pb.clean_predicate(r["predicate"]), r["object"].get("name") or r["object"]["names"][0]
             preds.setdefault((s, o), set()).add(p)
             subs.setdefault((p, o), set()).add(s)
             objs.setdefault(e["image_id"], set()).update((s, o))
@@ -76,7 +77,8 @@ def test_probe_r_swaps_are_unseen_and_subject_images_have_only_the_subject(vg):
         others = objs[rec["image_id"]] - {s}
         for iid in rec["subject_image_ids"]:
             assert s in objs[iid] and not (objs[iid] & others) and iid != rec["image_id"]
-        assert (vg / "out" / "probe_r" / rec["image"]).resolve() == (vg / "images" / "VG_100K" / f"{rec['image_id']}.jpg").resolve()
+        image = (vg / "out" / "probe_r" / rec["image"]).resolve()
+        assert image == (vg / "images" / "VG_100K" / f"{rec['image_id']}.jpg").resolve()
     man = next(r for r in recs if r["image_id"] == 1)  # man riding horse: 2, 4, 5 show a man and no horse
     assert sorted(man["subject_image_ids"]) == [2, 4, 5]
 
@@ -117,7 +119,8 @@ def test_probe_r_cli_writes_jsonl_and_reports(vg, runner):
     lines = (vg / "data" / "probe_r" / "probe_r.jsonl").read_text().splitlines()
     assert len(lines) == 6
     assert "probe_r: wrote 6 groups" in res.stderr
-    res = runner.invoke(app, ["probe", "build", "r", "--vg-relationships", str(vg / "nope.json"), "--images", str(vg), "--out", str(vg / "d2")])
+    res = runner.invoke(app, ["probe", "build", "r", "--vg-relationships", str(vg / "nope.json"), "--images", str(vg),
+                              "--out", str(vg / "d2")])
     assert res.exit_code == 1 and "nope.json: VG relationships.json" in res.stderr and "--vg-relationships" in res.stderr
     assert not (vg / "d2" / "probe_r" / "probe_r.jsonl").exists()
 
@@ -155,7 +158,8 @@ def test_probe_c_pairs_follow_the_paper(coco_caps):
     recs = list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "out", parsed=PARSED, counts=counts))
     comp = [r for r in recs if r["split"] == "composition"]
     obj = [r for r in recs if r["split"] == "object"]
-    assert [(r["image_ids"], r["compositions"], r["category"]) for r in comp] == [([2, 1], [["big", "dog"], ["small", "dog"]], "size")]
+    assert [(r["image_ids"], r["compositions"], r["category"]) for r in comp] == [
+        ([2, 1], [["big", "dog"], ["small", "dog"]], "size")]
     assert comp[0]["texts"] == ["a photo of a big dog", "a photo of a small dog"]
     pairs = {tuple(r["image_ids"]) for r in obj}
     # same attribute, different nouns, neither image mentions the other's noun
@@ -195,7 +199,8 @@ def test_probe_c_cli_parses_captions(tmp_path, runner):
     (tmp_path / "c.json").write_text(json.dumps(caps))
     for i in (1, 2):
         _img(tmp_path / "img" / f"{i}.jpg")
-    res = runner.invoke(app, ["probe", "build", "c", "--coco-captions", str(tmp_path / "c.json"), "--images", str(tmp_path / "img"),
+    res = runner.invoke(app, ["probe", "build", "c", "--coco-captions", str(tmp_path / "c.json"),
+                              "--images", str(tmp_path / "img"),
                               "--out", str(tmp_path / "data")])
     assert res.exit_code == 0, res.output
     recs = [json.loads(x) for x in (tmp_path / "data" / "probe_c" / "probe_c.jsonl").read_text().splitlines()]
@@ -220,7 +225,8 @@ def coco_inst(tmp_path):
     rle = mask_utils.encode(rle_mask)
     rle["counts"] = rle["counts"].decode()
     inst = {
-        "images": [{"id": 1, "file_name": "a.jpg", "width": w, "height": h}, {"id": 2, "file_name": "b.jpg", "width": w, "height": h},
+        "images": [{"id": 1, "file_name": "a.jpg", "width": w, "height": h},
+                   {"id": 2, "file_name": "b.jpg", "width": w, "height": h},
                    {"id": 3, "file_name": "gone.jpg", "width": w, "height": h}],
         "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "cat"}, {"id": 3, "name": "car"}],
         "annotations": [
@@ -269,9 +275,13 @@ def test_probe_b_images_and_records(coco_inst):
     gone = (30, 45) if r_recs[0]["target"] == "dog" else (5, 5)
     assert (one[kept] > 200).all() and (one[gone] == 0).all()
     assert (out / "classes.txt").read_text().split("\n")[:3] == ["dog", "cat", "car"]
-    again = list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", coco_inst / "d2", fillers=("black", "noise"), min_object=0.01,
+    again = list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", coco_inst / "d2",
+                                  fillers=("black", "noise"), min_object=0.01,
                                   workers=2))
-    assert [{**r, "images": {**r["images"], "x0": None}} for r in again] == [{**r, "images": {**r["images"], "x0": None}} for r in recs]
+    def without_x0(rows):
+        return [{**r, "images": {**r["images"], "x0": None}} for r in rows]
+
+    assert without_x0(again) == without_x0(recs)
     assert (Path(coco_inst / "d2") / r1["images"]["x0_patch"]).read_bytes() == (out / r1["images"]["x0_patch"]).read_bytes()
 
 
@@ -279,15 +289,18 @@ def test_probe_b_bad_input(coco_inst, runner):
     inst = json.loads((coco_inst / "inst.json").read_text())
     del inst["annotations"][2]["segmentation"]
     (coco_inst / "bad.json").write_text(json.dumps(inst))
-    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "bad.json"), "--images", str(coco_inst / "img"),
+    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "bad.json"),
+                              "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d")])
     assert res.exit_code == 1 and "bad.json: annotations[2]: missing field 'segmentation'" in res.stderr
-    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"), "--images", str(coco_inst / "img"),
+    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"),
+                              "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d"), "--fillers", "scene"])
     assert res.exit_code == 1 and "--scenes" in res.stderr
     scenes = coco_inst / "scenes"
     _img(scenes / "s.png", (10, 10), (0, 200, 0))
-    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"), "--images", str(coco_inst / "img"),
+    res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"),
+                              "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d"), "--fillers", "scene", "--scenes", str(scenes), "--splits", "MR"])
     assert res.exit_code == 0, res.output
     assert "probe_b: wrote 2 MR groups (scene)" in res.stderr and "1 images missing" in res.stderr
@@ -377,14 +390,16 @@ def test_probe_b_crowd_regions_are_present_never_absent(tmp_path):
     inst = {"images": [{"id": 1, "file_name": "a.jpg", "width": w, "height": h}],
             "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "person"}, {"id": 3, "name": "car"}],
             "annotations": [
-                {"id": 1, "image_id": 1, "category_id": 1, "segmentation": _square(2, 2, 12), "bbox": [2, 2, 12, 12], "iscrowd": 0},
+                {"id": 1, "image_id": 1, "category_id": 1, "segmentation": _square(2, 2, 12),
+                 "bbox": [2, 2, 12, 12], "iscrowd": 0},
                 {"id": 2, "image_id": 1, "category_id": 2, "segmentation": {"counts": _runs(crowd), "size": [h, w]},
                  "bbox": [40, 25, 15, 10], "iscrowd": 1}]}
     (tmp_path / "inst.json").write_text(json.dumps(inst))
     _img(tmp_path / "img" / "a.jpg", (w, h), (250, 250, 250))
     out = tmp_path / "data" / "probe_b"
     for seed in range(8):
-        recs = list(pb.build_probe_b(tmp_path / "inst.json", tmp_path / "img", out, fillers=("black",), min_object=0.01, seed=seed))
+        recs = list(pb.build_probe_b(tmp_path / "inst.json", tmp_path / "img", out, fillers=("black",),
+                                     min_object=0.01, seed=seed))
         assert {r["split"] for r in recs} == {"MR", "R"}
         for r in recs:
             assert r["labels"] == ["dog", "person"] and r["target"] in (None, "dog")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,7 @@ import torch
 from mosaictool import methods
 from mosaictool.methods.probe_ft import DEFAULTS, choose_swap
 from mosaictool.methods.probe_ft_loss import ProbeFTLoss
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, write_tiny_model
 
 
 def _unit(*shape):
@@ -65,7 +62,8 @@ def test_a_wide_margin_between_prompt_and_swap_costs_nothing():
     x = torch.eye(3, dtype=torch.float64)
     pos = torch.stack([x, x], dim=1).reshape(6, 3)  # caption = prompt = the image's own direction
     neg = -x  # the swap points away
-    out = ProbeFTLoss(**{**DEFAULTS, "margin": 0.5}).compute(x, pos, torch.ones(3, 2, dtype=torch.bool), neg, torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
+    out = ProbeFTLoss(**{**DEFAULTS, "margin": 0.5}).compute(x, pos, torch.ones(3, 2, dtype=torch.bool), neg,
+                                                             torch.ones(3, 1, dtype=torch.bool), torch.tensor(1.0))
     assert float(out["itm_image"]) == 0.0 and float(out["itm_caption"]) == 0.0
 
 
@@ -74,7 +72,8 @@ def test_gradients_flow_to_both_towers():
     x = _unit(4, 6).requires_grad_()
     pos = _unit(8, 6).requires_grad_()
     neg = _unit(4, 6).requires_grad_()
-    out = ProbeFTLoss(**DEFAULTS).compute(x, pos, torch.ones(4, 2, dtype=torch.bool), neg, torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
+    out = ProbeFTLoss(**DEFAULTS).compute(x, pos, torch.ones(4, 2, dtype=torch.bool), neg,
+                                          torch.ones(4, 1, dtype=torch.bool), torch.tensor(5.0))
     out["loss"].backward()
     assert all(t.grad is not None and t.grad.abs().sum() > 0 for t in (x, pos, neg))
 
@@ -161,7 +160,8 @@ def test_optimizer_flags_are_checked():
 PAPER_APP_B = {"optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "wd": 1e-4, "batch_size": 128, "epochs": 40}
 
 
-@pytest.mark.parametrize("recipe,lock_image,lock_text", [("paper", False, False), ("paper-text", True, False), ("paper-vision", False, True)])
+@pytest.mark.parametrize("recipe,lock_image,lock_text", [("paper", False, False), ("paper-text", True, False),
+                                                         ("paper-vision", False, True)])
 def test_recipes_are_app_b(tmp_path, recipe, lock_image, lock_text):
     """Seed 004 App. B: "stochastic gradient descent with a cosine learning rate scheduler ... 40 epochs
     ... batch size of 128, learning rate of .001, momentum 0.9, weight decay of .0001" (no warmup, no

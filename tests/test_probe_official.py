@@ -84,7 +84,8 @@ def write_probe_r(root, groups: int = 3):
         gid = str(2317469 + g)
         ann[gid] = {"positive_image_ids": [100 + 10 * g + k for k in range(10)],
                     "negative_image_ids": [500 + 10 * g + k for k in range(10)],
-                    "positive_prompt": f"A photo of a snow covering ground {g}.", "negative_prompt": f"A photo of a cracker covering ground {g}.",
+                    "positive_prompt": f"A photo of a snow covering ground {g}.",
+                    "negative_prompt": f"A photo of a cracker covering ground {g}.",
                     "negative_object": f"cracker{g}", "positive_object": f"snow{g}",
                     "negative_predicate_prompt": f"A photo of a snow flying in front of ground {g}."}
         for i in [gid] + ann[gid]["positive_image_ids"] + ann[gid]["negative_image_ids"]:
@@ -159,7 +160,8 @@ def their_relation_group(logit_scale, visual_features, text_features, results, a
 
 
 # their (key, comparison) -> our subtask
-R_NAMES = {("rel1_image", "rel1_vs_rel3"): "R1_vs_R3", ("rel1_image", "rel1_vs_rel2"): "R1_vs_R2", ("rel1_image", "rel1_vs_obj1"): "R1_vs_O1",
+R_NAMES = {("rel1_image", "rel1_vs_rel3"): "R1_vs_R3", ("rel1_image", "rel1_vs_rel2"): "R1_vs_R2",
+           ("rel1_image", "rel1_vs_obj1"): "R1_vs_O1",
            ("obj1_images", "obj1_vs_rel1"): "O1_vs_R1", ("obj1_images", "obj1_vs_rel2"): "O1_vs_R2",
            ("obj1_images", "rel1_vs_rel2"): "X_O1/R1_vs_R2", ("obj1_images", "rel1_vs_rel3"): "X_O1/R1_vs_R3",
            ("obj1_images", "obj1_vs_obj3"): "O1_vs_O3", ("obj3_images", "obj3_vs_obj1"): "O3_vs_O1"}
@@ -175,12 +177,14 @@ def test_probe_r_official_layout_equals_their_code(tmp_path):
     ours = by_key(bench.score(items, [space.sims(it) for it in items], logit_scale=100.0))
 
     # their side: VisualGenomeDataset reads <root_image_dir>/<id>.jpg; collate_fn builds the object prompts
-    columns = ['rel1_vs_rel3', 'rel1_vs_obj1', 'rel1_vs_rel2', 'obj1_vs_rel1', 'obj2_vs_rel2', 'obj3_vs_obj1', 'obj1_vs_obj3', 'obj1_vs_rel2']
+    columns = ['rel1_vs_rel3', 'rel1_vs_obj1', 'rel1_vs_rel2', 'obj1_vs_rel1', 'obj2_vs_rel2', 'obj3_vs_obj1',
+               'obj1_vs_obj3', 'obj1_vs_rel2']
     results = {k: {c: [] for c in columns} for k in ('rel1_image', 'obj1_images', 'obj3_images')}
     acc = {k: {c: [] for c in columns} for k in ('rel1_image', 'obj1_images', 'obj3_images')}
     root = tmp_path / "probe_r" / "images"
     for image_id, a in ann.items():
-        image_paths = [os.path.join(root, str(i) + '.jpg') for i in [image_id] + a['positive_image_ids'] + a['negative_image_ids']]
+        image_paths = [os.path.join(root, str(i) + '.jpg')
+                       for i in [image_id] + a['positive_image_ids'] + a['negative_image_ids']]
         prompts = [a['positive_prompt'], a['negative_prompt'], 'A photo of ' + a['positive_object'] + '.',
                    'A photo of ' + a['negative_object'] + '.', a['negative_predicate_prompt']]
         their_relation_group(100.0, space.t(image_paths), space.t(prompts), results, acc)
@@ -264,7 +268,8 @@ def test_probe_c_official_layout_equals_their_code(tmp_path):
         acc = {c: [] for c in ('text_correct', 'image_correct', 'group_correct')}
         for a in anns:  # COCOCompositionalDataset.load_image: COCO_val2014_<id zero-filled to 12>.jpg
             f1, f2 = (os.path.join(root, f"COCO_val2014_{str(a[k]).zfill(12)}.jpg") for k in ('img1_id', 'img2_id'))
-            their_compositional(100.0, space.t([f1]), space.t([f2]), space.t([a['img1_prompt']]), space.t([a['img2_prompt']]), results, acc)
+            their_compositional(100.0, space.t([f1]), space.t([f2]), space.t([a['img1_prompt']]),
+                                space.t([a['img2_prompt']]), results, acc)
         for metric, col in (("text", "text_correct"), ("image", "image_correct"), ("group", "group_correct")):
             assert close(ours[(split, metric)]["value"], np.sum(acc[col]) / len(acc[col])), (split, metric)
         # mu(c): the right prompt's confidence, their two logged means averaged
@@ -376,12 +381,14 @@ def make_comparisons_cooccurrence(results, no_others_logits, new_label):
     return results
 
 
-MR_NAMES = {"gt_ap": "mAP_x0", "patch_ap": "mAP_x0_patch", "mod_ap": "mAP_x1", "relative_robustness_gt_mod_ap": "robustness_x0_x1",
-            "relative_robustness_gt_patch_ap": "robustness_x0_x0_patch", "relative_robustness_patch_mod_ap": "robustness_x0_patch_x1",
+MR_NAMES = {"gt_ap": "mAP_x0", "patch_ap": "mAP_x0_patch", "mod_ap": "mAP_x1",
+            "relative_robustness_gt_mod_ap": "robustness_x0_x1", "relative_robustness_gt_patch_ap": "robustness_x0_x0_patch",
+            "relative_robustness_patch_mod_ap": "robustness_x0_patch_x1",
             "change_gt_mod_conf": "confidence_change_x0_x1", "change_gt_patch_conf": "confidence_change_x0_x0_patch",
             "change_patch_mod_conf": "confidence_change_x0_patch_x1"}
-R_B_NAMES = {"gt_single_object_acc": "accuracy_x0", "patch_single_object_acc": "accuracy_x0_patch", "mod_single_object_acc": "accuracy_x1",
-             "rel_robustness_gt_mod_change_conf": "robustness_x0_x1", "rel_robustness_gt_patch_change_conf": "robustness_x0_x0_patch",
+R_B_NAMES = {"gt_single_object_acc": "accuracy_x0", "patch_single_object_acc": "accuracy_x0_patch",
+             "mod_single_object_acc": "accuracy_x1", "rel_robustness_gt_mod_change_conf": "robustness_x0_x1",
+             "rel_robustness_gt_patch_change_conf": "robustness_x0_x0_patch",
              "rel_robustness_patch_mod_change_conf": "robustness_x0_patch_x1", "gt_mod_change_conf": "confidence_change_x0_x1",
              "gt_patch_change_conf": "confidence_change_x0_x0_patch", "patch_mod_change_conf": "confidence_change_x0_patch_x1"}
 
@@ -432,7 +439,8 @@ def their_probe_b(folder, filler, space, logit_scale):
         pth = f"COCO_val2014_{str(annotation['image_id']).zfill(12)}.jpg"
         paths = [os.path.join(image_root_original, pth), os.path.join(image_root_patch, pth),
                  os.path.join(image_root_modified, f"{annotation['object']}_{pth}")]  # orig + patch + mod
-        tmp = {i: p for i, p in enumerate(class_prompts) if p.replace('A photo of a ', '').replace('.', '') not in other_objects[0]}
+        tmp = {i: p for i, p in enumerate(class_prompts) if p.replace('A photo of a ', '').replace('.',
+                                                                                                   '') not in other_objects[0]}
         tmp_text_features = text_features[list(tmp.keys())]
         new_label = [i for i, p in enumerate(tmp.values()) if p.replace('A photo of a ', '').replace('.', '') == single_object[0]]
         no_others_logits = get_logits(logit_scale, space.t(paths), tmp_text_features).t()
@@ -470,8 +478,9 @@ def test_probe_b_score_does_not_depend_on_record_or_class_order(tmp_path):
 
     def score(classes, labels, sims):
         (folder / "classes.txt").write_text("\n".join(classes) + "\n")
-        (folder / "probe_b.jsonl").write_text("".join(json.dumps({"id": str(i), "split": "MR", "filler": "gray", "images": views,
-                                                                   "labels": ls, "target": None}) + "\n" for i, ls in enumerate(labels)))
+        rows = [{"id": str(i), "split": "MR", "filler": "gray", "images": views, "labels": ls, "target": None}
+                for i, ls in enumerate(labels)]
+        (folder / "probe_b.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
         items = get("probe_b").load(tmp_path)
         return {k: r["value"] for k, r in by_key(get("probe_b").score(items, sims)).items()}
 
@@ -503,6 +512,7 @@ def test_layout_detection_errors(tmp_path, bench, ours, theirs):
         get(bench).load(tmp_path)
 
 
+@pytest.mark.slow
 def test_evaluate_reads_the_authors_files(tmp_path):
     """`mosaictool evaluate --bench probe_r,probe_c,probe_b` on a folder holding only the authors' layout."""
     from mosaictool.model.openclip import create, save_checkpoint
@@ -514,7 +524,8 @@ def test_evaluate_reads_the_authors_files(tmp_path):
     write_probe_c(data)
     write_probe_b(data)
     out = tmp_path / "r.jsonl"
-    res = CliRunner().invoke(app, ["evaluate", "--bench", "probe_r,probe_c,probe_b", "-c", str(ckpt), "--data-root", str(data), "-o", str(out)])
+    res = CliRunner().invoke(app, ["evaluate", "--bench", "probe_r,probe_c,probe_b", "-c", str(ckpt), "--data-root",
+                                   str(data), "-o", str(out)])
     assert res.exit_code == 0, res.stderr
     rows = [orjson.loads(x) for x in out.read_text().splitlines()]
     heads = {r["benchmark"]: r for r in rows if r["subtask"] == HEADLINE}

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 
+from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
-from mosaictool import methods
-from mosaictool.training.data import TrainData
 from mosaictool.training import TrainConfig, train
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
+from mosaictool.training.data import TrainData
+from train_fixtures import make_world, write_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +67,8 @@ def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_pa
     assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
     first = TrainData.load(str(shards), method=methods.create("mosaiclip"))
     again = TrainData.load(str(shards / "*.tar"), method=methods.create("clip"))
-    assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]), method=methods.create("mosaiclip")).records
+    assert len(calls) == 3 and again.records == first.records == TrainData.load(str(sharded[0]),
+                                                                                method=methods.create("mosaiclip")).records
     # a rewritten shard (another size) is read again; a record the slim form cannot read stays whole
     # and is refused by the method's check as before
     tar = shards / "000002.tar"
@@ -86,7 +84,8 @@ def test_each_shard_is_indexed_once_per_process_until_it_changes(sharded, tmp_pa
                 m.size = len(body)
             t.addfile(m, io.BytesIO(body))
     skipped = TrainData.load(str(shards), method=methods.create("mosaiclip"), skip_bad=True)
-    assert calls[3:] == ["000002.tar"] and [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
+    assert calls[3:] == ["000002.tar"]
+    assert [r["id"] for r in skipped.records] == [r["id"] for r in first.records if r["id"] != "img-11"]
 
 
 def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):

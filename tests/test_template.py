@@ -7,6 +7,7 @@ Golden files: tests/data/template/input.jsonl = tests/data/negate/expected.jsonl
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -180,13 +181,14 @@ def test_cli(tmp_path):
     assert pl.read_parquet(parquet)["texts"].struct.field("positives").list.len().min() >= 1
 
 
+@pytest.mark.slow
 def test_pipeline_end_to_end(tmp_path):
     """parse | decompose | negate | template through the CLI on real COCO captions."""
     caps = tmp_path / "caps.jsonl"
     caps.write_text("".join(json.dumps({"id": i, "caption": c}) + "\n" for i, c in enumerate(
         ["A man riding a horse on the beach.", "Two red apples next to a small wooden bowl."])))
-    steps = [["parse", str(caps)], ["decompose", "--max", "3"], ["negate", "--max", "6", "--seed", "0", "--text", "negclip,order"],
-             ["template"]]
+    steps = [["parse", str(caps)], ["decompose", "--max", "3"],
+             ["negate", "--max", "6", "--seed", "0", "--text", "negclip,order"], ["template"]]
     data = None
     for step in steps:
         result = runner.invoke(app, step, input=data)
@@ -195,7 +197,8 @@ def test_pipeline_end_to_end(tmp_path):
     out = [json.loads(x) for x in data.splitlines()]
     assert [r["id"] for r in out] == [0, 1]
     for r in out:
-        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None, "key": r["subgraph_keys"][0]}
+        assert r["texts"]["positives"][0] == {"text": r["caption"], "kind": "caption", "subgraph": None,
+                                              "key": r["subgraph_keys"][0]}
         assert all(p["key"] in r["subgraph_keys"] for p in r["texts"]["positives"])
         assert all((n["key"] is None) == (n["kind"] == "text") for n in r["texts"]["negatives"])
         kinds = {n["kind"] for n in r["texts"]["negatives"]}

@@ -4,19 +4,15 @@ the cheapest one, and bucketed features and gradients equal the single cut after
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import write_tiny_model  # noqa: E402
-
-from mosaictool.model import openclip  # noqa: E402
-from mosaictool.model.text_tower import encode_text, text_lengths  # noqa: E402
-from mosaictool.training.batch import ContrastiveForward, length_buckets  # noqa: E402
-from mosaictool.methods.fsc_clip_loss import hn_logits_local  # noqa: E402
+from mosaictool.methods.fsc_clip_loss import hn_logits_local
+from mosaictool.model import openclip
+from mosaictool.model.text_tower import encode_text, text_lengths
+from mosaictool.training.batch import ContrastiveForward, length_buckets
+from train_fixtures import write_tiny_model
 
 LONG = ["a blue square left of a yellow circle above a big red square", "a small green circle right of a red square"]
 SHORT = ["red", "a circle", "blue square", "a green one", "yellow", "a square", "red circle", "the blue"]
@@ -153,7 +149,8 @@ def test_a_text_with_token_zero_inside_keeps_its_end_token(bundle):
     with torch.no_grad():
         full = bundle.model.encode_text(tokens, normalize=True)
         torch.testing.assert_close(encode_text(bundle.model, tokens), full, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(ContrastiveForward(bundle.model)(torch.randn(1, 3, 32, 32), tokens)[1], full, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ContrastiveForward(bundle.model)(torch.randn(1, 3, 32, 32), tokens)[1],
+                                   full, rtol=1e-5, atol=1e-6)
 
 
 def test_encode_text_runs_the_tower_on_the_longest_text_only(bundle):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.data import BatchPlan, SamplerConfig
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, train_killed_at, write_tiny_model  # noqa: E402
+from train_fixtures import make_world, train_killed_at, write_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +132,8 @@ def first_step_gradients(cfg: TrainConfig) -> tuple[float, dict]:
 
 def test_accumulation_equals_the_big_batch(world, tmp_path):
     """Two micro-batches of 2 give the loss and gradients of one batch of 4 (same images, same texts)."""
-    loss_big, big = first_step_gradients(config(world, tmp_path / "big", method="mosaiclip", steps=1, batch_size=4, grad_clip=None))
+    loss_big, big = first_step_gradients(config(world, tmp_path / "big", method="mosaiclip", steps=1,
+                                                batch_size=4, grad_clip=None))
     loss_acc, acc = first_step_gradients(
         config(world, tmp_path / "acc", method="mosaiclip", steps=1, batch_size=2, accum_freq=2, grad_clip=None)
     )
@@ -223,6 +221,7 @@ def test_mined_hard_images_skip_the_same_picture_under_another_caption(world, tm
     assert mined[0] == mined[1]  # one picture, one list of neighbours
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_gives_the_same_final_weights(world, tmp_path):
     steps = dict(method="mosaiclip", steps=8, save_every=2, method_options={"curriculum": True})
     reference = train(config(world, tmp_path / "ref", **steps))
@@ -306,7 +305,6 @@ def test_trimmed_text_forward_equals_open_clip_encode_text(world):
             torch.testing.assert_close(grad, reference_grad, rtol=1e-4, atol=1e-5 * scale + 1e-8, msg=name)
 
 
-@pytest.mark.slow  # two forked processes that train: ~10 s
 def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
     """The demo pretrains its base in two one-thread gloo ranks: the same global batch as one
     process (features gathered), so the same losses and, up to summation order, the same weights."""
@@ -314,7 +312,8 @@ def test_two_local_cpu_ranks_train_the_one_process_batch(world, tmp_path):
 
     one = train(config(world, tmp_path / "one", method="clip", steps=3, record_hard_images=True, log_every=1))
     two = train_in_local_ranks(config(world, tmp_path / "two", method="clip", steps=3, record_hard_images=True, log_every=1), 2)
-    losses = [[json.loads(line)["loss"] for line in (Path(p).parent / "metrics.jsonl").read_text().splitlines()] for p in (one, two)]
+    losses = [[json.loads(line)["loss"] for line in (Path(p).parent / "metrics.jsonl").read_text().splitlines()]
+              for p in (one, two)]
     assert len(losses[0]) == 3 and losses[0] == pytest.approx(losses[1], abs=1e-5)
     assert_same_weights(weights(one), weights(two), atol=1e-5)
 

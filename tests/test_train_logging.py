@@ -5,20 +5,17 @@ changes the trained weights or --resume."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import make_world, write_tiny_model  # noqa: E402
-
-from mosaictool.cli import app  # noqa: E402
-from mosaictool.errors import MosaicError  # noqa: E402
-from mosaictool.model import openclip  # noqa: E402
-from mosaictool.training import TrainConfig, train  # noqa: E402
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from mosaictool.model import openclip
+from mosaictool.training import TrainConfig, train
+from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
 
@@ -51,6 +48,7 @@ def lines(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_report_to_tensorboard_and_eval_every_epoch(world, tmp_path):
     """Through the CLI, as a user runs it; the weights equal those of a run without either flag."""
     data, model_cfg, bench = world

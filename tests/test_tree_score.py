@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mosaictool.cli import app
 from mosaictool.analysis import tree_score as ts
+from mosaictool.cli import app
 
 CAPTIONS = [
     "A man riding a horse on the beach.",
@@ -360,7 +360,8 @@ def test_cli_errors(tmp_path, runner, checkpoints):
     assert result.exit_code == 1 and "--checkpoint" in result.stderr
     result = runner.invoke(app, ["tree-score", str(tmp_path / "caps.jsonl"), "--checkpoint", checkpoints[0], "-k", "9"])
     assert result.exit_code == 1 and "layer-threshold must be in 0..3" in result.stderr
-    result = runner.invoke(app, ["tree-score", str(tmp_path / "caps.jsonl"), "--checkpoint", checkpoints[0], "--text-key", "nope"])
+    result = runner.invoke(app, ["tree-score", str(tmp_path / "caps.jsonl"), "--checkpoint",
+                                 checkpoints[0], "--text-key", "nope"])
     assert result.exit_code == 1 and "caps.jsonl:1: missing or non-string 'nope'" in result.stderr
     result = runner.invoke(app, ["tree-score", str(tmp_path / "caps.jsonl"), "--checkpoint", str(tmp_path / "no.pt")])
     assert result.exit_code == 1 and "checkpoint not found" in result.stderr

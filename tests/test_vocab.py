@@ -72,7 +72,8 @@ def test_load_errors_name_the_file(tmp_path):
 
 def _graph_record(i, heads, attributes=(), relations=()):
     entities = [{"head": h, "lemma_head": h, "attributes": list(attributes), "modifiers": []} for h in heads]
-    return {"id": i, "graph": {"entities": entities, "relations": [{"subject": 0, "object": 1, "relation": r} for r in relations]}}
+    return {"id": i, "graph": {"entities": entities,
+                               "relations": [{"subject": 0, "object": 1, "relation": r} for r in relations]}}
 
 
 def test_build_keeps_names_seen_min_count_times():
@@ -182,7 +183,8 @@ def test_build_leaves_out_what_decompose_drops():
     # orange cross" as one noun, "a little purple" with no noun, "left of" as a bare "of"
     graphs = [{"graph": {"entities": [entity("right", ["square"]), entity("star", ["red"]), entity("orange cross"),
                                       entity("purple", ["little"]), entity("stripy cross")],
-                         "relations": [{"subject": 0, "object": 1, "relation": "of"}, {"subject": 1, "object": 2, "relation": "above"},
+                         "relations": [{"subject": 0, "object": 1, "relation": "of"},
+                                       {"subject": 1, "object": 2, "relation": "above"},
                                        {"subject": 2, "object": 3, "relation": "to"}]}}]
     from mosaictool.world.vocab import base_vocab
 

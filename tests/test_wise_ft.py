@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,9 +11,7 @@ from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.model import openclip
 from mosaictool.model.wise_ft import interpolate, wise_ft
-
-sys.path.insert(0, str(Path(__file__).parent))
-from train_fixtures import TINY_MODEL, lora_reference_weights, write_tiny_model  # noqa: E402
+from train_fixtures import TINY_MODEL, lora_reference_weights, write_tiny_model
 
 
 @pytest.fixture(scope="module")

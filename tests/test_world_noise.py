@@ -55,7 +55,8 @@ def test_noise_zero_is_the_clean_world_and_noise_changes_only_train_captions(wor
     # images, val and test: the same bytes (only train captions get noise)
     assert [k for k in a if a[k] != b[k]] == ["manifest.json", "train/captions.jsonl"]
     # the noisy world's records, with their clean caption and mentions put back, are the clean world's
-    restored = [{**{k: v for k, v in r.items() if k not in NOISE_FIELDS}, "caption": r["clean_caption"], "mentions": r["clean_mentions"]}
+    restored = [{**{k: v for k, v in r.items() if k not in NOISE_FIELDS}, "caption": r["clean_caption"],
+                 "mentions": r["clean_mentions"]}
                 for r in train_records(noisy)]
     assert restored == train_records(clean)
     options = json.loads((noisy / "manifest.json").read_text())["options"]
@@ -137,7 +138,8 @@ def test_noisy_mentions_are_true_except_the_wrong_attribute(noisy):
                 assert holds([said_description(m)], [], r["scene"]), (r["caption"], m)
         for rel in r["mentions"]["relations"]:
             s, o = said[rel["subject"]]["object"], said[rel["object"]]["object"]
-            assert any(x == {"subject": s, "relation": rel["relation"], "object": o} for x in r["scene"]["relations"]), r["caption"]
+            relation = {"subject": s, "relation": rel["relation"], "object": o}
+            assert any(x == relation for x in r["scene"]["relations"]), r["caption"]
 
 
 @pytest.mark.slow
@@ -156,7 +158,8 @@ def test_noise_kinds_restrict_the_kinds(tmp_path):
     made = [r for r in records if r["noise"]]
     assert made and all([e["kind"] for e in r["noise"]] == ["dropped_mention"] for r in made)
     # a caption of one object has no mention to drop: it stays clean
-    assert all(len({m["object"] for m in r["mentions"]["mentions"] if m["object"] is not None}) <= 1 for r in records if not r["noise"])
+    assert all(len({m["object"] for m in r["mentions"]["mentions"] if m["object"] is not None}) <= 1
+               for r in records if not r["noise"])
     with pytest.raises(MosaicError, match="--noise-kinds"):
         generate_world(tmp_path / "x", train=1, eval_scale=0.01, caption_noise=0.5, noise_kinds=("typos",))
 
@@ -175,7 +178,8 @@ def test_cli_writes_a_noisy_world_and_checks_the_kinds(tmp_path):
     assert "caption noise:" in result.stderr and "val/test clean" in result.stderr
     kinds = {e["kind"] for r in train_records(out) for e in r["noise"]}
     assert kinds and kinds <= {"wrong_attribute", "unrelated_words"}
-    bad = CliRunner().invoke(app, ["world", "--out", str(tmp_path / "b"), "--train", "5", "--caption-noise", "0.5", "--noise-kinds", "typos"])
+    bad = CliRunner().invoke(app, ["world", "--out", str(tmp_path / "b"), "--train", "5", "--caption-noise", "0.5",
+                                   "--noise-kinds", "typos"])
     assert bad.exit_code == 1 and "wrong_attribute" in bad.stderr
     alone = CliRunner().invoke(app, ["world", "--out", str(tmp_path / "c"), "--train", "5", "--noise-kinds", "fragment"])
     assert alone.exit_code == 1 and "--caption-noise" in alone.stderr

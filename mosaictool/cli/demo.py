@@ -32,7 +32,11 @@ def demo_cli(
                                           help="After the table, also run this experiment (repeat for several): ablate "
                                                "(MosaiCLIP's parts taken away one at a time), ladder (NegCLIP to MosaiCLIP one "
                                                "change per rung, with the text towers' cosines and tree-scores), towers (each "
-                                               "fine-tuning one tower only). All on val; each adds a section to report.md.")
+                                               "fine-tuning one tower only), all three on val; teach (a base that knows no "
+                                               "arrangement), scratch (CLIP, NegCLIP, MosaiCLIP from random init), efficiency "
+                                               "(MosaiCLIP on a fraction of the images), noisy (NegCLIP and MosaiCLIP on clean and "
+                                               "web-like noisy captions), on --split; claims (the paper's claims with a verdict "
+                                               "each, claims.md). Each adds a section to report.md.")
     ] = None,
     max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,

@@ -95,20 +95,20 @@ def train_cli(
       mosaictool train --data shards/ --method mosaiclip --out runs/m1
 
       \b
-      mosaictool train --data world/train/captions.jsonl --method negclip --steps 200 --out runs/n1
+      mosaictool train --data texts.jsonl --image-root world/train --method negclip --steps 200 --out runs/n1
 
       \b
       torchrun --nproc_per_node 8 -m mosaictool train --data 'shards/{000000..000099}.tar' \\
           --method mosaiclip --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --out runs/m2
 
       \b
-      mosaictool train --data world/train/captions.jsonl --method probe-ft --recipe paper --out runs/p1   # App. B: SGD, lr 1e-3, 40 epochs
+      mosaictool train --data shards/ --method probe-ft --recipe paper --out runs/p1   # App. B: SGD, lr 1e-3, 40 epochs
 
       \b
       mosaictool train --data shards/ --method fsc-clip --recipe paper-lora --out runs/f1   # LoRA 4, lr 5e-5, merged at the end
 
       \b
-      mosaictool train --data shards/ --method mosaiclip --report-to tensorboard --eval-bench world-val \
+      mosaictool train --data shards/ --method mosaiclip --report-to tensorboard --eval-bench world-val \\
           --eval-data-root world/ --out runs/m3   # curves in runs/m3/tensorboard, val headline every epoch
 
       \b
