@@ -385,9 +385,9 @@ class ColumnTypes:
             if {known[0], kind} == {int, float}:
                 self.seen[path] = (float, known[1])
             else:
+                was, now = self.NAMES.get(known[0], known[0].__name__), self.NAMES.get(kind, kind.__name__)
                 raise MosaicError(
-                    f"{self.path}: cannot write Parquet: {path} is {self.NAMES.get(known[0], known[0].__name__)} in output record "
-                    f"{known[1]} but {self.NAMES.get(kind, kind.__name__)} in output record {number}, and a Parquet column holds one "
-                    "type; make them agree, or write JSONL (-o *.jsonl)"
+                    f"{self.path}: cannot write Parquet: {path} is {was} in output record {known[1]} but {now} in output record "
+                    f"{number}, and a Parquet column holds one type; make them agree, or write JSONL (-o *.jsonl)"
                 )
         return kind

@@ -338,7 +338,8 @@ def explain(contract: Contract, record: Any, error: ValidationError) -> str:
     expected = describe(annotation)
     if not found:
         return f"{where}: expected {expected}{hint}"
-    if kind in ("literal_error", "string_too_short", "too_short", "too_long", "finite_number") or kind.startswith(("greater", "less")):
+    if kind in ("literal_error", "string_too_short", "too_short", "too_long", "finite_number") or \
+            kind.startswith(("greater", "less")):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         return f"{where}: expected {expected}, got {shown}{hint}"
     return f"{where}: expected {expected}, got {kind_of(value)}{hint}"
@@ -348,7 +349,8 @@ def kind_of(value: Any) -> str:
     """A value's type as JSON says it (what a user wrote)."""
     if value is None:
         return "null"
-    return {dict: "object", bool: "bool", int: "int", float: "float", str: "str", list: "list"}.get(type(value), type(value).__name__)
+    names = {dict: "object", bool: "bool", int: "int", float: "float", str: "str", list: "list"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _join(path: list, extra: str = "") -> str:

@@ -94,7 +94,8 @@ FLAGS = [
 ]
 
 
-@pytest.mark.parametrize("args, flag, rule", FLAGS, ids=[" ".join(a[a.index(f.split()[0]) - 2 if a[0] == "train" else 0:]) for a, f, _ in FLAGS])
+@pytest.mark.parametrize("args, flag, rule", FLAGS,
+                         ids=[" ".join(a[a.index(f.split()[0]) - 2 if a[0] == "train" else 0:]) for a, f, _ in FLAGS])
 def test_meaningless_flag_values_are_refused(tmp_path, monkeypatch, args, flag, rule):
     monkeypatch.chdir(tmp_path)
     Path("data.jsonl").write_text('{"id": 1, "caption": "a red cube", "image": "x.png"}\n')
@@ -113,9 +114,8 @@ class Stop(Exception):
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory):
     """A resumable run (last.pt at step 1 of 3, no final.pt) and a finished one (final.pt)."""
-    from train_fixtures import make_world, write_tiny_model
-
     from mosaictool.training import TrainConfig, train
+    from train_fixtures import make_world, write_tiny_model
 
     root = tmp_path_factory.mktemp("runs")
     data, model_cfg = make_world(root / "world", n=8), write_tiny_model(root)
@@ -253,7 +253,8 @@ ORDER = {"image": "val2014/a.jpg", "caption": ["a cup on a table", "a table unde
 SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
 CREPE_HEADER = "image_id,x,y,width,height,caption,hard_negs\n"
 CREPE_ROW = {"image_id": "1", "x": "5", "y": "6", "width": "20", "height": "10", "caption": "a cup", "hard_negs": "['a mug']"}
-PROBE_C_GROUP = {"id": 1, "split": "composition", "images": ["a.png", "b.png"], "texts": ["a red cup", "a blue cup"], "category": "colour"}
+PROBE_C_GROUP = {"id": 1, "split": "composition", "images": ["a.png", "b.png"], "texts": ["a red cup", "a blue cup"],
+                 "category": "colour"}
 
 
 def aro_file(name: str, entry) -> tuple[str, str, str]:
@@ -283,30 +284,39 @@ ANNOTATIONS = [
     ("aro:VG-Relation", "aro/visual_genome_relation.json", '{"0": {}}', "the top: expected a list of entries, got object"),
     ("aro:VG-Relation", "aro/visual_genome_relation.json", json.dumps([VG, {**VG, "bbox_x": float("nan")}]),
      "entry 1: bbox_x: expected a finite number, got nan"),
-    (*aro_file("VG-Attribution", {**VGA, "attributes": ["red"]}), "entry 1: attributes: expected a list of 2 strings, got ['red']"),
-    (*aro_file("VG-Attribution", {**VGA, "attributes": "red blue"}), "entry 1: attributes: expected a list of 2 strings, got str"),
+    (*aro_file("VG-Attribution", {**VGA, "attributes": ["red"]}),
+     "entry 1: attributes: expected a list of 2 strings, got ['red']"),
+    (*aro_file("VG-Attribution", {**VGA, "attributes": "red blue"}),
+     "entry 1: attributes: expected a list of 2 strings, got str"),
     (*aro_file("VG-Attribution", {**VGA, "bbox_w": -1.5}), "entry 1: bbox_w: expected a finite number > 0, got -1.5"),
     (*aro_file("COCO-Order", {**ORDER, "image": None}), "entry 1: image: expected a non-empty string, got null"),
-    (*aro_file("COCO-Order", {**ORDER, "caption": []}), "entry 1: caption: expected a string or a non-empty list of strings, got []"),
-    (*aro_file("Flickr30k-Order", {**ORDER, "caption": 3}), "entry 1: caption: expected a string or a non-empty list of strings, got int"),
+    (*aro_file("COCO-Order", {**ORDER, "caption": []}),
+     "entry 1: caption: expected a string or a non-empty list of strings, got []"),
+    (*aro_file("Flickr30k-Order", {**ORDER, "caption": 3}),
+     "entry 1: caption: expected a string or a non-empty list of strings, got int"),
     (*aro_file("Flickr30k-Order", {"image": "a.jpg"}), "entry 1: missing 'caption'"),
     ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": {**SC, "filename": None}}),
      "case '1': filename: expected a non-empty string, got null"),
     ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": {**SC, "negative_caption": ["x"]}}),
      "case '1': negative_caption: expected a string, got list"),
-    ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": "a.jpg"}), "case '1': expected an object, got str"),
+    ("sugarcrepe:add_att", "sugarcrepe/add_att.json", json.dumps({"0": SC, "1": "a.jpg"}),
+     "case '1': expected an object, got str"),
     (*crepe_file({"x": "abc"}), "line 3: x: expected a number, got 'abc'"),
     (*crepe_file({"width": "-3"}), "line 3: width: expected a finite number > 0, got -3.0"),
     (*crepe_file({"height": "inf"}), "line 3: height: expected a finite number, got 'inf'"),
     (*crepe_file({"image_id": ""}), "line 3: image_id: expected a non-empty string, got ''"),
-    ("retrieval:coco", "aro/coco_karpathy_test.json", json.dumps([ORDER, {**ORDER, "image": 7}]), "entry 1: image: expected a non-empty string, got int"),
-    ("probe_c", "probe_c/probe_c.jsonl", json.dumps(PROBE_C_GROUP) + "\n" + json.dumps({**PROBE_C_GROUP, "images": ["a.png"]}) + "\n",
+    ("retrieval:coco", "aro/coco_karpathy_test.json", json.dumps([ORDER, {**ORDER, "image": 7}]),
+     "entry 1: image: expected a non-empty string, got int"),
+    ("probe_c", "probe_c/probe_c.jsonl",
+     json.dumps(PROBE_C_GROUP) + "\n" + json.dumps({**PROBE_C_GROUP, "images": ["a.png"]}) + "\n",
      "line 2: images: expected a list of 2 non-empty strings, got ['a.png']"),
-    ("probe_c", "probe_c/probe_c.jsonl", json.dumps({**PROBE_C_GROUP, "texts": "a red cup"}) + "\n", "line 1: texts: expected a list of 2 strings, got str"),
+    ("probe_c", "probe_c/probe_c.jsonl", json.dumps({**PROBE_C_GROUP, "texts": "a red cup"}) + "\n",
+     "line 1: texts: expected a list of 2 strings, got str"),
 ]
 
 
-@pytest.mark.parametrize("bench, file, content, message", ANNOTATIONS, ids=[f"{a[0]}-{a[3].split(':')[1].strip()}" for a in ANNOTATIONS])
+@pytest.mark.parametrize("bench, file, content, message", ANNOTATIONS,
+                         ids=[f"{a[0]}-{a[3].split(':')[1].strip()}" for a in ANNOTATIONS])
 def test_malformed_annotation_entries(run_folder, tmp_path, bench, file, content, message):
     root = tmp_path / "bench"
     (root / Path(file)).parent.mkdir(parents=True)
@@ -485,8 +495,8 @@ PARQUET_CONFLICTS = [
 ]
 
 
-@pytest.mark.parametrize("extras, ids, message", PARQUET_CONFLICTS, ids=[m.split(" is ")[0] + "-" + m.split(" but ")[1].split(" in ")[0]
-                                                                           for _, _, m in PARQUET_CONFLICTS])
+@pytest.mark.parametrize("extras, ids, message", PARQUET_CONFLICTS,
+                         ids=[m.split(" is ")[0] + "-" + m.split(" but ")[1].split(" in ")[0] for _, _, m in PARQUET_CONFLICTS])
 def test_parquet_refuses_a_field_whose_type_changes(tmp_path, extras, ids, message):
     src = tmp_path / "in.jsonl"
     src.write_text(decompose_input(*extras, ids=ids))
@@ -511,11 +521,15 @@ def test_parquet_integers_among_floats_become_floats(tmp_path):
 TINY_TEXT = {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}
 TINY_VISION = {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8}
 MODEL_CONFIGS = [
-    ({"embed_dim": "32", "vision_cfg": TINY_VISION, "text_cfg": TINY_TEXT}, "model config: embed_dim: expected an integer > 0, got str"),
+    ({"embed_dim": "32", "vision_cfg": TINY_VISION, "text_cfg": TINY_TEXT},
+     "model config: embed_dim: expected an integer > 0, got str"),
     ({"embed_dim": 32, "vision_cfg": "big", "text_cfg": TINY_TEXT}, "model config: vision_cfg: expected an object, got str"),
-    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "width": -32}, "text_cfg": TINY_TEXT}, "vision_cfg.width: expected an integer > 0, got -32"),
-    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "image_size": [32]}, "text_cfg": TINY_TEXT}, "vision_cfg.image_size: expected"),
-    ({"embed_dim": 32, "vision_cfg": TINY_VISION, "text_cfg": {**TINY_TEXT, "heads": 0}}, "text_cfg.heads: expected an integer > 0, got 0"),
+    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "width": -32}, "text_cfg": TINY_TEXT},
+     "vision_cfg.width: expected an integer > 0, got -32"),
+    ({"embed_dim": 32, "vision_cfg": {**TINY_VISION, "image_size": [32]}, "text_cfg": TINY_TEXT},
+     "vision_cfg.image_size: expected"),
+    ({"embed_dim": 32, "vision_cfg": TINY_VISION, "text_cfg": {**TINY_TEXT, "heads": 0}},
+     "text_cfg.heads: expected an integer > 0, got 0"),
     ({"embed_dim": 32, "vision_cfg": {k: v for k, v in TINY_VISION.items() if k != "head_width"}, "text_cfg": TINY_TEXT},
      "cannot build the model tiny: embed_dim and num_heads must be greater than 0"),  # 32 wide, heads of 64
 ]
@@ -581,9 +595,11 @@ def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
     from mosaictool.training.data import TrainData
 
     Image.new("RGB", (8, 8), "red").save(tmp_path / "a.png")
-    negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large", "to": "tiny"}
+    negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large",
+                "to": "tiny"}
     record = {"id": 1, "image": "a.png", "caption": "a large bed", "texts": {
-        "positives": [{"text": "a large bed", "kind": "caption"}, {"text": "a large bed", "kind": "object"}], "negatives": [negative]}}
+        "positives": [{"text": "a large bed", "kind": "caption"}, {"text": "a large bed", "kind": "object"}],
+        "negatives": [negative]}}
     (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
     data = TrainData.load(str(tmp_path / "r.jsonl"), method=methods.create("probe-ft", {}))
     assert data.records[0]["texts"]["negatives"][0]["from"] == "large"

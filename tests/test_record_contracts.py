@@ -64,7 +64,8 @@ FIELDS = {
         (("subgraph_keys",), ["a key", [1]]), ((*ENTITY, "attributes"), ["red"]),
     ],
     "template": [
-        (("subgraphs", RELATION, "objects", 0, "noun"), [None, 3]), (("subgraphs", RELATION, "objects", 0, "attributes"), ["red"]),
+        (("subgraphs", RELATION, "objects", 0, "noun"), [None, 3]),
+        (("subgraphs", RELATION, "objects", 0, "attributes"), ["red"]),
         (("negatives",), ["x", {"a": 1}]), (NEG, ["x", 1]), ((*NEG, "kind"), ["image", None, 1]),
         ((*NEG, "subgraph"), INDEX), ((*NEG, "graph"), ["x", None, []]), ((*NEG, "graph", "objects"), ["x", [1]]),
         ((*NEG, "graph", "objects", 0, "attributes"), LIST_OF_STR), ((*NEG, "graph", "objects", 0, "plural"), ["yes"]),
@@ -120,7 +121,8 @@ def test_wrong_type_is_refused_or_skipped(tmp_path, stage, path, value):
     skipped = runner.invoke(app, [stage, str(src), "-o", str(out), "-q", "--skip-bad"])
     assert skipped.exit_code == 0, skipped.stderr
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [BASE[stage]["id"]]
-    assert "skipped 1 bad record(s)" in skipped.stderr and f"{src}:2: {field_path(path)}" in skipped.stderr.replace("missing '", "")
+    assert "skipped 1 bad record(s)" in skipped.stderr
+    assert f"{src}:2: {field_path(path)}" in skipped.stderr.replace("missing '", "")
     assert digest(src) == before
 
 
@@ -154,7 +156,8 @@ def test_messages_name_the_type_in_words():
     assert message(records.train_record("image"), {"id": 1, "image": ""}) == \
         "image: expected a non-empty string, got '' (a path relative to --image-root)"
     rel = {"entities": [{"head": "cup"}], "relations": [{"subject": 0, "object": 1, "relation": "on"}]}
-    assert message(records.GraphRecord, {"graph": rel}) == "graph.relations[0].object: 1 is not an index into the graph's 1 entities"
+    assert message(records.GraphRecord, {"graph": rel}) == \
+        "graph.relations[0].object: 1 is not an index into the graph's 1 entities"
 
 
 def test_strict_types_refuse_what_lax_parsing_would_convert():

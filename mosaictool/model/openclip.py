@@ -158,7 +158,8 @@ def create(
             model = open_clip.create_model(
                 model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
             )
-    except (RuntimeError, AssertionError, KeyError, ValueError, TypeError) as e:  # open_clip asserts on other architectures' weights
+    # open_clip asserts on other architectures' weights
+    except (RuntimeError, AssertionError, KeyError, ValueError, TypeError) as e:
         if not pretrained:  # sizes that do not combine (a width smaller than a head's)
             source = model_config_file or model_name
             raise MosaicError(f"{source}: cannot build the model {model_name}: {_one_line(e)}; check its config") from None

@@ -158,13 +158,14 @@ class Checkpoints:
 
         model = self.bundle.model
         source = self.out / "last.pt"
+        config = self.out / "config.json"
         if self.cfg.lora and "lora_state" not in state:
-            raise MosaicError(f"{source}: holds no LoRA state, but {self.out / 'config.json'} says lora {self.cfg.lora}; {RESTORE}")
+            raise MosaicError(f"{source}: holds no LoRA state, but {config} says lora {self.cfg.lora}; {RESTORE}")
         # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
         weights = state["lora_state"] if self.cfg.lora else {k.removeprefix("module."): v for k, v in state["state_dict"].items()}
         openclip.check_finite(weights, source)
-        openclip.check_fits(model, weights, source, f"the {self.bundle.meta['model_name']} that {self.out / 'config.json'} describes "
-                                                    "(fields model, model_config, lora)")
+        openclip.check_fits(model, weights, source,
+                            f"the {self.bundle.meta['model_name']} that {config} describes (fields model, model_config, lora)")
         model.load_state_dict(weights)
         try:
             self.optimizer.load_state_dict(state["optimizer"])

@@ -702,7 +702,8 @@ def read_mined(path: Path, n: int) -> list[list[int]]:
         raise MosaicError(f"{path}: {what}; delete it to mine them again") from None
     bad = next((i for i, row in enumerate(neighbours) if any(j >= n for j in row)), None)
     if len(neighbours) != n or bad is not None:
-        what = f"holds {len(neighbours)} rows for {n} records" if len(neighbours) != n else f"row {bad} names an index >= {n} records"
+        what = (f"holds {len(neighbours)} rows for {n} records" if len(neighbours) != n
+                else f"row {bad} names an index >= {n} records")
         raise MosaicError(f"{path}: {what} (mined from other data?); delete it to mine them again")
     return neighbours
 
