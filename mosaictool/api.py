@@ -264,11 +264,12 @@ def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = Fal
     >>> manifest["counts"]["train"]["records"]
     40
     """
-    from mosaictool.world.generate import check_noise, generate_world, total_items
+    from mosaictool.world.generate import check_noise, check_settings, generate_world, total_items
     from mosaictool.world.noise import NOISE_KINDS
 
     if workers < 1:
         raise MosaicError("--workers must be at least 1")
+    check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
     if noise_kinds is not None and not caption_noise:
         raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
     kinds = NOISE_KINDS if noise_kinds is None else [k.strip() for k in _csv(noise_kinds).split(",") if k.strip()]
@@ -642,10 +643,6 @@ def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None 
     unknown = sorted(set(settings) - known)
     if unknown:
         raise MosaicError(f"unknown demo setting(s) {', '.join(unknown)}; DemoConfig has {', '.join(sorted(known))}")
-    if settings.get("loader_workers") is not None and settings["loader_workers"] < 0:
-        raise MosaicError("--loader-workers must be at least 0")
-    if settings.get("parallel_runs") is not None and settings["parallel_runs"] < 1:
-        raise MosaicError("--parallel-runs must be at least 1")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), out=os.fspath(out),
                             experiments=_experiments(experiments), **settings)
     return run_demo(cfg)

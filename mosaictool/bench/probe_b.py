@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._formats import PROBE_B
 from mosaictool.bench._probe import OURS, coco_name, need, read_json, read_jsonl, which_layout
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
@@ -112,7 +113,7 @@ def load_records(folder: Path, name: str, limit: int | None = None, subtasks=Non
     path = folder / OURS_FILE
     items: list[Item] = []
     per: dict[str, int] = defaultdict(int)
-    for rec in read_jsonl(path, name, FIELDS):
+    for rec in read_jsonl(path, name, FIELDS, contract=PROBE_B):
         sub = f"{rec['split']}/{rec['filler']}"
         if sub not in SUBTASKS:
             raise MosaicError(f"{name}: {path}: record {rec['id']}: split/filler {sub!r} is not one of {', '.join(SUBTASKS)}")

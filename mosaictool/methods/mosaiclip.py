@@ -16,6 +16,7 @@ P(i) is every batch positive whose sub-graph is in the image's graph (Sec. 3.5).
 
 from __future__ import annotations
 
+import math
 import random
 
 from mosaictool.errors import MosaicError, RecordError
@@ -35,7 +36,7 @@ def parse_category_probs(text: str) -> dict[str, float]:
             probs[name.strip()] = float(value)
         except ValueError:
             sep = ""
-        if not sep or probs.get(name.strip(), -1) < 0:
+        if not sep or not 0 <= probs.get(name.strip(), -1) < math.inf:  # NaN and inf too
             raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_PROBS_EXAMPLE}")
     return probs
 
