@@ -56,7 +56,7 @@ from mosaictool.stages.subgraph import (
 from mosaictool.vocab import UNKNOWN
 
 CATEGORIES = ("obj", "attr", "rel")
-DEFAULT_PROBS = (0.15, 0.425, 0.425)  # seed 000 App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
+DEFAULT_PROBS = (0.15, 0.425, 0.425)  # Singh et al. 2023, App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
 DEFAULT_MAX = 6
 ORDER_TRIES = 5
 TEXT_METHODS = ("negclip", "replace", "shuffle", "order")

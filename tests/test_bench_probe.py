@@ -1,4 +1,4 @@
-"""Probe-R / Probe-C / Probe-B scoring (seed 004 Sec. 3.4) on tiny files in the documented layout, with
+"""Probe-R / Probe-C / Probe-B scoring (Schiappa et al. 2023, Sec. 3.4) on tiny files in the documented layout, with
 hand-built similarity matrices and hand-computed expected values; and `evaluate` end to end."""
 
 from __future__ import annotations

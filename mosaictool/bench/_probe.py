@@ -1,4 +1,4 @@
-"""Reading the Probe benchmarks (seed 004) in either of two layouts: our JSONL (written by `mosaictool
+"""Reading the Probe benchmarks (Schiappa et al. 2023) in either of two layouts: our JSONL (written by `mosaictool
 probe build` or `mosaictool world`: one record per line, image paths relative to the file's folder), or
 the authors' released files (GitHub DeepLearningRobustnessStudies/UnderstandingVisualTextModels,
 new_datasets/README.md and the core/eval_*.py scripts that read them, commit da44432). Private: no

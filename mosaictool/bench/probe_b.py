@@ -1,4 +1,4 @@
-"""Probe-B (seed 004 Sec. 3.3, 3.4, Tables 8-9): contextual understanding, scored as the authors' code
+"""Probe-B (Schiappa et al. 2023, Sec. 3.3, 3.4, Tables 8-9): contextual understanding, scored as the authors' code
 scores it (core/eval_context_understanding.py for split MR, core/eval_cooccurence_understanding.py for
 split R, eval_clip and make_comparisons, commit da44432), from their released files or from the JSONL
 and images that `mosaictool probe build b` writes from COCO instances (or `mosaictool world`).

@@ -1,4 +1,4 @@
-"""Probe-C (seed 004 Sec. 3.2, 3.4, Table 4): compositional understanding, from the authors' released
+"""Probe-C (Schiappa et al. 2023, Sec. 3.2, 3.4, Table 4): compositional understanding, from the authors' released
 data_compositional_switch.json / data_object_switch.json, or from the JSONL that `mosaictool probe
 build c` writes from COCO captions (or `mosaictool world` for the synthetic world). Scored as the
 authors' core/eval_compositional_understanding.py (eval_clip, commit da44432) scores it.

@@ -5,7 +5,7 @@ Same annotation files and image folders as ARO's Order tasks (BLIP's `coco_karpa
 best-ranked of the image's captions; a tie counts against the ground truth.
 
 `coco-perturbed` / `flickr30k-perturbed` (`evaluate --perturb`) repeat the retrieval with every
-caption replaced by each of ARO's four order perturbations (seed 001 §3.1: retrieval barely moves
+caption replaced by each of ARO's four order perturbations (Yuksekgonul et al. 2023, §3.1: retrieval barely moves
 when word order is destroyed, i.e. the model behaves like a bag of words).
 """
 

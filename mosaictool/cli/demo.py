@@ -26,7 +26,7 @@ def demo_cli(
     ] = None,
     select_on_val: Annotated[
         bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), "
-                                                   "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, seed 001 App. C.3).")
+                                                   "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3).")
     ] = False,
     experiment: Annotated[
         Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",

@@ -57,7 +57,7 @@ COLUMNS: list[tuple[str, str, str]] = [
 # 0.18) / +6.4 (p = 0.001); 5e-4 +3.9 (p = 3e-6) / +8.4 (p = 1e-29); 1e-3 +4.4 (p = 6e-6) / +4.4
 # (p = 0.078): the lr at which the instrument sees the field's known effect, the same for the
 # method under study and its peers. `--select-on-val` gives each row its own lr instead, by ARO's
-# criterion (val retrieval, seed 001 App. C.3); on val it chose CLIP 1e-3 and NegCLIP 5e-4, where
+# criterion (val retrieval, Yuksekgonul et al. 2023, App. C.3); on val it chose CLIP 1e-3 and NegCLIP 5e-4, where
 # NegCLIP's order gain is +2.1 (p = 0.036).
 FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
@@ -99,7 +99,7 @@ class DemoConfig:
     row_lrs: dict = field(default_factory=dict)
     finetune_batch: AtLeastOne = 32
     # hard images (each image's twin: arrangement, binding or shape; the world's nearest alternative,
-    # as NegCLIP mined its nearest neighbours, seed 001 App. C.2) in the batch: "method" for the rows
+    # as NegCLIP mined its nearest neighbours, Yuksekgonul et al. 2023, App. C.2) in the batch: "method" for the rows
     # whose paper uses them (NegCLIP), "all" or "none". Every row sees finetune_batch images per step:
     # a row with hard images takes finetune_batch / 2 images, each with its hard image.
     hard_images: str = "method"
@@ -120,10 +120,10 @@ class DemoConfig:
     scratch_steps: AtLeastOne | None = None
     # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
     noise_rate: Share = 0.5
-    # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
+    # the texts audit's simulated batches of 32 (150 measured the audit's shares to a fraction of a point; --quick: fewer)
     audit_batches: Count = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left
-    # the GPU idle for the text stages' ~4 min, issue 23)
+    # the GPU idle for the text stages' ~4 min)
     workers: AtLeastOne = field(default_factory=lambda: os.cpu_count() or 1)
     # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
     # mosaictool.training.device) and the DataLoader processes that decode shards for train and
@@ -140,7 +140,7 @@ class DemoConfig:
     @classmethod
     def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":
         """quick: a check of the pipeline (minutes on CPU); gpu: a larger world and longer runs sized
-        for one GPU (issue 14's configuration); neither: the default, sized for a CPU machine."""
+        for one GPU; neither: the default, sized for a CPU machine."""
         if quick and gpu:
             raise MosaicError("--quick and --preset gpu are different sizes: choose one")
         if quick:

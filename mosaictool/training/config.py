@@ -26,7 +26,7 @@ NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # [0, 1): momentum, Adam's betas
 
 PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
-# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (seed 004 App. B)
+# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (Schiappa et al. 2023, App. B)
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -51,7 +51,7 @@ class TrainConfig:
     batch_size: AtLeastOne = 32  # images per rank per micro-batch (hard images come on top)
     epochs: AtLeastOne = 5
     steps: AtLeastOne | None = None  # optimizer steps; overrides epochs
-    lr: PositiveNumber | None = None  # default: 1e-5 from pretrained weights (seed 000 App. H.1), 5e-4 from scratch
+    lr: PositiveNumber | None = None  # default: 1e-5 from pretrained weights (Singh et al. 2023, App. H.1), 5e-4 from scratch
     optimizer: str = "adamw"  # one of OPTIMIZERS
     momentum: Fraction = 0.9  # --optimizer sgd
     wd: NonNegativeNumber = 0.1

@@ -616,7 +616,7 @@ def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0,
 def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, std, *, k: int, device: str,
                      batch_size: int = 256) -> list[list[int]]:
     """The k nearest other images of every image under `model` (cosine), as NegCLIP mined them
-    with CLIP ViT-B/32 (seed 001 App. C.2). An image that comes with several captions (several
+    with CLIP ViT-B/32 (Yuksekgonul et al. 2023, App. C.2). An image that comes with several captions (several
     records, the same bytes) is embedded once and is never its own neighbour: its twin record's
     caption is true of it, so it is no negative (it was every such record's first neighbour)."""
     model.eval()

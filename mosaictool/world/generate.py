@@ -7,7 +7,7 @@
     W/{val,test}/crepe/syst_vg_hard_negs_{seen,unseen}_compounds_in_laion.csv, prod_hard_negatives/{atom,swap,negate}/*.csv,
                      VG_100K/*.jpg
     W/{val,test}/zeroshot/{shape,colour,object}/classnames.txt, templates.txt, test/<class>/*.png
-    W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (seed 004)
+    W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (Schiappa et al. 2023)
 
 Items are made in chunks, in worker processes when --workers > 1; each item has its own seeded
 random stream and its own files, and rows are gathered in item order, so the bytes never depend on
@@ -52,7 +52,7 @@ EVAL_SPLITS = ("val", "test")
 # Items per val/test split at --eval-scale 1. ARO attribution: per group (25 groups; ARO drops
 # groups under 25); relation: per predicate; productivity: per complexity (4..12), shared by the
 # atom/swap/negate files; zero-shot: per class.
-# The ARO sizes give the demo's paired tests a minimal detectable effect of ~3 points (issue 22):
+# The ARO sizes give the demo's paired tests a minimal detectable effect of ~3 points :
 # scoring is cheap next to training.
 EVAL_SIZES = {"attribution_per_group": 120, "relation_per_predicate": 1200, "order_images": 1200,
               "syst_seen": 200, "syst_unseen": 200, "prod_per_complexity": 40,
