@@ -52,7 +52,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for seeds in (5, 10):
         for cases in (1200, 2400):
-            for seed_sd, item_sd in ((0.0, 0.0), (0.01, 0.02), (0.02, 0.02), (0.04, 0.05), (0.0, 0.1)):
+            for seed_sd, item_sd in ((0.0, 0.0), (0.01, 0.02), (0.02, 0.02), (0.04, 0.05), (0.0, 0.1), (0.01, 0.25)):
                 rng = np.random.default_rng(seeds * 1000 + cases + int(1000 * (seed_sd + item_sd)))
                 diff, noisy, known, df = _simulate(rng, args.reps, seeds, cases, seed_sd, item_sd)
                 p = stats.t_test(diff, noisy, known, df)
