@@ -17,7 +17,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 import orjson
 
@@ -134,23 +134,36 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
             stream.close()
 
 
+def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, str | None]]:
+    """(location `record N`, N, value, error) per record of an iterable, numbered from 1. Each
+    record is copied through JSON, so a stage sees what it would read from a file (tuples become
+    lists) and never changes the caller's dicts."""
+    for number, rec in enumerate(records, start=1):
+        try:
+            yield f"record {number}", number, orjson.loads(dumps(rec)), None
+        except orjson.JSONEncodeError as e:  # a value JSON cannot hold (a set, an object)
+            yield f"record {number}", number, None, f"not JSON: {e}"
+
+
 def read_records(
-    path: str | os.PathLike = STDIO,
+    path: str | os.PathLike | Iterable[dict] = STDIO,
     *,
     skips: Skips | None = None,
     check: Callable[[dict], None] | None = None,
     assign_ids: bool = False,
     unique_ids: bool = True,
 ) -> Iterator[dict]:
-    """Stream the records of `path`, validated.
+    """Stream the records of `path` (a file, "-" for stdin, or an iterable of dicts), validated.
 
     Every record must be a JSON object with an `id` (a string or an integer) that is unique in the
-    input; with `assign_ids` a record without one gets its line (or row) number. `check(record)`
-    is the stage's own validation: it raises `RecordError`, which becomes `path:line: message`.
+    input; with `assign_ids` a record without one gets its line (or row, or record) number.
+    `check(record)` is the stage's own validation: it raises `RecordError`, which becomes
+    `path:line: message` (`record N: message` for records in memory).
     """
     skips = skips or Skips()
     seen: set[Any] = set()
-    for where, number, rec, error in _raw_records(str(path)):
+    raw = _raw_records(str(path)) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
+    for where, number, rec, error in raw:
         if error is None and not isinstance(rec, dict):
             error = f"expected a JSON object, got {type(rec).__name__}"
         if error is None:
@@ -188,11 +201,15 @@ class RecordWriter:
     Use as a context manager: the output appears at its path only when the block exits without an
     exception. Parquet is produced by streaming a temporary JSONL through polars, whose schema
     inference sees every row (so a field that is null or empty in the first rows is still typed).
+    A Parquet column holds one type: a field whose type changes between records (an integer id here,
+    a string id there) is refused, naming the field and both records, rather than converted (polars
+    would write 1 as "1", an object as its JSON text); integers among floats become floats.
     """
 
     def __init__(self, path: str | os.PathLike = STDIO):
         self.path = str(path)
         self.count = 0
+        self._types: ColumnTypes | None = ColumnTypes(self.path) if is_parquet(self.path) else None
         self._tmp: str | None = None
         self._stream: IO[bytes] | None = None
 
@@ -238,6 +255,8 @@ class RecordWriter:
     def write(self, record: dict) -> None:
         assert self._stream is not None, "RecordWriter used outside `with`"
         line = dumps(record) + b"\n"
+        if self._types is not None:
+            self._types.add(record, self.count + 1)
         self._guard(lambda: self._stream.write(line))
         self.count += 1
 
@@ -328,3 +347,60 @@ def image_to_rgb(im):
     if im.mode == "P" and "transparency" in im.info:
         im = im.convert("RGBA")
     return im.convert("RGB")
+
+
+class ColumnTypes:
+    """The type of every field (nested ones by path: `texts.positives[].key`) over the records written
+    to one Parquet file; MosaicError naming the field and both records when a type changes. null fits
+    every type; an integer and a float make a float (as JSON has one number type)."""
+
+    NAMES: ClassVar[dict[type, str]] = {
+        bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object",
+    }
+
+    def __init__(self, path: str):
+        self.path = path
+        self.seen: dict[str, tuple[type, int]] = {}
+        self.paths: dict[tuple[str, Any], str] = {}  # (parent path, key) -> path, built once
+
+    def add(self, record: dict, number: int) -> None:
+        self._object("", record, number)
+
+    def _object(self, prefix: str, value: dict, number: int) -> None:
+        paths = self.paths
+        for key, item in value.items():
+            if item is None:
+                continue
+            path = paths.get((prefix, key))
+            if path is None:
+                path = paths[(prefix, key)] = f"{prefix}.{key}" if prefix else str(key)
+            self._value(path, item, number)
+
+    def _value(self, path: str, value: Any, number: int) -> None:
+        kind = value.__class__
+        known = self.seen.get(path)
+        if known is None or known[0] is not kind:
+            kind = self._note(path, value, kind, known, number)
+        if kind is dict:
+            self._object(path, value, number)
+        elif kind is list:
+            item_path = path + "[]"
+            for item in value:
+                if item is not None:
+                    self._value(item_path, item, number)
+
+    def _note(self, path: str, value: Any, kind: type, known: tuple[type, int] | None, number: int) -> type:
+        if kind not in self.NAMES:  # numpy scalars and other values orjson writes as numbers
+            kind = float if isinstance(value, float) else int if isinstance(value, int) else kind
+        if known is None:
+            self.seen[path] = (kind, number)
+        elif known[0] is not kind:
+            if {known[0], kind} == {int, float}:
+                self.seen[path] = (float, known[1])
+            else:
+                was, now = self.NAMES.get(known[0], known[0].__name__), self.NAMES.get(kind, kind.__name__)
+                raise MosaicError(
+                    f"{self.path}: cannot write Parquet: {path} is {was} in output record {known[1]} but {now} in output record "
+                    f"{number}, and a Parquet column holds one type; make them agree, or write JSONL (-o *.jsonl)"
+                )
+        return kind

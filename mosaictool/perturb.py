@@ -1,4 +1,4 @@
-"""ARO's four word-order perturbations (seed 001 Table 1) and the tokenisation they use.
+"""ARO's four word-order perturbations (Yuksekgonul et al. 2023, Table 1) and the tokenisation they use.
 
 Shared by the `negate` stage (order negatives) and `evaluate` (COCO / Flickr30k-Order), so both use
 the very same functions. ARO's noun/adjective shuffles follow spaCy tags and join tokens with

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from mosaictool.errors import RecordError
 from mosaictool.stages.subgraph import (
     MAX_KEYS, canonical_key, caption_key, graph_nodes, node_key, record_rng, subgraph_keys, usable_relations,
 )
@@ -34,27 +33,14 @@ DEFAULT_MAX = 3  # the paper's M
 
 
 def make_check(text_key: str = "caption", keep_caption: bool = True):
-    def check(record: dict) -> None:
-        graph = record.get("graph")
-        if not isinstance(graph, dict):
-            raise RecordError("missing 'graph' (run `mosaictool parse` first)")
-        entities, relations = graph.get("entities"), graph.get("relations")
-        if not isinstance(entities, list) or not isinstance(relations, list):
-            raise RecordError("'graph' needs 'entities' and 'relations' lists (the output of `mosaictool parse`)")
-        for i, entity in enumerate(entities):
-            if not isinstance(entity, dict) or not isinstance(entity.get("head"), str):
-                raise RecordError(f"graph.entities[{i}] has no 'head' noun")
-        for i, rel in enumerate(relations):
-            ok = isinstance(rel, dict) and isinstance(rel.get("relation"), str)
-            for end in ("subject", "object"):
-                value = rel.get(end) if isinstance(rel, dict) else None
-                ok = ok and isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(entities)
-            if not ok:
-                raise RecordError(f"graph.relations[{i}] needs 'relation' text and subject/object indices into graph.entities")
-        if keep_caption and not isinstance(record.get(text_key), str):
-            raise RecordError(f"missing caption {text_key!r} (choose it with --text-key, or drop it with --no-caption)")
+    """The check of a record decompose reads: `graph` (records.DecomposeRecord) and, unless
+    keep_caption is False, the caption in `text_key`."""
+    from mosaictool import records
 
-    return check
+    schema = records.DecomposeRecord
+    if keep_caption:
+        schema = records.with_key(schema, text_key, hint="choose it with --text-key, or drop it with --no-caption")
+    return records.checker(schema)
 
 
 def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:

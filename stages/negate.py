@@ -41,6 +41,7 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import sys
 from bisect import bisect
@@ -50,12 +51,12 @@ from itertools import accumulate, islice
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.stages.subgraph import (
-    canonical_key, check_subgraphs, graph_identity, node_key, normalize_text, record_rng, subgraph_keys,
+    canonical_key, graph_identity, node_key, normalize_text, record_rng, subgraph_keys,
 )
 from mosaictool.vocab import UNKNOWN
 
 CATEGORIES = ("obj", "attr", "rel")
-DEFAULT_PROBS = (0.15, 0.425, 0.425)  # seed 000 App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
+DEFAULT_PROBS = (0.15, 0.425, 0.425)  # Singh et al. 2023, App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
 DEFAULT_MAX = 6
 ORDER_TRIES = 5
 TEXT_METHODS = ("negclip", "replace", "shuffle", "order")
@@ -72,7 +73,7 @@ def parse_probs(text: str) -> tuple[float, float, float]:
         values = tuple(float(x) for x in text.split(","))
     except ValueError:
         values = ()
-    if len(values) != 3 or any(v < 0 for v in values) or sum(values) <= 0:
+    if len(values) != 3 or not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN and inf too
         raise MosaicError(f"--probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
     total = sum(values)
     return tuple(v / total for v in values)
@@ -87,13 +88,21 @@ def parse_text_methods(text: str) -> tuple[str, ...]:
 
 
 def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption"):
+    """The check of a record negate reads: `subgraphs` and `graph` (records.NegateRecord) and, for
+    text negatives, the caption in `text_key`."""
+    from mosaictool import records
+
+    schema = records.NegateRecord
+    if text_methods:
+        schema = records.with_key(schema, text_key, hint="needed by --text; choose it with --text-key")
+    validate = records.checker(schema)
+
     def check(record: dict) -> None:
-        check_subgraphs(record)
-        if text_methods:
-            if not isinstance(record.get(text_key), str) or not record[text_key].strip():
-                raise RecordError(f"missing caption {text_key!r}, needed by --text (choose it with --text-key)")
-            if "replace" in text_methods and not isinstance((record.get("graph") or {}).get("entities"), list):
-                raise RecordError("--text replace needs the 'graph' from `mosaictool parse`")
+        validate(record)
+        if text_methods and not record[text_key].strip():
+            raise RecordError(f"{text_key}: empty, and --text needs the caption")
+        if "replace" in text_methods and record.get("graph") is None:
+            raise RecordError("missing 'graph', needed by --text replace (run `mosaictool parse` first)")
 
     return check
 
@@ -251,7 +260,8 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         _, i, new = change
         node = objects[i]
         objects[i] = _node(
-            new, vocab, plural=node["plural"], count=node["count"], attributes=node["attributes"], determiner=node["determiner"],
+            new, vocab, plural=node["plural"], count=node.get("count"), attributes=node["attributes"],
+            determiner=node.get("determiner"),
         )
         keys[i] = node_key(objects[i])
         after = objects[i]["noun"]

@@ -74,13 +74,15 @@ def to_record(raw: dict) -> dict:
 
 
 def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS):
+    """The check of a record parse reads: the caption in `text_key` (records.ParseRecord), not blank,
+    at most `max_chars` long."""
+    from mosaictool import records
+
+    validate = records.checker(records.with_key(records.ParseRecord, text_key, hint="choose the caption field with --text-key"))
+
     def check(record: dict) -> None:
-        if text_key not in record:
-            raise RecordError(f"missing {text_key!r} (choose the caption field with --text-key)")
+        validate(record)
         text = record[text_key]
-        if not isinstance(text, str):
-            kind = "null" if text is None else type(text).__name__
-            raise RecordError(f"{text_key!r} must be a string, got {kind}")
         if not text.strip():
             raise RecordError(f"{text_key!r} is empty")
         if len(text) > max_chars:

@@ -14,7 +14,6 @@ so a failed run leaves no shard behind. Tar members get mtime 0: same input, sam
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -33,18 +32,19 @@ SIZES_FILE = "sizes.json"
 
 
 def make_check(image_key: str = "image"):
-    def check(record: dict) -> None:
-        value = record.get(image_key)
-        if not isinstance(value, str) or not value:
-            raise RecordError(f"missing {image_key!r} (a path relative to --image-root)")
+    """The check of a record shard reads: the image path in `image_key` and what train will read
+    (records.TrainRecord), so that a record train would refuse is refused here."""
+    from mosaictool import records
 
-    return check
+    return records.checker(records.train_record(image_key))
 
 
 def read_image(path: Path) -> tuple[bytes, str]:
-    """The file's bytes and the extension to store them under; RecordError if unreadable."""
-    from PIL import Image, UnidentifiedImageError
+    """The file's bytes and the extension to store them under; RecordError if unreadable (also a FIFO,
+    a device or a folder, never opened, and an image declaring more pixels than images.MAX_PIXELS)."""
+    from mosaictool.images import check_regular, open_image
 
+    check_regular(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -52,12 +52,12 @@ def read_image(path: Path) -> tuple[bytes, str]:
     except OSError as e:
         raise RecordError(f"cannot read image {path}: {e}") from None
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with open_image(data, path) as im:
             fmt = (im.format or "").lower()
             im.draft("RGB", (64, 64))  # JPEGs decode at reduced scale: a full pass over the data, cheaply
             im.load()
-    except UnidentifiedImageError:
-        raise RecordError(f"not an image file: {path}") from None
+    except RecordError:
+        raise
     except (OSError, SyntaxError, ValueError) as e:
         raise RecordError(f"corrupt image {path}: {e}") from None
     ext = path.suffix.lower().lstrip(".")

@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import random
 
-from mosaictool.errors import RecordError
-
 DEFINITE = frozenset("the this that these those my your his her its our their".split())
 INDEFINITE = frozenset("a an another some any each every no".split())
 # Adjectival modifiers that quantify rather than describe ("several other cars"): rendered with
@@ -110,7 +108,9 @@ def object_node(entity: dict, index: int | None) -> dict:
 
 
 def node_key(node: dict) -> tuple:
-    return (node["lemma"], node["plural"], node["count"], tuple(node["attributes"]))
+    # the count as text: keys are sorted, and "dogs" (no count) beside "two dogs" compared None with "two"
+    count = node.get("count")
+    return (node["lemma"], node["plural"], "" if count is None else str(count), tuple(node["attributes"]))
 
 
 def graph_key(graph: dict) -> tuple:
@@ -122,25 +122,6 @@ def graph_key(graph: dict) -> tuple:
 def graph_identity(keys: list[tuple], relations: list[dict]) -> tuple:
     """graph_key from the objects' node_keys, for callers that reuse them across related graphs."""
     return (tuple(sorted(keys)), tuple(sorted([(keys[r["subject"]], r["relation"], keys[r["object"]]) for r in relations])))
-
-
-def check_subgraphs(record: dict) -> None:
-    subgraphs = record.get("subgraphs")
-    if not isinstance(subgraphs, list):
-        raise RecordError("missing 'subgraphs' (run `mosaictool decompose` first)")
-    for i, sg in enumerate(subgraphs):
-        if not isinstance(sg, dict) or not isinstance(sg.get("objects"), list) or not isinstance(sg.get("relations"), list):
-            raise RecordError(f"subgraphs[{i}] must be an object with 'objects' and 'relations' lists")
-        n = len(sg["objects"])
-        for rel in sg["relations"]:
-            if not (isinstance(rel, dict) and _index_ok(rel.get("subject"), n) and _index_ok(rel.get("object"), n)):
-                raise RecordError(f"subgraphs[{i}] has a relation whose subject/object is not an index into its objects")
-        if sg.get("kind") == "caption" and not isinstance(sg.get("text"), str):
-            raise RecordError(f"subgraphs[{i}] is the caption but has no 'text'")
-
-
-def _index_ok(value, n: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n
 
 
 # Words whose spelling misleads about the first sound.

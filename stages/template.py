@@ -34,8 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from mosaictool.errors import RecordError
-from mosaictool.stages.subgraph import canonical_key, caption_key, check_subgraphs, indefinite_article, normalize_text, record_rng
+from mosaictool.stages.subgraph import canonical_key, caption_key, indefinite_article, normalize_text, record_rng
 
 ATTRIBUTE_ORDER = (
     "position", "quality", "emotion", "size", "age", "state", "shape", "texture", "colour", "pattern", "material",
@@ -136,26 +135,10 @@ def _first_plural(graph: dict) -> bool:
 
 
 def make_check():
-    def check(record: dict) -> None:
-        check_subgraphs(record)
-        negatives = record.get("negatives")
-        if negatives is None:
-            return
-        if not isinstance(negatives, list):
-            raise RecordError("'negatives' must be a list (the output of `mosaictool negate`)")
-        n = len(record["subgraphs"])
-        for i, neg in enumerate(negatives):
-            if not isinstance(neg, dict) or neg.get("kind") not in ("graph", "text"):
-                raise RecordError(f"negatives[{i}] must be an object with kind 'graph' or 'text'")
-            index = neg.get("subgraph")
-            if index is not None and not (isinstance(index, int) and 0 <= index < n):
-                raise RecordError(f"negatives[{i}].subgraph {index!r} is not an index into 'subgraphs'")
-            if neg["kind"] == "graph" and not (isinstance(neg.get("graph"), dict) and index is not None):
-                raise RecordError(f"negatives[{i}] is a graph negative without its 'graph' or 'subgraph'")
-            if neg["kind"] == "text" and not isinstance(neg.get("text"), str):
-                raise RecordError(f"negatives[{i}] is a text negative without 'text'")
+    """The check of a record template reads: `subgraphs`, `negatives` and `graph` (records.TemplateRecord)."""
+    from mosaictool import records
 
-    return check
+    return records.checker(records.TemplateRecord)
 
 
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:

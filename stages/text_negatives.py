@@ -1,15 +1,15 @@
 """Caption-level hard negatives: NegCLIP swaps, replace, bigram shuffle, ARO order perturbations.
 
-- NegCLIP (ARO issue #13 gist; seed 001 App. C): swap two noun phrases of more than 2 words or two
+- NegCLIP (ARO issue #13 gist; Yuksekgonul et al. 2023, App. C): swap two noun phrases of more than 2 words or two
   verb phrases by string replacement (every occurrence) and lower-case; swap two tokens tagged NN,
   NNS, or of POS ADV, ADJ and join the tokens with spaces. The gist used en_core_web_lg; we use the
   same small model `parse` loads.
-- replace (SugarCrepe / FSC-CLIP style, seed 002 App. A.1): one object, attribute or relation of
+- replace (SugarCrepe / FSC-CLIP style, Oh et al. 2024, App. A.1): one object, attribute or relation of
   the caption's graph replaced by an antonym from the vocabulary, else by a co-hyponym (same
   group / category / type); no WordNet needed.
 - shuffle: bigram shuffle — the caption's words (final . ! ? dropped) in chunks of two, the chunks
   in a new order.
-- order: the four ARO perturbations (seed 001 Table 1), in `mosaictool.perturb` (evaluate's
+- order: the four ARO perturbations (Yuksekgonul et al. 2023, Table 1), in `mosaictool.perturb` (evaluate's
   COCO / Flickr30k-Order use the same functions).
 
 Every function takes a `random.Random`; the four order functions are importable for evaluation

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mosaictool.errors import MosaicError, RecordError
+from mosaictool.errors import MosaicError
 from mosaictool.stages.subgraph import BARE_PREPOSITIONS, COLOUR_WORDS, SPATIAL_NOUNS, graph_nodes, usable_relations
 from mosaictool.vocab import UNKNOWN, Vocab
 from mosaictool.vocab import load as load_vocab
@@ -85,9 +85,10 @@ def _assemble(
 
 
 def check_graph(record: dict) -> None:
-    graph = record.get("graph")
-    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
-        raise RecordError("missing 'graph' with 'entities' (run `mosaictool parse` first)")
+    """The check of a record vocab build reads: `graph` (records.GraphRecord)."""
+    from mosaictool import records
+
+    records.check(records.GraphRecord, record)
 
 
 def build_from_graphs(

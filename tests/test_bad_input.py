@@ -181,9 +181,9 @@ def test_crlf_bad_line_is_numbered_physically(case):
     "record, message, flag",
     [
         ({"id": 2}, "missing 'caption'", "--text-key"),
-        ({"id": 2, "caption": 42}, "'caption' must be a string, got int", "--skip-bad"),
-        ({"id": 2, "caption": None}, "'caption' must be a string, got null", "--skip-bad"),
-        ({"id": 2, "caption": ["a", "dog"]}, "'caption' must be a string, got list", "--skip-bad"),
+        ({"id": 2, "caption": 42}, "caption: expected a string, got int", "--skip-bad"),
+        ({"id": 2, "caption": None}, "caption: expected a string, got null", "--skip-bad"),
+        ({"id": 2, "caption": ["a", "dog"]}, "caption: expected a string, got list", "--skip-bad"),
         ({"id": 2, "caption": ""}, "'caption' is empty", "--skip-bad"),
         ({"id": 2, "caption": "  \t "}, "'caption' is empty", "--skip-bad"),
         ({"id": 2, "caption": "dog " * 25_000}, "100000 characters, more than --max-chars 2000", "--max-chars"),
@@ -266,7 +266,7 @@ def test_parquet_of_the_wrong_schema(case):
     pl.DataFrame({"id": [1], "caption": [7]}).write_parquet(wrong_type)
     case.freeze()
     assert_refused(invoke(["parse", wrong_type, "-o", case.dst / "g.jsonl"]), f"{wrong_type}:row 1:",
-                   "must be a string, got int")
+                   "caption: expected a string, got int")
     case.untouched()
 
 
@@ -385,10 +385,10 @@ GRAPH = {"entities": [{"span": "a dog", "lemma_span": "a dog", "head": "dog", "l
     [
         ("decompose", {"id": 2, "caption": CAP}, "missing 'graph'", "mosaictool parse"),
         ("decompose", {"id": 2, "caption": CAP, "graph": {"entities": [], "relations": [
-            {"subject": 5, "object": 9, "relation": "on"}]}}, "graph.relations[0] needs", "--skip-bad"),
+            {"subject": 5, "object": 9, "relation": "on"}]}}, "graph.relations[0].subject: 5 is not an index", "--skip-bad"),
         ("negate", {"id": 2, "caption": CAP, "graph": GRAPH}, "missing 'subgraphs'", "mosaictool decompose"),
         ("template", {"id": 2, "caption": CAP, "graph": GRAPH, "subgraphs": [], "negatives": [{"text": 5}]},
-         "negatives[0] must be an object with kind", "--skip-bad"),
+         "missing 'negatives[0].kind'", "--skip-bad"),
     ],
     ids=["decompose-no-graph", "decompose-bad-relation", "negate-no-subgraphs", "template-bad-negative"],
 )
@@ -774,7 +774,7 @@ def test_benchmark_folder_missing_one_annotation_file(case, ckpts, bench_root):
 @pytest.mark.parametrize(
     "content, words",
     [('{"0": {"filename": "red.jpg", "capt', "invalid JSON"),
-     ('{"0": {"filename": "red.jpg"}}', "case '0' lacks filename / caption / negative_caption")],
+     ('{"0": {"filename": "red.jpg"}}', "case '0': missing 'caption'")],
     ids=["truncated-annotation", "annotation-missing-fields"],
 )
 def test_broken_annotation_file(case, ckpts, bench_root, content, words):

@@ -142,5 +142,5 @@ def test_missing_annotations_name_the_files_and_the_fix(tmp_path):
     with pytest.raises(MosaicError, match="invalid JSON"):
         aro.Aro().load(root, subtasks=["VG-Relation"])
     (root / "aro" / "visual_genome_relation.json").write_text(json.dumps([{"image_path": "1.jpg"}]))
-    with pytest.raises(MosaicError, match="lacks bbox_x"):
+    with pytest.raises(MosaicError, match="entry 0: missing .bbox_x."):
         aro.Aro().load(root, subtasks=["VG-Relation"])

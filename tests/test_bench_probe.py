@@ -1,4 +1,4 @@
-"""Probe-R / Probe-C / Probe-B scoring (seed 004 Sec. 3.4) on tiny files in the documented layout, with
+"""Probe-R / Probe-C / Probe-B scoring (Schiappa et al. 2023, Sec. 3.4) on tiny files in the documented layout, with
 hand-built similarity matrices and hand-computed expected values; and `evaluate` end to end."""
 
 from __future__ import annotations
@@ -176,11 +176,13 @@ def test_probe_b_unknown_class(tmp_path):
     folder = tmp_path / "probe_b"
     folder.mkdir()
     (folder / "classes.txt").write_text("dog\n")
-    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": {},
+    views = {"x0": "a.png", "x0_patch": "b.png", "x1": "c.png"}
+    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": views,
                                        "labels": ["cow"], "target": None}])
     with pytest.raises(MosaicError, match="cow not in classes.txt"):
         get("probe_b").load(tmp_path)
-    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": {}, "labels": [], "target": None}])
+    _jsonl(folder / "probe_b.jsonl", [{"id": "1", "split": "MR", "filler": "black", "images": views,
+                                       "labels": [], "target": None}])
     with pytest.raises(MosaicError, match="record 1: split MR needs the classes present"):  # no AP without a present class
         get("probe_b").load(tmp_path)
 

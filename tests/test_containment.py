@@ -1,4 +1,4 @@
-"""MosaiCLIP's P(i) by sub-graph containment (seed 000 Sec. 3.5) against a brute-force reference
+"""MosaiCLIP's P(i) by sub-graph containment (Singh et al. 2023, Sec. 3.5) against a brute-force reference
 written from the paper's formula, in one process and on 2 gloo ranks; the keys' way from records
 (JSONL and shards) to the batch; curriculum stage 1 = the caption + at most one negative."""
 

@@ -3,7 +3,7 @@
 Only torch's C entry points and the queries that need a driver are replaced (`is_available`,
 `device_count`, `current_device`, `torch._C._cuda_setDevice`): `torch.cuda.set_device` itself stays
 real torch code, so a bare `torch.device("cuda")` is refused exactly as on a GPU machine
-(issue 14: "Expected a torch.device with a specified index or an integer, but got:cuda").
+("Expected a torch.device with a specified index or an integer, but got:cuda").
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_torchrun_takes_the_local_rank(cuda, monkeypatch):
 
 @pytest.mark.parametrize("requested", [None, "cuda"])
 def test_init_sets_an_indexed_device(cuda, requested):
-    """The crash of issue 14: init() called set_device(torch.device("cuda")); now always indexed."""
+    """A crash once: init() called set_device(torch.device("cuda")); now always indexed."""
     cuda.current = 1
     info = dist.init(requested)
     assert info.device == "cuda:1" and cuda.selected == [1]

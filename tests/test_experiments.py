@@ -299,3 +299,22 @@ def test_noisy_regime_measures_each_methods_drop(tmp_path, monkeypatch):
     assert negclip_drop.result.diff == pytest.approx(0.2, abs=0.03)  # NegCLIP loses 20 points
     assert difference.result.diff == pytest.approx(0.18, abs=0.03)  # MosaiCLIP loses 2: 18 fewer
     assert "audit table" in section.text
+
+
+@pytest.mark.slow
+def test_text_tower_measures_read_the_worlds_cases(tmp_path):
+    """The ladder's text-only measures on a real (tiny) world and checkpoint: a finite cosine for every
+    case column and a tree-score."""
+    import math
+
+    from mosaictool.world.generate import generate_world
+
+    world = tmp_path / "world"
+    generate_world(world, train=20, seed=0, image_size=64, eval_scale=0.02)
+    data, model_cfg = make_world(tmp_path / "data", n=8), write_tiny_model(tmp_path)
+    final = train(TrainConfig(data=str(data), out=str(tmp_path / "run"), model_config=str(model_cfg), batch_size=4, steps=1,
+                              warmup=1, quiet=True))
+    ctx = Context(DemoConfig(device="cpu"), tmp_path, tmp_path, final, world, tmp_path)
+    measured = ladder.text_tower_measures(ctx, {"run": [final]}, "val")
+    [m] = measured["run"]
+    assert set(m) == {"relation", "order", "attribute", "tree-score"} and all(math.isfinite(v) for v in m.values())

@@ -1,4 +1,4 @@
-"""FSC-CLIP's loss terms against brute-force references written from seed 002's equations, and
+"""FSC-CLIP's loss terms against brute-force references written from Oh et al. 2024's equations, and
 2 gloo ranks = 1 process for the whole loss and its gradients."""
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def test_registry_names_options_and_errors():
         methods.create("mosaiclip", {"curriculum_split": 2.0})
     with pytest.raises(MosaicError, match="--loss-weighting 'sum': choose paper or mean"):
         methods.create("mosaiclip", {"loss_weighting": "sum"})
-    assert methods.create("mosaiclip").make_loss().weighting == "paper"  # seed 000 Sec. 3.5's sums
+    assert methods.create("mosaiclip").make_loss().weighting == "paper"  # Singh et al. 2023, Sec. 3.5's sums
     options = methods.all_options()
     assert options["max_pos"][1] == ["mosaiclip"]
 

@@ -300,7 +300,7 @@ def test_cli(tmp_path):
         assert result.exit_code == 1 and message in result.stderr, args
 
 
-# --- truthful negatives (issue 13): groups, axes, entailment ---------------------------------------
+# --- truthful negatives: groups, axes, entailment ---------------------------------------
 
 
 def _world_vocab():

@@ -1,4 +1,4 @@
-"""`probe build r|c|b` (seed 004 Sec. 3, App. A): tiny VG / COCO-shaped files in tmp dirs."""
+"""`probe build r|c|b` (Schiappa et al. 2023, Sec. 3, App. A): tiny VG / COCO-shaped files in tmp dirs."""
 
 from __future__ import annotations
 
@@ -306,7 +306,7 @@ def test_probe_b_bad_input(coco_inst, runner):
     assert "probe_b: wrote 2 MR groups (scene)" in res.stderr and "1 images missing" in res.stderr
 
 
-# --- issue 24: the builders as the paper and the authors build ------------------------------------------
+# --- the builders as the paper and the authors build ------------------------------------------
 
 
 SWAP_VG = [  # man riding horse is the anchor under test: "sitting on" and "chasing" are seen with its s or o
@@ -413,7 +413,7 @@ def test_probe_b_crowd_regions_are_present_never_absent(tmp_path):
     assert r_item.texts == ["a photo of a dog.", "a photo of a car."]  # person is present: no absent prompt
 
 
-# Table 5 of seed 004 (App. A.2), transcribed: category -> attributes, in the paper's order and spelling.
+# Table 5 of Schiappa et al. 2023 (App. A.2), transcribed: category -> attributes, in the paper's order and spelling.
 TABLE_5 = {
     "age": "young old new",
     "color": "greyscale coloured sepia reddish bronze greenish green turquoise blue tan red white silver purple gold pink navy "

@@ -1,4 +1,4 @@
-"""The Probe paper's fine-tuning loss (seed 004 Sec. 5) against a brute-force reference."""
+"""The Probe paper's fine-tuning loss (Schiappa et al. 2023, Sec. 5) against a brute-force reference."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def test_optimizer_flags_are_checked():
         TrainConfig(data="x", out="y", optimizer="sgd", momentum=1.0).resolved()
 
 
-# ---- issue 24.8: the paper's recipe and RelComp's synonym positives ---------------------------------
+# ---- the paper's recipe and RelComp's synonym positives ---------------------------------
 
 
 PAPER_APP_B = {"optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "wd": 1e-4, "batch_size": 128, "epochs": 40}

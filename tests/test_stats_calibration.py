@@ -94,7 +94,7 @@ def test_one_seed_is_the_cases_t_test():
 @pytest.mark.slow
 @pytest.mark.parametrize("seeds", [5, 10])
 @pytest.mark.parametrize("cases", [1200, 2400])
-@pytest.mark.parametrize("seed_sd,item_sd,exact", [(0.01, 0.02, True), (0.04, 0.05, True), (0.02, 0.1, False)])
+@pytest.mark.parametrize("seed_sd,item_sd,exact", [(0.01, 0.02, True), (0.04, 0.05, True), (0.02, 0.1, False), (0.01, 0.25, False)])
 def test_calibration_across_the_demo_designs(seeds, cases, seed_sd, item_sd, exact):
     _check(seeds=seeds, cases=cases, seed_sd=seed_sd, item_sd=item_sd, reps=4000, exact_size=exact, seed=seeds + cases)
 

@@ -163,12 +163,12 @@ def test_cli(tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     first = json.loads(src.read_text().splitlines()[0])
-    broken = {**first, "id": "b", "negatives": [{"kind": "graph", "subgraph": 99}]}
+    broken = {**first, "id": "b", "negatives": [{"kind": "graph", "subgraph": 99, "graph": {"objects": [], "relations": []}}]}
     bad.write_text(json.dumps(first) + "\n" + json.dumps(broken) + "\n")
     out = tmp_path / "texts.jsonl"
     result = runner.invoke(app, ["template", str(bad), "-o", str(out)])
     assert result.exit_code == 1
-    assert f"Error: {bad}:2: negatives[0].subgraph 99 is not an index into 'subgraphs'" in result.stderr
+    assert f"Error: {bad}:2: negatives[0].subgraph: 99 is not an index into the record's" in result.stderr
     assert not out.exists()
 
     result = runner.invoke(app, ["template", "--style", "fancy", str(src)])

@@ -1,4 +1,4 @@
-"""Reading the Probe benchmarks (seed 004) in either of two layouts: our JSONL (written by `mosaictool
+"""Reading the Probe benchmarks (Schiappa et al. 2023) in either of two layouts: our JSONL (written by `mosaictool
 probe build` or `mosaictool world`: one record per line, image paths relative to the file's folder), or
 the authors' released files (GitHub DeepLearningRobustnessStudies/UnderstandingVisualTextModels,
 new_datasets/README.md and the core/eval_*.py scripts that read them, commit da44432). Private: no
@@ -14,8 +14,9 @@ from mosaictool.errors import MosaicError
 OURS, OFFICIAL = "ours", "official"
 
 
-def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | None = None) -> list[dict]:
-    """The records of `path`; a broken line or a missing field names the file and line."""
+def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | None = None, contract=None) -> list[dict]:
+    """The records of `path`; a broken line, a missing field or (with `contract`, a
+    mosaictool.records.Contract) a field of the wrong type names the file and line."""
     if not path.is_file():
         raise MosaicError(f"{bench}: {path} not found; build it with `mosaictool probe build {bench[-1]} --out <data root>` "
                           "(see `mosaictool evaluate --list`) or fix --data-root")
@@ -34,6 +35,10 @@ def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | Non
             if missing:
                 raise MosaicError(f"{bench}: {path}:{lineno}: missing field(s) {', '.join(missing)} "
                                   f"(not a {bench} file; build it with `mosaictool probe build`)")
+            if contract is not None:
+                from mosaictool.bench._formats import check_entry
+
+                check_entry(contract, rec, bench, path, f"line {lineno}")
             out.append(rec)
     return out
 

@@ -23,7 +23,9 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
+from mosaictool.bench import _formats
 from mosaictool.bench._files import read_json
+from mosaictool.bench._formats import check_entry, check_list
 from mosaictool.errors import MosaicError
 
 VG_RELATION, VG_ATTRIBUTION, COCO_ORDER, FLICKR_ORDER = "VG-Relation", "VG-Attribution", "COCO-Order", "Flickr30k-Order"
@@ -63,22 +65,15 @@ def pre_caption(caption: str, max_words: int = MAX_WORDS) -> str:
     return " ".join(caption.split(" ")[:max_words])
 
 
-def _check_fields(path: Path, rec, i: int, fields: tuple[str, ...]) -> None:
-    if not isinstance(rec, dict):
-        raise MosaicError(f"{path}: record {i} is not an object")
-    missing = [f for f in fields if f not in rec]
-    if missing:
-        raise MosaicError(f"{path}: record {i} lacks {', '.join(missing)} (ARO's {path.name} format)")
-
-
 def load_vg(root: Path, subtask: str, limit: int | None = None) -> list[Item]:
     path = root / ANNOTATIONS[subtask]
-    data = read_json(path, "aro")
+    data = check_list(read_json(path, "aro"), "aro", path)
     key = "relation_name" if subtask == VG_RELATION else "attributes"
+    contract = _formats.VG_RELATION if subtask == VG_RELATION else _formats.VG_ATTRIBUTION
     images = root / IMAGE_DIRS[subtask]
     items = []
     for i, rec in enumerate(data[:limit] if limit else data):
-        _check_fields(path, rec, i, ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", "false_caption", key))
+        check_entry(contract, rec, "aro", path, f"entry {i}")
         box = xywh_box(rec["bbox_x"], rec["bbox_y"], rec["bbox_w"], rec["bbox_h"])
         group = rec[key] if subtask == VG_RELATION else f"{rec[key][0]}_{rec[key][1]}"
         items.append(
@@ -95,11 +90,11 @@ def load_order(root: Path, subtask: str, limit: int | None = None) -> list[Item]
     from mosaictool.bench._order import OrderPerturber
 
     path = root / ANNOTATIONS[subtask]
-    data = read_json(path, "aro")
+    data = check_list(read_json(path, "aro"), "aro", path)
     images = root / IMAGE_DIRS[subtask]
     cases = []
     for i, rec in enumerate(data):
-        _check_fields(path, rec, i, ("image", "caption"))
+        check_entry(_formats.KARPATHY, rec, "aro", path, f"entry {i}")
         captions = rec["caption"] if isinstance(rec["caption"], list) else [rec["caption"]]
         for caption in captions:
             cases.append((str(images / rec["image"]), caption))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 
 from mosaictool.bench import metrics
+from mosaictool.bench._formats import crepe_region
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
 from mosaictool.errors import MosaicError
 
@@ -84,10 +85,8 @@ def _read_csv(path: Path, list_columns: list[str], subtask_of: dict[str, str], l
         if missing:
             raise MosaicError(f"{path}: missing column(s) {', '.join(missing)} (CREPE's format)")
         for line, rec in enumerate(reader, start=2):
-            try:
-                box = xywh_box(rec["x"], rec["y"], rec["width"], rec["height"])
-            except ValueError as e:
-                raise MosaicError(f"{path}:{line}: bad region: {e}") from e
+            region = crepe_region(rec, path, line)
+            box = xywh_box(region["x"], region["y"], region["width"], region["height"])
             ref = ImageRef(image_path(root, _image_id(rec["image_id"])), box)
             for column in list_columns:
                 negs = _negatives(path, line, rec[column])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import io
 import json
 import os
 import sys
@@ -191,6 +190,7 @@ class EmbeddingCache:
 def open_image(ref: ImageRef):
     from PIL import Image
 
+    from mosaictool import images
     from mosaictool.io import image_to_rgb
 
     try:
@@ -198,7 +198,7 @@ def open_image(ref: ImageRef):
             # EqBen's YouCook2 frames: BGR arrays, read as the official toolkit does
             img = Image.fromarray(np.load(ref.path)[:, :, [2, 1, 0]], "RGB")
         else:
-            img = Image.open(io.BytesIO(ref.data) if ref.data is not None else ref.path)
+            img = images.open_image(ref.data if ref.data is not None else ref.path, ref.path)  # regular file, size bounded
         img = image_to_rgb(img)
     except Exception as e:
         raise MosaicError(f"{ref.path}: cannot read image: {e}") from e

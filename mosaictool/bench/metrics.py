@@ -12,7 +12,7 @@ sort, what `torch.argsort` gives in practice for CREPE, whose ground truth sits 
 retrieval a tie counts against the ground truth (pessimistic), so a constant model scores chance,
 not 100%.
 
-Mean confidence μ(c) (seed 004 §3.4): the softmax probability of the correct option over the
+Mean confidence μ(c) (Schiappa et al. 2023, §3.4): the softmax probability of the correct option over the
 options' *logits*, i.e. logit_scale · cosine with the model's learned temperature (exp of its
 logit_scale, 100 for OpenAI CLIP) — the numbers CLIP's own softmax would give. On bare cosines the
 softmax would sit near 1/k for every model and say nothing.

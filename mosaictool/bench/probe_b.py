@@ -1,4 +1,4 @@
-"""Probe-B (seed 004 Sec. 3.3, 3.4, Tables 8-9): contextual understanding, scored as the authors' code
+"""Probe-B (Schiappa et al. 2023, Sec. 3.3, 3.4, Tables 8-9): contextual understanding, scored as the authors' code
 scores it (core/eval_context_understanding.py for split MR, core/eval_cooccurence_understanding.py for
 split R, eval_clip and make_comparisons, commit da44432), from their released files or from the JSONL
 and images that `mosaictool probe build b` writes from COCO instances (or `mosaictool world`).
@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._formats import PROBE_B
 from mosaictool.bench._probe import OURS, coco_name, need, read_json, read_jsonl, which_layout
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
@@ -112,7 +113,7 @@ def load_records(folder: Path, name: str, limit: int | None = None, subtasks=Non
     path = folder / OURS_FILE
     items: list[Item] = []
     per: dict[str, int] = defaultdict(int)
-    for rec in read_jsonl(path, name, FIELDS):
+    for rec in read_jsonl(path, name, FIELDS, contract=PROBE_B):
         sub = f"{rec['split']}/{rec['filler']}"
         if sub not in SUBTASKS:
             raise MosaicError(f"{name}: {path}: record {rec['id']}: split/filler {sub!r} is not one of {', '.join(SUBTASKS)}")

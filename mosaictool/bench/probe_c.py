@@ -1,4 +1,4 @@
-"""Probe-C (seed 004 Sec. 3.2, 3.4, Table 4): compositional understanding, from the authors' released
+"""Probe-C (Schiappa et al. 2023, Sec. 3.2, 3.4, Table 4): compositional understanding, from the authors' released
 data_compositional_switch.json / data_object_switch.json, or from the JSONL that `mosaictool probe
 build c` writes from COCO captions (or `mosaictool world` for the synthetic world). Scored as the
 authors' core/eval_compositional_understanding.py (eval_clip, commit da44432) scores it.
@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._formats import PROBE_C
 from mosaictool.bench._probe import OURS, coco_name, need, read_json, read_jsonl, which_layout
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
@@ -51,7 +52,7 @@ def load_groups(folder: Path, name: str, limit: int | None = None, splits=None) 
     """Our JSONL; `limit` = groups per split."""
     path = folder / OURS_FILE
     items = []
-    for rec in read_jsonl(path, name, FIELDS, None):
+    for rec in read_jsonl(path, name, FIELDS, None, contract=PROBE_C):
         if rec["split"] not in SUBTASKS:
             raise MosaicError(f"{name}: {path}: group {rec['id']}: split {rec['split']!r} is not composition or object")
         if splits and rec["split"] not in splits:

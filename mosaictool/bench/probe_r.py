@@ -1,4 +1,4 @@
-"""Probe-R (seed 004 Sec. 3.1, 3.4, Table 3): relational understanding, scored as the authors' code
+"""Probe-R (Schiappa et al. 2023, Sec. 3.1, 3.4, Table 3): relational understanding, scored as the authors' code
 scores it (core/eval_relation_understanding.py, eval_clip, commit da44432), from their released
 relation_eval_subject.json or from the JSONL that `mosaictool probe build r` writes.
 

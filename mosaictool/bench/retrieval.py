@@ -5,7 +5,7 @@ Same annotation files and image folders as ARO's Order tasks (BLIP's `coco_karpa
 best-ranked of the image's captions; a tie counts against the ground truth.
 
 `coco-perturbed` / `flickr30k-perturbed` (`evaluate --perturb`) repeat the retrieval with every
-caption replaced by each of ARO's four order perturbations (seed 001 §3.1: retrieval barely moves
+caption replaced by each of ARO's four order perturbations (Yuksekgonul et al. 2023, §3.1: retrieval barely moves
 when word order is destroyed, i.e. the model behaves like a bag of words).
 """
 
@@ -18,6 +18,7 @@ from mosaictool.bench import metrics
 from mosaictool.bench.aro import ORDER_SEED, pre_caption
 from mosaictool.bench.base import ImageRef, Item, row
 from mosaictool.bench._files import read_json
+from mosaictool.bench._formats import KARPATHY, check_entry, check_list
 from mosaictool.errors import MosaicError
 
 DATASETS = {"coco": ("aro/coco_karpathy_test.json", "coco"), "flickr30k": ("aro/flickr30k_test.json", "flickr30k")}
@@ -35,11 +36,10 @@ def _read(root: Path, dataset: str, limit: int | None) -> tuple[list[str], list[
     path = root / ann
     if not path.is_file():
         raise MosaicError(f"retrieval: {path} not found; expected:\n{LAYOUT}")
-    data = read_json(path, "retrieval")
+    data = check_list(read_json(path, "retrieval"), "retrieval", path)
     images, captions, owner = [], [], []
     for i, rec in enumerate(data[:limit] if limit else data):
-        if not isinstance(rec, dict) or "image" not in rec or "caption" not in rec:
-            raise MosaicError(f"{path}: record {i} lacks image / caption (BLIP Karpathy format)")
+        check_entry(KARPATHY, rec, "retrieval", path, f"entry {i}")
         caps = rec["caption"] if isinstance(rec["caption"], list) else [rec["caption"]]
         for c in caps:
             captions.append(c)

@@ -17,6 +17,7 @@ import numpy as np
 from mosaictool.bench import metrics
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.bench._files import read_json
+from mosaictool.bench._formats import SUGARCREPE, check_entry
 from mosaictool.errors import MosaicError
 
 SUBTASKS = ["add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"]
@@ -44,8 +45,7 @@ def load_subset(root: Path, subset: str, limit: int | None = None) -> list[Item]
         raise MosaicError(f"{path}: expected an object keyed by case index (SugarCrepe's format)")
     items = []
     for key, rec in data.items():
-        if not isinstance(rec, dict) or any(k not in rec for k in ("filename", "caption", "negative_caption")):
-            raise MosaicError(f"{path}: case {key!r} lacks filename / caption / negative_caption")
+        check_entry(SUGARCREPE, rec, "sugarcrepe", path, f"case {key!r}")
         items.append(
             Item(
                 images=[ImageRef(str(root / IMAGE_DIR / rec["filename"]))],

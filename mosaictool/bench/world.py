@@ -6,7 +6,7 @@ CREPE (crepe/), zero-shot classification (zeroshot/) and, when the Karpathy-styl
 there, retrieval. Subtasks are prefixed with their family: `aro/VG-Relation`, `crepe/atom`,
 `zeroshot/<task>`, `retrieval/coco`.
 
-Probe-C and Probe-B (seed 004; families `probe_c`, `probe_b`) are scored when the split has them; their rows
+Probe-C and Probe-B (Schiappa et al. 2023; families `probe_c`, `probe_b`) are scored when the split has them; their rows
 are reported but stay out of the headline, which therefore means what it meant before they existed.
 
 Headline: the mean over the compositional scores present — the ARO accuracies and the CREPE
@@ -52,7 +52,7 @@ def load_split(split_dir: Path, limit: int | None = None, families: list[str] | 
         items += _prefixed([it for t in zeroshot.tasks(split_dir) for it in zeroshot.load_task(split_dir, t, limit)], "zeroshot")
     if "retrieval" in wanted and (split_dir / retrieval.DATASETS["coco"][0]).is_file():
         items += _prefixed(retrieval.load_dataset(split_dir, "coco", limit), "retrieval")
-    # the Probe paper's benchmarks (seed 004), in worlds made since they were added
+    # the Probe paper's benchmarks (Schiappa et al. 2023), in worlds made since they were added
     if "probe_c" in wanted and (split_dir / "probe_c" / "probe_c.jsonl").is_file():
         items += _prefixed(probe_c.load_groups(split_dir / "probe_c", "world probe_c", limit), "probe_c")
     if "probe_b" in wanted and (split_dir / "probe_b" / "probe_b.jsonl").is_file():

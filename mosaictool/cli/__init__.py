@@ -42,7 +42,7 @@ def _root(
 
 def main() -> None:
     # The stages hold hundreds of thousands of records, each a tree of dicts and lists, and Python's
-    # default thresholds (700, 10, 10) re-walk them ever more often as they pile up: reading the
-    # demo's negatives took 14.5 s, 3.6 with these; its data stages 147 -> 123 s.
+    # default thresholds (700, 10, 10) re-walk them ever more often as they pile up (reading the
+    # demo's records: 2.7x faster with these; docs/performance.md).
     gc.set_threshold(50_000, 50, 1000)
     app()

@@ -7,13 +7,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Annotated
 
 import typer
 
+from mosaictool.api import Records
 from mosaictool.errors import MosaicError, Terminated
-from mosaictool.io import RecordWriter, Skips, progress, read_records
+from mosaictool.io import RecordWriter
 from mosaictool.paths import Read, Write, check_outputs
 
 InputArg = Annotated[str, typer.Argument(help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file; '-' reads stdin.")]
@@ -114,27 +115,14 @@ def handles_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def run_record_stage(
-    *,
-    input: str,
-    output: str,
-    transform: Callable[[Iterable[dict]], Iterator[dict]],
-    check: Callable[[dict], None] | None = None,
-    skip_bad: bool = False,
-    quiet: bool = False,
-    assign_ids: bool = False,
-    desc: str = "records",
-    unit: str = "rec",
-    reads: Iterable[Read] = (),
-) -> int:
-    """Read -> validate -> transform -> write, streaming; returns the number of records written.
-    `reads`: what the stage reads besides `input` (a vocabulary, a model), which -o must not be."""
+def write_stage(records: Records, *, input: str, output: str, reads: Iterable[Read] = ()) -> int:
+    """Write the records of a stage (a mosaictool.api function) to -o and report its skips; returns
+    how many were written. -o is checked against what the stage reads (INPUT, and `reads`: a
+    vocabulary, a model) before the first record is read."""
     check_outputs([Write("-o", output)], [Read("INPUT", input), *reads])
-    skips = Skips(enabled=skip_bad)
-    records = read_records(input, skips=skips, check=check, assign_ids=assign_ids)
     with RecordWriter(output) as writer:
-        writer.write_all(progress(transform(records), desc=desc, unit=unit, quiet=quiet))
-    skips.report()
+        writer.write_all(records)
+    records.skips.report()
     return writer.count
 
 

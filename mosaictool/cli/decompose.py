@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
-from mosaictool.errors import MosaicError
+from mosaictool import api
+from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
 from mosaictool.paths import read_path
 
 
@@ -46,28 +46,9 @@ def decompose_cli(
 
       mosaictool decompose --vocab worldvocab/ graphs.jsonl -o subgraphs.jsonl
     """
-    from mosaictool.stages.decompose import decompose, make_check
-
-    from mosaictool.vocab import load
-
-    if max_subgraphs < 1:
-        raise MosaicError("--max must be at least 1")
-    if max_keys < 1:
-        raise MosaicError("--max-keys must be at least 1")
-    loaded = load(vocab)
-    run_record_stage(
-        input=input,
-        output=output,
-        check=make_check(text_key, caption),
-        transform=lambda recs: decompose(
-            recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed, text_key=text_key, vocab=loaded, max_keys=max_keys,
-        ),
-        skip_bad=skip_bad,
-        quiet=quiet,
-        reads=read_path("--vocab", vocab),
-        desc="decompose",
-        unit="caption",
-    )
+    subgraphs = api.decompose(input, max_subgraphs=max_subgraphs, caption=caption, seed=seed, text_key=text_key, vocab=vocab,
+                              max_keys=max_keys, skip_bad=skip_bad, quiet=quiet)
+    write_stage(subgraphs, input=input, output=output, reads=read_path("--vocab", vocab))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import handles_errors
 
 
@@ -25,7 +26,7 @@ def demo_cli(
     ] = None,
     select_on_val: Annotated[
         bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), "
-                                                   "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, seed 001 App. C.3).")
+                                                   "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3).")
     ] = False,
     experiment: Annotated[
         Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",
@@ -87,31 +88,10 @@ def demo_cli(
 
       mosaictool demo --preset gpu --device cuda:0
     """
-    from mosaictool.demo import DemoConfig, run_demo
-    from mosaictool.errors import MosaicError
-    from mosaictool.training.device import resolve_device
-
-    if preset not in (None, "gpu"):
-        raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
-    if loader_workers is not None and loader_workers < 0:
-        raise MosaicError("--loader-workers must be at least 0")
-    if parallel_runs is not None and parallel_runs < 1:
-        raise MosaicError("--parallel-runs must be at least 1")
-    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), loader_workers=loader_workers, parallel_runs=parallel_runs, out=out, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr, hard_images=hard_images,
-                            select_on_val=select_on_val or None, experiments=_experiments(experiment), max_pos=max_pos, pretrain_steps=pretrain_steps,
-                            world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)
-    run_demo(cfg)
-
-
-def _experiments(names: list[str] | None) -> tuple[str, ...] | None:
-    """The --experiment names, checked against the registry before any work."""
-    from mosaictool.demo import experiments
-
-    if not names:
-        return None
-    for name in names:
-        experiments.get(name)
-    return tuple(dict.fromkeys(names))
+    api.demo(out=out, quick=quick, preset=preset, device=device, experiments=experiment, loader_workers=loader_workers,
+             parallel_runs=parallel_runs, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr,
+             hard_images=hard_images, select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
+             world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)
 
 
 def register(app: typer.Typer) -> None:

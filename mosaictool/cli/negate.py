@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
-from mosaictool.errors import MosaicError
+from mosaictool import api
+from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
 from mosaictool.paths import read_path
 
 
@@ -50,26 +50,10 @@ def negate_cli(
 
       mosaictool negate --text negclip,replace --vocab myvocab/ subgraphs.jsonl -o negs.parquet
     """
-    from mosaictool.stages.negate import make_check, negate, parse_probs, parse_text_methods
-
-    if max_negatives < 0 or batch_size < 1 or workers < 1:
-        raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
-    category_probs = parse_probs(probs)
-    methods = parse_text_methods(text)
-    run_record_stage(
-        input=input,
-        output=output,
-        check=make_check(methods, text_key),
-        transform=lambda recs: negate(
-            recs, vocab=vocab, max_negatives=max_negatives, probs=category_probs, seed=seed, type_aware=not uniform,
-            text_methods=methods, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
-        ),
-        skip_bad=skip_bad,
-        quiet=quiet,
-        reads=[*read_path("--vocab", vocab), *read_path("--model", model)],
-        desc="negate",
-        unit="caption",
-    )
+    negatives = api.negate(input, max_negatives=max_negatives, probs=probs, text=text, uniform=uniform, vocab=vocab, seed=seed,
+                           text_key=text_key, model=model, batch_size=batch_size, workers=workers, skip_bad=skip_bad,
+                           quiet=quiet)
+    write_stage(negatives, input=input, output=output, reads=[*read_path("--vocab", vocab), *read_path("--model", model)])
 
 
 def register(app: typer.Typer) -> None:

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
-from mosaictool.errors import MosaicError
+from mosaictool import api
+from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
 from mosaictool.paths import read_path
 
 
@@ -44,23 +44,9 @@ def parse_cli(
 
       cat captions.jsonl | mosaictool parse --workers 2 -o graphs.parquet
     """
-    from mosaictool.stages.parse import make_check, parse
-
-    if batch_size < 1 or workers < 1 or max_chars < 1:
-        raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
-    run_record_stage(
-        input=input,
-        output=output,
-        check=make_check(text_key, max_chars),
-        transform=lambda recs: parse(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
-                                     spatial_compounds=spatial_compounds),
-        skip_bad=skip_bad,
-        quiet=quiet,
-        assign_ids=assign_ids,
-        reads=read_path("--model", model),
-        desc="parse",
-        unit="caption",
-    )
+    graphs = api.parse(input, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
+                       spatial_compounds=spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet)
+    write_stage(graphs, input=input, output=output, reads=read_path("--model", model))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""`mosaictool probe build r|c|b`: the Probe paper's benchmarks (seed 004) from VG / COCO annotation files.
+"""`mosaictool probe build r|c|b`: the Probe paper's benchmarks (Schiappa et al. 2023) from VG / COCO annotation files.
 
 Each writes `<out>/probe_<kind>/probe_<kind>.jsonl` (image paths relative to that folder), the layout
 `mosaictool evaluate --bench probe_<kind> --data-root <out>` reads; counts and skips go to stderr.
@@ -149,7 +149,7 @@ def build_b(
 def register(app: typer.Typer) -> None:
     example = ("\n\nExample:\n\n  mosaictool probe build r --vg-relationships vg/relationships.json "
                "--vg-image-data vg/image_data.json --images vg --out data")
-    probe = typer.Typer(help="The Probe paper's benchmarks (seed 004): build Probe-R / Probe-C / Probe-B from VG and COCO files."
+    probe = typer.Typer(help="The Probe paper's benchmarks (Schiappa et al. 2023): build Probe-R / Probe-C / Probe-B from VG and COCO files."
                         + example, no_args_is_help=True)
     build = typer.Typer(help="Build one benchmark's JSONL (+ images for Probe-B) under --out." + example, no_args_is_help=True)
     build.command("r")(build_r)

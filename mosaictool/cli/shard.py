@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import AssignIdsOpt, InputArg, QuietOpt, SkipBadOpt, handles_errors
 
 
@@ -34,23 +35,10 @@ def shard_cli(
       \b
       mosaictool train --data shards/ --method mosaiclip --out runs/m1
     """
-    from mosaictool.io import Skips, progress, read_records
-    from mosaictool.stages.shard import make_check, write_shards
-
-    skips = Skips(enabled=skip_bad)
-    records = read_records(input, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
-    sizes = write_shards(
-        records,
-        out=out,
-        image_root=image_root,
-        shard_size=shard_size,
-        image_key=image_key,
-        skips=skips,
-        source=input,
-        progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
-    )
-    skips.report()
-    typer.echo(f"wrote {sum(sizes.values())} samples in {len(sizes)} shard(s) to {out}", err=True)
+    shards = api.shard(input, out=out, image_root=image_root, shard_size=shard_size, image_key=image_key, skip_bad=skip_bad,
+                       assign_ids=assign_ids, quiet=quiet)
+    shards.skips.report()
+    typer.echo(f"wrote {shards.samples} samples in {len(shards.sizes)} shard(s) to {out}", err=True)
 
 
 def register(app: typer.Typer) -> None:

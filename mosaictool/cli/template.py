@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, run_record_stage
-from mosaictool.errors import MosaicError
+from mosaictool import api
+from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
 from mosaictool.paths import read_path
 
 
@@ -35,23 +35,8 @@ def template_cli(
 
       mosaictool template --style varied negatives.jsonl -o texts.parquet
     """
-    from mosaictool.stages.template import STYLES, make_check, template
-    from mosaictool.vocab import load
-
-    if style not in STYLES:
-        raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
-    loaded = load(vocab)
-    run_record_stage(
-        input=input,
-        output=output,
-        check=make_check(),
-        transform=lambda recs: template(recs, vocab=loaded, style=style, seed=seed),
-        skip_bad=skip_bad,
-        quiet=quiet,
-        reads=read_path("--vocab", vocab),
-        desc="template",
-        unit="caption",
-    )
+    texts = api.template(input, style=style, vocab=vocab, seed=seed, skip_bad=skip_bad, quiet=quiet)
+    write_stage(texts, input=input, output=output, reads=read_path("--vocab", vocab))
 
 
 def register(app: typer.Typer) -> None:

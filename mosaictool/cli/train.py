@@ -14,8 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import QuietOpt, SkipBadOpt, handles_errors
-from mosaictool.errors import MosaicError
 
 
 @handles_errors
@@ -114,47 +114,21 @@ def train_cli(
       \b
       mosaictool train --resume runs/m1        # after a crash: same final weights
     """
-    from mosaictool.training import TrainConfig, train, with_recipe
-
-    if resume:
-        if out and out != resume:
-            raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
-        given = sorted(k for k, v in method_flags.items() if v is not None) + (["recipe"] if recipe else [])
-        if given:
-            raise MosaicError(f"--resume uses the run's stored options; leave out {', '.join('--' + g.replace('_', '-') for g in given)}")
-        cfg = TrainConfig(data=data or "", out=resume, device=device, num_workers=num_workers, quiet=quiet,
-                          report_to=report_to)
-        final = train(cfg, resume=True)
-    else:
-        if not data or not out:
-            raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
-        cfg = TrainConfig(
-            data=data, out=out, method=method, image_root=image_root, skip_bad=skip_bad, model=model,
-            pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu,
-            method_options={k: v for k, v in method_flags.items() if v is not None}, hard_images=hard_images, record_hard_images=record_hard_images,
-            batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
-            warmup=warmup,
-            grad_clip=grad_clip or None, accum_freq=accum_freq, precision=precision,
-            grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment, images_on_device=images_on_device,
-            crop_scale=_pair(crop_scale, "--crop-scale"), local_loss=local_loss, merge_equal_texts=merge_equal_texts, seed=seed, device=device,
-            num_workers=num_workers, save_every=save_every,
-            log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
-        )
-        if recipe:
-            # by name: typer ships its own click, whose ParameterSource is not click.core's
-            given = {name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"}
-            cfg = with_recipe(cfg, recipe, given)
-        final = train(cfg)
+    # by name: typer ships its own click, whose ParameterSource is not click.core's
+    given = {name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"}
+    final = api.train(
+        data, out=out, method=method, recipe=recipe, image_root=image_root, model=model, pretrained=pretrained,
+        model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images,
+        record_hard_images=record_hard_images, batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer,
+        momentum=momentum, wd=wd, warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
+        grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
+        images_on_device=images_on_device, crop_scale=crop_scale, local_loss=local_loss, merge_equal_texts=merge_equal_texts,
+        seed=seed, device=device, num_workers=num_workers, save_every=save_every, log_every=log_every, report_to=report_to,
+        eval_bench=eval_bench, eval_data_root=eval_data_root, resume=resume, skip_bad=skip_bad, quiet=quiet, given=given,
+        **method_flags,
+    )
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
         typer.echo(str(final))
-
-
-def _pair(text: str, flag: str) -> tuple[float, float]:
-    try:
-        low, high = (float(x) for x in text.split(","))
-    except ValueError:
-        raise MosaicError(f"{flag} {text!r}: two numbers LOW,HIGH, e.g. 0.8,1") from None
-    return low, high
 
 
 def method_parameters() -> list[inspect.Parameter]:

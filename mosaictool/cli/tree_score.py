@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors
-from mosaictool.errors import MosaicError, RecordError
+from mosaictool.errors import MosaicError
 
 
 @handles_errors
@@ -64,24 +64,15 @@ def tree_score_cli(
       mosaictool tree-score coco.jsonl --model ViT-B-32-quickgelu --pretrained /weights/openai.pt --limit 1000
     """
     from mosaictool.atomic import write_text
-    from mosaictool.io import RecordWriter, Skips, progress, read_records
-    from mosaictool.analysis import tree_score as ts
-    from mosaictool.training.device import resolve_device
-    from mosaictool.model.openclip import load_model
-
-    device = resolve_device(device)
-    if batch_size < 1 or max_words < 2 or (limit is not None and limit < 0):
-        raise MosaicError("--batch-size must be at least 1, --max-words at least 2, --limit non-negative")
-    if positions not in ts.POSITIONS:
-        raise MosaicError(f"--positions must be one of {', '.join(ts.POSITIONS)}, not {positions!r}")
-    specs = [(c, None, None, c) for c in checkpoint or []]
-    if model or pretrained or model_config:
-        specs.append((None, model, pretrained, f"{model or Path(model_config or '').stem}:{pretrained or 'random-init'}"))
-    if not specs:
-        raise MosaicError("give one or more --checkpoint FILE, or --model NAME --pretrained TAG_OR_FILE")
+    from mosaictool.io import RecordWriter
     from mosaictool.paths import Read, Write, check_outputs, read_path
     from mosaictool.paths import checkpoint as checkpoint_read
 
+    scores = api.tree_score(
+        input, checkpoints=checkpoint or [], model=model, pretrained=pretrained, model_config=model_config, text_key=text_key,
+        layer_threshold=layer_threshold, positions=positions, max_words=max_words, limit=limit, seed=seed,
+        batch_size=batch_size, chart=chart, gold=gold, device=device, skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet,
+    )
     reads = [Read("INPUT", input), *read_path("--gold", gold), *checkpoint_read("--pretrained", pretrained),
              *read_path("--model-config", model_config)]
     for c in checkpoint or []:
@@ -89,67 +80,12 @@ def tree_score_cli(
     check_outputs([Write("-o", output), Write("--report", report)], reads)
     if report and os.path.dirname(os.path.abspath(report)) and not os.path.isdir(os.path.dirname(os.path.abspath(report))):
         raise MosaicError(f"{report}: directory does not exist")
-
-    def check(rec: dict) -> None:
-        if not isinstance(rec.get(text_key), str):
-            raise RecordError(f"missing or non-string {text_key!r} (choose the field with --text-key)")
-
-    skips = Skips(enabled=skip_bad)
-    records = []
-    for rec in read_records(input, skips=skips, check=check, assign_ids=assign_ids):
-        if limit is not None and len(records) >= limit:
-            break
-        records.append(rec)
-    gold_trees = _read_gold(gold) if gold else None
-
-    summaries = []
     with RecordWriter(output) as writer:
-        for ckpt, name, weights, label in specs:
-            bundle = load_model(checkpoint=ckpt, model=name, pretrained=weights, model_config_file=model_config, device=device)
-            summary = ts.ModelSummary(label)
-            summaries.append(summary)
-            scored = ts.score_records(
-                records,
-                bundle,
-                label=label,
-                text_key=text_key,
-                layer_threshold=layer_threshold,
-                positions=positions,
-                max_words=max_words,
-                seed=seed,
-                batch_size=batch_size,
-                with_chart=chart,
-                gold=gold_trees,
-                summary=summary,
-            )
-            writer.write_all(progress(scored, desc=f"tree-score {Path(label).name}", unit="caption", quiet=quiet, total=len(records)))
-            del bundle
-    skips.report()
-    result = ts.summarize(summaries, seed=seed)
-    sys.stderr.write(ts.summary_text(result))
+        writer.write_all(scores)
+    scores.skips.report()
+    sys.stderr.write(scores.summary_text())
     if report:
-        settings = {
-            "captions": len(records), "text_key": text_key, "layer_threshold": layer_threshold, "positions": positions,
-            "max_words": max_words, "seed": seed,
-        }
-        write_text(report, ts.summary_text(result, settings, markdown=True), flag="--report")
-
-
-def _read_gold(path: str) -> dict:
-    from mosaictool.io import read_records
-    from mosaictool.analysis.tree_score import parse_tree
-
-    trees = {}
-
-    def check(rec: dict) -> None:
-        try:
-            trees[rec["id"]] = parse_tree(rec.get("tree"))
-        except ValueError as e:
-            raise RecordError(f"bad gold `tree`: {e}") from e
-
-    for _ in read_records(path, check=check):
-        pass
-    return trees
+        write_text(report, scores.summary_text(markdown=True), flag="--report")
 
 
 def register(app) -> None:

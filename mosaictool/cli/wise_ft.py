@@ -6,15 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from mosaictool import api
 from mosaictool.cli.common import handles_errors
-from mosaictool.errors import MosaicError
-
-
-def parse_alphas(text: str) -> list[float]:
-    try:
-        return [float(a) for a in text.split(",") if a.strip()]
-    except ValueError:
-        raise MosaicError(f"--alpha {text!r}: expected comma-separated numbers like 0,0.25,0.5,0.75,1") from None
 
 
 @handles_errors
@@ -50,11 +43,7 @@ def wise_ft_cli(
       \b
       mosaictool wise-ft --zeroshot openai --finetuned runs/f1/final.pt --rule fsc-lora --alpha 0.5 --out runs/f1/wise
     """
-    from mosaictool.training.device import resolve_device
-    from mosaictool.model.wise_ft import wise_ft
-
-    device = resolve_device(device)
-    for path in wise_ft(zeroshot, finetuned, parse_alphas(alpha), out=out, scope=scope, rule=rule, device=device):
+    for path in api.wise_ft(zeroshot, finetuned=finetuned, out=out, alpha=alpha, scope=scope, rule=rule, device=device):
         typer.echo(str(path))
 
 

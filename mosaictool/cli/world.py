@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import InputArg, QuietOpt, handles_errors
+from mosaictool import api
+from mosaictool.cli.common import InputArg, QuietOpt, SkipBadOpt, handles_errors
 from mosaictool.errors import MosaicError
 
 
@@ -63,23 +64,9 @@ def world_cli(
         return
     if out is None:
         raise MosaicError("--out is required: the folder to create (or audit a texts file: `mosaictool world audit TEXTS`)")
-    from mosaictool.io import progress
-    from mosaictool.world.generate import check_noise, generate_world, total_items
-    from mosaictool.world.noise import NOISE_KINDS
-
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
-    if noise_kinds is not None and not caption_noise:
-        raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
-    kinds = check_noise(caption_noise, NOISE_KINDS if noise_kinds is None else [k.strip() for k in noise_kinds.split(",") if k.strip()])
-    bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
-    try:
-        info = generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale,
-                              workers=workers, overwrite=overwrite, progress=getattr(bar, "update", lambda n: None),
-                              caption_noise=caption_noise, noise_kinds=kinds)
-    finally:
-        if hasattr(bar, "close"):
-            bar.close()
+    info = api.world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
+                     caption_noise=caption_noise, noise_kinds=noise_kinds, image_size=image_size, eval_scale=eval_scale,
+                     workers=workers, overwrite=overwrite, quiet=quiet)
     c = info["counts"]
     typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
@@ -98,6 +85,7 @@ def audit_cli(
     batches: Annotated[int, typer.Option(help="Simulated batches; 0 skips the cross-image check.")] = 150,
     seed: Annotated[int, typer.Option(help="Seed of the simulated batches: same seed, same figures.")] = 0,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the audit as JSON to this file.")] = None,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
     """Check a texts file of the world (`template` output of its captions) against the truth of
     every record's scene, and print a markdown table per positive kind / negative transform.
@@ -113,23 +101,26 @@ def audit_cli(
 
       mosaictool world audit texts.jsonl --world world/ --batch-size 64 --batches 300 --seed 1
     """
-    from mosaictool.io import read_records
+    from mosaictool.io import Skips, read_records
     from mosaictool.world.audit import audit, audit_markdown, with_world
 
     if batch_size < 2 or batches < 0:
         raise MosaicError("--batch-size must be at least 2 and --batches at least 0")
     if output is not None and Path(output).is_dir():
         raise MosaicError(f"{output}: is a directory; give -o a file path such as {Path(output) / 'audit.json'}")
+    from mosaictool import records as contracts
     from mosaictool.paths import Read, Write, check_outputs, read_path
 
     check_outputs([Write("-o", output)], [Read("TEXTS", texts), *read_path("--world", world)])
-    records = read_records(texts)
+    skips = Skips(enabled=skip_bad)
+    records = read_records(texts, skips=skips, check=contracts.checker(contracts.TrainRecord))  # `texts` as train reads them
     if world is not None:
         records = with_world(records, world)
     records = list(records)
     if not any(isinstance(r.get("texts"), dict) for r in records):
         raise MosaicError(f"{texts}: no record has `texts`; audit the output of `mosaictool template`")
     result = audit(records, batch_size=batch_size, batches=batches, seed=seed)
+    skips.report()
     if result["records"] == 0:
         hint = "the --world folder has none of its ids or images" if world else "pass --world DIR, the folder the world was made in"
         raise MosaicError(f"{texts}: no record carries a world `scene` (not a texts file of the world?); {hint}")

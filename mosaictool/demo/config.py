@@ -10,8 +10,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
 
 from mosaictool.errors import MosaicError
+from mosaictool.records import check_flags
+from mosaictool.training.config import AtLeastOne, Count, PositiveNumber
+
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a fraction of the captions
 
 
 def demo_rows() -> list[tuple[str, str, dict]]:
@@ -50,7 +57,7 @@ COLUMNS: list[tuple[str, str, str]] = [
 # 0.18) / +6.4 (p = 0.001); 5e-4 +3.9 (p = 3e-6) / +8.4 (p = 1e-29); 1e-3 +4.4 (p = 6e-6) / +4.4
 # (p = 0.078): the lr at which the instrument sees the field's known effect, the same for the
 # method under study and its peers. `--select-on-val` gives each row its own lr instead, by ARO's
-# criterion (val retrieval, seed 001 App. C.3); on val it chose CLIP 1e-3 and NegCLIP 5e-4, where
+# criterion (val retrieval, Yuksekgonul et al. 2023, App. C.3); on val it chose CLIP 1e-3 and NegCLIP 5e-4, where
 # NegCLIP's order gain is +2.1 (p = 0.036).
 FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
@@ -61,16 +68,16 @@ class DemoConfig:
     out: str = "demo-out"
     cache_dir: str = field(default_factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")))
     quick: bool = False
-    seeds: int = 5  # 3 left the control at p = 0.06 on order on an unseen world (t with 2 df); 5: 4 df
+    seeds: AtLeastOne = 5  # 3 left the control at p = 0.06 on order on an unseen world (t with 2 df); 5: 4 df
     # world
-    world_train: int = 8000
+    world_train: AtLeastOne = 8000
     twins: bool = True  # counterfactual twins of every scene: arrangement, binding (colours traded), shape
-    image_size: int = 64
-    eval_scale: float = 0.5
+    image_size: Annotated[int, Field(ge=48, le=256)] = 64
+    eval_scale: PositiveNumber = 0.5
     world_seed: int = 0
     # the share of train captions made web-like noisy (mosaictool.world.noise; val/test stay clean):
     # the clean vs noisy fine-tuning text of MosaiCLIP's robustness claim (Singh et al. 2023, Sec. 4.3)
-    caption_noise: float = 0.0
+    caption_noise: Share = 0.0
     # base model: plain CLIP from scratch on the world's plain captions of 1-2-object scenes (one
     # fixed form: the text tower learns word order, the image tower arrangement), each scene's
     # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
@@ -80,61 +87,61 @@ class DemoConfig:
     # one thread (perf/step_profile.py), the base's pretraining 5.7 -> 3.0 min; recalibrated on val
     # (world seed 0, 5 seeds): NegCLIP - CLIP order +5.5 (p = 3e-13), relation +11.2 (p = 2e-8)
     model: str = "mosaic-micro-p16"
-    pretrain_steps: int = 1500
-    pretrain_lr: float = 1e-3
-    pretrain_batch: int = 64
+    pretrain_steps: AtLeastOne = 1500
+    pretrain_lr: PositiveNumber = 1e-3
+    pretrain_batch: AtLeastOne = 64
     # fine-tuning: every method gets the same steps and the same scenes per step
     # 400 steps: at 100 no row moved from the base (NegCLIP - CLIP on val order: +2.4, p = 0.26); at 400
     # NegCLIP's order gain over CLIP is the field's (+10.3 points on val, p < 1e-9)
-    finetune_steps: int = 400
+    finetune_steps: AtLeastOne = 400
     # one lr for every row (FINETUNE_LR), or, with row_lrs from --select-on-val, each row its own
-    finetune_lr: float | None = FINETUNE_LR
+    finetune_lr: PositiveNumber | None = FINETUNE_LR
     row_lrs: dict = field(default_factory=dict)
-    finetune_batch: int = 32
+    finetune_batch: AtLeastOne = 32
     # hard images (each image's twin: arrangement, binding or shape; the world's nearest alternative,
-    # as NegCLIP mined its nearest neighbours, seed 001 App. C.2) in the batch: "method" for the rows
+    # as NegCLIP mined its nearest neighbours, Yuksekgonul et al. 2023, App. C.2) in the batch: "method" for the rows
     # whose paper uses them (NegCLIP), "all" or "none". Every row sees finetune_batch images per step:
     # a row with hard images takes finetune_batch / 2 images, each with its hard image.
     hard_images: str = "method"
-    max_pos: int = 3
-    max_neg: int = 6
-    wise_alphas: tuple[float, ...] = tuple(round(0.2 * i, 1) for i in range(6))
+    max_pos: AtLeastOne = 3
+    max_neg: Count = 6
+    wise_alphas: tuple[Annotated[float, Field(ge=0, le=1)], ...] = tuple(round(0.2 * i, 1) for i in range(6))
     split: str = "test"  # "val" to choose hyperparameters; the reported table is test's
     # --select-on-val: every row at each of these learning rates, seed 0, on val
     select_on_val: bool = False
-    select_lrs: tuple[float, ...] = SELECT_LRS
+    select_lrs: tuple[PositiveNumber, ...] = SELECT_LRS
     # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
     experiments: tuple[str, ...] = ()
     # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr)
-    teach_steps: int = 400
-    teach_lr: float | None = None
+    teach_steps: AtLeastOne = 400
+    teach_lr: PositiveNumber | None = None
     # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
-    scratch_seeds: int = 3
-    scratch_steps: int | None = None
+    scratch_seeds: AtLeastOne = 3
+    scratch_steps: AtLeastOne | None = None
     # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
-    noise_rate: float = 0.5
-    # the texts audit's simulated batches of 32 (issue 13 measured with 150; --quick: fewer)
-    audit_batches: int = 150
+    noise_rate: Share = 0.5
+    # the texts audit's simulated batches of 32 (150 measured the audit's shares to a fraction of a point; --quick: fewer)
+    audit_batches: Count = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left
-    # the GPU idle for the text stages' ~4 min, issue 23)
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # the GPU idle for the text stages' ~4 min)
+    workers: AtLeastOne = field(default_factory=lambda: os.cpu_count() or 1)
     # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
     # mosaictool.training.device) and the DataLoader processes that decode shards for train and
     # evaluate (None: 0 on CPU, where they would compete with the step for the cores; on a GPU
     # up to 8, so that decoding overlaps the GPU's step)
     device: str | None = None
-    loader_workers: int | None = None
+    loader_workers: Count | None = None
     # processes that fine-tune on a CPU, each with one torch thread and its share of the runs, which
     # take their steps together (training.train_many; the tiny model keeps two threads ~70% busy: two
     # processes of one thread do twice the work in the same time on 2 cores). None: one per core, at
     # most 8; 1: every run in this process (torch's default threads). On a GPU, every run in this
     # process. The thread setting is part of a run's name.
-    parallel_runs: int | None = None
+    parallel_runs: AtLeastOne | None = None
 
     @classmethod
     def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":
         """quick: a check of the pipeline (minutes on CPU); gpu: a larger world and longer runs sized
-        for one GPU (issue 14's configuration); neither: the default, sized for a CPU machine."""
+        for one GPU; neither: the default, sized for a CPU machine."""
         if quick and gpu:
             raise MosaicError("--quick and --preset gpu are different sizes: choose one")
         if quick:
@@ -145,7 +152,9 @@ class DemoConfig:
             base = cls(world_train=20000, pretrain_steps=4000, pretrain_batch=128, finetune_steps=500, finetune_batch=64)
         else:
             base = cls()
-        return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        cfg = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        check_flags(cfg)  # every number against its declared bounds, before any work
+        return cfg
 
     def lr_for(self, label: str) -> float:
         """The row's learning rate: --finetune-lr for every row, else its own (row_lrs)."""

@@ -28,7 +28,7 @@ def _split_bench(split: str) -> str:
     return "world" if split == "test" else "world-val"
 
 
-# ARO's criterion (seed 001 App. C.3: each model's lr "based on the retrieval performance in the
+# ARO's criterion (Yuksekgonul et al. 2023, App. C.3: each model's lr "based on the retrieval performance in the
 # COCO validation set"): the mean of R@1/5/10, image->text and text->image, on the world's val
 # captions. Not the compositional columns: choosing by them rewarded the rows that move least.
 RETRIEVAL_METRICS = [f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)]

@@ -32,6 +32,7 @@ Interface (override what differs from the defaults):
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,9 @@ class Method:
             allowed = ", ".join(o.flag for o in self.options) or "none"
             raise MosaicError(f"--method {self.name}: {flags} belong to another method (its own options: {allowed})")
         self.opts: dict[str, Any] = {o.name: o.from_flag(given.get(o.name, o.default)) for o in self.options}
+        for o in self.options:  # NaN passes every `< 0` test a validate() makes; inf is no weight either
+            if o.type is float and not (isinstance(self.opts[o.name], (int, float)) and math.isfinite(self.opts[o.name])):
+                raise MosaicError(f"{o.flag} {self.opts[o.name]}: must be a finite number")
         self.validate()
 
     def __repr__(self) -> str:

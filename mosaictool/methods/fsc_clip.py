@@ -1,4 +1,4 @@
-"""FSC-CLIP (seed 002): CLIP's loss plus a global and a local hard-negative (HN) loss, both with
+"""FSC-CLIP (Oh et al. 2024): CLIP's loss plus a global and a local hard-negative (HN) loss, both with
 Selective Calibrated Regularisation (focal loss on label-smoothed targets).
 
 Per image i with its caption T_i and its own K HN texts T~_i^k (negclip swap, replace, bigram shuffle):

@@ -1,4 +1,4 @@
-"""FSC-CLIP's loss (seed 002, Eq. 1-11) as pure tensor functions and an nn.Module; the method
+"""FSC-CLIP's loss (Oh et al. 2024, Eq. 1-11) as pure tensor functions and an nn.Module; the method
 (texts, slots, flags) is mosaictool.methods.fsc_clip, whose docstring has the equations and the
 choices the paper leaves open."""
 

@@ -1,4 +1,4 @@
-"""MosaiCLIP (seed 000, Sec. 3.5-3.6, App. H.1): per image up to --max-pos positive texts (the
+"""MosaiCLIP (Singh et al. 2023, Sec. 3.5-3.6, App. H.1): per image up to --max-pos positive texts (the
 caption and its sub-graphs) and --max-neg graph negatives, with the coarse-to-fine contrastive loss
 (mosaictool.model.losses), optionally after a curriculum stage with at most one of each.
 
@@ -7,7 +7,7 @@ a time with probabilities --category-probs; a drawn pair brings its positive alo
 room; remaining positive slots are filled with the caption first, then other positives at random.
 With one positive slot (curriculum stage 1, or --max-pos 1) that slot is the caption and the
 negatives are drawn the same way from every pair, without their positives: stage 1 "closely mimics
-the contrastive pre-training objective" (seed 000 Sec. 3.6): the caption and at most one hard
+the contrastive pre-training objective" (Singh et al. 2023, Sec. 3.6): the caption and at most one hard
 negative, as NegCLIP. Stage 2 samples up to --max-pos positive and --max-neg negative sub-graphs
 (App. H.1: 3 and 6). A negative whose key is one of the image's `subgraph_keys` is true of the image
 and never drawn. Each chosen text comes with its key (Selection.pos_keys / neg_keys): the loss's
@@ -16,6 +16,7 @@ P(i) is every batch positive whose sub-graph is in the image's graph (Sec. 3.5).
 
 from __future__ import annotations
 
+import math
 import random
 
 from mosaictool.errors import MosaicError, RecordError
@@ -23,7 +24,7 @@ from mosaictool.methods.base import DemoRow, Method, Option, Selection, caption_
 from mosaictool.methods.negclip import negclip_negative
 from mosaictool.model.text_ids import holds_key, record_key_ids
 
-DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # seed 000 App. H.1: p_attr = p_rel
+DEFAULT_CATEGORY_PROBS = {"obj": 0.15, "attr": 0.425, "rel": 0.425}  # Singh et al. 2023, App. H.1: p_attr = p_rel
 _PROBS_EXAMPLE = "obj=0.15,attr=0.425,rel=0.425"
 
 
@@ -35,7 +36,7 @@ def parse_category_probs(text: str) -> dict[str, float]:
             probs[name.strip()] = float(value)
         except ValueError:
             sep = ""
-        if not sep or probs.get(name.strip(), -1) < 0:
+        if not sep or not 0 <= probs.get(name.strip(), -1) < math.inf:  # NaN and inf too
             raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_PROBS_EXAMPLE}")
     return probs
 

@@ -1,4 +1,4 @@
-"""NegCLIP (seed 001, Sec. 5): the caption plus one caption-level hard negative text per image (a
+"""NegCLIP (Yuksekgonul et al. 2023, Sec. 5): the caption plus one caption-level hard negative text per image (a
 swap of `negate --text negclip`, else any text negative) in the image->text denominators. Hard
 images (NegCLIP's nearest-neighbour images) are training-loop options of every method."""
 

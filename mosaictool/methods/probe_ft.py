@@ -1,4 +1,4 @@
-"""The Probe paper's fine-tuning (seed 004 Sec. 5, App. B): an image-text matching (ITM) triplet loss
+"""The Probe paper's fine-tuning (Schiappa et al. 2023, Sec. 5, App. B): an image-text matching (ITM) triplet loss
 on predicate- or composition-swapped negatives, plus a contrastive loss that keeps CLIP's space.
 
 Per image i: its caption y_i (positive slot 0), a prompt p_i (positive slot 1: a positive text whose
@@ -98,7 +98,7 @@ def synonym_positive(text: str, negative: dict, rng, vocab=None) -> str:
 
 class ProbeFT(Method):
     name = "probe-ft"
-    help = ("Probe paper (seed 004): the caption, a prompt and its predicate / composition swap in an ITM triplet "
+    help = ("Probe paper (Schiappa et al. 2023): the caption, a prompt and its predicate / composition swap in an ITM triplet "
             "loss + the contrastive loss; composition swaps' positives take a synonym. Paper recipes: --recipe paper "
             "(SGD lr 1e-3, momentum 0.9, wd 1e-4, cosine, batch 128, 40 epochs, no warmup), paper-text / paper-vision "
             "(the other tower frozen); then patch with wise-ft --alpha 0.2.")

@@ -1,6 +1,6 @@
 """Contrastive losses over the batch contract (mosaictool.training.batch).
 
-`MultiPositiveContrastiveLoss` is MosaiCLIP's coarse-to-fine loss (seed 000, Sec. 3.5), and it is
+`MultiPositiveContrastiveLoss` is MosaiCLIP's coarse-to-fine loss (Singh et al. 2023, Sec. 3.5), and it is
 also CLIP's and NegCLIP's loss, which are its special cases:
 
     texts  = [all positive slots; all negative slots]           (empty slots masked out)

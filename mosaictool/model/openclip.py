@@ -69,11 +69,24 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
         cfg = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise MosaicError(f"{path}: invalid JSON: {e}") from e
-    missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if k not in cfg]
+    missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if not isinstance(cfg, dict) or k not in cfg]
     if missing:
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
+    check_model_config(cfg, path)
     open_clip.add_model_config(path)
     return path.stem
+
+
+def check_model_config(cfg: dict, source: str | os.PathLike) -> None:
+    """The sizes of an open_clip model config (records.MODEL_CONFIG), typed: a string or a negative
+    width fails here with the field named, not deep inside open_clip."""
+    from mosaictool import records
+    from mosaictool.errors import RecordError
+
+    try:
+        records.check(records.MODEL_CONFIG, cfg)
+    except RecordError as e:
+        raise MosaicError(f"{source}: model config: {e} (open_clip's schema)") from None
 
 
 def model_config(model_name: str) -> dict:
@@ -145,9 +158,11 @@ def create(
             model = open_clip.create_model(
                 model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
             )
-    except (RuntimeError, AssertionError, KeyError, ValueError) as e:  # open_clip asserts on other architectures' weights
-        if not pretrained:
-            raise
+    # open_clip asserts on other architectures' weights
+    except (RuntimeError, AssertionError, KeyError, ValueError, TypeError) as e:
+        if not pretrained:  # sizes that do not combine (a width smaller than a head's)
+            source = model_config_file or model_name
+            raise MosaicError(f"{source}: cannot build the model {model_name}: {_one_line(e)}; check its config") from None
         if not os.path.exists(pretrained) and "://" not in pretrained:
             raise MosaicError(
                 f"cannot load pretrained weights {pretrained!r} for {model_name}: {e}. Offline, pass a local file "
@@ -156,6 +171,8 @@ def create(
         other = not isinstance(e, RuntimeError) or "state_dict" in str(e)
         hint = " (weights of another architecture? give the matching model name)" if other else ""
         raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {_one_line(e)}{hint}") from e
+    if pretrained:
+        check_finite(model.state_dict(), pretrained)
     cfg["quick_gelu"] = quick_gelu
     return _bundle(model, model_name, cfg, quick_gelu, source=pretrained or f"{model_name} (random init)")
 
@@ -260,7 +277,20 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
             f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "
             f"--model NAME --pretrained {path} (with a -quickgelu name for OpenAI-derived weights)"
         )
+    check_contract(ckpt, path, "CHECKPOINT")
     return ckpt
+
+
+def check_contract(ckpt: dict, path: str | os.PathLike, contract: str) -> None:
+    """The fields a reader of the checkpoint uses (records.CHECKPOINT or RESUMABLE), typed: an edited
+    or hand-made file is one line naming the field, not a KeyError."""
+    from mosaictool import records
+    from mosaictool.errors import RecordError
+
+    try:
+        records.check(getattr(records, contract), ckpt)
+    except RecordError as e:
+        raise MosaicError(f"{path}: {e} (an edited checkpoint, or one mosaictool did not write)") from None
 
 
 def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
@@ -308,6 +338,7 @@ def load_checkpoint(
     with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
         model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
     state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
+    check_finite(state, path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
@@ -317,6 +348,30 @@ def load_checkpoint(
     bundle = _bundle(model, name, cfg, quick, source=str(path))
     bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
     return bundle
+
+
+def check_finite(state: dict, source: str | os.PathLike) -> None:
+    """MosaicError when a floating-point tensor of `state` holds NaN or inf: such weights score 0% (or
+    train on as NaN) without a word, so the checkpoint is refused where it is read."""
+    import torch
+
+    for key, value in state.items():
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise MosaicError(f"{source}: its weights hold NaN or inf ({key}); the run that wrote them diverged or "
+                              "the file is damaged: use an earlier checkpoint")
+
+
+def check_fits(model, state: dict, source: str | os.PathLike, described: str) -> None:
+    """MosaicError when `state` (a state_dict) does not fit `model`: a tensor missing, extra or of
+    another shape, named with the count of the others (load_state_dict would list every one)."""
+    own = model.state_dict()
+    problems = [f"{k} is {list(state[k].shape)} there, {list(v.shape)} here" for k, v in own.items()
+                if k in state and tuple(state[k].shape) != tuple(v.shape)]
+    problems += [f"{k} is missing there" for k in own if k not in state]
+    problems += [f"{k} is not in {described}" for k in state if k not in own]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise MosaicError(f"{source}: its weights do not fit {described}: {problems[0]}{more}")
 
 
 def _one_line(error: Exception) -> str:

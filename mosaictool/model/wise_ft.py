@@ -82,6 +82,7 @@ def _zeroshot_state(spec: str, finetuned_path: str, ft_ckpt: dict) -> dict:
                     f"{spec} and {finetuned_path} are different architectures ({field}: {zs.get(field)!r} vs "
                     f"{ft_ckpt.get(field)!r}); WiSE-FT needs the fine-tuned model's own starting point"
                 )
+        openclip.check_finite(zs["state_dict"], spec)
         return {k.removeprefix("module."): v for k, v in zs["state_dict"].items()}
     # open_clip weights (a tag or a file) for the fine-tuned checkpoint's architecture and activation
     try:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import random
+import sys
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
@@ -50,9 +51,14 @@ def check_run_outputs(cfg: TrainConfig) -> None:
     check_outputs([Write("--out", cfg.out, RUN_FILES)], reads)
 
 
+# Fields a resumed run may hold otherwise than its last.pt: where its files are, and how this session runs.
+MAY_DIFFER = frozenset({"out", "data", "image_root", "eval_data_root", "pretrained", "model_config", "num_workers", "quiet",
+                        "device", "report_to"})
+RESTORE = "restore it, or start a new run"
+
+
 def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]:
     """The stored config of the run in `out` (runtime options from `cfg`) and its last.pt's state."""
-    from mosaictool import methods
     from mosaictool.model import openclip
 
     if (out / "final.pt").exists():
@@ -60,22 +66,72 @@ def resume_state(cfg: TrainConfig, out: Path) -> tuple[TrainConfig, dict | None]
     config_file = out / "config.json"
     if not config_file.exists():
         raise MosaicError(f"{out}: no run to resume (config.json missing); start it without --resume")
-    stored = json.loads(config_file.read_text())
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    resumed = TrainConfig(**{k: v for k, v in stored.items() if k in known})
-    resumed.crop_scale = tuple(resumed.crop_scale)  # JSON gave a list
-    # configs written before methods had their own options kept them at the top level
-    declared = {o.name for o in methods.get(resumed.method).options}
-    resumed.method_options = {**{k: v for k, v in stored.items() if k in declared and k not in known},
-                              **resumed.method_options}
+    resumed = read_stored_config(config_file)
     resumed.out = str(out)
     for runtime in ("num_workers", "quiet", "device"):
         setattr(resumed, runtime, getattr(cfg, runtime))
     if cfg.report_to is not None:  # given again on --resume: it replaces the stored one
         resumed.report_to = cfg.report_to
     check_run_outputs(resumed)
+    try:
+        resumed.resolved()  # the checks a new run's flags get (names, cross-field rules); its values stay as stored
+    except MosaicError as e:
+        raise MosaicError(f"{config_file}: {e}") from None
     state = openclip.read_resume_checkpoint(out / "last.pt")  # a truncated last.pt: the previous one
+    if state is not None:
+        openclip.check_contract(state, out / "last.pt", "RESUMABLE")
+        _same_run(resumed, config_file, state.get("config") or {}, out / "last.pt")
     return resumed, state
+
+
+def read_stored_config(config_file: Path) -> TrainConfig:
+    """A run folder's config.json as a TrainConfig; MosaicError naming the file and the field when it
+    is not JSON (truncated), names a field TrainConfig lacks, lacks one, or holds a value of the
+    wrong type or out of its declared bounds."""
+    from mosaictool import methods
+    from mosaictool.records import config_errors, kind_of
+
+    try:
+        text = config_file.read_text()
+        stored = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MosaicError(f"{config_file}: not a readable JSON file ({e}): truncated or edited; {RESTORE}") from None
+    if not isinstance(stored, dict):
+        raise MosaicError(f"{config_file}: expected a JSON object of the run's settings, got {kind_of(stored)}; {RESTORE}")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    # configs written before methods had their own options kept them at the top level
+    method = stored.get("method")
+    declared = {o.name for o in methods.get(method).options} if isinstance(method, str) and method in methods.names() else set()
+    unknown = sorted(set(stored) - known - declared)
+    required = {f.name for f in dataclasses.fields(TrainConfig)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    missing = sorted(required - set(stored))
+    if unknown or missing:
+        what = f"unknown field {unknown[0]!r}" if unknown else f"missing field {missing[0]!r}"
+        raise MosaicError(f"{config_file}: {what} (a config.json mosaictool did not write, or an edited one); {RESTORE}")
+    defaulted = sorted(known - set(stored))
+    if defaulted:  # written by an older mosaictool: said, not silent
+        print(f"note: {config_file} lacks {', '.join(defaulted)}: their defaults are used", file=sys.stderr)
+    values = {k: v for k, v in stored.items() if k in known}
+    problems = config_errors(TrainConfig, json.dumps(values), strict=True)
+    if problems:
+        name, value, what = problems[0]
+        raise MosaicError(f"{config_file}: {name}: expected {what}, got {value!r}; {RESTORE}")
+    resumed = TrainConfig(**values)
+    resumed.crop_scale = tuple(resumed.crop_scale)  # JSON gave a list
+    resumed.method_options = {**{k: v for k, v in stored.items() if k in declared and k not in known}, **resumed.method_options}
+    return resumed
+
+
+def _same_run(cfg: TrainConfig, config_file: Path, written: dict, checkpoint: Path) -> None:
+    """config.json must describe the run its last.pt was written by (the architecture, method,
+    optimizer, ...: everything but MAY_DIFFER)."""
+    mine = json.loads(json.dumps(dataclasses.asdict(cfg)))
+    theirs = json.loads(json.dumps(written, default=str))
+    for name in sorted(set(mine) & set(theirs) - MAY_DIFFER):
+        if mine[name] != theirs[name]:
+            raise MosaicError(f"{config_file}: {name} is {mine[name]!r}, but {checkpoint} was written with {theirs[name]!r}: "
+                              f"the config was edited or belongs to another run; {RESTORE}")
 
 
 class Checkpoints:
@@ -98,11 +154,24 @@ class Checkpoints:
         """Model, optimizer, scaler and this rank's RNG from last.pt's state; returns its step (0: none)."""
         if state is None:
             return 0
+        from mosaictool.model import openclip
+
         model = self.bundle.model
+        source = self.out / "last.pt"
+        config = self.out / "config.json"
+        if self.cfg.lora and "lora_state" not in state:
+            raise MosaicError(f"{source}: holds no LoRA state, but {config} says lora {self.cfg.lora}; {RESTORE}")
         # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
-        model.load_state_dict(state["lora_state"] if self.cfg.lora else
-                              {k.removeprefix("module."): v for k, v in state["state_dict"].items()})
-        self.optimizer.load_state_dict(state["optimizer"])
+        weights = state["lora_state"] if self.cfg.lora else {k.removeprefix("module."): v for k, v in state["state_dict"].items()}
+        openclip.check_finite(weights, source)
+        openclip.check_fits(model, weights, source,
+                            f"the {self.bundle.meta['model_name']} that {config} describes (fields model, model_config, lora)")
+        model.load_state_dict(weights)
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError) as e:  # other parameter groups: locks, LoRA or the optimizer differ
+            raise MosaicError(f"{source}: its optimizer state does not fit the run {self.out / 'config.json'} describes "
+                              f"(fields optimizer, lock_image, lock_text, lora): {e}; {RESTORE}") from None
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
         restore_rng(state["rng"][min(self.info.rank, len(state["rng"]) - 1)])

@@ -7,15 +7,26 @@ every method option filled in, paths absolute, so a run can be resumed or repeat
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import Field
 
 from mosaictool.errors import MosaicError
+from mosaictool.records import check_flags
+
+# Each numeric field declares what it accepts (mosaictool.records checks flags and config.json by it).
+Count = Annotated[int, Field(ge=0)]
+AtLeastOne = Annotated[int, Field(ge=1)]
+Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 1, and each rank adds its own
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # [0, 1): momentum, Adam's betas
 
 PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
-# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (seed 004 App. B)
+# adamw: open_clip's (and most recipes'); sgd (with momentum): the Probe paper's (Schiappa et al. 2023, App. B)
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -34,38 +45,38 @@ class TrainConfig:
     model_config: str | None = None  # a JSON model config (open_clip schema)
     force_quick_gelu: bool = False
     # hard images
-    hard_images: int = 0  # mine K nearest-neighbour hard images with the starting model
+    hard_images: Count = 0  # mine K nearest-neighbour hard images with the starting model
     record_hard_images: bool | None = None  # use records' hard_images ids (default: the method's)
     # optimisation
-    batch_size: int = 32  # images per rank per micro-batch (hard images come on top)
-    epochs: int = 5
-    steps: int | None = None  # optimizer steps; overrides epochs
-    lr: float | None = None  # default: 1e-5 from pretrained weights (seed 000 App. H.1), 5e-4 from scratch
+    batch_size: AtLeastOne = 32  # images per rank per micro-batch (hard images come on top)
+    epochs: AtLeastOne = 5
+    steps: AtLeastOne | None = None  # optimizer steps; overrides epochs
+    lr: PositiveNumber | None = None  # default: 1e-5 from pretrained weights (Singh et al. 2023, App. H.1), 5e-4 from scratch
     optimizer: str = "adamw"  # one of OPTIMIZERS
-    momentum: float = 0.9  # --optimizer sgd
-    wd: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.98
-    eps: float = 1e-6
-    warmup: int = 50
-    grad_clip: float | None = 1.0
-    accum_freq: int = 1
+    momentum: Fraction = 0.9  # --optimizer sgd
+    wd: NonNegativeNumber = 0.1
+    beta1: Fraction = 0.9
+    beta2: Fraction = 0.98
+    eps: PositiveNumber = 1e-6
+    warmup: Count = 50
+    grad_clip: Annotated[float, Field(gt=0, allow_inf_nan=False, description="0 turns clipping off")] | None = 1.0
+    accum_freq: AtLeastOne = 1
     precision: str = "fp32"
     grad_checkpointing: bool = False
     lock_image: bool = False
     lock_text: bool = False
-    lora: int = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
+    lora: Count = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
     augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
     crop_scale: tuple[float, float] = (0.8, 1.0)  # the crop's share of the image area (open_clip's fine-tuning aug)
     images_on_device: bool = False  # --no-augment only: every image decoded once and kept on the training device
     local_loss: bool = False
     merge_equal_texts: bool | None = None  # equal texts in a batch = the same sub-graph (default: the method's)
-    seed: int = 0
+    seed: Seed = 0
     # runtime
     device: str | None = None  # default: cuda if available
-    num_workers: int = 0
-    save_every: int = 0  # write last.pt every N steps (0: only at the end)
-    log_every: int = 1
+    num_workers: Count = 0
+    save_every: Count = 0  # write last.pt every N steps (0: only at the end)
+    log_every: AtLeastOne = 1
     quiet: bool = False
     report_to: str | None = None  # tensorboard, wandb or both, comma-separated (mosaictool.training.reporting)
     eval_bench: str | None = None  # benchmarks scored at the end of every epoch (evaluate's --bench syntax)
@@ -75,14 +86,13 @@ class TrainConfig:
         from mosaictool import methods
 
         cfg = dataclasses.replace(self)
+        check_flags(cfg)
         method = methods.create(cfg.method, cfg.method_options)
         cfg.method_options = dict(method.opts)  # every option, defaults included: the stored config is complete
         if cfg.precision not in PRECISIONS:
             raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if cfg.optimizer not in OPTIMIZERS:
             raise MosaicError(f"--optimizer {cfg.optimizer!r}: choose one of {', '.join(OPTIMIZERS)}")
-        if not 0 <= cfg.momentum < 1:
-            raise MosaicError(f"--momentum {cfg.momentum}: a fraction in [0, 1)")
         if cfg.lr is None:
             cfg.lr = 1e-5 if cfg.pretrained else 5e-4
         if cfg.merge_equal_texts is None:
@@ -99,16 +109,6 @@ class TrainConfig:
                 setattr(cfg, name, os.path.abspath(value))
         if cfg.record_hard_images is None:
             cfg.record_hard_images = method.uses_hard_images
-        for name in ("batch_size", "accum_freq", "log_every", "epochs"):
-            if getattr(cfg, name) < 1:
-                raise MosaicError(f"--{name.replace('_', '-')} must be at least 1")
-        if cfg.steps is not None and cfg.steps < 1:
-            raise MosaicError("--steps must be at least 1")
-        if not (math.isfinite(cfg.lr) and cfg.lr > 0) or not (math.isfinite(cfg.wd) and cfg.wd >= 0):
-            raise MosaicError(f"--lr {cfg.lr} / --wd {cfg.wd}: the learning rate must be a positive number, the weight "
-                              "decay zero or more (finite)")
-        if cfg.lora < 0:
-            raise MosaicError(f"--lora {cfg.lora}: a rank of at least 1 (0: full fine-tuning)")
         if cfg.images_on_device and cfg.augment:
             raise MosaicError("--images-on-device keeps each image decoded once: it needs --no-augment (a fixed center crop)")
         if cfg.lock_image and cfg.lock_text:

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from mosaictool.errors import MosaicError, RecordError
+from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.training.batch import Batch, normalize_images
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
@@ -199,12 +200,17 @@ class ShardCache:
         key = (_real(path), st.st_size, st.st_mtime_ns)
         samples = self._samples.get(key)
         if samples is None:
+            from mosaictool import records
+
+            check = records.checker(records.TrainRecord)
             samples = []
             for rec, loc in index_tar(path):
                 try:
-                    samples.append((_slim(rec), loc, True))
-                except (KeyError, TypeError, AttributeError):
+                    check(rec)
+                except RecordError:  # kept whole: the run's own check names what is wrong
                     samples.append((rec, loc, False))
+                    continue
+                samples.append((_slim(rec), loc, True))
             self._samples[key] = samples
         return samples
 
@@ -331,20 +337,21 @@ class TrainData:
         """`method`: a mosaictool.methods.Method; its check_record says which records are usable.
         `shards`: the process's ShardCache (tars indexed once for every run); without one the tars
         are indexed here."""
+        from mosaictool import records as contracts
+
         skips = Skips(enabled=skip_bad)
-        check = method.check_record
         records: list[dict] = []
         images: list[ImageLocation] = []
         if is_record_file(spec):
             root = Path(image_root) if image_root else Path(spec).resolve().parent
+            check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
-                rel = rec.get("image")
-                if not isinstance(rel, str) or not rel:
-                    skips.handle(f"{spec}: record {rec['id']!r}", "missing 'image' (a path relative to --image-root)")
-                    continue
-                path = root / rel
-                if not path.is_file():
-                    skips.handle(f"{spec}: record {rec['id']!r}", f"image not found: {path} (check --image-root)")
+                path = root / rec["image"]
+                try:  # a regular file whose declared size is within bounds (its header read, no pixel decoded)
+                    open_image(path).close()
+                except ImageError as e:
+                    hint = " (check --image-root)" if str(e).startswith("image not found") else ""
+                    skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
                     continue
                 records.append(_slim(rec))
                 images.append(ImageLocation(str(path)))
@@ -353,19 +360,20 @@ class TrainData:
                 raise MosaicError("--image-root applies to JSONL/Parquet data; shards carry their images")
             seen: set = set()
             shards = shards if shards is not None else ShardCache()
+            check = _checks(contracts.checker(contracts.TrainRecord), method.check_record)
             for tar in expand_shards(spec):
                 for rec, loc, slim in shards.samples(tar):
                     where = f"{tar}: record {rec.get('id')!r}"
-                    if rec.get("id") is None or rec["id"] in seen:
-                        skips.handle(where, "missing or duplicate 'id'")
-                        continue
-                    if loc is None:
-                        skips.handle(where, "the sample has no image member")
-                        continue
                     try:
                         check(rec)
                     except RecordError as e:
                         skips.handle(where, str(e))
+                        continue
+                    if rec["id"] in seen:
+                        skips.handle(where, "duplicate 'id'")
+                        continue
+                    if loc is None:
+                        skips.handle(where, "the sample has no image member")
                         continue
                     seen.add(rec["id"])
                     records.append(rec if slim else _slim(rec))
@@ -397,6 +405,16 @@ class TrainData:
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
 
 
+def _checks(*checks):
+    """One record check running `checks` in turn (each raises RecordError)."""
+
+    def check(record: dict) -> None:
+        for one in checks:
+            one(record)
+
+    return check
+
+
 def _slim(record: dict) -> dict:
     """Keep what training reads; big per-record fields (graphs, ...) would cost memory in every worker.
     `subgraph_keys` are kept as their sorted hashes (`subgraph_key_ids`, an array('q'): 8 bytes a key,
@@ -416,6 +434,7 @@ def _slim(record: dict) -> dict:
                     "category": n.get("category"),
                     "transform": n.get("transform"),
                     "positive": n.get("positive"),
+                    "from": n.get("from"),
                     "key": n.get("key"),
                 }
                 for n in texts.get("negatives") or []
@@ -437,13 +456,11 @@ class ImageTransform:
 
     def __call__(self, data: bytes, rng: random.Random) -> torch.Tensor:
         """uint8 (3, size, size); normalisation happens once per batch."""
-        import io
-
         from PIL import Image
 
         from mosaictool.io import image_to_rgb
 
-        with Image.open(io.BytesIO(data)) as im:
+        with open_image(data) as im:  # its declared size checked before decoding
             im.draft("RGB", (self.size, self.size))
             im = image_to_rgb(im)
             w, h = im.size
@@ -657,7 +674,7 @@ def make_loader(dataset: TrainDataset, plan: BatchPlan, *, num_workers: int = 0,
 def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, std, *, k: int, device: str,
                      batch_size: int = 256) -> list[list[int]]:
     """The k nearest other images of every image under `model` (cosine), as NegCLIP mined them
-    with CLIP ViT-B/32 (seed 001 App. C.2). An image that comes with several captions (several
+    with CLIP ViT-B/32 (Yuksekgonul et al. 2023, App. C.2). An image that comes with several captions (several
     records, the same bytes) is embedded once and is never its own neighbour: its twin record's
     caption is true of it, so it is no negative (it was every such record's first neighbour)."""
     model.eval()
@@ -718,7 +735,7 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
     if cfg.hard_images > 0:
         mined_path = out / "mined_hard_images.json"
         if mined_path.exists():  # a resumed run mined them with its starting model already
-            neighbours = json.loads(mined_path.read_text())
+            neighbours = read_mined(mined_path, len(data))
         else:
             neighbours = mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean,
                                           images.std, k=cfg.hard_images, device=info.device)
@@ -728,6 +745,26 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
         data.add_hard(neighbours)
         use_hard = True
     return data, use_hard
+
+
+def read_mined(path: Path, n: int) -> list[list[int]]:
+    """A run's mined_hard_images.json: per record, the indices of its hard images (each in 0..n-1);
+    MosaicError naming the file when it is not that (truncated by a crash, or from other data)."""
+    from mosaictool.errors import RecordError
+    from mosaictool.records import MINED_HARD_IMAGES, check
+
+    try:
+        neighbours = json.loads(path.read_text())
+        check(MINED_HARD_IMAGES, {"neighbours": neighbours})
+    except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, RecordError
+        what = str(e).removeprefix("neighbours").lstrip(": ") if isinstance(e, RecordError) else f"not readable JSON ({e})"
+        raise MosaicError(f"{path}: {what}; delete it to mine them again") from None
+    bad = next((i for i, row in enumerate(neighbours) if any(j >= n for j in row)), None)
+    if len(neighbours) != n or bad is not None:
+        what = (f"holds {len(neighbours)} rows for {n} records" if len(neighbours) != n
+                else f"row {bad} names an index >= {n} records")
+        raise MosaicError(f"{path}: {what} (mined from other data?); delete it to mine them again")
+    return neighbours
 
 
 def run_batches(cfg, data: TrainData, sampler_cfg: SamplerConfig, plan: BatchPlan, tokenizer, images: ImagePrep, info,

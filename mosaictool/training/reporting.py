@@ -126,5 +126,18 @@ def _truncate_jsonl(path: Path, step: int) -> None:
     """Drop the lines of steps after `step`."""
     if not path.exists():
         return
-    keep = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    lines = [(n, line) for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if line.strip()]
+    keep = []
+    for k, (n, line) in enumerate(lines):
+        try:
+            logged = json.loads(line)["step"]
+            if not isinstance(logged, int):
+                raise TypeError(f"step {logged!r}")
+        except (ValueError, KeyError, TypeError) as e:
+            if k == len(lines) - 1:  # the line a killed run was writing: torn, and after its last checkpoint
+                break
+            raise MosaicError(f"{path}:{n}: not a metrics line ({type(e).__name__}: {e}); the file was edited: "
+                              "restore it, or remove the line") from None
+        if logged <= step:
+            keep.append(line)
     write_text(path, "".join(line + "\n" for line in keep), flag="--out")

@@ -7,7 +7,7 @@
     W/{val,test}/crepe/syst_vg_hard_negs_{seen,unseen}_compounds_in_laion.csv, prod_hard_negatives/{atom,swap,negate}/*.csv,
                      VG_100K/*.jpg
     W/{val,test}/zeroshot/{shape,colour,object}/classnames.txt, templates.txt, test/<class>/*.png
-    W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (seed 004)
+    W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (Schiappa et al. 2023)
 
 Items are made in chunks, in worker processes when --workers > 1; each item has its own seeded
 random stream and its own files, and rows are gathered in item order, so the bytes never depend on
@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -51,7 +52,7 @@ EVAL_SPLITS = ("val", "test")
 # Items per val/test split at --eval-scale 1. ARO attribution: per group (25 groups; ARO drops
 # groups under 25); relation: per predicate; productivity: per complexity (4..12), shared by the
 # atom/swap/negate files; zero-shot: per class.
-# The ARO sizes give the demo's paired tests a minimal detectable effect of ~3 points (issue 22):
+# The ARO sizes give the demo's paired tests a minimal detectable effect of ~3 points :
 # scoring is cheap next to training.
 EVAL_SIZES = {"attribution_per_group": 120, "relation_per_predicate": 1200, "order_images": 1200,
               "syst_seen": 200, "syst_unseen": 200, "prod_per_complexity": 40,
@@ -196,6 +197,16 @@ def manifest(seed: int, train: int, twins: bool, binding_twins: bool, shape_twin
     }
 
 
+def check_settings(*, train: int, image_size: int, eval_scale: float) -> None:
+    """MosaicError naming the flag when a size is unusable."""
+    if train < 0:
+        raise MosaicError("--train must be 0 or more")
+    if not 48 <= image_size <= 256:
+        raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
+    if not 0 < eval_scale < math.inf:  # NaN too
+        raise MosaicError(f"--eval-scale {eval_scale}: must be a finite number > 0")
+
+
 def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
                    shape_twins: bool = False, image_size: int = 64,
                    eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None,
@@ -203,13 +214,8 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     """Write the world to `out`; returns the manifest. caption_noise: the chance that a train
     caption is made web-like noisy by `noise_kinds` (world.noise); val and test stay clean."""
     out = Path(out)
-    if train < 0:
-        raise MosaicError("--train must be 0 or more")
+    check_settings(train=train, image_size=image_size, eval_scale=eval_scale)
     noise_kinds = check_noise(caption_noise, noise_kinds)
-    if not 48 <= image_size <= 256:
-        raise MosaicError(f"--image-size {image_size}: choose 48..256 pixels (64-96 is the intended range)")
-    if eval_scale <= 0:
-        raise MosaicError("--eval-scale must be positive")
     if out.exists() and not out.is_dir():
         raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):

@@ -113,7 +113,7 @@ def sample_objects(rng: random.Random, n: int, compounds=SEEN_COMPOUNDS) -> list
 # Where shapes usually sit. Real scenes have placement priors (a lamp above a table, a man on a
 # horse), and most of ARO's VG-Relation swaps are implausible ones, which a text prior alone can
 # reject; learning that prior from swapped captions is a large part of NegCLIP's VG-Relation gain
-# (seed 001 Sec. 5; SugarCrepe, Hsieh et al. 2023, on ARO's implausible negatives). A world without
+# (Yuksekgonul et al. 2023, Sec. 5; SugarCrepe, Hsieh et al. 2023, on ARO's implausible negatives). A world without
 # priors measured only vision: every fine-tuned row sat at chance on relation (2,400 val cases,
 # world v2). Each shape's usual rank top to bottom and left to right; an arrangement is the most
 # usual of PRIOR_DRAWS random ones, so that the prior holds for most pairs, not all.

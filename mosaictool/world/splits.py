@@ -386,7 +386,7 @@ def zeroshot_item(seed: int, split: str, task: str, index: int, image_size: int,
     return rel
 
 
-# --- Probe-C and Probe-B (seed 004) -------------------------------------------------------------------
+# --- Probe-C and Probe-B (Schiappa et al. 2023) -------------------------------------------------------------------
 # No Probe-R: its swaps are relations and subjects that are implausible because the data never pairs
 # them (a man "garnished with" snow). The world's four predicates are geometric, so every predicate is
 # possible between any two shapes, and the only never-seen triples are the held-out compounds, which

@@ -119,6 +119,8 @@ def ladder_steps(rows: list[dict], groups: dict[str, list[str]], names: list[str
                 sub, metric = next((s, m) for c, s, m in COLUMNS if c == col)
                 d, half, p = paired_diff([column_value(rows, m, sub, metric) for m in groups[names[k - 1]]],
                                          [column_value(rows, m, sub, metric) for m in groups[names[k]]])
+                if d == 0 and half == 0:  # equal on every seed (a rung that re-expresses its predecessor)
+                    p = 1.0
                 deltas[col, k] = {"diff": d, "lo": d - half, "hi": d + half, "p": p}
     keys = [k for k, v in deltas.items() if not math.isnan(v["p"])]
     for key, adjusted in zip(keys, holm([deltas[k]["p"] for k in keys])):
@@ -144,7 +146,7 @@ def text_tower_measures(ctx: Context, runs: dict[str, list[Path]], split: str = 
     from mosaictool.model.openclip import load_checkpoint
 
     items = load_items(get("world" if split == "test" else "world-val"), ctx.world, subtasks=["aro"])
-    by_sub = {col: [it for it in items if it.meta["subtask"] == sub] for col, sub in CASE_COLUMNS.items()}
+    by_sub = {col: [it for it in items if it.meta["subtask"] == sub.split("/", 1)[1]] for col, sub in CASE_COLUMNS.items()}
     captions = [{"id": k, "caption": it.texts[it.meta["correct"]]} for k, it in enumerate(by_sub["order"][:TREE_CAPTIONS])]
     log(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
 

@@ -1,0 +1,648 @@
+"""The Python API: a function per command that makes or uses data, with the command's defaults,
+checks, errors and output, and `read` / `write` for records (`vocab`, `probe build` and `world
+audit` are commands only).
+
+Each function takes what its command takes, by the same names as the command's flags (`--max-chars`
+is `max_chars=`), and raises the same `MosaicError` with the same message where the command would
+print `Error: ...` and exit 1. The command line is a thin layer over these functions: it parses
+flags, opens stdin/stdout, shows progress and prints reports.
+
+Record stages (`read`, `parse`, `decompose`, `negate`, `template`, `tree_score`) take a `source`: a
+path (JSONL, .jsonl.gz or Parquet; "-" is stdin) or an iterable of dicts, and return a lazy
+iterator of records (`Records`): nothing is read until it is iterated, and a bad record raises
+`MosaicError` naming `file:line` (`record N` for records in memory) when it is reached, or with
+`skip_bad=True` is skipped and counted in the iterator's `skips`.
+
+    import mosaictool
+
+    texts = mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("captions.jsonl"))))
+    mosaictool.write(texts, "texts.jsonl")
+
+Each function imports what it needs when it runs, so `mosaictool.read` never loads torch or spaCy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from mosaictool.errors import MosaicError, RecordError
+from mosaictool.io import STDIO, Skips, progress, read_records, write_records
+
+Source = Union[str, os.PathLike, Iterable[dict]]
+PathLike = Union[str, os.PathLike]
+
+__all__ = [
+    "Records", "Shards", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "shard", "world",
+    "train", "wise_ft", "evaluate", "tree_score", "demo",
+]
+
+
+class Records(Iterator[dict]):
+    """The records a stage yields, one at a time; `skips` counts the bad input records it skipped
+    (with `skip_bad=True`; complete once the iterator is exhausted)."""
+
+    def __init__(self, records: Iterable[dict], skips: Skips):
+        self._records = iter(records)
+        self.skips = skips
+
+    def __next__(self) -> dict:
+        return next(self._records)
+
+
+def _lazy_progress(records: Iterable[dict], *, desc: str, unit: str, quiet: bool) -> Iterator[dict]:
+    # a generator: the bar starts with the first record, after the caller's own checks of its outputs
+    yield from progress(records, desc=desc, unit=unit, quiet=quiet)
+
+
+def _source(source: Source) -> str | Iterable[dict]:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    if isinstance(source, dict) or not isinstance(source, Iterable):
+        raise MosaicError(f"source: give a path or an iterable of records (dicts), not {type(source).__name__}")
+    return source
+
+
+def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
+             transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
+             unit: str = "caption", quiet: bool = False) -> Records:
+    source = _source(source)
+    skips = Skips(enabled=skip_bad)
+    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids)
+    if transform is not None:
+        records = _lazy_progress(transform(records), desc=desc, unit=unit, quiet=quiet)
+    return Records(records, skips)
+
+
+def _csv(value: str | Iterable) -> str:
+    """A comma-separated flag value from a string or a sequence, as the command line gives it."""
+    return value if isinstance(value, str) else ",".join(str(v) for v in value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records in and out
+
+
+def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False) -> Records:
+    """Stream the records of a JSONL, .jsonl.gz or Parquet file ("-": stdin), each checked to be an
+    object with a unique `id` (`assign_ids`: a record without one gets its line number).
+
+    >>> records = list(mosaictool.read("examples/captions.jsonl"))
+    >>> records[0]["id"], len(records)
+    ('ex001', 60)
+    """
+    return _records(source, skip_bad=skip_bad, assign_ids=assign_ids)
+
+
+def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
+    """Write records as JSONL (.jsonl, .jsonl.gz; "-": stdout) or Parquet, whole or not at all (a
+    temporary file beside the target, moved into place when every record is written); returns
+    how many were written.
+
+    >>> mosaictool.write(mosaictool.read("examples/captions.jsonl"), "captions.parquet")
+    60
+    """
+    return write_records(path, records)
+
+
+# ---------------------------------------------------------------------------------------------
+# The graph stages
+
+
+def parse(source: Source, *, text_key: str = "caption", model: str | None = None, batch_size: int = 256,
+          workers: int = 1, max_chars: int = 2000, spatial_compounds: bool = True, skip_bad: bool = False,
+          assign_ids: bool = False, quiet: bool = False) -> Records:
+    """Add each caption's text scene graph (`graph`: entities, attributes, relations), as
+    `mosaictool parse`.
+
+    >>> graph = next(mosaictool.parse([{"id": 1, "caption": "a red cube left of a blue ball"}]))["graph"]
+    >>> [e["head"] for e in graph["entities"]], [r["relation"] for r in graph["relations"]]
+    (['cube', 'ball'], ['left of'])
+    """
+    from mosaictool.stages.parse import make_check
+    from mosaictool.stages.parse import parse as parse_records
+
+    if batch_size < 1 or workers < 1 or max_chars < 1:
+        raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
+    return _records(
+        source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
+        transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
+                                             spatial_compounds=spatial_compounds),
+    )
+
+
+def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, seed: int = 0, text_key: str = "caption",
+              vocab: PathLike | None = None, max_keys: int = 256, skip_bad: bool = False, quiet: bool = False) -> Records:
+    """Add each scene graph's positive sub-graphs (`subgraphs`, `subgraph_keys`; MosaiCLIP §3.3),
+    as `mosaictool decompose` (`max_subgraphs` is its --max).
+
+    >>> subgraphs = list(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl"), max_subgraphs=2))
+    >>> [sg["kind"] for sg in subgraphs[0]["subgraphs"]]
+    ['caption', 'object', 'relation']
+    """
+    from mosaictool.stages.decompose import decompose as decompose_records
+    from mosaictool.stages.decompose import make_check
+    from mosaictool.vocab import load
+
+    if max_subgraphs < 1:
+        raise MosaicError("--max must be at least 1")
+    if max_keys < 1:
+        raise MosaicError("--max-keys must be at least 1")
+    loaded = load(vocab)
+    return _records(
+        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose",
+        transform=lambda recs: decompose_records(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed,
+                                                 text_key=text_key, vocab=loaded, max_keys=max_keys),
+    )
+
+
+def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[float] = "0.15,0.425,0.425",
+           text: str | Sequence[str] = "", uniform: bool = False, vocab: PathLike | None = None, seed: int = 0,
+           text_key: str = "caption", model: str | None = None, batch_size: int = 256, workers: int = 1,
+           skip_bad: bool = False, quiet: bool = False) -> Records:
+    """Add hard negatives of each caption's sub-graphs (`negatives`; MosaiCLIP §3.4), and with
+    `text` caption-level ones (negclip, replace, shuffle, order), as `mosaictool negate`
+    (`max_negatives` is its --max).
+
+    >>> negs = list(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")), seed=1))
+    >>> sorted({n["category"] for r in negs for n in r["negatives"]})
+    ['attr', 'obj', 'rel']
+    """
+    from mosaictool.stages.negate import make_check, parse_probs, parse_text_methods
+    from mosaictool.stages.negate import negate as negate_records
+
+    if max_negatives < 0 or batch_size < 1 or workers < 1:
+        raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
+    category_probs = parse_probs(_csv(probs))
+    methods = parse_text_methods(_csv(text))
+    return _records(
+        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate",
+        transform=lambda recs: negate_records(
+            recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
+            seed=seed, type_aware=not uniform, text_methods=methods, text_key=text_key, model=model,
+            batch_size=batch_size, workers=workers,
+        ),
+    )
+
+
+def template(source: Source, *, style: str = "plain", vocab: PathLike | None = None, seed: int = 0,
+             skip_bad: bool = False, quiet: bool = False) -> Records:
+    """Turn sub-graphs and negatives into sentences (`texts`: positives and negatives, the field
+    `train` reads), as `mosaictool template`.
+
+    >>> texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")))))
+    >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
+    ('a red jacket', 'a young woman in a red blazer')
+    """
+    from mosaictool.stages.template import STYLES, make_check
+    from mosaictool.stages.template import template as template_records
+    from mosaictool.vocab import load
+
+    if style not in STYLES:
+        raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
+    loaded = load(vocab)
+    return _records(
+        source, check=make_check(), skip_bad=skip_bad, quiet=quiet, desc="template",
+        transform=lambda recs: template_records(recs, vocab=loaded, style=style, seed=seed),
+    )
+
+
+@dataclass
+class Shards:
+    """What `shard` wrote: `sizes` (shard file name -> samples, as OUT/sizes.json) in `out`, and the
+    bad records and images it skipped."""
+
+    out: Path
+    sizes: dict[str, int]
+    skips: Skips = field(default_factory=Skips)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.sizes.values())
+
+
+def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_size: int = 1000, image_key: str = "image",
+          skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False) -> Shards:
+    """Pack records and their images into WebDataset tar shards for `train` (OUT/000000.tar, ...,
+    OUT/sizes.json), as `mosaictool shard`.
+
+    >>> shards = mosaictool.shard("tiny-world/train/captions.jsonl", out="shards", image_root="tiny-world/train")
+    >>> shards.samples, shards.skips.count
+    (40, 0)
+    """
+    from mosaictool.stages.shard import make_check, write_shards
+
+    source = _source(source)
+    skips = Skips(enabled=skip_bad)
+    records = read_records(source, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
+    sizes = write_shards(
+        records, out=out, image_root=image_root, shard_size=shard_size, image_key=image_key, skips=skips,
+        source=source if isinstance(source, str) else None,
+        progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
+    )
+    return Shards(Path(out), sizes, skips)
+
+
+# ---------------------------------------------------------------------------------------------
+# The synthetic world
+
+
+def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = False, binding_twins: bool = False,
+          shape_twins: bool = False, caption_noise: float = 0.0, noise_kinds: str | Sequence[str] | None = None,
+          image_size: int = 64, eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False,
+          quiet: bool = False) -> dict:
+    """Generate the synthetic compositional world in `out` (train captions and images, val/test
+    benchmark splits) and return its manifest, as `mosaictool world`. Also `mosaictool.api.world`:
+    `mosaictool.world` is the package of the generator.
+
+    >>> manifest = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
+    >>> manifest["counts"]["train"]["records"]
+    40
+    """
+    from mosaictool.world.generate import check_noise, check_settings, generate_world, total_items
+    from mosaictool.world.noise import NOISE_KINDS
+
+    if workers < 1:
+        raise MosaicError("--workers must be at least 1")
+    check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
+    if noise_kinds is not None and not caption_noise:
+        raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
+    kinds = NOISE_KINDS if noise_kinds is None else [k.strip() for k in _csv(noise_kinds).split(",") if k.strip()]
+    kinds = check_noise(caption_noise, kinds)
+    bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
+    try:
+        return generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
+                              image_size=image_size, eval_scale=eval_scale, workers=workers, overwrite=overwrite,
+                              progress=bar.update, caption_noise=caption_noise, noise_kinds=kinds)
+    finally:
+        bar.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Training and weights
+
+
+def _pair(value: str | Sequence[float], flag: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in (value.split(",") if isinstance(value, str) else value))
+    except (ValueError, TypeError):
+        raise MosaicError(f"{flag} {_csv(value)!r}: two numbers LOW,HIGH, e.g. 0.8,1") from None
+    return low, high
+
+
+def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
+          image_root: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
+          model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
+          record_hard_images: bool | None = None, batch_size: int = 32, epochs: int = 5, steps: int | None = None,
+          lr: float | None = None, optimizer: str = "adamw", momentum: float = 0.9, wd: float = 0.1, warmup: int = 50,
+          grad_clip: float = 1.0, accum_freq: int = 1, precision: str = "fp32", grad_checkpointing: bool = False,
+          lock_image: bool = False, lock_text: bool = False, lora: int = 0, augment: bool = True,
+          images_on_device: bool = False, crop_scale: str | Sequence[float] = "0.8,1", local_loss: bool = False,
+          merge_equal_texts: bool | None = None, seed: int = 0, device: str | None = None, num_workers: int = 0,
+          save_every: int = 0, log_every: int = 1, report_to: str | None = None, eval_bench: str | None = None,
+          eval_data_root: PathLike | None = None, resume: PathLike | None = None, skip_bad: bool = False,
+          quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
+    """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
+    `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
+    The method's own options are keywords too (`max_pos=3` is --max-pos). With `recipe`, the
+    recipe fills every setting except those in `given` (default: the ones that differ from their
+    defaults here).
+
+    >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
+    runs/tiny/final.pt
+    """
+    from mosaictool.training import TrainConfig, with_recipe
+    from mosaictool.training import train as run_training
+
+    method_options = {k: v for k, v in method_options.items() if v is not None}
+    if resume:
+        resume = os.fspath(resume)
+        if out and os.fspath(out) != resume:
+            raise MosaicError("--resume names the run folder; leave out --out (or give the same folder)")
+        stored = sorted(method_options) + (["recipe"] if recipe else [])
+        if stored:
+            flags = ", ".join("--" + g.replace("_", "-") for g in stored)
+            raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
+        cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, device=device, num_workers=num_workers,
+                          quiet=quiet, report_to=report_to)
+        return run_training(cfg, resume=True)
+    if not data or not out:
+        raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
+    settings = dict(
+        image_root=image_root, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
+        force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
+        batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
+        warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
+        grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
+        images_on_device=images_on_device, crop_scale=crop_scale, local_loss=local_loss,
+        merge_equal_texts=merge_equal_texts, seed=seed, device=device, num_workers=num_workers, save_every=save_every,
+        log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
+    )
+    settings["crop_scale"] = _pair(crop_scale, "--crop-scale")
+    if given is None:
+        defaults = {name: p.default for name, p in inspect.signature(train).parameters.items()}
+        defaults["crop_scale"] = _pair(defaults["crop_scale"], "--crop-scale")
+        given = [name for name, value in settings.items() if value != defaults[name]]
+    for name in ("image_root", "model_config", "eval_data_root"):
+        if settings[name] is not None:
+            settings[name] = os.fspath(settings[name])
+    settings["grad_clip"] = grad_clip or None
+    cfg = TrainConfig(data=os.fspath(data), out=os.fspath(out), method=method, method_options=method_options, **settings)
+    if recipe:
+        cfg = with_recipe(cfg, recipe, set(given))
+    return run_training(cfg)
+
+
+def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
+    if isinstance(alpha, (int, float)):
+        return [float(alpha)]
+    try:
+        return [float(a) for a in (alpha.split(",") if isinstance(alpha, str) else alpha) if str(a).strip()]
+    except ValueError:
+        raise MosaicError(f"--alpha {_csv(alpha)!r}: expected comma-separated numbers like 0,0.25,0.5,0.75,1") from None
+
+
+def wise_ft(zeroshot: PathLike, *, finetuned: PathLike, out: PathLike, alpha: float | str | Sequence[float] = 0.5,
+            scope: str = "all", rule: str = "linear", device: str | None = None) -> list[Path]:
+    """Weight-space ensembles (WiSE-FT): one checkpoint per alpha of (1 - alpha) zero-shot + alpha
+    fine-tuned weights in `out`; returns their paths, as `mosaictool wise-ft`.
+
+    >>> paths = mosaictool.wise_ft("runs/base/final.pt", finetuned="runs/tiny/final.pt", out="wise", alpha=[0, 0.5])
+    >>> [p.name for p in paths]
+    ['wise_ft_alpha_0.000.pt', 'wise_ft_alpha_0.500.pt']
+    """
+    from mosaictool.model import wise_ft as weights
+    from mosaictool.training.device import resolve_device
+
+    device = resolve_device(device)
+    return list(weights.wise_ft(os.fspath(zeroshot), os.fspath(finetuned), _alphas(alpha), out=out, scope=scope, rule=rule,
+                                device=device))
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def _model_specs(checkpoints: Sequence[str], model: str | None, pretrained: str | None, model_config: str | None) -> list[dict]:
+    specs = [{"checkpoint": c, "label": c} for c in checkpoints]
+    if model or model_config:
+        label = f"{model or os.path.basename(model_config or '')}:{pretrained or 'random-init'}"
+        specs.append({"model": model, "pretrained": pretrained, "model_config_file": model_config, "label": label})
+    elif pretrained:
+        raise MosaicError("--pretrained needs --model NAME (e.g. --model ViT-B-32-quickgelu --pretrained openai.pt)")
+    if not specs:
+        raise MosaicError("give --checkpoint FILE (repeatable), or --model NAME --pretrained TAG_OR_FILE")
+    for c in checkpoints:
+        if not os.path.isfile(c):
+            raise MosaicError(f"{c}: checkpoint not found")
+    labels = [s["label"] for s in specs]
+    for i, s in enumerate(specs):  # two models with one label would merge in the report
+        if labels.count(s["label"]) > 1:
+            s["label"] = f"{s['label']}#{i + 1}"
+    return specs
+
+
+# What each benchmark reads under data_root (its layout in `evaluate --list`); any other: the folder of its name.
+DATA_NAMES = {"aro": ("aro/", "coco/", "flickr30k/"), "retrieval": ("aro/", "coco/", "flickr30k/"),
+              "sugarcrepe": ("sugarcrepe/", "coco/"), "valse": ("valse/", "coco/"),
+              "world": ("manifest.json", "test/"), "world-val": ("manifest.json", "val/")}
+
+
+def _output_check(specs: list[dict], benches, data_root: str, outputs: list[tuple[str, PathLike | None]]) -> None:
+    """No output may be a checkpoint, weights or config read, nor replace a file of the benchmarks."""
+    from mosaictool.paths import Read, Write, check_outputs, checkpoint, read_path
+
+    reads = [Read("--data-root", os.path.expanduser(data_root), DATA_NAMES.get(b.name, (f"{b.name}/",)), exclusive=False)
+             for b, _ in benches]
+    for spec in specs:
+        if spec.get("checkpoint"):
+            reads += checkpoint("--checkpoint", spec["checkpoint"])
+        reads += checkpoint("--pretrained", spec.get("pretrained")) + read_path("--model-config", spec.get("model_config_file"))
+    check_outputs([Write(flag, os.fspath(path)) for flag, path in outputs if path], reads)
+
+
+def _load_models(specs: list[dict], device: str):
+    from mosaictool.model.openclip import load_model
+
+    for spec in specs:
+        kwargs = {k: v for k, v in spec.items() if k != "label"}
+        yield spec["label"], load_model(**kwargs, device=device)
+
+
+def _present_retrieval(data_root: str) -> list[str]:
+    from mosaictool.bench.retrieval import DATASETS
+
+    found = [d for d, (ann, _) in DATASETS.items() if (Path(data_root).expanduser() / ann).is_file()]
+    if not found:
+        raise MosaicError(f"retrieval: no Karpathy test file under {data_root} "
+                          "(aro/coco_karpathy_test.json or aro/flickr30k_test.json)")
+    return found
+
+
+def evaluate(bench: str | Sequence[str], *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
+             pretrained: str | None = None, model_config: PathLike | None = None, data_root: PathLike = ".",
+             output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
+             detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,
+             device: str | None = None, batch_size: int = 64, workers: int = 0, cache_dir: PathLike | None = None,
+             quiet: bool = False) -> list[dict]:
+    """Score models on compositionality benchmarks with each one's official metric; returns one
+    row per (model, benchmark, subtask, metric), as `mosaictool evaluate` (`checkpoints` is its
+    repeated --checkpoint). `output` also writes the rows as they come, `report` the Markdown
+    table, `plot` a bar chart.
+
+    >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10)
+    >>> rows[0]["benchmark"], rows[0]["subtask"], rows[0]["metric"], rows[0]["n"]
+    ('world', 'aro/VG-Relation', 'accuracy', 10)
+    """
+    from mosaictool.bench import get
+    from mosaictool.bench.engine import EngineOptions, parse_bench_spec
+    from mosaictool.bench.engine import evaluate as score
+    from mosaictool.bench.report import markdown, write_text
+    from mosaictool.bench.report import plot as plot_png
+    from mosaictool.io import RecordWriter
+    from mosaictool.training.device import resolve_device
+
+    bench = _csv(bench) if bench else bench
+    if not bench:
+        raise MosaicError("choose benchmarks with --bench (e.g. --bench aro,sugarcrepe); `--list` shows them")
+    if limit is not None and limit < 1 or batch_size < 1 or workers < 0:
+        raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
+    data_root = os.fspath(data_root)
+    if not os.path.isdir(os.path.expanduser(data_root)):
+        raise MosaicError(f"--data-root {data_root}: no such folder")
+    device = resolve_device(device)
+    specs = _model_specs([os.fspath(c) for c in checkpoints], model, pretrained,
+                         None if model_config is None else os.fspath(model_config))
+    benches = []
+    for name, subs in parse_bench_spec(bench):
+        b = get(name)
+        if perturb and b.name == "retrieval":
+            base = subs or _present_retrieval(data_root)
+            subs = list(dict.fromkeys([*base, *(f"{s.removesuffix('-perturbed')}-perturbed" for s in base)]))
+        benches.append((b, subs))
+    if perturb and not any(b.name == "retrieval" for b, _ in benches):
+        raise MosaicError("--perturb applies to the retrieval benchmark; add --bench retrieval")
+    _output_check(specs, benches, data_root, [("-o", output), ("--report", report), ("--plot", plot)])
+    options = EngineOptions(batch_size=batch_size, device=device, workers=workers,
+                            cache_dir=None if cache_dir is None else os.fspath(cache_dir), skip_missing=skip_missing,
+                            limit=limit, quiet=quiet)
+    rows = []
+    results = score(benches, _load_models(specs, device), data_root, options)
+    if output is None:
+        rows.extend(results)
+    else:
+        with RecordWriter(output) as writer:
+            for r in results:
+                writer.write(r)
+                rows.append(r)
+    if report:
+        write_text(report, markdown(rows, detail=detail))
+    if plot:
+        plot_png(rows, plot)
+    return rows
+
+
+class TreeScores(Records):
+    """The rows of `tree_score`, one per caption and model (model-major); once exhausted, `summary`
+    holds each model's mean tree-score with a bootstrap 95% CI (and paired differences), and
+    `captions` how many captions were scored."""
+
+    def __init__(self, rows: Iterable[dict], skips: Skips, settings: dict):
+        super().__init__(rows, skips)
+        self.settings = settings
+        self.captions = 0
+        self.summary: dict | None = None
+
+    def summary_text(self, *, markdown: bool = False) -> str:
+        """The summary as `mosaictool tree-score` prints it (markdown: as its --report, with the settings)."""
+        from mosaictool.analysis.tree_score import summary_text
+
+        if self.summary is None:
+            raise MosaicError("the tree-scores are not all computed yet: iterate over every row first")
+        settings = {"captions": self.captions, **self.settings} if markdown else None
+        return summary_text(self.summary, settings, markdown=markdown)
+
+
+def _read_gold(path: str) -> dict:
+    from mosaictool.analysis.tree_score import parse_tree
+
+    trees = {}
+
+    def check(rec: dict) -> None:
+        try:
+            trees[rec["id"]] = parse_tree(rec.get("tree"))
+        except ValueError as e:
+            raise RecordError(f"bad gold `tree`: {e}") from e
+
+    for _ in read_records(path, check=check):
+        pass
+    return trees
+
+
+def tree_score(source: Source, *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
+               pretrained: str | None = None, model_config: PathLike | None = None, text_key: str = "caption",
+               layer_threshold: int = 0, positions: str = "original", max_words: int = 40, limit: int | None = None,
+               seed: int = 0, batch_size: int = 32, chart: bool = False, gold: PathLike | None = None,
+               device: str | None = None, skip_bad: bool = False, assign_ids: bool = False,
+               quiet: bool = False) -> TreeScores:
+    """Tree-score of open_clip text encoders (Murty et al., ICLR 2023): how tree-like each
+    caption's computation is, per caption and model, as `mosaictool tree-score`.
+
+    >>> scores = mosaictool.tree_score("examples/captions.jsonl", checkpoints=["runs/tiny/final.pt"], limit=5)
+    >>> rows = list(scores)
+    >>> len(rows), scores.summary["models"][0]["n"], rows[0]["id"]
+    (5, 5, 'ex001')
+    """
+    from mosaictool.analysis import tree_score as ts
+    from mosaictool.training.device import resolve_device
+
+    device = resolve_device(device)
+    if batch_size < 1 or max_words < 2 or (limit is not None and limit < 0):
+        raise MosaicError("--batch-size must be at least 1, --max-words at least 2, --limit non-negative")
+    if positions not in ts.POSITIONS:
+        raise MosaicError(f"--positions must be one of {', '.join(ts.POSITIONS)}, not {positions!r}")
+    model_config = None if model_config is None else os.fspath(model_config)
+    specs = [(os.fspath(c), None, None, os.fspath(c)) for c in checkpoints]
+    if model or pretrained or model_config:
+        specs.append((None, model, pretrained, f"{model or Path(model_config or '').stem}:{pretrained or 'random-init'}"))
+    if not specs:
+        raise MosaicError("give one or more --checkpoint FILE, or --model NAME --pretrained TAG_OR_FILE")
+
+    def check(rec: dict) -> None:
+        if not isinstance(rec.get(text_key), str):
+            raise RecordError(f"missing or non-string {text_key!r} (choose the field with --text-key)")
+
+    captions = _records(source, check=check, skip_bad=skip_bad, assign_ids=assign_ids)
+    settings = {"text_key": text_key, "layer_threshold": layer_threshold, "positions": positions, "max_words": max_words,
+                "seed": seed}
+
+    def rows() -> Iterator[dict]:
+        from mosaictool.model.openclip import load_model
+
+        records = []
+        for rec in captions:
+            if limit is not None and len(records) >= limit:
+                break
+            records.append(rec)
+        scores.captions = len(records)
+        gold_trees = _read_gold(os.fspath(gold)) if gold else None
+        summaries = []
+        for ckpt, name, weights, label in specs:
+            bundle = load_model(checkpoint=ckpt, model=name, pretrained=weights, model_config_file=model_config, device=device)
+            summary = ts.ModelSummary(label)
+            summaries.append(summary)
+            scored = ts.score_records(records, bundle, label=label, text_key=text_key, layer_threshold=layer_threshold,
+                                      positions=positions, max_words=max_words, seed=seed, batch_size=batch_size,
+                                      with_chart=chart, gold=gold_trees, summary=summary)
+            yield from progress(scored, desc=f"tree-score {Path(label).name}", unit="caption", quiet=quiet, total=len(records))
+            del bundle
+        scores.summary = ts.summarize(summaries, seed=seed)
+
+    scores = TreeScores(rows(), captions.skips, settings)
+    return scores
+
+
+# ---------------------------------------------------------------------------------------------
+# The demo
+
+
+def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The experiment names, checked against the registry before any work."""
+    from mosaictool.demo import experiments
+
+    if not names:
+        return None
+    names = [names] if isinstance(names, str) else list(names)
+    for name in names:
+        experiments.get(name)
+    return tuple(dict.fromkeys(names))
+
+
+def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
+         experiments: Sequence[str] | None = None, **settings) -> dict:
+    """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;
+    returns the result (summary table, WiSE-FT points, result rows, minutes). `settings` are the
+    demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
+    Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
+
+    >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
+    >>> sorted(result)  # doctest: +SKIP
+    ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
+    """
+    from mosaictool.demo import DemoConfig, run_demo
+    from mosaictool.training.device import resolve_device
+
+    if preset not in (None, "gpu"):
+        raise MosaicError(f"--preset {preset!r}: the one preset is gpu (or --quick for a short check)")
+    known = {f.name for f in dataclasses.fields(DemoConfig)} - {"quick", "device", "out", "experiments"}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise MosaicError(f"unknown demo setting(s) {', '.join(unknown)}; DemoConfig has {', '.join(sorted(known))}")
+    cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), out=os.fspath(out),
+                            experiments=_experiments(experiments), **settings)
+    return run_demo(cfg)

@@ -1,0 +1,69 @@
+"""The demo's paired test at its design, simulated: false-positive rate at alpha 0.05 and 0.01 under
+the null, and power at the MDE the test reports, for seeds x cases of binary outcomes with seed and
+method x case effects (tests/test_stats_calibration.py asserts the same, at fewer settings).
+
+    python perf/stats_calibration.py [--reps 4000]
+
+Prints one markdown row per setting: the seed share of the variance, size at 0.05 / 0.01, the MDE
+and the power at it; and the rule this replaced (the seed term pooled when MS_seed <= MS_err,
+Satterthwaite df) at 0.01 for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_stats_calibration import CHUNK, _simulate  # noqa: E402  the test's own outcome model
+
+from mosaictool.analysis import stats  # noqa: E402
+
+
+def pooled_rule_rejects(rng, reps, seeds, cases, seed_sd, item_sd, alpha=0.01) -> float:
+    out = []
+    for start in range(0, reps, CHUNK):
+        r = min(CHUNK, reps - start)
+        pi = rng.uniform(0.25, 0.75, (r, 1, cases))
+        hits = [rng.random((r, seeds, cases), dtype=np.float32)
+                < np.clip(pi + rng.normal(0, item_sd, (r, 1, cases)) + rng.normal(0, seed_sd, (r, seeds, 1)), 0, 1)
+                for _ in range(2)]
+        d = hits[0].astype(np.float32) - hits[1].astype(np.float32)
+        ms_seed, ms_item, ms_err = stats.mean_squares(d)
+        keep_seed, keep_item = ms_seed > ms_err, ms_item > ms_err
+        c_err = 1.0 - keep_seed - keep_item
+        total = c_err * ms_err + np.where(keep_seed, ms_seed, 0) + np.where(keep_item, ms_item, 0)
+        den = ((c_err * ms_err) ** 2 / ((seeds - 1) * (cases - 1)) + np.where(keep_seed, ms_seed ** 2 / (seeds - 1), 0)
+               + np.where(keep_item, ms_item ** 2 / (cases - 1), 0))
+        t = np.abs(d.mean(axis=(1, 2))) / np.sqrt(total / (seeds * cases))
+        out.append(2 * sp.t.sf(t, total ** 2 / den) < alpha)
+    return float(np.mean(np.concatenate(out)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=4000)
+    args = parser.parse_args()
+    print("| seeds | cases | seed SD | case SD | seed share | size 0.05 | size 0.01 | MDE (pts) | power at MDE | pooled rule, size 0.01 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for seeds in (5, 10):
+        for cases in (1200, 2400):
+            for seed_sd, item_sd in ((0.0, 0.0), (0.01, 0.02), (0.02, 0.02), (0.04, 0.05), (0.0, 0.1), (0.01, 0.25)):
+                rng = np.random.default_rng(seeds * 1000 + cases + int(1000 * (seed_sd + item_sd)))
+                diff, noisy, known, df = _simulate(rng, args.reps, seeds, cases, seed_sd, item_sd)
+                p = stats.t_test(diff, noisy, known, df)
+                a, b = float(noisy.mean()), float(known.mean())
+                mde = stats.minimal_detectable_effect(a, b, df)
+                d1, n1, k1, _ = _simulate(rng, args.reps, seeds, cases, seed_sd, item_sd, delta=mde)
+                power = float(np.mean(stats.t_test(d1, n1, k1, df) < 0.05))
+                old = pooled_rule_rejects(rng, args.reps, seeds, cases, seed_sd, item_sd)
+                print(f"| {seeds} | {cases} | {100 * seed_sd:.0f} pts | {100 * item_sd:.0f} pts | {a / (a + b):.2f} | "
+                      f"{np.mean(p < 0.05):.3f} | {np.mean(p < 0.01):.4f} | {100 * mde:.2f} | {power:.3f} | {old:.4f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

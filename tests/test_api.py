@@ -1,0 +1,274 @@
+"""mosaictool.api: each function on small data gives what its command gives (the same bytes, rows and
+error messages), `import mosaictool` stays cheap, and the examples of the docstrings and docs/api.md
+are the same and run."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mosaictool
+from mosaictool import api
+from mosaictool.cli import app
+from mosaictool.errors import MosaicError
+from train_fixtures import write_tiny_model
+
+REPO = Path(__file__).resolve().parent.parent
+CAPTIONS = REPO / "examples" / "captions.jsonl"
+FUNCTIONS = ["read", "write", "parse", "decompose", "negate", "template", "world", "shard", "train", "wise_ft", "evaluate",
+             "tree_score", "demo"]
+
+
+def cli(runner, *args) -> str:
+    """Run `mosaictool ARGS` in-process; its stdout (it must succeed)."""
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def cli_error(runner, *args) -> str:
+    """Run `mosaictool ARGS`, which must fail with exit 1; its one-line message without `Error: `."""
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 1, (result.exit_code, result.stderr[-2000:])
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: "), result.stderr
+    return line.removeprefix("Error: ")
+
+
+def api_error(fn, *args, **kwargs) -> str:
+    with pytest.raises(MosaicError) as e:
+        result = fn(*args, **kwargs)
+        if isinstance(result, api.Records):
+            list(result)
+    return str(e.value)
+
+
+@pytest.fixture
+def captions(tmp_path) -> Path:
+    """The first 5 captions of examples/captions.jsonl."""
+    path = tmp_path / "captions.jsonl"
+    path.write_text("".join(CAPTIONS.read_text().splitlines(keepends=True)[:5]))
+    return path
+
+
+def test_import_is_cheap_and_exports_the_api():
+    code = ("import sys, mosaictool\n"
+            "print('torch' in sys.modules, 'spacy' in sys.modules, 'mosaictool.api' in sys.modules)\n"
+            "names = [n for n in mosaictool.__all__ if callable(getattr(mosaictool, n))]\n"
+            "print('torch' in sys.modules, 'spacy' in sys.modules, mosaictool.parse is mosaictool.api.parse)\n"
+            "print(' '.join(names))")
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert lines[0].split() == ["False", "False", "False"]  # nothing loaded before it is used
+    assert lines[1].split() == ["False", "False", "True"]  # the API itself loads neither torch nor spaCy
+    exported = set(lines[2].split())
+    # world and demo are mosaictool.api.world / .demo: mosaictool.world and mosaictool.demo are packages
+    assert exported >= set(FUNCTIONS) - {"world", "demo"} and "MosaicError" in exported
+
+
+def test_graph_stages_give_the_cli_bytes(runner, captions, tmp_path):
+    """parse -> decompose -> negate -> template, each flag given a non-default value: the API's records
+    written with mosaictool.write are the command's output byte for byte, from a file or from dicts."""
+    steps = [
+        ("parse", ["--max-chars", "500"], dict(max_chars=500)),
+        ("decompose", ["--max", "2", "--seed", "1"], dict(max_subgraphs=2, seed=1)),
+        ("negate", ["--max", "4", "--probs", "0.2,0.4,0.4", "--text", "replace,shuffle", "--seed", "3"],
+         dict(max_negatives=4, probs=(0.2, 0.4, 0.4), text=["replace", "shuffle"], seed=3)),
+        ("template", ["--style", "varied", "--seed", "2"], dict(style="varied", seed=2)),
+    ]
+    source = captions
+    for name, flags, kwargs in steps:
+        by_cli, by_api = tmp_path / f"{name}-cli.jsonl", tmp_path / f"{name}-api.jsonl"
+        cli(runner, name, source, *flags, "-o", by_cli, "-q")
+        assert mosaictool.write(getattr(mosaictool, name)(source, **kwargs), by_api) == 5
+        assert by_api.read_bytes() == by_cli.read_bytes(), name
+        in_memory = list(getattr(mosaictool, name)(list(mosaictool.read(source)), **kwargs))
+        assert in_memory == list(mosaictool.read(by_cli)), name
+        source = by_cli
+    assert all(r["texts"]["negatives"] for r in mosaictool.read(source))
+
+
+def test_bad_records_fail_as_the_cli_does_or_are_counted(runner, captions, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = captions.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], '{"id": "x"}', *lines[1:3]]) + "\n")
+    message = api_error(mosaictool.parse, bad)
+    assert message == cli_error(runner, "parse", bad) and message.startswith(f"{bad}:2: missing 'caption'")
+    # records in memory are named by their number in the iterable
+    records = [*mosaictool.read(captions)][:2] + [{"id": "x"}, {"caption": "no id"}]
+    assert api_error(mosaictool.parse, records).startswith("record 3: missing 'caption'")
+    assert api_error(mosaictool.read, records).startswith("record 4: missing 'id'")
+    assert api_error(mosaictool.read, [{"id": 1, "when": {1, 2}}]).startswith("record 1: not JSON")
+    graphs = mosaictool.parse(records, skip_bad=True, assign_ids=True)
+    assert [r["id"] for r in graphs] == [records[0]["id"], records[1]["id"], 4]
+    assert graphs.skips.count == 1 and graphs.skips.examples[0].startswith("record 3:")
+    assert records[3] == {"caption": "no id"}, "the caller's dicts are never changed"
+
+
+def test_bad_values_fail_with_the_cli_message(runner, captions, tmp_path):
+    out = tmp_path / "out"
+    cases = [
+        (["parse", captions, "--workers", "0"], mosaictool.parse, (captions,), dict(workers=0)),
+        (["decompose", captions, "--max", "0"], mosaictool.decompose, (captions,), dict(max_subgraphs=0)),
+        (["negate", captions, "--probs", "1,x"], mosaictool.negate, (captions,), dict(probs="1,x")),
+        (["negate", captions, "--text", "bogus"], mosaictool.negate, (captions,), dict(text=["bogus"])),
+        (["template", captions, "--style", "fancy"], mosaictool.template, (captions,), dict(style="fancy")),
+        (["shard", captions, "--out", out, "--shard-size", "0"], mosaictool.shard, (captions,), dict(out=out, shard_size=0)),
+        (["world", "--out", out, "--workers", "0"], api.world, (out,), dict(workers=0)),
+        (["train", "--data", captions, "--out", out, "--crop-scale", "1"], mosaictool.train, (captions,),
+         dict(out=out, crop_scale="1")),
+        (["train", "--resume", out, "--max-pos", "2"], mosaictool.train, (), dict(resume=out, max_pos=2)),
+        (["wise-ft", "--zeroshot", "a.pt", "--finetuned", "b.pt", "--out", out, "--alpha", "a,b"], mosaictool.wise_ft,
+         ("a.pt",), dict(finetuned="b.pt", out=out, alpha="a,b")),
+        (["evaluate", "--bench", "world", "--limit", "0"], mosaictool.evaluate, ("world",), dict(limit=0)),
+        (["tree-score", captions, "--model", "m", "--positions", "odd"], mosaictool.tree_score, (captions,),
+         dict(model="m", positions="odd")),
+        (["demo", "--preset", "cpu"], api.demo, (), dict(preset="cpu")),
+    ]
+    for args, fn, positional, kwargs in cases:
+        assert api_error(fn, *positional, **kwargs) == cli_error(runner, *args), args
+    assert not out.exists()
+
+
+def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
+    import mosaictool.demo
+
+    configs = []
+    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or {"rows": []})
+    cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
+        "--cache-dir", tmp_path / "cache")
+    assert api.demo(quick=True, out=tmp_path / "d", seeds=2, experiments=["ablate"], device="cpu",
+                    cache_dir=str(tmp_path / "cache")) == {"rows": []}
+    assert configs[0] == configs[1] and configs[0].seeds == 2 and configs[0].experiments == ("ablate",)
+    assert "unknown demo setting(s) sedes" in api_error(api.demo, sedes=2)
+
+
+def test_world_and_shard_give_the_cli_files(runner, tmp_path):
+    cli(runner, "world", "--out", tmp_path / "w-cli", "--train", "12", "--eval-scale", "0.02", "--seed", "3", "-q")
+    manifest = api.world(tmp_path / "w-api", train=12, eval_scale=0.02, seed=3, quiet=True)
+    assert manifest["counts"]["train"]["records"] == 12
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    assert files(tmp_path / "w-api") == files(tmp_path / "w-cli")
+    captions = tmp_path / "w-cli" / "train" / "captions.jsonl"
+    cli(runner, "shard", captions, "--out", tmp_path / "s-cli", "--image-root", captions.parent, "--shard-size", "5", "-q")
+    shards = mosaictool.shard(captions, out=tmp_path / "s-api", image_root=captions.parent, shard_size=5, quiet=True)
+    assert shards.samples == 12 and shards.sizes == {"000000.tar": 5, "000001.tar": 5, "000002.tar": 2}
+    assert files(tmp_path / "s-api") == files(tmp_path / "s-cli")
+
+
+@pytest.mark.slow
+def test_train_wise_ft_evaluate_tree_score_give_the_cli_results(runner, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.chdir(tmp_path)  # the checkpoints' labels in the rows are the paths given
+    api.world("w", train=24, eval_scale=0.02, quiet=True)
+    config = write_tiny_model(tmp_path)
+    flags = dict(model_config=str(config), batch_size=8, steps=2, seed=1, device="cpu", quiet=True)
+    cli(runner, "train", "--data", "w/train/captions.jsonl", "--out", "runs/cli", *_flags(flags))
+    final = mosaictool.train("w/train/captions.jsonl", out="runs/api", **flags)
+    assert final == Path("runs/api/final.pt")
+
+    def weights(path) -> dict:
+        return torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+
+    same = weights("runs/cli/final.pt")
+    assert all(torch.equal(v, same[k]) for k, v in weights(final).items())
+    mosaictool.train("w/train/captions.jsonl", out="runs/base", **{**flags, "steps": 1})
+
+    printed = cli(runner, "wise-ft", "--zeroshot", "runs/base/final.pt", "--finetuned", final, "--alpha", "0.5",
+                  "--out", "wise-cli", "--device", "cpu")
+    paths = mosaictool.wise_ft("runs/base/final.pt", finetuned=final, alpha=[0.5], out="wise-api", device="cpu")
+    assert [p.name for p in paths] == [Path(printed.strip()).name]
+    assert all(torch.equal(v, weights(printed.strip())[k]) for k, v in weights(paths[0]).items())
+
+    cli(runner, "evaluate", "--bench", "world", "-c", final, "--data-root", "w", "--limit", "4", "--device", "cpu", "-q",
+        "-o", "eval-cli.jsonl")
+    rows = mosaictool.evaluate("world", checkpoints=[final], data_root="w", limit=4, device="cpu", quiet=True,
+                               output="eval-api.jsonl")
+    assert Path("eval-api.jsonl").read_bytes() == Path("eval-cli.jsonl").read_bytes()
+    assert rows and len(rows) == Path("eval-cli.jsonl").read_bytes().count(b"\n")  # the same rows (NaN is JSON's null)
+
+    cli(runner, "tree-score", CAPTIONS, "--checkpoint", final, "--limit", "5", "--device", "cpu", "-q", "-o", "trees-cli.jsonl")
+    scores = mosaictool.tree_score(CAPTIONS, checkpoints=[final], limit=5, device="cpu", quiet=True)
+    assert mosaictool.write(scores, "trees-api.jsonl") == 5
+    assert Path("trees-api.jsonl").read_bytes() == Path("trees-cli.jsonl").read_bytes()
+    assert scores.summary["models"][0]["model"] == str(final) and "captions scored" in scores.summary_text()
+
+
+def _flags(kwargs: dict) -> list[str]:
+    out = []
+    for name, value in kwargs.items():
+        flag = "--" + name.replace("_", "-")
+        out += [flag] if value is True else [flag, str(value)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The examples: one per function, in its docstring and in docs/api.md
+
+
+def _examples(fn) -> str:
+    """The doctest lines of a docstring (prompts and expected output), dedented."""
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    block = doc[doc.index(">>>"):] if ">>>" in doc else ""
+    return "\n".join(line for line in block.splitlines() if line.strip())
+
+
+def test_every_function_has_a_summary_and_one_example_also_in_the_docs():
+    docs = "\n".join(text for _, text in _doc_blocks())
+    for name in FUNCTIONS:
+        fn = getattr(api, name)
+        doc = inspect.cleandoc(fn.__doc__)
+        assert doc.split("\n\n")[0] and _examples(fn), name
+        params = list(inspect.signature(fn).parameters.values())
+        positional = [i for i, p in enumerate(params) if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert positional == [0, 1][:len(positional)] and len(positional) <= (2 if name == "write" else 1), \
+            f"{name}: keyword-only after the first argument"
+        assert _examples(fn) in docs, f"docs/api.md does not show {name}'s docstring example"
+
+
+def _doc_blocks() -> list[tuple[str, str]]:
+    """docs/api.md's ```pycon blocks, each with the name of the section it is in."""
+    blocks, section, block = [], "intro", None
+    for line in (REPO / "docs" / "api.md").read_text().splitlines():
+        if line.startswith("## "):
+            section = re.match(r"## (\w+)", line).group(1)
+        elif line == "```pycon":
+            block = []
+        elif line == "```" and block is not None:
+            blocks.append((section, "\n".join(block) + "\n"))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+@pytest.mark.slow
+def test_the_docs_examples_run(tmp_path, monkeypatch):
+    """docs/api.md's examples (the docstrings' and the introduction's) run in order in a folder
+    holding a copy of examples/ and give what they show; the demo's takes minutes: shown, not run."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    blocks = _doc_blocks()
+    assert [name for name, _ in blocks] == ["intro", *FUNCTIONS]
+    globs: dict = {}
+    runner = doctest.DocTestRunner()
+    for name, text in blocks:
+        if name == "wise_ft":  # its example starts from runs/base: a model to go back towards
+            mosaictool.train("shards", out="runs/base", batch_size=8, steps=1, seed=1, quiet=True)
+        test = doctest.DocTestParser().get_doctest(text, {}, name, "docs/api.md", 0)
+        test.globs = globs  # one session: `import mosaictool` in the introduction holds for every example
+        result = runner.run(test, clear_globs=False)
+        assert result.failed == 0, name
+        assert result.attempted > 0 or name == "demo", name
+        if name == "intro":
+            assert Path("texts.jsonl").read_bytes().count(b"\n") == 60
