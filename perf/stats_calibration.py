@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_stats_calibration import CHUNK, _simulate  # noqa: E402  the test's own outcome model
+from test_stats_calibration import CHUNK, _simulate, shift_for  # noqa: E402  the test's own outcome model
 
 from mosaictool.analysis import stats  # noqa: E402
 
@@ -58,7 +58,8 @@ def main() -> None:
                 p = stats.t_test(diff, noisy, known, df)
                 a, b = float(noisy.mean()), float(known.mean())
                 mde = stats.minimal_detectable_effect(a, b, df)
-                d1, n1, k1, _ = _simulate(rng, args.reps, seeds, cases, seed_sd, item_sd, delta=mde)
+                d1, n1, k1, _ = _simulate(rng, args.reps, seeds, cases, seed_sd, item_sd,
+                                          delta=shift_for(rng, mde, seeds, cases, seed_sd, item_sd))
                 power = float(np.mean(stats.t_test(d1, n1, k1, df) < 0.05))
                 old = pooled_rule_rejects(rng, args.reps, seeds, cases, seed_sd, item_sd)
                 print(f"| {seeds} | {cases} | {100 * seed_sd:.0f} pts | {100 * item_sd:.0f} pts | {a / (a + b):.2f} | "
