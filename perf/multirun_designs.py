@@ -45,7 +45,8 @@ def _block(P, pre, x, heads, causal):
                        P[pre + "attn.in_proj_bias"]).view(n, length, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
     a = F.scaled_dot_product_attention(q, k, v, is_causal=causal).permute(0, 2, 1, 3).reshape(n, length, d)
     x = x + F.linear(a, P[pre + "attn.out_proj.weight"], P[pre + "attn.out_proj.bias"])
-    h = F.gelu(F.linear(_ln(x, P[pre + "ln_2.weight"], P[pre + "ln_2.bias"]), P[pre + "mlp.c_fc.weight"], P[pre + "mlp.c_fc.bias"]))
+    h = _ln(x, P[pre + "ln_2.weight"], P[pre + "ln_2.bias"])
+    h = F.gelu(F.linear(h, P[pre + "mlp.c_fc.weight"], P[pre + "mlp.c_fc.bias"]))
     return x + F.linear(h, P[pre + "mlp.c_proj.weight"], P[pre + "mlp.c_proj.bias"])
 
 
