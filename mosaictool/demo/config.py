@@ -52,13 +52,11 @@ COLUMNS: list[tuple[str, str, str]] = [
 ]
 
 
-# One learning rate for every row, calibrated on val by the positive control (world seed 0, 3 seeds,
-# 400 steps, NegCLIP with its hard images; NegCLIP - CLIP on val, order / relation): 3e-4 +1.9 (p =
-# 0.18) / +6.4 (p = 0.001); 5e-4 +3.9 (p = 3e-6) / +8.4 (p = 1e-29); 1e-3 +4.4 (p = 6e-6) / +4.4
-# (p = 0.078): the lr at which the instrument sees the field's known effect, the same for the
-# method under study and its peers. `--select-on-val` gives each row its own lr instead, by ARO's
-# criterion (val retrieval, Yuksekgonul et al. 2023, App. C.3); on val it chose CLIP 1e-3 and NegCLIP 5e-4, where
-# NegCLIP's order gain is +2.1 (p = 0.036).
+# One learning rate for every row, calibrated on val (world seed 0, 400 steps) by the positive
+# control: of 3e-4, 5e-4 and 1e-3 the lr at which the instrument sees the field's known effect
+# (NegCLIP over CLIP on order and relation) most clearly, the same for the method under study and
+# its peers (docs/demo.md). `--select-on-val` gives each row its own lr instead, by ARO's criterion
+# (val retrieval, Yuksekgonul et al. 2023, App. C.3).
 FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
 
@@ -68,7 +66,7 @@ class DemoConfig:
     out: str = "demo-out"
     cache_dir: str = field(default_factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")))
     quick: bool = False
-    seeds: AtLeastOne = 5  # 3 left the control at p = 0.06 on order on an unseen world (t with 2 df); 5: 4 df
+    seeds: AtLeastOne = 10  # the paired t test's 9 df: an MDE near 3 points on the case columns (docs/statistics.md)
     # world
     world_train: AtLeastOne = 8000
     twins: bool = True  # counterfactual twins of every scene: arrangement, binding (colours traded), shape
@@ -83,16 +81,15 @@ class DemoConfig:
     # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
     # tell apart. On the varied captions both towers stayed at chance on relations for 3,000 steps
     # (perf/world_probe.py), and a second stage on them took val relation from 62% to 46-52%.
-    # 16-pixel patches: 17 image tokens, not mosaic-micro's 65; a CLIP fine-tuning step 98 -> 66 ms on
-    # one thread (perf/step_profile.py), the base's pretraining 5.7 -> 3.0 min; recalibrated on val
-    # (world seed 0, 5 seeds): NegCLIP - CLIP order +5.5 (p = 3e-13), relation +11.2 (p = 2e-8)
+    # 16-pixel patches: 17 image tokens, not mosaic-micro's 65 (a CLIP fine-tuning step two thirds of
+    # mosaic-micro's on one thread: perf/step_profile.py)
     model: str = "mosaic-micro-p16"
     pretrain_steps: AtLeastOne = 1500
     pretrain_lr: PositiveNumber = 1e-3
     pretrain_batch: AtLeastOne = 64
     # fine-tuning: every method gets the same steps and the same scenes per step
-    # 400 steps: at 100 no row moved from the base (NegCLIP - CLIP on val order: +2.4, p = 0.26); at 400
-    # NegCLIP's order gain over CLIP is the field's (+10.3 points on val, p < 1e-9)
+    # 400 steps: at 100 no row moved from the base (NegCLIP - CLIP on val order not detectable); at 400
+    # NegCLIP's order gain over CLIP is the field's, clear on val
     finetune_steps: AtLeastOne = 400
     # one lr for every row (FINETUNE_LR), or, with row_lrs from --select-on-val, each row its own
     finetune_lr: PositiveNumber | None = FINETUNE_LR
