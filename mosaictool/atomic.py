@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mosaictool.errors import MosaicError
 
+
 def umask() -> int:
     """The process's umask, read without changing it where Linux shows it (/proc/self/status: setting
     and restoring it, the only portable way, races with other threads creating files)."""

@@ -9,8 +9,8 @@ only when the whole stage succeeded, so a failed run leaves no partial output.
 
 from __future__ import annotations
 
-import json
 import gzip
+import json
 import os
 import sys
 import tempfile

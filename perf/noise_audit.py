@@ -19,15 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.demo.config import TEXT_METHODS
+from mosaictool.io import read_records
 from mosaictool.stages.decompose import decompose
 from mosaictool.stages.negate import negate
 from mosaictool.stages.parse import parse
 from mosaictool.stages.template import template
 from mosaictool.stages.vocab_tools import build_from_graphs
 from mosaictool.vocab import load, save
-
-from mosaictool.demo.config import TEXT_METHODS
-from mosaictool.io import read_records
 from mosaictool.world.audit import audit, noise_markdown
 from mosaictool.world.vocab import base_vocab
 

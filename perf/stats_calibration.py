@@ -19,9 +19,8 @@ import numpy as np
 from scipy import stats as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_stats_calibration import CHUNK, _simulate, shift_for  # noqa: E402  the test's own outcome model
-
 from mosaictool.analysis import stats  # noqa: E402
+from test_stats_calibration import CHUNK, _simulate, shift_for  # noqa: E402  the test's own outcome model
 
 
 def pooled_rule_rejects(rng, reps, seeds, cases, seed_sd, item_sd, alpha=0.01) -> float:

@@ -13,7 +13,6 @@ asserted.
 
 from __future__ import annotations
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 import argparse
 import os
 import random
@@ -22,6 +21,7 @@ import time
 
 import torch
 
+import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 from mosaictool.model import openclip
 from mosaictool.training.batch import ContrastiveForward, length_buckets
 

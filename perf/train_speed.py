@@ -29,7 +29,6 @@ processes hits both sides alike. Prints a table; nothing is asserted.
 
 from __future__ import annotations
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 import argparse
 import json
 import os
@@ -42,12 +41,13 @@ from types import SimpleNamespace
 
 import torch
 
+import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
-
 from mosaictool.model import openclip  # noqa: E402
 from mosaictool.training import TrainConfig, train  # noqa: E402
+from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
 
 
 def median_step(times: list[float]) -> float:
@@ -151,9 +151,8 @@ def model_and_loss_only(batch_size: int, texts: int, steps: int) -> dict[str, fl
     longest text) vs open_clip's forward + ClipLoss. Returns median seconds per step."""
     import open_clip
 
-    from mosaictool.training.batch import Batch, ContrastiveForward, batch_features
-    from mosaictool.training.batch import normalize_images
     from mosaictool.model.losses import ContrastiveLoss
+    from mosaictool.training.batch import Batch, ContrastiveForward, batch_features, normalize_images
 
     bundle = openclip.create("mosaic-tiny", seed=0)
     model = bundle.model

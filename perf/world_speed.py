@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 DIRECTION_NOUNS = ("left", "right")
 
 

@@ -26,7 +26,14 @@ import os
 from collections.abc import Iterable, Iterator
 
 from mosaictool.stages.subgraph import (
-    MAX_KEYS, canonical_key, caption_key, graph_nodes, node_key, record_rng, subgraph_keys, usable_relations,
+    MAX_KEYS,
+    canonical_key,
+    caption_key,
+    graph_nodes,
+    node_key,
+    record_rng,
+    subgraph_keys,
+    usable_relations,
 )
 
 DEFAULT_MAX = 3  # the paper's M

@@ -51,7 +51,12 @@ from itertools import accumulate, islice
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.stages.subgraph import (
-    canonical_key, graph_identity, node_key, normalize_text, record_rng, subgraph_keys,
+    canonical_key,
+    graph_identity,
+    node_key,
+    normalize_text,
+    record_rng,
+    subgraph_keys,
 )
 from mosaictool.vocab import UNKNOWN
 

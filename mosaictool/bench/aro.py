@@ -21,11 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mosaictool.bench import metrics
-from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
-from mosaictool.bench import _formats
+from mosaictool.bench import _formats, metrics
 from mosaictool.bench._files import read_json
 from mosaictool.bench._formats import check_entry, check_list
+from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
 from mosaictool.errors import MosaicError
 
 VG_RELATION, VG_ATTRIBUTION, COCO_ORDER, FLICKR_ORDER = "VG-Relation", "VG-Attribution", "COCO-Order", "Flickr30k-Order"

@@ -20,7 +20,6 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-
 from mosaictool.bench import metrics
 from mosaictool.bench._formats import crepe_region
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box

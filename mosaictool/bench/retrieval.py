@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from mosaictool.bench import metrics
-from mosaictool.bench.aro import ORDER_SEED, pre_caption
-from mosaictool.bench.base import ImageRef, Item, row
 from mosaictool.bench._files import read_json
 from mosaictool.bench._formats import KARPATHY, check_entry, check_list
+from mosaictool.bench.aro import ORDER_SEED, pre_caption
+from mosaictool.bench.base import ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
 DATASETS = {"coco": ("aro/coco_karpathy_test.json", "coco"), "flickr30k": ("aro/flickr30k_test.json", "flickr30k")}

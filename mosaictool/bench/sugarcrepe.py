@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.bench._files import read_json
 from mosaictool.bench._formats import SUGARCREPE, check_entry
+from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
 SUBTASKS = ["add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"]

@@ -7,7 +7,21 @@ import gc
 import typer
 
 from mosaictool import __version__
-from mosaictool.cli import decompose, demo, evaluate, negate, parse, probe, shard, template, train, tree_score, vocab, wise_ft, world
+from mosaictool.cli import (
+    decompose,
+    demo,
+    evaluate,
+    negate,
+    parse,
+    probe,
+    shard,
+    template,
+    train,
+    tree_score,
+    vocab,
+    wise_ft,
+    world,
+)
 
 app = typer.Typer(
     name="mosaictool",

@@ -107,7 +107,6 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     from mosaictool.stages.vocab_tools import build_from_graphs
     from mosaictool.vocab import load as load_vocab
     from mosaictool.vocab import save as save_vocab
-
     from mosaictool.world.generate import load_manifest
     from mosaictool.world.vocab import base_vocab
 

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from mosaictool.atomic import atomic_output
 from mosaictool.analysis.stats import format_p, holm
+from mosaictool.atomic import atomic_output
 from mosaictool.demo.config import COLUMNS, FINETUNE_LR, METHODS, PATCH_ALPHA, DemoConfig
 from mosaictool.demo.evaluation import column_value, comp_score
 from mosaictool.demo.finetune import patch_label

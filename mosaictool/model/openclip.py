@@ -178,9 +178,9 @@ def create(
 
 
 def is_mosaictool_checkpoint(path: str | os.PathLike) -> bool:
-    import torch
-
     import pickle
+
+    import torch
 
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)

@@ -40,8 +40,8 @@ import torch
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
-from mosaictool.training.batch import Batch, normalize_images
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
+from mosaictool.training.batch import Batch, normalize_images
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
 

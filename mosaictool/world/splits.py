@@ -12,6 +12,7 @@ from pathlib import Path
 from mosaictool.world.captions import (
     ATTRIBUTE_ORDER,
     canonical_np,
+    change_shape,
     holds,
     noun_phrase,
     parts_text,
@@ -19,7 +20,6 @@ from mosaictool.world.captions import (
     plan_caption,
     render_caption,
     render_parts,
-    change_shape,
     swap_colours,
     twin_pair,
 )
@@ -33,9 +33,9 @@ from mosaictool.world.scene import (
     binding_twin,
     cell_bounds,
     make_scene,
-    shape_twin,
     sample_objects,
     sample_scene,
+    shape_twin,
     shows_held_out,
     twin,
 )
