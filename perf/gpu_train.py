@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     env = single_gpu_env(device)
     print(f"# {torch.cuda.get_device_name(device)}, {args.model}, batch {args.batch_size}, {args.precision}, "
           f"{args.workers} loader workers, {args.steps} steps (median after {args.skip}), {args.image_size}px PNGs")
-    base = {"model": args.model, "model_config": args.model_config and os.path.abspath(args.model_config), "device": "cuda:0", "batch_size": args.batch_size, "precision": args.precision, "workers": args.workers,
+    base = {"model": args.model, "model_config": args.model_config and os.path.abspath(args.model_config), "device": "cuda:0",
+            "batch_size": args.batch_size, "precision": args.precision, "workers": args.workers,
             "steps": args.steps, "skip": args.skip}
     runs = []
     for compiled in ([False, True] if args.compile else [False]):

@@ -123,7 +123,8 @@ class Probe:
         if twins is not None:  # train scenes vs their arrangement twins: has the symmetry broken at all?
             images, captions, twin_captions = twins
             im = self.image_emb(model, images)
-            out["train_twin"] = float(((im * self.text_emb(model, captions)).sum(-1) > (im * self.text_emb(model, twin_captions)).sum(-1)).float().mean())
+            out["train_twin"] = float(((im * self.text_emb(model, captions)).sum(-1)
+                                       > (im * self.text_emb(model, twin_captions)).sum(-1)).float().mean())
         out["relation"], out["rel_text_cos"] = self.two_way(model, self.rel, self.rel_images, lambda x: x["relation_name"])
         out["attribute"], _ = self.two_way(model, self.att, self.att_images, lambda x: "_".join(x["attributes"]))
         for which, (imgs, texts) in self.syst.items():
@@ -160,7 +161,8 @@ def main() -> None:
     ap.add_argument("--twin-fraction", type=float, default=1.0, help="share of batch slots filled by scene+twin pairs")
     ap.add_argument("--min-objects", type=int, default=1, help="drop train scenes with fewer objects (curriculum lever)")
     ap.add_argument("--max-objects", type=int, default=4, help="drop train scenes with more objects (curriculum lever)")
-    ap.add_argument("--plain-captions", action="store_true", help="train on the records' plain captions (one fixed form: the curriculum's first stage)")
+    ap.add_argument("--plain-captions", action="store_true",
+                    help="train on the records' plain captions (one fixed form: the curriculum's first stage)")
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--eval-limit", type=int, default=None, help="first N items of each val file (they cycle through groups/classes)")
     ap.add_argument("--seed", type=int, default=0)

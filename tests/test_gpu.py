@@ -202,7 +202,8 @@ def test_kill_9_and_resume_on_the_gpu(world, tmp_path):
 
 @pytest.mark.slow
 def test_torchrun_one_rank_default_device(world, tmp_path):
-    """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (torch.device('cuda') without an index used to crash set_device)."""
+    """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (torch.device('cuda') without an index
+    used to crash set_device)."""
     data, model_cfg = world
     proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool",
                            "train", "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip",

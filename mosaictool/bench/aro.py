@@ -103,7 +103,8 @@ def load_order(root: Path, subtask: str, limit: int | None = None) -> list[Item]
             break
     perturbed = OrderPerturber(seed=ORDER_SEED).perturb_all([c for _, c in cases])
     return [
-        Item(images=[ImageRef(image)], texts=[pre_caption(caption)] + [pre_caption(p) for p in perts], meta={"subtask": subtask, "correct": 0})
+        Item(images=[ImageRef(image)], texts=[pre_caption(caption)] + [pre_caption(p) for p in perts],
+             meta={"subtask": subtask, "correct": 0})
         for (image, caption), perts in zip(cases, perturbed)
     ]
 
@@ -174,7 +175,8 @@ def headline(rows: list[dict], prefix: str = "") -> dict | None:
     acc = {r["subtask"]: r for r in rows if r["metric"] == "accuracy" and r["subtask"] in {prefix + s for s in SUBTASKS}}
     if not acc:
         return None
-    return row(prefix + HEADLINE if prefix else HEADLINE, "accuracy", metrics.macro_mean(r["value"] for r in acc.values()), sum(r["n"] for r in acc.values()))
+    return row(prefix + HEADLINE if prefix else HEADLINE, "accuracy", metrics.macro_mean(r["value"] for r in acc.values()),
+               sum(r["n"] for r in acc.values()))
 
 
 class Aro:
@@ -194,7 +196,8 @@ class Aro:
             subtasks = SUBTASKS
         for s in subtasks:
             if not (root / ANNOTATIONS[s]).is_file():
-                raise MosaicError(f"aro: {root / ANNOTATIONS[s]} not found (expected layout: see `mosaictool evaluate --list`; check --data-root)")
+                raise MosaicError(f"aro: {root / ANNOTATIONS[s]} not found "
+                                  "(expected layout: see `mosaictool evaluate --list`; check --data-root)")
         return load_subtasks(root, subtasks, limit)
 
     def item_hits(self, items: list[Item], sims: list[np.ndarray]) -> dict[str, np.ndarray]:

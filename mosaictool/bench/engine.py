@@ -415,7 +415,8 @@ def score_prepared(prep: Prepared, encoder: Encoder, item_hits: bool = False) ->
         rows = [*rows, *({"subtask": sub, "metric": "hits", "value": float(h.mean()), "n": int(h.size), "detail": True,
                           "hits": "".join("1" if x else "0" for x in h)} for sub, h in prep.bench.item_hits(prep.items, sims).items())]
     if prep.missing.items_skipped:
-        rows = [*rows, {"subtask": "*", "metric": "skipped_missing_images", "value": float(prep.missing.items_skipped), "n": prep.missing.items_total}]
+        rows = [*rows, {"subtask": "*", "metric": "skipped_missing_images", "value": float(prep.missing.items_skipped),
+                        "n": prep.missing.items_total}]
     return rows
 
 

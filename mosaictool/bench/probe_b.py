@@ -121,7 +121,8 @@ def load_records(folder: Path, name: str, limit: int | None = None, subtasks=Non
         if unknown:
             raise MosaicError(f"{name}: {path}: record {rec['id']}: class(es) {', '.join(unknown)} not in classes.txt")
         if rec["split"] == "MR" and not rec["labels"]:
-            raise MosaicError(f"{name}: {path}: record {rec['id']}: split MR needs the classes present (labels); an image with none has no AP")
+            raise MosaicError(f"{name}: {path}: record {rec['id']}: split MR needs the classes present (labels); "
+                              "an image with none has no AP")
         if rec["split"] == "R" and not rec["target"]:
             raise MosaicError(f"{name}: {path}: record {rec['id']}: split R needs a target class")
         if (subtasks and sub not in subtasks) or (limit is not None and per[sub] >= limit):
@@ -258,7 +259,8 @@ def score_rows(items: list[Item], sims, logit_scale: float = metrics.CLIP_LOGIT_
         for k in range(len(parts[0])):
             # a NaN (an underflowed confidence of 0 in a robustness ratio) is left out of the split's mean
             values = [p[k]["value"] for p in parts if not np.isnan(p[k]["value"])]
-            rows.append(row(split, parts[0][k]["metric"], float(np.mean(values)) if values else float("nan"), sum(p[k]["n"] for p in parts)))
+            rows.append(row(split, parts[0][k]["metric"], float(np.mean(values)) if values else float("nan"),
+                            sum(p[k]["n"] for p in parts)))
     head = [r for r in rows if r["subtask"] == "MR" and r["metric"] == "mAP_x1"]
     if head:
         rows.append(row(HEADLINE, "mAP_x1", head[0]["value"], head[0]["n"]))

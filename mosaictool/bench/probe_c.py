@@ -84,7 +84,8 @@ def load_official(folder: Path, name: str, limit: int | None = None, splits=None
             need(ann, OFFICIAL_FIELDS, name, f"{path}: item {k}")
             images = [ImageRef(str(folder / "val2014" / coco_name(ann[f"img{i}_id"]))) for i in (1, 2)]
             category = categories().get(str(ann.get("img1_composition", "")).lower(), "other")
-            items.append(Item(images, [ann["img1_prompt"], ann["img2_prompt"]], {"subtask": split, "category": category, "id": f"{split}:{k}"}))
+            items.append(Item(images, [ann["img1_prompt"], ann["img2_prompt"]],
+                              {"subtask": split, "category": category, "id": f"{split}:{k}"}))
     return items
 
 

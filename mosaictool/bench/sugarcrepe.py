@@ -39,7 +39,8 @@ def annotation_path(root: Path, subset: str) -> Path:
 def load_subset(root: Path, subset: str, limit: int | None = None) -> list[Item]:
     path = annotation_path(root, subset)
     if not path.is_file():
-        raise MosaicError(f"sugarcrepe: {path} not found; get it from github.com/RAIVNLab/sugar-crepe (data/{subset}.json) or check --data-root")
+        raise MosaicError(f"sugarcrepe: {path} not found; get it from github.com/RAIVNLab/sugar-crepe (data/{subset}.json) "
+                          "or check --data-root")
     data = read_json(path, "sugarcrepe")
     if not isinstance(data, dict):
         raise MosaicError(f"{path}: expected an object keyed by case index (SugarCrepe's format)")

@@ -113,7 +113,8 @@ class WorldSplit:
 
     def __init__(self, name: str, split: str):
         self.name, self.split = name, split
-        self.layout = f"  (--data-root W = the folder `mosaictool world --out W` wrote; scores W/{split}/)\n" + LAYOUT_TEMPLATE.format(split=split)
+        self.layout = (f"  (--data-root W = the folder `mosaictool world --out W` wrote; scores W/{split}/)\n"
+                       + LAYOUT_TEMPLATE.format(split=split))
 
     def load(self, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
         split_dir = Path(root) / self.split

@@ -63,7 +63,8 @@ def load_task(root: Path, task: str, limit: int | None = None, *, subtask: str |
         raise MosaicError(f"zeroshot: no images under {test}")
     texts = [t.replace("{c}", c) for c in classes for t in templates]
     ensembles = [list(range(i * len(templates), (i + 1) * len(templates))) for i in range(len(classes))]
-    return [Item(images=images, texts=texts, meta={"subtask": subtask or task, "labels": labels, "ensembles": ensembles, "classes": classes})]
+    return [Item(images=images, texts=texts,
+                 meta={"subtask": subtask or task, "labels": labels, "ensembles": ensembles, "classes": classes})]
 
 
 def score_item(item: Item, sims: np.ndarray, name: str) -> list[dict]:

@@ -23,7 +23,8 @@ def decompose_cli(
     text_key: Annotated[str, typer.Option(help="Field holding the caption.")] = "caption",
     vocab: Annotated[
         Optional[str],
-        typer.Option("--vocab", help="Vocabulary folder whose synonym groups name the keys (default: shipped); use negate's and template's."),
+        typer.Option("--vocab",
+                     help="Vocabulary folder whose synonym groups name the keys (default: shipped); use negate's and template's."),
     ] = None,
     max_keys: Annotated[int, typer.Option(help="Most sub-graph keys per record (those dropping the fewest words are kept).")] = 256,
     skip_bad: SkipBadOpt = False,

@@ -13,10 +13,15 @@ from mosaictool.cli.common import handles_errors
 @handles_errors
 def demo_cli(
     out: Annotated[str, typer.Option("--out", "-o", help="Folder for every artifact (reused when run again).")] = "demo-out",
-    quick: Annotated[bool, typer.Option("--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
-    seeds: Annotated[Optional[int], typer.Option(help="Fine-tuning seeds per method (default 10: the paired t test has seeds − 1 df, and 10 bring the MDE near 3 points; 1 with --quick).")] = None,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
+    seeds: Annotated[Optional[int], typer.Option(
+        help="Fine-tuning seeds per method (default 10: the paired t test has seeds − 1 df, and 10 bring the MDE near 3 points; "
+             "1 with --quick).")] = None,
     finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
-    finetune_lr: Annotated[Optional[float], typer.Option(help="One fine-tuning learning rate for every row (default 5e-4, calibrated on val by the positive control; --select-on-val gives each row its own).")] = None,
+    finetune_lr: Annotated[Optional[float], typer.Option(
+        help="One fine-tuning learning rate for every row (default 5e-4, calibrated on val by the positive control; "
+             "--select-on-val gives each row its own).")] = None,
     hard_images: Annotated[
         Optional[str], typer.Option("--hard-images", metavar="method|all|none",
                                     help="Hard images in the batch (each image's twin, the world's nearest alternative): 'method' "
@@ -26,7 +31,8 @@ def demo_cli(
     ] = None,
     select_on_val: Annotated[
         bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), "
-                                                   "evaluate on the world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3).")
+                                                   "evaluate on the world's val split, and give each row the lr of its own best val "
+                                                   "retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3).")
     ] = False,
     experiment: Annotated[
         Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",
@@ -39,19 +45,30 @@ def demo_cli(
                                                "web-like noisy captions), on --split; claims (the paper's claims with a verdict "
                                                "each, claims.md). Each adds a section to report.md.")
     ] = None,
-    max_pos: Annotated[Optional[int], typer.Option(help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
+    max_pos: Annotated[Optional[int], typer.Option(
+        help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
-    world_seed: Annotated[Optional[int], typer.Option(help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
-    cache_dir: Annotated[Optional[str], typer.Option(help="Where the world, texts, shards and pretrained base are cached for the next demo (default ~/.cache/mosaictool, or $MOSAICTOOL_CACHE; ~0.7 GB a world).")] = None,
-    workers: Annotated[Optional[int], typer.Option(help="Worker processes for world generation, parse and negate (default: every core).")] = None,
+    world_seed: Annotated[Optional[int], typer.Option(
+        help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
+    cache_dir: Annotated[Optional[str], typer.Option(
+        help="Where the world, texts, shards and pretrained base are cached for the next demo (default ~/.cache/mosaictool, "
+             "or $MOSAICTOOL_CACHE; ~0.7 GB a world).")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        help="Worker processes for world generation, parse and negate (default: every core).")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro-p16).")] = None,
-    split: Annotated[str, typer.Option(help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
-    preset: Annotated[Optional[str], typer.Option(help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, 10 seeds; "
-                                                       "the GPU by default, loader workers and pinned memory).")] = None,
+    split: Annotated[str, typer.Option(
+        help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
+    preset: Annotated[Optional[str], typer.Option(
+        help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, "
+             "10 seeds; the GPU by default, loader workers and pinned memory).")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
-    loader_workers: Annotated[Optional[int], typer.Option(help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
-    parallel_runs: Annotated[Optional[int], typer.Option(help="Processes that fine-tune on a CPU, one torch thread each, each taking its share of the runs' steps together (default: one per core, at most 8; 1: every run in this process with torch's threads). A GPU trains every run in this process.")] = None,
+    loader_workers: Annotated[Optional[int], typer.Option(
+        help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
+    parallel_runs: Annotated[Optional[int], typer.Option(
+        help="Processes that fine-tune on a CPU, one torch thread each, each taking its share of the runs' steps together "
+             "(default: one per core, at most 8; 1: every run in this process with torch's threads). "
+             "A GPU trains every run in this process.")] = None,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 

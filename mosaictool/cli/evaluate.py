@@ -28,23 +28,29 @@ def evaluate_cli(
     bench: Annotated[
         Optional[str], typer.Option("--bench", "-b", help="Benchmarks, comma-separated; NAME:SUB1+SUB2 picks subtasks (see --list).")
     ] = None,
-    checkpoint: Annotated[Optional[list[str]], typer.Option("--checkpoint", "-c", help="A mosaictool checkpoint; repeat to compare models.")] = None,
+    checkpoint: Annotated[Optional[list[str]], typer.Option(
+        "--checkpoint", "-c", help="A mosaictool checkpoint; repeat to compare models.")] = None,
     model: Annotated[Optional[str], typer.Option(help="open_clip model name (with --pretrained), e.g. ViT-B-32-quickgelu.")] = None,
     pretrained: Annotated[Optional[str], typer.Option(help="open_clip pretrained tag or weights file for --model.")] = None,
-    model_config: Annotated[Optional[str], typer.Option("--model-config", help="A JSON model config (open_clip schema) instead of --model.")] = None,
+    model_config: Annotated[Optional[str], typer.Option(
+        "--model-config", help="A JSON model config (open_clip schema) instead of --model.")] = None,
     data_root: Annotated[str, typer.Option("--data-root", "-d", help="Folder holding the benchmarks in their layouts (see --list).")] = ".",
     output: OutputOpt = "-",
     report: Annotated[Optional[str], typer.Option(help="Write the Markdown table here instead of stderr.")] = None,
     plot: Annotated[Optional[str], typer.Option(help="Write a PNG bar chart comparing the models.")] = None,
     detail: Annotated[bool, typer.Option("--detail", help="Also show per-group breakdown rows in the Markdown table.")] = False,
     limit: Annotated[Optional[int], typer.Option(help="Score only the first N cases of each subtask (quick runs).")] = None,
-    perturb: Annotated[bool, typer.Option("--perturb", help="Retrieval also with ARO's four order perturbations of every caption.")] = False,
+    perturb: Annotated[bool, typer.Option(
+        "--perturb", help="Retrieval also with ARO's four order perturbations of every caption.")] = False,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", help="Skip (and report) cases whose image files are missing.")] = False,
-    device: Annotated[Optional[str], typer.Option(help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; else cpu).")] = None,
+    device: Annotated[Optional[str], typer.Option(
+        help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; "
+             "else cpu).")] = None,
     batch_size: Annotated[int, typer.Option(help="Images per forward pass.")] = 64,
     workers: Annotated[int, typer.Option(help="Image decoding processes (DataLoader workers).")] = 0,
     cache_dir: Annotated[Optional[str], typer.Option(help="Cache embeddings here, keyed by model weights and image file.")] = None,
-    list_benchmarks: Annotated[bool, typer.Option("--list", help="List benchmarks, subtasks and expected file layouts, then exit.")] = False,
+    list_benchmarks: Annotated[bool, typer.Option(
+        "--list", help="List benchmarks, subtasks and expected file layouts, then exit.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Score models on compositionality benchmarks, each with its official metric and tie rule.

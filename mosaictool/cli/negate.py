@@ -24,7 +24,8 @@ def negate_cli(
         str, typer.Option(help="Caption-level negatives too, comma-separated: negclip,replace,shuffle,order.")
     ] = "",
     uniform: Annotated[
-        bool, typer.Option("--uniform", help="Sample replacements from the whole vocabulary (the paper) instead of the same group/category/type.")
+        bool, typer.Option("--uniform",
+                           help="Sample replacements from the whole vocabulary (the paper) instead of the same group/category/type.")
     ] = False,
     vocab: Annotated[Optional[str], typer.Option(help="Vocabulary folder (default: the shipped one).")] = None,
     seed: Annotated[int, typer.Option(help="Seed; every caption's draws depend only on (seed, id).")] = 0,

@@ -16,7 +16,9 @@ from mosaictool.errors import MosaicError
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Data root to write into (the --data-root of `evaluate`).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of every random draw; same inputs + seed + flags = same output.")]
-ImagesOpt = Annotated[Path, typer.Option("--images", help="Folder holding the images the annotations name (checked; missing ones are counted).")]
+ImagesOpt = Annotated[
+    Path, typer.Option("--images", help="Folder holding the images the annotations name (checked; missing ones are counted).")
+]
 
 
 def _output_check(name: str, out: Path, files: list[tuple[str, Path | None]], folders: list[tuple[str, Path | None]]) -> None:
@@ -47,7 +49,8 @@ def build_r(
     images: ImagesOpt,
     out: OutOpt,
     vg_objects: Annotated[Optional[Path], typer.Option(help="VG objects.json: more objects per image for the subject-only images.")] = None,
-    vg_image_data: Annotated[Optional[Path], typer.Option(help="VG image_data.json: file names from its urls (else <images>/[VG_100K[_2]/]<id>.jpg).")] = None,
+    vg_image_data: Annotated[Optional[Path], typer.Option(
+        help="VG image_data.json: file names from its urls (else <images>/[VG_100K[_2]/]<id>.jpg).")] = None,
     relation_aliases: Annotated[Optional[Path], typer.Option(help="VG relationship_alias.txt: more predicate aliases to merge.")] = None,
     max_groups: Annotated[int, typer.Option(help="Groups (anchor images) to build; the paper's 100,000.")] = 100_000,
     subject_images: Annotated[int, typer.Option(help="Subject-only images per group (at most).")] = 10,
@@ -79,7 +82,8 @@ def build_c(
     coco_captions: Annotated[Path, typer.Option(help="COCO captions_*.json.")],
     images: ImagesOpt,
     out: OutOpt,
-    antonyms: Annotated[Optional[Path], typer.Option(help="Antonym map TSV (attribute, antonym, category); default: the shipped one.")] = None,
+    antonyms: Annotated[Optional[Path], typer.Option(
+        help="Antonym map TSV (attribute, antonym, category); default: the shipped one.")] = None,
     pairs_per_composition: Annotated[int, typer.Option(help="Image pairs per (attribute, antonym, noun) and per (attribute, noun).")] = 5,
     model: Annotated[Optional[str], typer.Option(help="spaCy model for `parse` (default as in `mosaictool parse`).")] = None,
     workers: Annotated[int, typer.Option(help="Parse worker processes (output never depends on it).")] = 1,
@@ -123,7 +127,8 @@ def build_b(
 
     Example:
 
-      mosaictool probe build b --coco-instances coco/annotations/instances_val2017.json --images coco/val2017 --out data --fillers black,gray,noise,scene --scenes scenes/
+      mosaictool probe build b --coco-instances coco/annotations/instances_val2017.json --images coco/val2017 --out data \
+--fillers black,gray,noise,scene --scenes scenes/
     """
     from mosaictool.stages.probe_build import Counts, build_probe_b
 
@@ -149,8 +154,8 @@ def build_b(
 def register(app: typer.Typer) -> None:
     example = ("\n\nExample:\n\n  mosaictool probe build r --vg-relationships vg/relationships.json "
                "--vg-image-data vg/image_data.json --images vg --out data")
-    probe = typer.Typer(help="The Probe paper's benchmarks (Schiappa et al. 2023): build Probe-R / Probe-C / Probe-B from VG and COCO files."
-                        + example, no_args_is_help=True)
+    probe = typer.Typer(help="The Probe paper's benchmarks (Schiappa et al. 2023): "
+                             "build Probe-R / Probe-C / Probe-B from VG and COCO files." + example, no_args_is_help=True)
     build = typer.Typer(help="Build one benchmark's JSONL (+ images for Probe-B) under --out." + example, no_args_is_help=True)
     build.command("r")(build_r)
     build.command("c")(build_c)

@@ -27,37 +27,44 @@ def train_cli(
     recipe: Annotated[Optional[str], typer.Option(
         help="The method's paper recipe by name (METHODS lists each method's recipes), e.g. --method fsc-clip "
              "--recipe paper: its optimizer, lr, batch, epochs, precision, ...; flags you give explicitly win.")] = None,
-    image_root: Annotated[Optional[str], typer.Option(help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
+    image_root: Annotated[Optional[str], typer.Option(
+        help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
     model: Annotated[str, typer.Option(help="open_clip model name or a shipped config (mosaic-tiny).")] = "mosaic-tiny",
-    pretrained: Annotated[Optional[str], typer.Option(help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
+    pretrained: Annotated[Optional[str], typer.Option(
+        help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
     model_config: Annotated[Optional[str], typer.Option(help="JSON model config (open_clip schema) for a custom architecture.")] = None,
     force_quick_gelu: Annotated[bool, typer.Option(help="QuickGELU activations (OpenAI weights); prefer a -quickgelu model name.")] = False,
     hard_images: Annotated[int, typer.Option(help="Mine K nearest-neighbour hard images with the starting model (0: off).")] = 0,
     record_hard_images: Annotated[
-        Optional[bool], typer.Option("--record-hard-images/--no-record-hard-images", help="Use records' hard_images ids (default: the method's; on for negclip).")
+        Optional[bool], typer.Option("--record-hard-images/--no-record-hard-images",
+                                     help="Use records' hard_images ids (default: the method's; on for negclip).")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Images per process per micro-batch (hard images come on top).")] = 32,
     epochs: Annotated[int, typer.Option(help="Passes over the data.")] = 5,
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps (overrides --epochs).")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Peak learning rate (default 1e-5 with --pretrained, else 5e-4).")] = None,
-    optimizer: Annotated[str, typer.Option(help="adamw | sgd (with --momentum; the Probe paper's: --optimizer sgd --lr 1e-3 --wd 1e-4).")] = "adamw",
+    optimizer: Annotated[str, typer.Option(
+        help="adamw | sgd (with --momentum; the Probe paper's: --optimizer sgd --lr 1e-3 --wd 1e-4).")] = "adamw",
     momentum: Annotated[float, typer.Option(help="SGD momentum (--optimizer sgd).")] = 0.9,
     wd: Annotated[float, typer.Option(help="Weight decay (not on gains, biases, logit_scale); decoupled for adamw, L2 for sgd.")] = 0.1,
     warmup: Annotated[int, typer.Option(help="Linear warmup steps before the cosine decay.")] = 50,
     grad_clip: Annotated[float, typer.Option(help="Gradient norm clip (0: off).")] = 1.0,
     accum_freq: Annotated[int, typer.Option(help="Micro-batches per optimizer step (the loss sees them all).")] = 1,
-    precision: Annotated[str, typer.Option(help="fp32 | bf16 | amp | amp_bf16 (amp, fp16 with a loss scaler, needs a GPU; amp_bf16 also runs on CPU).")] = "fp32",
+    precision: Annotated[str, typer.Option(
+        help="fp32 | bf16 | amp | amp_bf16 (amp, fp16 with a loss scaler, needs a GPU; amp_bf16 also runs on CPU).")] = "fp32",
     grad_checkpointing: Annotated[bool, typer.Option(help="Recompute activations in backward to save memory.")] = False,
     lock_image: Annotated[bool, typer.Option(help="Freeze the image tower.")] = False,
     lock_text: Annotated[bool, typer.Option(help="Freeze the text tower.")] = False,
     lora: Annotated[int, typer.Option(
-        help="Train LoRA adapters of this rank (peft; every adapted weight W + B A / rank, a loralib-style conv1 adapter, as FSC-CLIP's code) "
-             "on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
+        help="Train LoRA adapters of this rank (peft; every adapted weight W + B A / rank, a loralib-style conv1 adapter, "
+             "as FSC-CLIP's code) on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
              "final.pt holds them merged into plain weights (0: full fine-tuning).")] = 0,
     augment: Annotated[bool, typer.Option(help="Random-resized-crop augmentation (off: center crop, cached).")] = True,
-    images_on_device: Annotated[bool, typer.Option(help="With --no-augment: decode every image once into one tensor on the "
-                                                        "training device (GPU memory: N x 3 x S x S bytes); a step gathers its images there.")] = False,
-    crop_scale: Annotated[str, typer.Option(help="The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).")] = "0.8,1",
+    images_on_device: Annotated[bool, typer.Option(
+        help="With --no-augment: decode every image once into one tensor on the "
+             "training device (GPU memory: N x 3 x S x S bytes); a step gathers its images there.")] = False,
+    crop_scale: Annotated[str, typer.Option(
+        help="The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).")] = "0.8,1",
     local_loss: Annotated[bool, typer.Option(help="torchrun: each process computes its own rows of the loss.")] = False,
     merge_equal_texts: Annotated[
         Optional[bool], typer.Option("--merge-equal-texts/--no-merge-equal-texts",
@@ -75,7 +82,8 @@ def train_cli(
     eval_bench: Annotated[Optional[str], typer.Option(
         help="Score these benchmarks (evaluate's --bench syntax, e.g. world-val) at the end of every epoch; their "
              "headline goes to metrics.jsonl and --report-to.")] = None,
-    eval_data_root: Annotated[Optional[str], typer.Option(help="Folder holding the --eval-bench benchmarks (evaluate's --data-root).")] = None,
+    eval_data_root: Annotated[Optional[str], typer.Option(
+        help="Folder holding the --eval-bench benchmarks (evaluate's --data-root).")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue the run in this folder with its stored config.")] = None,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,

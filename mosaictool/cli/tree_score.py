@@ -39,7 +39,9 @@ def tree_score_cli(
         Optional[str], typer.Option(help="Gold trees (records with id and `tree`, unlabeled brackets): adds bracket P/R/F1.")
     ] = None,
     report: Annotated[Optional[str], typer.Option(help="Write a Markdown summary here.")] = None,
-    device: Annotated[Optional[str], typer.Option(help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; else cpu).")] = None,
+    device: Annotated[Optional[str], typer.Option(
+        help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; "
+             "else cpu).")] = None,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,

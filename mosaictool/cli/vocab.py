@@ -13,7 +13,9 @@ from mosaictool.paths import Read
 VocabOpt = Annotated[
     Optional[str], typer.Option("--vocab", help="Vocabulary folder (default: the one shipped with mosaictool).")
 ]
-OutDirOpt = Annotated[str, typer.Option("--output", "-o", help="Folder to write the vocabulary TSV files into (not the --base vocabulary).")]
+OutDirOpt = Annotated[
+    str, typer.Option("--output", "-o", help="Folder to write the vocabulary TSV files into (not the --base vocabulary).")
+]
 KINDS = ("objects", "attributes", "relations", "antonyms")
 
 
@@ -68,7 +70,8 @@ def build_cli(
         bool, typer.Option("--only-known", help="Keep only names the base vocabulary knows (a closed vocabulary such as the world's).")
     ] = False,
     keep_debris: Annotated[
-        bool, typer.Option("--keep-debris", help="Keep parser debris: spatial nouns, colour words as objects, bare prepositions as relations.")
+        bool, typer.Option("--keep-debris",
+                           help="Keep parser debris: spatial nouns, colour words as objects, bare prepositions as relations.")
     ] = False,
     skip_bad: SkipBadOpt = False,
     quiet: QuietOpt = False,

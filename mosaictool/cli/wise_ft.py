@@ -23,7 +23,8 @@ def wise_ft_cli(
              "--lora run, its adapters A and B each scaled by alpha, as FSC-CLIP's code (patch_wise_ft): the update "
              "B A shrinks as alpha^2, theta = zero-shot + alpha^2 (fine-tuned - zero-shot); --zeroshot must be the "
              "run's own base (checked).")] = "linear",
-    device: Annotated[Optional[str], typer.Option(help="Where the weights are mixed: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
+    device: Annotated[Optional[str], typer.Option(
+        help="Where the weights are mixed: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
 ) -> None:
     """Weight-space ensembles (WiSE-FT): theta = (1 - alpha) * zero-shot + alpha * fine-tuned (--rule linear).
 

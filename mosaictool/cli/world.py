@@ -20,25 +20,36 @@ def world_cli(
     train: Annotated[int, typer.Option(help="Train scenes (records; twins come on top).")] = 20000,
     seed: Annotated[int, typer.Option(help="Everything is a function of the seed: same seed, same bytes.")] = 0,
     twins: Annotated[
-        bool, typer.Option("--twins", help="Also render each train scene's counterfactual twin (objects trade places) as its own record, linked by hard_images.")
+        bool, typer.Option("--twins",
+                           help="Also render each train scene's counterfactual twin (objects trade places) as its own record, "
+                                "linked by hard_images.")
     ] = False,
     binding_twins: Annotated[
-        bool, typer.Option("--binding-twins", help="Also render each train scene's binding twin (the two related objects trade colours), linked the same way.")
+        bool, typer.Option("--binding-twins",
+                           help="Also render each train scene's binding twin (the two related objects trade colours), "
+                                "linked the same way.")
     ] = False,
     shape_twins: Annotated[
-        bool, typer.Option("--shape-twins", help="Also render each train scene's shape twin (the first related object changes shape), linked the same way.")
+        bool, typer.Option("--shape-twins",
+                           help="Also render each train scene's shape twin (the first related object changes shape), "
+                                "linked the same way.")
     ] = False,
     caption_noise: Annotated[
-        float, typer.Option("--caption-noise", help="Share of train captions made web-like noisy, as alt-text is next to COCO's captions (0 to 1; "
-                            "0 writes the clean world, byte for byte). Each record keeps clean_caption and the truth of its noise. Val/test stay clean.")
+        float, typer.Option("--caption-noise",
+                            help="Share of train captions made web-like noisy, as alt-text is next to COCO's captions (0 to 1; "
+                                 "0 writes the clean world, byte for byte). Each record keeps clean_caption and the truth of "
+                                 "its noise. Val/test stay clean.")
     ] = 0.0,
     noise_kinds: Annotated[
-        Optional[str], typer.Option("--noise-kinds", help="Comma-separated kinds a noisy caption draws from: wrong_attribute (an adjective its object "
-                                    "lacks), dropped_mention (an object it shows, not said), fragment (truncated, 'image may contain: ...', "
-                                    "noun lists, keyword tags), unrelated_words (file names, cameras, tags, dates). Default: all four.")
+        Optional[str], typer.Option("--noise-kinds",
+                                    help="Comma-separated kinds a noisy caption draws from: wrong_attribute (an adjective its "
+                                         "object lacks), dropped_mention (an object it shows, not said), fragment (truncated, "
+                                         "'image may contain: ...', noun lists, keyword tags), unrelated_words (file names, "
+                                         "cameras, tags, dates). Default: all four.")
     ] = None,
     image_size: Annotated[int, typer.Option(help="Image side in pixels.")] = 64,
-    eval_scale: Annotated[float, typer.Option(help="Multiply the val/test split sizes (0.1 for a quick look; groups keep >=1 item).")] = 1.0,
+    eval_scale: Annotated[float, typer.Option(
+        help="Multiply the val/test split sizes (0.1 for a quick look; groups keep >=1 item).")] = 1.0,
     workers: Annotated[int, typer.Option(help="Worker processes; the files never depend on it.")] = 1,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing world in --out.")] = False,
     quiet: QuietOpt = False,
@@ -68,7 +79,8 @@ def world_cli(
                      caption_noise=caption_noise, noise_kinds=noise_kinds, image_size=image_size, eval_scale=eval_scale,
                      workers=workers, overwrite=overwrite, quiet=quiet)
     c = info["counts"]
-    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, {c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
+    typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, "
+               f"{c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)
     if caption_noise:
         typer.echo(f"caption noise: {c['train']['noisy']} of {c['train']['records']} train captions noisy "

@@ -29,7 +29,8 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *
     # (a code change) must not find the base trained on the old ones
     data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
     recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
-              "model": cfg.model, "model_config": model_config(cfg.model), "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr, "batch": cfg.pretrain_batch,
+              "model": cfg.model, "model_config": model_config(cfg.model), "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr,
+              "batch": cfg.pretrain_batch,
               "twins_in_batch": twins, "ranks": ranks}
     cached = Path(cfg.cache_dir) / f"base-{digest(recipe)}"  # holds base.pt and its manifest (demo.cache)
     link = out / f"{name}.pt"

@@ -385,11 +385,13 @@ def audit_markdown(result: dict) -> str:
     lines = [
         f"Texts audit against the world's truth ({result['records']} records; cross-image: {result['batches']} batches of "
         f"{result['batch_size']}): graph negatives true of their own image {_pct(s['negatives_true'])} (said by the caption "
-        f"itself {_pct(s.get('negatives_true_said'))}, image content it never mentions {_pct(s.get('negatives_true_unsaid'))}), graph negatives "
+        f"itself {_pct(s.get('negatives_true_said'))}, image content it never mentions "
+        f"{_pct(s.get('negatives_true_unsaid'))}), graph negatives "
         f"with debris {_pct(s['negatives_debris'])}, positives false of their own image {_pct(s['positives_false'])}; "
         f"{s['text_negatives_unchecked']} caption-level text negatives not checked (no graph).",
         "",
-        "| texts | n | debris | wrong for own image | of those, said by the caption | true of another batch image | of those, caught by keys |",
+        "| texts | n | debris | wrong for own image | of those, said by the caption | true of another batch image "
+        "| of those, caught by keys |",
         "|---|---|---|---|---|---|---|",
     ]
     groups = sorted(set(result["own"]) | set(result["cross"]), key=lambda g: (not g.startswith("positive:"), g))
@@ -421,7 +423,8 @@ def noise_markdown(noise: dict) -> str:
         ("Texts by the caption they come from (a noisy world: `world --caption-noise`; each noisy caption by its one kind, "
          "or several). False / true: of the texts checked; debris: of the texts with a graph."),
         "",
-        "| caption | records | sub-graph positives | false of the image | debris | caption false | graph negatives | true of the image | debris |",
+        "| caption | records | sub-graph positives | false of the image | debris | caption false | graph negatives "
+        "| true of the image | debris |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for g in sorted(noise, key=lambda g: (NOISE_ORDER.index(g) if g in NOISE_ORDER else len(NOISE_ORDER), g)):

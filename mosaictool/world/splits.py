@@ -73,8 +73,9 @@ def train_item(seed: int, index: int, image_size: int, twins: bool, binding_twin
                caption_noise: float = 0.0, noise_kinds: tuple[str, ...] = NOISE_KINDS, *, root: Path) -> list[dict]:
     """A train record, followed by its counterfactual twins' records when asked (and when the caption
     states a relation): the arrangement twin (the first relation's two objects trade places) and the
-    binding twin (they trade colours) and the shape twin (the first object changes shape). Scenes whose arrangement twin would show a held-out compound
-    are redrawn whether or not twins are written, so twin options only add records.
+    binding twin (they trade colours) and the shape twin (the first object changes shape). Scenes
+    whose arrangement twin would show a held-out compound are redrawn whether or not twins are
+    written, so twin options only add records.
     With caption_noise > 0 each record's caption is made noisy with that chance (world.noise), from
     a stream of its own: the scenes, images and clean captions are those of the clean world."""
     rng = stream(seed, "train", index)
@@ -305,7 +306,8 @@ def systematicity_item(seed: int, split: str, index: int, image_size: int, unsee
         if not rels or shows_held_out(scene) != unseen:
             continue
         pred = rels[rng.randrange(len(rels))]["relation"]
-        descs = [{"colour": objects[0]["colour"], "shape": objects[0]["shape"]}, {"colour": objects[1]["colour"], "shape": objects[1]["shape"]}]
+        descs = [{"colour": objects[0]["colour"], "shape": objects[0]["shape"]},
+                 {"colour": objects[1]["colour"], "shape": objects[1]["shape"]}]
         chain = [(0, pred, 1)]
         atom = _pick(rng, _false_variants(descs, chain, scene, _atom_edits(descs, chain)), 4)
         comp = _false_variants(descs, chain, scene, [
@@ -475,7 +477,8 @@ def compose(scene: dict, base):
     canvas = base.copy()
     for obj in scene["objects"]:
         box = tuple(obj["bbox"])
-        canvas.paste(texture_fill(obj["colour"], obj["texture"], scene["image_size"]).crop(box), box, shape_mask(obj["shape"], box[2] - box[0]))
+        canvas.paste(texture_fill(obj["colour"], obj["texture"], scene["image_size"]).crop(box), box,
+                     shape_mask(obj["shape"], box[2] - box[0]))
     return canvas
 
 

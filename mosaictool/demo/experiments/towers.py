@@ -60,7 +60,8 @@ def run(ctx: Context) -> Section:
                             "improvements in the image encoder", "Sec. 4.2, Fig. 4c/d", "+3.7 vs +0.0 (relation), +6.9 vs "
                             "+1.8 (attribute)", "(MosaiCLIP − NegCLIP | text tower only) − (… | image tower only), "
                             "relation and attribute cases", "towers", paired(text_gain, image_gain)))
-    text = (f"NegCLIP and MosaiCLIP with one tower frozen, on the **{ctx.cfg.split if ctx.claims else 'val'}** split ({ctx.cfg.seeds} seeds each, the rows' lr "
+    text = (f"NegCLIP and MosaiCLIP with one tower frozen, on the **{ctx.cfg.split if ctx.claims else 'val'}** split "
+            f"({ctx.cfg.seeds} seeds each, the rows' lr "
             "and batches; MosaiCLIP − NegCLIP paired by seed and test case, exploratory, Holm-adjusted over this table). "
             "Singh et al. (2023, Fig. 4c/d) found MosaiCLIP's gain larger with the text tower trained alone.\n\n" + table)
     return Section(f"Which tower carries the difference ({ctx.cfg.split if ctx.claims else 'val'})", text,
