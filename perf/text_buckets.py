@@ -23,7 +23,8 @@ import torch
 
 import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 from mosaictool.model import openclip
-from mosaictool.training.batch import ContrastiveForward, length_buckets
+from mosaictool.model.text_tower import length_buckets
+from mosaictool.training.batch import ContrastiveForward
 
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
 SIZES = ["small", "large", "tiny", "big"]

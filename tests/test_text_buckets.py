@@ -1,4 +1,4 @@
-"""The text tower on length buckets (model/batch.py length_buckets + ContrastiveForward): the split is
+"""The text tower on length buckets (model/text_tower.py length_buckets + ContrastiveForward): the split is
 the cheapest one, and bucketed features and gradients equal the single cut after the longest text."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 
 from mosaictool.methods.fsc_clip_loss import hn_logits_local
 from mosaictool.model import openclip
-from mosaictool.model.text_tower import encode_text, text_lengths
-from mosaictool.training.batch import ContrastiveForward, length_buckets
+from mosaictool.model.text_tower import encode_text, length_buckets, text_lengths
+from mosaictool.training.batch import ContrastiveForward
 from train_fixtures import write_tiny_model
 
 LONG = ["a blue square left of a yellow circle above a big red square", "a small green circle right of a red square"]

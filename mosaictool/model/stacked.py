@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mosaictool.model.text_tower import text_lengths, trims_text
+from mosaictool.model.text_tower import length_buckets, text_lengths, trims_text
 
 EMBEDDING = "token_embedding.weight"
 
@@ -316,7 +316,6 @@ class StackedCLIP:
     def _encode_texts(self, runs: list[int], texts: list[torch.Tensor], dense: bool):
         """The texts of `runs` (each (n_j, context), best on the host: their lengths and order are worked
         out there) -> per run (pooled (n_j, E), token features or None)."""
-        from mosaictool.training.batch import length_buckets
 
         P = self.leaves
         r = len(runs)

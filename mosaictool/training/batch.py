@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mosaictool.model.text_tower import text_lengths, text_tower, trims_text
+from mosaictool.model.text_tower import length_buckets, text_lengths, text_tower, trims_text
 
 
 @dataclass
@@ -139,48 +139,6 @@ class Features:
             dense = DenseFeatures(**{f: join(lambda p, f=f: getattr(p.dense, f)) for f in DenseFeatures.__dataclass_fields__})
         fields = [f for f in Features.__dataclass_fields__ if f not in ("logit_scale", "dense")]
         return Features(**{f: join(lambda p, f=f: getattr(p, f)) for f in fields}, logit_scale=logit_scale, dense=dense)
-
-
-def length_buckets(lengths: torch.Tensor, max_buckets: int = 3, overhead: int = 16) -> list[torch.Tensor]:
-    """Split texts into at most `max_buckets` groups of indices (each ascending; groups by rising length)
-    so that running the text tower once per group, padded to the group's longest text, costs least.
-
-    Cost of a group = (its texts + `overhead`) * its longest length: the token positions it pads to,
-    plus a fixed per-call price in text-equivalents, so that a split which saves a few positions
-    does not add a tower call. Exact: a dynamic programme over the sorted distinct lengths (at most
-    the context length of them), as an optimal split only ever cuts between lengths. Ties go to
-    fewer groups; the result depends only on `lengths`. Empty input -> []."""
-    if max_buckets < 1:
-        raise ValueError(f"max_buckets must be >= 1, got {max_buckets}")
-    lengths = lengths.detach().cpu().reshape(-1)
-    if lengths.numel() == 0:
-        return []
-    values, counts = (t.tolist() for t in torch.unique(lengths, sorted=True, return_counts=True))
-    k = len(values)
-    before = [0]  # before[i]: texts shorter than values[i]
-    for c in counts:
-        before.append(before[-1] + c)
-
-    def cost(s: int, i: int) -> int:  # one group holding the distinct lengths values[s:i]
-        return (before[i] - before[s] + overhead) * values[i - 1]
-
-    # best[j][i]: least cost of the i shortest distinct lengths in j groups; start[j][i]: where its last group starts
-    best = [[None] * (k + 1) for _ in range(max_buckets + 1)]
-    start = [[0] * (k + 1) for _ in range(max_buckets + 1)]
-    best[0][0] = 0
-    for j in range(1, max_buckets + 1):
-        for i in range(j, k + 1):
-            for s in range(j - 1, i):
-                if best[j - 1][s] is not None:
-                    c = best[j - 1][s] + cost(s, i)
-                    if best[j][i] is None or c < best[j][i]:
-                        best[j][i], start[j][i] = c, s
-    n_groups = min((j for j in range(1, max_buckets + 1) if best[j][k] is not None), key=lambda j: (best[j][k], j))
-    cuts, i = [], k
-    for j in range(n_groups, 0, -1):
-        cuts.append((start[j][i], i))
-        i = start[j][i]
-    return [((lengths >= values[s]) & (lengths <= values[i - 1])).nonzero()[:, 0] for s, i in reversed(cuts)]
 
 
 class ContrastiveForward(torch.nn.Module):
