@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from mosaictool import methods
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
 from mosaictool.model.text_ids import text_id
-from train_fixtures import make_world, write_tiny_model
+from train_fixtures import make_world, spawned_rank, write_tiny_model
 
 INPUTS = ("img", "pos", "pm", "neg", "nm", "scale", "pos_ids", "neg_ids", "image_keys", "pos_keys", "neg_keys")
 GRAD_KEYS = ("img", "pos", "neg", "scale")
@@ -221,7 +221,7 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Global and --local-loss: the terms averaged over ranks are the 1-process terms; each rank's
     gradients / world size (DDP's average) are the 1-process gradients of its half of the batch."""
     world, out = 2, str(tmp_path / "rank")
-    torch.multiprocessing.spawn(_worker, args=(world, _free_port(), out), nprocs=world)
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, _free_port(), out), nprocs=world)
     ranks = [torch.load(f"{out}.{r}") for r in range(world)]
     x = leafs(make_case(3))
     single = run_loss(x)

@@ -11,7 +11,7 @@ import torch
 
 import clirun
 from clirun import TORCHRUN
-from train_fixtures import make_world, write_tiny_model
+from train_fixtures import make_world, spawned_rank, write_tiny_model
 
 METHODS = ("mosaiclip", "negclip")
 
@@ -77,7 +77,7 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Both loss modes (global, --local-loss), MosaiCLIP's multi-positive slots and NegCLIP's hard images."""
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
     out = tmp_path / "ranks.pt"
-    torch.multiprocessing.spawn(_worker, args=(2, _free_port(), str(data), str(model_cfg), str(out)), nprocs=2)
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, 2, _free_port(), str(data), str(model_cfg), str(out)), nprocs=2)
     results = torch.load(out)
     assert len(results) == 2 * len(METHODS)
     for (method, local_loss), two in results.items():

@@ -254,7 +254,9 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
     """Logged terms averaged over ranks = the 1-process terms; each rank's gradients / world size (what
     DDP's averaging makes of them) = the 1-process gradients of its half of the batch."""
     world, out = 2, str(tmp_path / "rank")
-    torch.multiprocessing.spawn(_worker, args=(world, _free_port(), out, local_loss), nprocs=world)
+    from train_fixtures import spawned_rank
+
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, _free_port(), out, local_loss), nprocs=world)
     ranks = [torch.load(f"{out}.{r}") for r in range(world)]
     x = make_inputs(0, b=8)
     single = run_module(x)

@@ -34,6 +34,7 @@ CASES (new, beyond tests/test_bad_input.py; 59 here, and the demo cache's in tes
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -49,6 +50,7 @@ from typer.testing import CliRunner
 
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
+from mosaictool.training.config import TrainConfig
 from train_fixtures import make_world, write_tiny_model
 
 runner = CliRunner()
@@ -249,7 +251,8 @@ def test_train_outputs(files):
     refused(files, ["train", "--data", files / "caps.jsonl", "--model-config", files / "c" / "config.json", "--out", files / "c"],
             "its config.json is the input --model-config")
     (files / "own").mkdir()
-    (files / "own" / "config.json").write_text(json.dumps({"data": str(files / "own"), "out": str(files / "own")}))
+    own = TrainConfig(data=str(files / "own"), out=str(files / "own"))  # as train writes it
+    (files / "own" / "config.json").write_text(json.dumps(dataclasses.asdict(own)))
     refused(files, ["train", "--resume", files / "own"], "is the folder that --data reads")
 
 

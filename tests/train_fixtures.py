@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import sys
 from pathlib import Path
 
 TINY_MODEL = {
@@ -154,3 +156,15 @@ def lora_reference_weights(base: dict, lora_model, rank: int) -> dict:
         key = f"{plain}.in_proj_weight" if plain.endswith(".attn") else f"{plain}.weight"
         want[key] = base[key] + (b.detach() @ a.detach()).view(base[key].shape) / rank
     return want
+
+
+def spawned_rank(rank: int, worker, *args) -> None:
+    """Run `worker(rank, *args)` in a rank started by torch.multiprocessing.spawn, then leave without
+    interpreter finalization. A spawned child ends with sys.exit, and gloo's threads can still drop
+    tensors while Python is torn down, which aborts the rank now and then (SIGABRT, "terminate called
+    without an active exception": pytorch/pytorch#179291). Forked ranks (training/launch.py) end with
+    os._exit already; the test's ranks now end the same way once their work and shutdown are done."""
+    worker(rank, *args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
