@@ -142,10 +142,11 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
     configs = []
     monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or {"rows": []})
     cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
-        "--cache-dir", tmp_path / "cache")
+        "--cache-dir", tmp_path / "cache", "--teach-steps", "9", "--teach-lr", "0.002", "--scratch-seeds", "2")
     assert api.demo(quick=True, out=tmp_path / "d", seeds=2, experiments=["ablate"], device="cpu",
-                    cache_dir=str(tmp_path / "cache")) == {"rows": []}
+                    cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2) == {"rows": []}
     assert configs[0] == configs[1] and configs[0].seeds == 2 and configs[0].experiments == ("ablate",)
+    assert (configs[0].teach_steps, configs[0].teach_lr, configs[0].scratch_seeds) == (9, 0.002, 2)
     assert "unknown demo setting(s) sedes" in api_error(api.demo, sedes=2)
 
 

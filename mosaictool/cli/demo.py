@@ -49,6 +49,13 @@ def demo_cli(
         help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
     world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
+    teach_steps: Annotated[Optional[int], typer.Option(
+        help="--experiment teach: fine-tuning steps from the base that knows no arrangement (default 1500; --preset gpu 4000; "
+             "--quick 15; choose on val).")] = None,
+    teach_lr: Annotated[Optional[float], typer.Option(
+        help="--experiment teach: the rows' learning rate (default 1e-3; choose on val).")] = None,
+    scratch_seeds: Annotated[Optional[int], typer.Option(
+        help="--experiment scratch: seeds of each method's pretraining from a random init (default 3).")] = None,
     world_seed: Annotated[Optional[int], typer.Option(
         help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
     cache_dir: Annotated[Optional[str], typer.Option(
@@ -108,7 +115,8 @@ def demo_cli(
     api.demo(out=out, quick=quick, preset=preset, device=device, experiments=experiment, loader_workers=loader_workers,
              parallel_runs=parallel_runs, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr,
              hard_images=hard_images, select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
-             world_train=world_train, world_seed=world_seed, cache_dir=cache_dir, workers=workers, model=model, split=split)
+             world_train=world_train, world_seed=world_seed, teach_steps=teach_steps, teach_lr=teach_lr,
+             scratch_seeds=scratch_seeds, cache_dir=cache_dir, workers=workers, model=model, split=split)
 
 
 def register(app: typer.Typer) -> None:

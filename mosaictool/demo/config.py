@@ -109,9 +109,10 @@ class DemoConfig:
     select_lrs: tuple[PositiveNumber, ...] = SELECT_LRS
     # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
     experiments: tuple[str, ...] = ()
-    # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr)
-    teach_steps: AtLeastOne = 400
-    teach_lr: PositiveNumber | None = None
+    # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr);
+    # chosen on world 0's val: the most found to teach on 2 cores (docs/results.md)
+    teach_steps: AtLeastOne = 1500
+    teach_lr: PositiveNumber | None = 1e-3
     # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
     scratch_seeds: AtLeastOne = 3
     scratch_steps: AtLeastOne | None = None
@@ -143,10 +144,11 @@ class DemoConfig:
             raise MosaicError("--quick and --preset gpu are different sizes: choose one")
         if quick:
             base = cls(quick=True, seeds=1, world_train=600, eval_scale=0.1, pretrain_steps=40,
-                       finetune_steps=15, pretrain_batch=16, finetune_batch=16, wise_alphas=(0.0, 0.5, 1.0),
+                       finetune_steps=15, teach_steps=15, pretrain_batch=16, finetune_batch=16, wise_alphas=(0.0, 0.5, 1.0),
                        audit_batches=20)
         elif gpu:
-            base = cls(world_train=20000, pretrain_steps=4000, pretrain_batch=128, finetune_steps=500, finetune_batch=64)
+            base = cls(world_train=20000, pretrain_steps=4000, pretrain_batch=128, finetune_steps=500, finetune_batch=64,
+                       teach_steps=4000)
         else:
             base = cls()
         cfg = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
