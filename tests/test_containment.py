@@ -28,7 +28,7 @@ GRAD_KEYS = ("img", "pos", "neg", "scale")
 
 
 def reference(x: dict, weighting: str = "mean") -> torch.Tensor:
-    """Seed 000 Sec. 3.5 with means, one image and one text at a time over explicit sets:
+    """Singh et al. (2023), Sec. 3.5, with means, one image and one text at a time over explicit sets:
 
     G_i   = the key set of image i; key(t) = 0 for a text without a key
     P(i)  = {positive texts t : key(t) in G_i, or t equals one of i's own positive texts}

@@ -13,7 +13,7 @@ from mosaictool.training.batch import fill_slots
 
 
 def brute_force(img, pos, pos_mask, neg, neg_mask, scale):
-    """Seed 000 Sec. 3.5 with means, one image and one text at a time."""
+    """Singh et al. (2023), Sec. 3.5, with means, one image and one text at a time."""
     b, kp = pos_mask.shape
     kn = neg_mask.shape[1]
     texts = [(pos[i * kp + k], i) for i in range(b) for k in range(kp) if pos_mask[i, k]]

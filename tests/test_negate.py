@@ -383,7 +383,7 @@ def test_a_negative_the_caption_entails_is_dropped():
 
 
 def test_negate_and_train_draw_categories_with_the_same_weights():
-    """Issue 13: the categories were drawn twice with different probabilities (0.08/0.46/0.46 here)."""
+    """The categories must be drawn once: they were drawn twice with different probabilities (0.08/0.46/0.46 here)."""
     from mosaictool.methods.mosaiclip import DEFAULT_CATEGORY_PROBS
     from mosaictool.stages.negate import CATEGORIES, DEFAULT_PROBS
 

@@ -163,7 +163,7 @@ PAPER_APP_B = {"optimizer": "sgd", "lr": 1e-3, "momentum": 0.9, "wd": 1e-4, "bat
 @pytest.mark.parametrize("recipe,lock_image,lock_text", [("paper", False, False), ("paper-text", True, False),
                                                          ("paper-vision", False, True)])
 def test_recipes_are_app_b(tmp_path, recipe, lock_image, lock_text):
-    """Seed 004 App. B: "stochastic gradient descent with a cosine learning rate scheduler ... 40 epochs
+    """Schiappa et al. (2023), App. B: "stochastic gradient descent with a cosine learning rate scheduler ... 40 epochs
     ... batch size of 128, learning rate of .001, momentum 0.9, weight decay of .0001" (no warmup, no
     clipping named; our schedule is cosine after the warmup); (T) / (V) freeze the other tower. Fields
     given explicitly win."""
