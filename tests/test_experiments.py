@@ -273,7 +273,8 @@ def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
         def run(self, ctx):
             ran.append((self.name, ctx.claims))
             return experiments.Section(self.name, f"{self.name} body", claims=[
-                Claim("w", self.name, "+", "a − b", self.name, seed_paired([0.7, 0.71, 0.72], [0.6, 0.6, 0.61]))])
+                Claim("w", self.name, "+", "a − b", self.name, seed_paired([0.7, 0.71, 0.72], [0.6, 0.6, 0.61]))],
+                control="" if self.name == "scratch" else f"{self.name} control line")
 
     monkeypatch.setattr(claims, "get", Fake)
     monkeypatch.setattr(claims, "table_claims", lambda ctx: [])
@@ -283,6 +284,10 @@ def test_claims_experiment_gathers_every_regime(tmp_path, monkeypatch):
     text = (tmp_path / "claims.md").read_text()
     assert text.startswith("# The paper's claims on the world (test split)") and "teach body" in section.text
     assert all(f"{name} " in text for name in claims.REGIMES)  # each regime's wall time
+    controls, table = text.split("| # |")  # every regime's control is stated before the first verdict
+    assert "- **preservation (the table)**: POSITIVE CONTROL" in controls  # the test context has no table rows
+    assert all(f"- **{name}**: {name} control line" in controls for name in claims.REGIMES if name != "scratch")
+    assert "- **scratch**: none stated" in controls
 
 
 def test_noisy_regime_measures_each_methods_drop(tmp_path, monkeypatch):

@@ -49,8 +49,10 @@ def verdict(signed_diff: float, adjusted_p: float) -> str:
     return "not detectable at this power"
 
 
-def claims_markdown(claims: list[Claim], minutes: dict[str, float] | None = None, split: str = "test") -> str:
-    """claims.md: one row per claim, Holm over all of them, and the wall time of each regime."""
+def claims_markdown(claims: list[Claim], minutes: dict[str, float] | None = None, split: str = "test",
+                    controls: dict[str, str] | None = None) -> str:
+    """claims.md: each regime's positive control, then one row per claim, Holm over all of them, and
+    the wall time of each regime."""
     adjusted = holm([c.result.p for c in claims])
     lines = ["| # | the paper's claim | where | paper | ours: comparison | regime | difference [95% CI] | verdict |",
              "|---|---|---|---|---|---|---|---|"]
@@ -69,6 +71,10 @@ def claims_markdown(claims: list[Claim], minutes: dict[str, float] | None = None
             "verdict is about direction and detectability, not size.\n\n"
             f"Totals: {counts['holds']} hold, {counts['contradicted']} contradicted, "
             f"{counts['not detectable at this power']} not detectable at this power.\n\n")
+    if controls:
+        head += ("Each regime's positive control, before any of its verdicts (a claim of a regime whose control "
+                 "failed on that column says nothing about the methods):\n\n"
+                 + "\n".join(f"- **{regime}**: {line}" for regime, line in controls.items()) + "\n\n")
     times = ""
     if minutes:
         times = ("\n\nWall time of each regime on this machine: "

@@ -47,6 +47,7 @@ class Section:
     text: str  # markdown
     files: list[Path] = field(default_factory=list)
     claims: list = field(default_factory=list)  # mosaictool.demo.claims.Claim: the paper's claims it tested
+    control: str = ""  # its positive control's one-line verdict, stated before any of its claims
 
 
 def _registry() -> dict:

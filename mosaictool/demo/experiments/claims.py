@@ -20,7 +20,7 @@ from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section, get
 from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.finetune import wise_visual
-from mosaictool.demo.significance import case_matrix
+from mosaictool.demo.significance import case_matrix, positive_control
 
 NAME = "claims"
 REGIMES = ("teach", "scratch", "efficiency", "noisy", "towers")
@@ -32,6 +32,7 @@ def run(ctx: Context) -> Section:
     minutes: dict[str, float] = {}
     t0 = time.perf_counter()
     claims = table1_claims(ctx.table_rows, ctx.groups, "preservation (the table)") + table_claims(ctx)
+    controls = {"preservation (the table)": positive_control(ctx.table_rows, ctx.groups)["verdict"]}
     minutes["the table's extras (no curriculum, WiSE-FT, tree-scores)"] = (time.perf_counter() - t0) / 60
     sections = []
     for name in REGIMES:
@@ -40,8 +41,9 @@ def run(ctx: Context) -> Section:
         section = get(name).run(ctx)
         minutes[name] = (time.perf_counter() - t0) / 60
         claims += section.claims
+        controls[name] = section.control or "none stated"
         sections.append(section)
-    text = claims_markdown(claims, minutes, ctx.cfg.split)
+    text = claims_markdown(claims, minutes, ctx.cfg.split, controls)
     write_text(ctx.out / "claims.md", text + "\n")
     body = text.split("\n", 2)[2] + "\n\n" + "\n\n".join(f"### {s.title}\n\n{s.text}" for s in sections)
     return Section("The paper's claims", body, [ctx.out / "claims.md", *(f for s in sections for f in s.files)], claims)

@@ -82,4 +82,6 @@ def run(ctx: Context) -> Section:
         f"noise), from the same base, {cfg.seeds} seeds; **{cfg.split}** split.", "",
         table_markdown(summarise(results, groups)), "", audited, ""])
     write_text(ctx.out / "noisy.md", text)
-    return Section("Noisy captions", text, [ctx.out / "noisy.md"], claims=claims)
+    return Section("Noisy captions", text, [ctx.out / "noisy.md"], claims=claims,
+                   control="none of its own (its arms train on the varied captions only, clean or noisy, and it has no "
+                           "CLIP arm); read it beside the table's, from the same base")

@@ -24,6 +24,7 @@ from mosaictool.demo.significance import (
     comparisons,
     comparisons_markdown,
     holm_family,
+    positive_control,
 )
 
 NAME = "scratch"
@@ -39,17 +40,19 @@ def run(ctx: Context) -> Section:
     runs = {label.removeprefix("scratch "): finals for label, finals in runs.items()}
     results, groups = score(ctx, runs, "scratch", cfg.split)
     table = table_markdown(summarise(results, groups))
+    control = positive_control(results, groups)["verdict"]
     versus = {m: r for m, r in comparisons(results, groups, reference="NegCLIP").items() if m == "MosaiCLIP"}
     cases = comparisons_markdown(versus, reference="NegCLIP", adjusted=holm_family(versus))
     by_seed = paired_markdown(results, groups, reference="NegCLIP")
     text = "\n".join([
         f"{', '.join(ROWS)} each pretrained from a random initialisation, {trial.finetune_steps} steps of "
         f"{trial.finetune_batch} images (NegCLIP: half as many, each with its twin), lr {trial.finetune_lr:g}, "
-        f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", table, "",
+        f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", f"**{control}**", "", table, "",
         "MosaiCLIP − NegCLIP on the case columns, paired by seed and test case:", "", cases, "",
         "Every column, paired by seed (Holm-adjusted over the table):", "", by_seed, ""])
     write_text(ctx.out / "scratch.md", text)
-    return Section("Pretraining from scratch", text, [ctx.out / "scratch.md"], claims=scratch_claims(results, groups))
+    return Section("Pretraining from scratch", text, [ctx.out / "scratch.md"], claims=scratch_claims(results, groups),
+                   control=control)
 
 
 def scratch_claims(results: list[dict], groups: dict[str, list[str]]) -> list[Claim]:

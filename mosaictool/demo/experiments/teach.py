@@ -63,7 +63,7 @@ def run(ctx: Context) -> Section:
         "Each row minus CLIP fine-tuning, paired by seed and test case (exploratory, Holm-adjusted):", "", versus, ""])
     write_text(ctx.out / "teach.md", text)
     return Section("The teaching regime: a base that must be taught", text, [ctx.out / "teach.md"],
-                   claims=table1_claims(results, groups, "teaching"))
+                   claims=table1_claims(results, groups, "teaching"), control=control["verdict"])
 
 
 def shaped_control(results: list[dict], groups: dict[str, list[str]]) -> dict:

@@ -65,4 +65,5 @@ def run(ctx: Context) -> Section:
             "and batches; MosaiCLIP − NegCLIP paired by seed and test case, exploratory, Holm-adjusted over this table). "
             "Singh et al. (2023, Fig. 4c/d) found MosaiCLIP's gain larger with the text tower trained alone.\n\n" + table)
     return Section(f"Which tower carries the difference ({ctx.cfg.split if ctx.claims else 'val'})", text,
-                   [ctx.out / "towers.md"], claims=claims)
+                   [ctx.out / "towers.md"], claims=claims,
+                   control="the table's (its 'both towers' rows are the table's NegCLIP and MosaiCLIP runs)")
