@@ -121,6 +121,8 @@ def test_identical_models_and_bad_shapes():
     same = np.ones((3, 5))
     r = stats.paired(same, same)
     assert r.diff == 0 and r.se == 0 and r.p == 1.0
+    steady = stats.seed_paired([0.2, 0.2, 0.2], [0.1, 0.1, 0.1])  # the same gain on every seed: no noise measured
+    assert steady.diff == pytest.approx(0.1) and steady.se < 1e-6 and steady.p == 1.0
     with pytest.raises(ValueError, match="same shape"):
         stats.paired(np.ones((2, 5)), np.ones((3, 5)))
 

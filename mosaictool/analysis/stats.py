@@ -104,13 +104,20 @@ def variance_parts(d: np.ndarray):
     return noisy, known, df
 
 
+# A variance of the estimate below this (an SE of 1e-6) is float rounding of equal scores, which live in [0, 1]
+# or near it, not noise.
+NO_VARIANCE = 1e-12
+
+
 def t_test(diff, noisy, known, df: float):
-    """Two-sided p of H0: no difference, for the estimate `diff` with SE^2 = noisy + known (vectorised);
-    a comparison with no variance has p 1 when diff is 0, else 0."""
-    diff, se = np.asarray(diff, dtype=np.float64), np.sqrt(np.asarray(noisy) + np.asarray(known))
+    """Two-sided p of H0: no difference, for the estimate `diff` with SE^2 = noisy + known (vectorised).
+    A comparison with no variance at all is untestable and gets p 1: equal models, or a few seeds whose
+    coarse scores (a handful of cases) differ by the same amount, which measures no noise (t would be
+    infinite, a certainty no run can give)."""
+    diff, variance = np.asarray(diff, dtype=np.float64), np.asarray(noisy) + np.asarray(known)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = 2 * stats.t.sf(np.abs(diff) / se, df)
-    p = np.where(se > 0, p, np.where(diff == 0, 1.0, 0.0))
+        p = 2 * stats.t.sf(np.abs(diff) / np.sqrt(variance), df)
+    p = np.where(variance > NO_VARIANCE, p, 1.0)
     return float(p) if p.ndim == 0 else p
 
 
