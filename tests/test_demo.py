@@ -446,3 +446,19 @@ def test_runs_are_shared_out_evenly_and_a_process_error_comes_back(tmp_path):
     missing = TrainConfig(data=str(tmp_path / "nowhere.jsonl"), out=str(tmp_path / "r"), quiet=True)
     with pytest.raises(MosaicError, match="nowhere.jsonl"):
         finetune._train_in_processes([[missing], [replace(missing, out=str(tmp_path / "r2"))]], ShardCache())
+
+
+def test_the_data_cache_key_reads_the_package_the_stages_and_the_vocabulary(tmp_path, monkeypatch):
+    """Any change to mosaictool's code, its graph stages or its vocabularies makes new data (never a
+    stale reuse): the key hashes every file of the three folders, wherever they are installed."""
+    import mosaictool.stages
+    import mosaictool.vocab
+    from mosaictool.demo import data
+
+    read = []
+    monkeypatch.setattr(data, "file_digest", lambda f: read.append(Path(f)) or "x")
+    data.data_cache(DemoConfig(cache_dir=str(tmp_path)))
+    folders = [Path(data.__file__).resolve().parents[1], *map(Path, mosaictool.stages.__path__), *map(Path, mosaictool.vocab.__path__)]
+    for folder in folders:
+        assert any(f.is_relative_to(folder) for f in read), folder
+    assert Path(data.__file__).resolve() in {f.resolve() for f in read}

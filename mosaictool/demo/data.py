@@ -28,11 +28,11 @@ def data_cache(cfg: DemoConfig) -> Path:
     """The cache folder of this config's data: named by the world's settings, the audit's batches and
     the bytes of mosaictool's own files (any code change makes new data, never a stale reuse), the
     stages and vocabulary included: in a source checkout they live beside the package, not in it."""
-    import mosaictool
     import mosaictool.stages
     import mosaictool.vocab
 
-    roots = dict.fromkeys(Path(p) for m in (mosaictool, mosaictool.stages, mosaictool.vocab) for p in m.__path__)
+    package = Path(__file__).resolve().parents[1]  # mosaictool/ itself
+    roots = dict.fromkeys([package, *(Path(p) for m in (mosaictool.stages, mosaictool.vocab) for p in m.__path__)])
     files = sorted({f for root in roots for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts})
     code = [file_digest(f) for f in files]
     key = {"seed": cfg.world_seed, "train": cfg.world_train, "twins": cfg.twins, "image_size": cfg.image_size,

@@ -85,7 +85,7 @@ def synonym_positive(text: str, negative: dict, rng, vocab=None) -> str:
     if not pattern.search(text):
         return text
     if vocab is None:
-        from mosaictool import vocab as vocabulary
+        import mosaictool.vocab as vocabulary
 
         vocab = vocabulary.load()
     head = vocab.head("attributes", attribute)
