@@ -16,31 +16,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mosaictool.analysis import stats  # noqa: E402
-from test_stats_calibration import CHUNK, _simulate, shift_for  # noqa: E402  the test's own outcome model
-
-
-def pooled_rule_rejects(rng, reps, seeds, cases, seed_sd, item_sd, alpha=0.01) -> float:
-    out = []
-    for start in range(0, reps, CHUNK):
-        r = min(CHUNK, reps - start)
-        pi = rng.uniform(0.25, 0.75, (r, 1, cases))
-        hits = [rng.random((r, seeds, cases), dtype=np.float32)
-                < np.clip(pi + rng.normal(0, item_sd, (r, 1, cases)) + rng.normal(0, seed_sd, (r, seeds, 1)), 0, 1)
-                for _ in range(2)]
-        d = hits[0].astype(np.float32) - hits[1].astype(np.float32)
-        ms_seed, ms_item, ms_err = stats.mean_squares(d)
-        keep_seed, keep_item = ms_seed > ms_err, ms_item > ms_err
-        c_err = 1.0 - keep_seed - keep_item
-        total = c_err * ms_err + np.where(keep_seed, ms_seed, 0) + np.where(keep_item, ms_item, 0)
-        den = ((c_err * ms_err) ** 2 / ((seeds - 1) * (cases - 1)) + np.where(keep_seed, ms_seed ** 2 / (seeds - 1), 0)
-               + np.where(keep_item, ms_item ** 2 / (cases - 1), 0))
-        t = np.abs(d.mean(axis=(1, 2))) / np.sqrt(total / (seeds * cases))
-        out.append(2 * sp.t.sf(t, total ** 2 / den) < alpha)
-    return float(np.mean(np.concatenate(out)))
+from test_stats_calibration import _simulate, pooled_rule_rejects, shift_for  # noqa: E402  the test's own outcome model
 
 
 def main() -> None:

@@ -129,17 +129,15 @@ def test_the_control_rule_passes_an_effect_at_its_own_mde():
     assert float(np.mean((d2 > 0) & (stats.t_test(d2, n2, k2, df) < CONTROL_ALPHA))) < 0.6
 
 
-def test_the_old_pooling_rule_was_liberal():
-    """The rule this replaced (seed term dropped when MS_seed <= MS_err, Satterthwaite df) rejects a
-    true null above nominal at 5 seeds with a seed SD of 2 points (about 1.8% at a nominal 1%): the
-    simulation above would catch such a test."""
-    rng = np.random.default_rng(5)
-    reps, seeds, cases = 4000, 5, 1200
-    rates = []
+def pooled_rule_rejects(rng, reps: int, seeds: int, cases: int, seed_sd: float, item_sd: float, alpha: float = 0.01) -> float:
+    """The share of null replicates the replaced rule rejects at `alpha`: the seed (or case) mean square
+    dropped when it falls to MS_err or below, Satterthwaite's df for what is kept."""
+    out = []
     for start in range(0, reps, CHUNK):
         r = min(CHUNK, reps - start)
         pi = rng.uniform(0.25, 0.75, (r, 1, cases))
-        hits = [rng.random((r, seeds, cases), dtype=np.float32) < np.clip(pi + rng.normal(0, 0.02, (r, seeds, 1)), 0, 1)
+        hits = [rng.random((r, seeds, cases), dtype=np.float32)
+                < np.clip(pi + rng.normal(0, item_sd, (r, 1, cases)) + rng.normal(0, seed_sd, (r, seeds, 1)), 0, 1)
                 for _ in range(2)]
         d = hits[0].astype(np.float32) - hits[1].astype(np.float32)
         ms_seed, ms_item, ms_err = stats.mean_squares(d)
@@ -149,6 +147,14 @@ def test_the_old_pooling_rule_was_liberal():
         den = ((c_err * ms_err) ** 2 / ((seeds - 1) * (cases - 1)) + np.where(keep_seed, ms_seed ** 2 / (seeds - 1), 0)
                + np.where(keep_item, ms_item ** 2 / (cases - 1), 0))
         t = np.abs(d.mean(axis=(1, 2))) / np.sqrt(total / (seeds * cases))
-        rates.append(2 * sp.t.sf(t, total ** 2 / den) < 0.01)
-    old = float(np.mean(np.concatenate(rates)))
+        out.append(2 * sp.t.sf(t, total ** 2 / den) < alpha)
+    return float(np.mean(np.concatenate(out)))
+
+
+def test_the_old_pooling_rule_was_liberal():
+    """The rule this replaced (seed term dropped when MS_seed <= MS_err, Satterthwaite df) rejects a
+    true null above nominal at 5 seeds with a seed SD of 2 points (about 1.8% at a nominal 1%): the
+    simulation above would catch such a test."""
+    reps = 4000
+    old = pooled_rule_rejects(np.random.default_rng(5), reps, 5, 1200, seed_sd=0.02, item_sd=0.0)
     assert old > _interval(0.01, reps)[1]
