@@ -22,8 +22,8 @@ Extent = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # a box's width or 
 Captions = str | Annotated[list[str], Field(min_length=1)]
 
 
-class VGRelation(TypedDict):
-    """aro/visual_genome_relation.json (ARO's VG_Relation)."""
+class _VGCase(TypedDict):
+    """What both of ARO's Visual Genome files hold per case: a region and its true and false caption."""
 
     image_path: NonEmpty
     bbox_x: Coordinate
@@ -32,19 +32,17 @@ class VGRelation(TypedDict):
     bbox_h: Extent
     true_caption: str
     false_caption: str
+
+
+class VGRelation(_VGCase):
+    """aro/visual_genome_relation.json (ARO's VG_Relation)."""
+
     relation_name: str
 
 
-class VGAttribution(TypedDict):
+class VGAttribution(_VGCase):
     """aro/visual_genome_attribution.json (ARO's VG_Attribution): the attribute pair names the group."""
 
-    image_path: NonEmpty
-    bbox_x: Coordinate
-    bbox_y: Coordinate
-    bbox_w: Extent
-    bbox_h: Extent
-    true_caption: str
-    false_caption: str
     attributes: Annotated[list[str], Field(min_length=2, max_length=2)]
 
 
