@@ -128,6 +128,14 @@ def test_a_failing_run_stops_with_its_folder_named(world, tmp_path):
         train_many([config(world, tmp_path / "same", seed=0), config(world, tmp_path / "same", seed=1)])
 
 
+def test_a_note_about_the_data_is_printed_once_not_once_per_run(world, tmp_path, capsys):
+    train_many([config(world, tmp_path / f"run{s}", method="negclip", seed=s, steps=1) for s in range(3)])
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert notes == ["note: 1 of 16 records have no negatives for negclip"]
+    train(config(world, tmp_path / "alone", method="negclip", steps=1))  # a lone run still says it
+    assert "note: 1 of 16 records have no negatives for negclip" in capsys.readouterr().err
+
+
 def _models(world, n: int, **kw):
     return [openclip.create("tiny", model_config_file=str(world[1]), seed=s, **kw).model.double() for s in range(n)]
 

@@ -717,21 +717,30 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
 # A run's data and batches (mosaictool.training.loop)
 
 
-def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCache | None = None) -> tuple[TrainData, bool]:
+def _say_once(note: str, said: set[str] | None) -> None:
+    if said is None or note not in said:
+        print(f"note: {note}", file=sys.stderr)
+    if said is not None:
+        said.add(note)
+
+
+def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCache | None = None,
+                  said: set[str] | None = None) -> tuple[TrainData, bool]:
     """A run's (a TrainConfig's) records and images, with their hard images (the records' own, and/or
     --hard-images K mined with the starting model); -> (data, whether batches carry hard images).
-    `shards`: the process's ShardCache, if it has one."""
+    `shards`: the process's ShardCache, if it has one. `said`: notes already printed (by the other runs
+    of a train_many), not printed again."""
     out = Path(cfg.out)
     data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
-        print(f"note: {note}", file=sys.stderr)
+        _say_once(note, said)
     use_hard = False
     if cfg.record_hard_images:
         unknown = data.resolve_record_hard_images()
         use_hard = any(data.hard)
         if unknown and info.is_main:
-            print(f"note: {unknown} hard_images id(s) are not in the training data and are ignored", file=sys.stderr)
+            _say_once(f"{unknown} hard_images id(s) are not in the training data and are ignored", said)
     if cfg.hard_images > 0:
         mined_path = out / "mined_hard_images.json"
         if mined_path.exists():  # a resumed run mined them with its starting model already

@@ -131,10 +131,11 @@ class Run:
     step: int = 0
 
 
-def setup(cfg: TrainConfig, resume: bool, shards: ShardCache | None = None, *, num_workers: int | None = None) -> Run:
+def setup(cfg: TrainConfig, resume: bool, shards: ShardCache | None = None, *, num_workers: int | None = None,
+          said: set[str] | None = None) -> Run:
     """Process group, config, seeds, model, data, optimizer and the resumed state, in the order that
     makes a resumed run continue bit-exact. `num_workers` overrides the config's DataLoader workers
-    (train_many shares the machine's between its runs)."""
+    (train_many shares the machine's between its runs); `said`: the data notes its other runs printed."""
     info = dist.init(cfg.device)
     cfg, state = prepare_run(cfg, resume)
     if cfg.precision == "amp" and not info.device.startswith("cuda"):  # fp16's GradScaler is CUDA's; bf16 autocast runs on CPU
@@ -151,7 +152,7 @@ def setup(cfg: TrainConfig, resume: bool, shards: ShardCache | None = None, *, n
     optimizer = build_optimizer(cfg, bundle.model)
     precision = Precision(cfg.precision, info.device)
     images = ImagePrep.of(bundle)
-    data, use_hard = load_run_data(cfg, method, bundle, images, info, shards)
+    data, use_hard = load_run_data(cfg, method, bundle, images, info, shards, said)
     micro_per_epoch = len(data) // (cfg.batch_size * info.world_size)
     total_steps = cfg.steps or max(1, cfg.epochs * micro_per_epoch // cfg.accum_freq)
     sampler_cfg = SamplerConfig(method=method, batch_size=cfg.batch_size, seed=cfg.seed, use_hard=use_hard,

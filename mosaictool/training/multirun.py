@@ -77,7 +77,8 @@ def train_many(cfgs: Sequence[TrainConfig], *, resume: bool = False, shards: Sha
 def _train_many(cfgs: Sequence[TrainConfig], resume: bool, shards: ShardCache | None,
                 on_step: Callable[[int, int, dict, object], None] | None) -> list[Path]:
     workers = [max(1, c.num_workers // len(cfgs)) if c.num_workers else 0 for c in cfgs]
-    runs = [setup(cfg, resume, shards, num_workers=w) for cfg, w in zip(cfgs, workers)]
+    said: set[str] = set()  # a note about the data (records without negatives) once, not once per run
+    runs = [setup(cfg, resume, shards, num_workers=w, said=said) for cfg, w in zip(cfgs, workers)]
     finals: list[Path | None] = [None] * len(runs)
     groups: dict[tuple, list[int]] = {}
     for i, run in enumerate(runs):
