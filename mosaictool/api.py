@@ -24,8 +24,11 @@ Each function imports what it needs when it runs, so `mosaictool.read` never loa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,13 +46,81 @@ __all__ = [
 ]
 
 
+# The flag a keyword stands for, where it is not `--` + its name with dashes
+FLAGS = {"max_subgraphs": "--max", "max_negatives": "--max", "checkpoints": "--checkpoint", "source": "INPUT",
+         "caption": "--caption/--no-caption", "path": "path", "augment": "--augment/--no-augment"}
+# Arguments streamed or checked by the function itself (records, each checked as it is read)
+_UNCHECKED = {"source", "records", "return"}
+
+
+def _typed(fn):
+    """Check every argument against `fn`'s annotations before it runs, as the command line's flag
+    parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
+    true or false, NaN or inf, a list for a path, are MosaicError naming the flag, not a traceback
+    from deep inside (or a run on a value the command line could not have given)."""
+    from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+    signature = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    config = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+    adapters = {name: TypeAdapter(tp, config=config) for name, tp in hints.items()
+                if name in signature.parameters and name not in _UNCHECKED}
+    flags = {name: FLAGS.get(name, "--" + name.replace("_", "-")) for name in adapters}
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:  # an unknown keyword, a missing argument: Python's own TypeError, raised by the call
+            return fn(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name not in adapters:
+                continue
+            tp = hints[name]
+            # a str is a sequence of its letters: checkpoints="a.pt" would be ["a", ".", "p", "t"]
+            letters = isinstance(value, str) and not _takes_str(tp)
+            try:
+                if letters:
+                    raise ValueError
+                adapters[name].validate_python(value)
+            except (ValidationError, ValueError):
+                raise MosaicError(f"{flags[name]} {value!r}: must be {_words(tp)}, not {type(value).__name__}") from None
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+def _options(tp) -> tuple:
+    """The types a `X | Y` annotation allows (itself for any other)."""
+    return typing.get_args(tp) if typing.get_origin(tp) in (Union, types.UnionType) else (tp,)
+
+
+def _takes_str(tp) -> bool:
+    return str in _options(tp)
+
+
+_WORDS = {int: "a whole number", float: "a finite number", bool: "True or False", str: "a string", os.PathLike: "a path",
+          type(None): "None", dict: "a dict"}
+
+
+def _words(tp) -> str:
+    """An annotation in words: `str | os.PathLike | None` -> "a string, a path or None"."""
+    if len(_options(tp)) > 1:
+        words = list(dict.fromkeys(_words(t) for t in _options(tp)))
+        return f"{', '.join(words[:-1])} or {words[-1]}"
+    if typing.get_origin(tp) in (Sequence, Iterable, list, tuple):
+        return f"a list, each {_words(typing.get_args(tp)[0])}"
+    return _WORDS.get(tp, getattr(tp, "__name__", str(tp)))
+
+
 class Records(Iterator[dict]):
     """The records a stage yields, one at a time; `skips` counts the bad input records it skipped
     (with `skip_bad=True`; complete once the iterator is exhausted)."""
 
-    def __init__(self, records: Iterable[dict], skips: Skips):
+    def __init__(self, records: Iterable[dict], skips: Skips, inputs: tuple[str, ...] = ()):
         self._records = iter(records)
         self.skips = skips
+        self.inputs = inputs  # the files read, so that `write` refuses to replace one of them
 
     def __next__(self) -> dict:
         return next(self._records)
@@ -71,12 +142,13 @@ def _source(source: Source) -> str | Iterable[dict]:
 def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
              transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
              unit: str = "caption", quiet: bool = False) -> Records:
+    inputs = tuple(getattr(source, "inputs", ()))
     source = _source(source)
     skips = Skips(enabled=skip_bad)
     records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids)
     if transform is not None:
         records = _lazy_progress(transform(records), desc=desc, unit=unit, quiet=quiet)
-    return Records(records, skips)
+    return Records(records, skips, (source,) if isinstance(source, str) else inputs)
 
 
 def _csv(value: str | Iterable) -> str:
@@ -88,6 +160,7 @@ def _csv(value: str | Iterable) -> str:
 # Records in and out
 
 
+@_typed
 def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False) -> Records:
     """Stream the records of a JSONL, .jsonl.gz or Parquet file ("-": stdin), each checked to be an
     object with a unique `id` (`assign_ids`: a record without one gets its line number).
@@ -99,6 +172,7 @@ def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False) ->
     return _records(source, skip_bad=skip_bad, assign_ids=assign_ids)
 
 
+@_typed
 def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
     """Write records as JSONL (.jsonl, .jsonl.gz; "-": stdout) or Parquet, whole or not at all (a
     temporary file beside the target, moved into place when every record is written); returns
@@ -107,13 +181,27 @@ def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
     >>> mosaictool.write(mosaictool.read("examples/captions.jsonl"), "captions.parquet")
     60
     """
-    return write_records(path, records)
+    from mosaictool.paths import Read, Write, check_outputs
+
+    if isinstance(records, (str, dict)) or not isinstance(records, Iterable):
+        raise MosaicError(f"records: give an iterable of records (dicts), not {type(records).__name__}")
+    # the whole output is written before it replaces the target, but the target may not be what it reads
+    check_outputs([Write("path", os.fspath(path))], [Read("INPUT", p) for p in getattr(records, "inputs", ()) if p != STDIO])
+
+    def dicts() -> Iterator[dict]:
+        for i, record in enumerate(records, 1):
+            if not isinstance(record, dict):
+                raise MosaicError(f"record {i}: expected a dict, got {type(record).__name__}; nothing written")
+            yield record
+
+    return write_records(path, dicts())
 
 
 # ---------------------------------------------------------------------------------------------
 # The graph stages
 
 
+@_typed
 def parse(source: Source, *, text_key: str = "caption", model: str | None = None, batch_size: int = 256,
           workers: int = 1, max_chars: int = 2000, spatial_compounds: bool = True, skip_bad: bool = False,
           assign_ids: bool = False, quiet: bool = False) -> Records:
@@ -136,6 +224,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     )
 
 
+@_typed
 def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, seed: int = 0, text_key: str = "caption",
               vocab: PathLike | None = None, max_keys: int = 256, skip_bad: bool = False, quiet: bool = False) -> Records:
     """Add each scene graph's positive sub-graphs (`subgraphs`, `subgraph_keys`; MosaiCLIP §3.3),
@@ -161,6 +250,7 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
     )
 
 
+@_typed
 def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[float] = "0.15,0.425,0.425",
            text: str | Sequence[str] = "", uniform: bool = False, vocab: PathLike | None = None, seed: int = 0,
            text_key: str = "caption", model: str | None = None, batch_size: int = 256, workers: int = 1,
@@ -190,6 +280,7 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     )
 
 
+@_typed
 def template(source: Source, *, style: str = "plain", vocab: PathLike | None = None, seed: int = 0,
              skip_bad: bool = False, quiet: bool = False) -> Records:
     """Turn sub-graphs and negatives into sentences (`texts`: positives and negatives, the field
@@ -226,6 +317,7 @@ class Shards:
         return sum(self.sizes.values())
 
 
+@_typed
 def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_size: int = 1000, image_key: str = "image",
           skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False) -> Shards:
     """Pack records and their images into WebDataset tar shards for `train` (OUT/000000.tar, ...,
@@ -252,6 +344,7 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
 # The synthetic world
 
 
+@_typed
 def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = False, binding_twins: bool = False,
           shape_twins: bool = False, caption_noise: float = 0.0, noise_kinds: str | Sequence[str] | None = None,
           image_size: int = 64, eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False,
@@ -295,6 +388,7 @@ def _pair(value: str | Sequence[float], flag: str) -> tuple[float, float]:
     return low, high
 
 
+@_typed
 def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
           image_root: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
           model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
@@ -367,6 +461,7 @@ def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
         raise MosaicError(f"--alpha {_csv(alpha)!r}: expected comma-separated numbers like 0,0.25,0.5,0.75,1") from None
 
 
+@_typed
 def wise_ft(zeroshot: PathLike, *, finetuned: PathLike, out: PathLike, alpha: float | str | Sequence[float] = 0.5,
             scope: str = "all", rule: str = "linear", device: str | None = None) -> list[Path]:
     """Weight-space ensembles (WiSE-FT): one checkpoint per alpha of (1 - alpha) zero-shot + alpha
@@ -444,6 +539,7 @@ def _present_retrieval(data_root: str) -> list[str]:
     return found
 
 
+@_typed
 def evaluate(bench: str | Sequence[str], *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
              pretrained: str | None = None, model_config: PathLike | None = None, data_root: PathLike = ".",
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
@@ -512,8 +608,8 @@ class TreeScores(Records):
     holds each model's mean tree-score with a bootstrap 95% CI (and paired differences), and
     `captions` how many captions were scored."""
 
-    def __init__(self, rows: Iterable[dict], skips: Skips, settings: dict):
-        super().__init__(rows, skips)
+    def __init__(self, rows: Iterable[dict], skips: Skips, settings: dict, inputs: tuple[str, ...] = ()):
+        super().__init__(rows, skips, inputs)
         self.settings = settings
         self.captions = 0
         self.summary: dict | None = None
@@ -544,6 +640,7 @@ def _read_gold(path: str) -> dict:
     return trees
 
 
+@_typed
 def tree_score(source: Source, *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
                pretrained: str | None = None, model_config: PathLike | None = None, text_key: str = "caption",
                layer_threshold: int = 0, positions: str = "original", max_words: int = 40, limit: int | None = None,
@@ -603,7 +700,7 @@ def tree_score(source: Source, *, checkpoints: Sequence[PathLike] = (), model: s
             del bundle
         scores.summary = ts.summarize(summaries, seed=seed)
 
-    scores = TreeScores(rows(), captions.skips, settings)
+    scores = TreeScores(rows(), captions.skips, settings, captions.inputs)
     return scores
 
 
@@ -623,6 +720,7 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
+@_typed
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
          experiments: Sequence[str] | None = None, **settings) -> dict:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;

@@ -471,6 +471,11 @@ def _config_adapter(cls: type) -> TypeAdapter:
     return TypeAdapter(cls)
 
 
+@functools.cache
+def _field_adapter(cls: type, name: str) -> TypeAdapter:
+    return TypeAdapter(typing.get_type_hints(cls, include_extras=True)[name])
+
+
 def rule(tp: Any) -> str:
     """What a flag's declared type accepts, in words: `Annotated[float, Field(gt=0, allow_inf_nan=False)]`
     -> "a finite number > 0"."""
@@ -499,12 +504,18 @@ def config_errors(cls: type, values: Mapping[str, Any] | str, *, strict: bool = 
     that does not parse is one entry with field "" and pydantic's message."""
     import json
 
+    if not isinstance(values, str):  # field by field: strict validation of a dict as a dataclass refuses the dict itself
+        hints = typing.get_type_hints(cls, include_extras=True)
+        out = []
+        for name, value in values.items():
+            try:
+                _field_adapter(cls, name).validate_python(value, strict=strict)
+            except ValidationError:
+                out.append((name, value, rule(hints[name])))
+        return out
     adapter = _config_adapter(cls)
     try:
-        if isinstance(values, str):
-            adapter.validate_json(values, strict=strict)
-        else:
-            adapter.validate_python(dict(values), strict=strict)
+        adapter.validate_json(values, strict=strict)
     except ValidationError as e:
         hints = typing.get_type_hints(cls, include_extras=True)
         parsed = None
@@ -516,7 +527,7 @@ def config_errors(cls: type, values: Mapping[str, Any] | str, *, strict: bool = 
             if name not in hints or any(o[0] == name for o in out):
                 continue
             if parsed is None:
-                parsed = json.loads(values) if isinstance(values, str) else values
+                parsed = json.loads(values)
             value = parsed.get(name) if isinstance(parsed, Mapping) else None
             out.append((name, value, "present" if err["type"] == "missing" else rule(hints[name])))
         return out
@@ -528,7 +539,11 @@ def check_flags(config: Any) -> None:
     naming the first wrong one as its flag (`--grad-clip -1.0: must be a finite number > 0 (...)`)."""
     from mosaictool.errors import MosaicError
 
-    problems = config_errors(type(config), {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}, strict=False)
+    # strict: "10" or 2.0 for a whole number, True for a number, are refused (pydantic's lax mode takes
+    # them and the config would keep the str); a list stands for a tuple, as config.json stores one
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    problems = config_errors(type(config), {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
     if problems:
         name, value, what = problems[0]
-        raise MosaicError(f"--{name.replace('_', '-')} {value}: must be {what}")
+        shown = repr(value) if isinstance(value, str) else value  # "--seeds '2'": a str from Python, not the number
+        raise MosaicError(f"--{name.replace('_', '-')} {shown}: must be {what}")

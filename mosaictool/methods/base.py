@@ -43,6 +43,16 @@ from mosaictool.errors import MosaicError, RecordError
 PIPELINE = "mosaictool parse | decompose | negate | template"
 
 
+_TYPE_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
+def _of_type(value: Any, tp: type) -> bool:
+    """`value` fits an option of type `tp` (a bool is no number; a whole number is a number)."""
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, tp) and (tp is bool or not isinstance(value, bool))
+
+
 @dataclass(frozen=True)
 class Option:
     """One method flag: `--name-with-dashes` on `mosaictool train`, `name` in method_options.
@@ -106,6 +116,9 @@ class Method:
             flags = ", ".join("--" + u.replace("_", "-") for u in unknown)
             allowed = ", ".join(o.flag for o in self.options) or "none"
             raise MosaicError(f"--method {self.name}: {flags} belong to another method (its own options: {allowed})")
+        for o in self.options:  # from Python, "3" or 2.5 for a whole number, or 1 for true, would pass unseen
+            if o.parse is None and o.name in given and not _of_type(given[o.name], o.type):
+                raise MosaicError(f"{o.flag} {given[o.name]!r}: must be {_TYPE_WORDS[o.type]}, not {type(given[o.name]).__name__}")
         self.opts: dict[str, Any] = {o.name: o.from_flag(given.get(o.name, o.default)) for o in self.options}
         for o in self.options:  # NaN passes every `< 0` test a validate() makes; inf is no weight either
             if o.type is float and not (isinstance(self.opts[o.name], (int, float)) and math.isfinite(self.opts[o.name])):
