@@ -53,38 +53,50 @@ FLAGS = {"max_subgraphs": "--max", "max_negatives": "--max", "checkpoints": "--c
 _UNCHECKED = {"source", "records", "return"}
 
 
-def _typed(fn):
+def _typed(fn=None, *, config: Callable[[], type] | None = None):
     """Check every argument against `fn`'s annotations before it runs, as the command line's flag
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
-    true or false, NaN or inf, a list for a path, are MosaicError naming the flag, not a traceback
-    from deep inside (or a run on a value the command line could not have given)."""
-    from pydantic import ConfigDict, TypeAdapter, ValidationError
-
+    true or false, a list for a path, are MosaicError naming the flag, not a traceback
+    from deep inside (or a run on a value the command line could not have given). `config`: the
+    dataclass whose declared bounds word the message for its fields (TrainConfig's `--steps`:
+    "a whole number >= 1"). Built on the first call: `import mosaictool` stays cheap."""
+    if fn is None:
+        return functools.partial(_typed, config=config)
     signature = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
-    config = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
-    adapters = {name: TypeAdapter(tp, config=config) for name, tp in hints.items()
-                if name in signature.parameters and name not in _UNCHECKED}
-    flags = {name: FLAGS.get(name, "--" + name.replace("_", "-")) for name in adapters}
+
+    @functools.cache
+    def checks() -> dict[str, tuple]:
+        from pydantic import ConfigDict, TypeAdapter
+
+        from mosaictool.records import rule
+
+        hints = typing.get_type_hints(fn)
+        declared = typing.get_type_hints(config(), include_extras=True) if config else {}
+        # NaN and inf pass here: each function bounds its numbers, with the message naming the bound
+        strict = ConfigDict(strict=True, arbitrary_types_allowed=True)
+        return {name: (TypeAdapter(tp, config=strict), FLAGS.get(name, "--" + name.replace("_", "-")),
+                       rule(declared[name]) if name in declared and not _takes_str(tp) else _words(tp), _takes_str(tp))
+                for name, tp in hints.items() if name in signature.parameters and name not in _UNCHECKED}
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        from pydantic import ValidationError
+
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:  # an unknown keyword, a missing argument: Python's own TypeError, raised by the call
             return fn(*args, **kwargs)
         for name, value in bound.arguments.items():
-            if name not in adapters:
+            if name not in checks():
                 continue
-            tp = hints[name]
-            # a str is a sequence of its letters: checkpoints="a.pt" would be ["a", ".", "p", "t"]
-            letters = isinstance(value, str) and not _takes_str(tp)
+            adapter, flag, words, takes_str = checks()[name]
+            if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
+                raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
             try:
-                if letters:
-                    raise ValueError
-                adapters[name].validate_python(value)
-            except (ValidationError, ValueError):
-                raise MosaicError(f"{flags[name]} {value!r}: must be {_words(tp)}, not {type(value).__name__}") from None
+                adapter.validate_python(value)
+            except ValidationError as e:
+                wrong_type = any(err["type"].endswith("_type") for err in e.errors())
+                raise MosaicError(f"{flag} {value!r}: must be {words}" + (f", not {type(value).__name__}" if wrong_type else "")) from None
         return fn(*args, **kwargs)
 
     return checked
@@ -388,7 +400,13 @@ def _pair(value: str | Sequence[float], flag: str) -> tuple[float, float]:
     return low, high
 
 
-@_typed
+def _train_config() -> type:
+    from mosaictool.training import TrainConfig
+
+    return TrainConfig
+
+
+@_typed(config=_train_config)
 def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
           image_root: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
           model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
