@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from test_bad_values import invoke, refused, snapshot
+from test_bad_values import invoke, refused, run_folder, snapshot  # noqa: F401 (a fixture)
 
 
 def _rgb16_png(path: Path) -> None:
@@ -111,7 +111,6 @@ def test_unusual_images_convert_to_rgb_the_same_way_every_time(world, kind):
     assert snapshot(data.parent) == before
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", ODD)
 def test_train_reads_unusual_images(world, kind):
     data, out = world
@@ -137,15 +136,53 @@ def test_shard_refuses_or_skips_a_bad_image(world, kind):
     assert snapshot(data.parent) == before
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", BAD)
 def test_train_refuses_or_skips_a_bad_image(world, kind):
     data, out = world
     _, words = with_image(data, kind, bad_image)
     args = ["train", "--data", data, "--out", out / "run", "--batch-size", "4", "--steps", "1", "--model", "mosaic-micro",
             "--device", "cpu", "-q"]
-    result = invoke(args)
-    assert result.exit_code == 1 and "Traceback" not in result.stderr
-    line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("Error: ") and "odd." in line and ("record 'img-3'" in line or "--skip-bad" in line), line
-    assert not (out / "run" / "final.pt").exists()
+    before = snapshot(data.parent)
+    refused(invoke(args), "record 'img-3'", "odd.", words, "--skip-bad")
+    assert not (out / "run").exists()
+    skipped = invoke(args + ["--skip-bad"])
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
+    assert snapshot(data.parent) == before
+
+
+def _sugarcrepe(tmp_path: Path, run_folder, kind: str, make) -> tuple[Path, object]:
+    """A one-subset SugarCrepe whose second case shows an image of `kind` (the first a good one)."""
+    import shutil
+
+    root = tmp_path / "bench"
+    (root / "sugarcrepe").mkdir(parents=True)
+    (root / "coco" / "val2017").mkdir(parents=True)
+    name = f"odd.{EXT.get(kind, 'png')}"
+    result = make(kind, root / "coco" / "val2017" / name)
+    case = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
+    (root / "sugarcrepe" / "add_att.json").write_text(json.dumps({"0": case, "1": {**case, "filename": name}}))
+    shutil.copy(Path(run_folder[2]).parent / "images" / "000.png", root / "coco" / "val2017" / "a.jpg")
+    return root, result
+
+
+@pytest.mark.parametrize("kind", ODD)
+def test_evaluate_reads_unusual_images_the_same_way_every_time(run_folder, tmp_path, kind):
+    root, _ = _sugarcrepe(tmp_path, run_folder, kind, odd_image)
+    args = ["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "--device", "cpu", "-q"]
+    first, second = invoke(args + ["-o", tmp_path / "a.jsonl"]), invoke(args + ["-o", tmp_path / "b.jsonl"])
+    assert first.exit_code == 0 and second.exit_code == 0, first.stderr
+    rows = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert rows and rows[0]["n"] == 2
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_evaluate_refuses_a_bad_benchmark_image(run_folder, tmp_path, kind):
+    root, _ = _sugarcrepe(tmp_path, run_folder, kind, bad_image)
+    before = snapshot(tmp_path)
+    result = invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "--device", "cpu", "-q",
+                     "-o", tmp_path / "r.jsonl"])
+    line = refused(result, "odd.")
+    assert "cannot read image" in line or "missing" in line, line
+    assert snapshot(tmp_path) == before
