@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from test_bad_values import invoke, refused, run_folder, snapshot  # noqa: F401 (a fixture)
+from test_bad_values import invoke, refused, snapshot
 
 
 def _rgb16_png(path: Path) -> None:
@@ -151,7 +151,20 @@ def test_train_refuses_or_skips_a_bad_image(world, kind):
     assert snapshot(data.parent) == before
 
 
-def _sugarcrepe(tmp_path: Path, run_folder, kind: str, make) -> tuple[Path, object]:
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny model's final.pt (one step) and the world it trained on."""
+    from mosaictool.training import TrainConfig, train
+    from train_fixtures import make_world, write_tiny_model
+
+    root = tmp_path_factory.mktemp("run")
+    data = make_world(root / "world", n=8)
+    final = train(TrainConfig(data=str(data), out=str(root / "run"), model_config=str(write_tiny_model(root)), batch_size=4,
+                              steps=1, quiet=True, device="cpu"))
+    return Path(final), data
+
+
+def _sugarcrepe(tmp_path: Path, finished, kind: str, make) -> tuple[Path, object]:
     """A one-subset SugarCrepe whose second case shows an image of `kind` (the first a good one)."""
     import shutil
 
@@ -162,14 +175,14 @@ def _sugarcrepe(tmp_path: Path, run_folder, kind: str, make) -> tuple[Path, obje
     result = make(kind, root / "coco" / "val2017" / name)
     case = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
     (root / "sugarcrepe" / "add_att.json").write_text(json.dumps({"0": case, "1": {**case, "filename": name}}))
-    shutil.copy(Path(run_folder[2]).parent / "images" / "000.png", root / "coco" / "val2017" / "a.jpg")
+    shutil.copy(finished[1].parent / "images" / "000.png", root / "coco" / "val2017" / "a.jpg")
     return root, result
 
 
 @pytest.mark.parametrize("kind", ODD)
-def test_evaluate_reads_unusual_images_the_same_way_every_time(run_folder, tmp_path, kind):
-    root, _ = _sugarcrepe(tmp_path, run_folder, kind, odd_image)
-    args = ["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "--device", "cpu", "-q"]
+def test_evaluate_reads_unusual_images_the_same_way_every_time(finished, tmp_path, kind):
+    root, _ = _sugarcrepe(tmp_path, finished, kind, odd_image)
+    args = ["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", finished[0], "--device", "cpu", "-q"]
     first, second = invoke(args + ["-o", tmp_path / "a.jsonl"]), invoke(args + ["-o", tmp_path / "b.jsonl"])
     assert first.exit_code == 0 and second.exit_code == 0, first.stderr
     rows = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
@@ -178,10 +191,10 @@ def test_evaluate_reads_unusual_images_the_same_way_every_time(run_folder, tmp_p
 
 
 @pytest.mark.parametrize("kind", BAD)
-def test_evaluate_refuses_a_bad_benchmark_image(run_folder, tmp_path, kind):
-    root, _ = _sugarcrepe(tmp_path, run_folder, kind, bad_image)
+def test_evaluate_refuses_a_bad_benchmark_image(finished, tmp_path, kind):
+    root, _ = _sugarcrepe(tmp_path, finished, kind, bad_image)
     before = snapshot(tmp_path)
-    result = invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", run_folder[1], "--device", "cpu", "-q",
+    result = invoke(["evaluate", "-b", "sugarcrepe:add_att", "-d", root, "-c", finished[0], "--device", "cpu", "-q",
                      "-o", tmp_path / "r.jsonl"])
     line = refused(result, "odd.")
     assert "cannot read image" in line or "missing" in line, line
