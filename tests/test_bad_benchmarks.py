@@ -1,7 +1,8 @@
 """Malformed annotation files of every benchmark loader but ARO's schema cases (tests/test_bad_values.py):
 a missing key, a wrong type (a string where a list belongs is never iterated as characters), null,
 NaN, an empty list or caption, an object where a list belongs, non-UTF-8 bytes, a repeated key or id,
-an image path that escapes --data-root. Each: exit 1, one `Error:` line naming the file and the
+an image path that escapes --data-root (of a downloaded benchmark: our Probe JSONL's paths are written
+relative to its folder by `mosaictool probe build` and may climb out of it). Each: exit 1, one `Error:` line naming the file and the
 entry, no traceback, nothing written to -o. Loading fails before any model is built."""
 
 from __future__ import annotations
@@ -188,15 +189,19 @@ CASES = [
     ("aro-empty-list", "aro:VG-Relation", {"aro/visual_genome_relation.json": "[]"},
      "", "aro: no test cases found under"),
     # Probe-C / Probe-B / Probe-R: our JSONL
-    ("probe_c-escape", "probe_c", {"probe_c/probe_c.jsonl": jsonl({**PC, "images": ["a.png", "../../../etc/passwd"]})},
-     "probe_c/probe_c.jsonl", "line 1: images[1]: expected a relative path inside --data-root"),
+    ("probe_c-image-null", "probe_c", {"probe_c/probe_c.jsonl": jsonl({**PC, "images": ["a.png", None]})},
+     "probe_c/probe_c.jsonl", "line 1: images[1]: expected a non-empty string, got null"),
+    ("probe_c-empty-text", "probe_c", {"probe_c/probe_c.jsonl": jsonl({**PC, "texts": ["a red cup", ""]})},
+     "probe_c/probe_c.jsonl", "line 1: texts[1]: expected a non-empty string, got ''"),
     ("probe_c-duplicate-id", "probe_c", {"probe_c/probe_c.jsonl": jsonl(PC, PC)},
      "probe_c/probe_c.jsonl", "line 2: id 1 repeats line 1"),
     ("probe_c-latin1", "probe_c", {"probe_c/probe_c.jsonl": b'{"id": "' + LATIN1 + b'"}\n'},
      "probe_c/probe_c.jsonl", "not UTF-8"),
-    ("probe_b-escape", "probe_b", {"probe_b/classes.txt": "cup\ndog\n",
-                                   "probe_b/probe_b.jsonl": jsonl({**PB, "images": {**PB["images"], "x1": "/etc/passwd"}})},
-     "probe_b/probe_b.jsonl", "line 1: images.x1: expected a relative path inside --data-root"),
+    ("probe_b-image-empty", "probe_b", {"probe_b/classes.txt": "cup\ndog\n",
+                                        "probe_b/probe_b.jsonl": jsonl({**PB, "images": {**PB["images"], "x1": ""}})},
+     "probe_b/probe_b.jsonl", "line 1: images.x1: expected a non-empty string, got ''"),
+    ("probe_b-duplicate-id", "probe_b", {"probe_b/classes.txt": "cup\ndog\n", "probe_b/probe_b.jsonl": jsonl(PB, PB)},
+     "probe_b/probe_b.jsonl", "line 2: id 1 repeats line 1"),
     ("probe_b-labels-string", "probe_b", {"probe_b/classes.txt": "cup\ndog\n", "probe_b/probe_b.jsonl": jsonl({**PB, "labels": "cup"})},
      "probe_b/probe_b.jsonl", "line 1: labels: expected a list of strings, got str"),
     ("probe_b-classes-latin1", "probe_b", {"probe_b/classes.txt": LATIN1 + b"\n", "probe_b/probe_b.jsonl": jsonl(PB)},
@@ -207,8 +212,8 @@ CASES = [
      "probe_r/probe_r.jsonl", "line 1: subject_images: expected a list of non-empty strings, got str"),
     ("probe_r-prompt-null", "probe_r", {"probe_r/probe_r.jsonl": jsonl({**PR, "texts": {**PR["texts"], "R2": None}})},
      "probe_r/probe_r.jsonl", "line 1: texts.R2: expected a non-empty string, got null"),
-    ("probe_r-escape", "probe_r", {"probe_r/probe_r.jsonl": jsonl({**PR, "image": "../../../etc/passwd"})},
-     "probe_r/probe_r.jsonl", "line 1: image: expected a relative path inside --data-root"),
+    ("probe_r-texts-missing", "probe_r", {"probe_r/probe_r.jsonl": jsonl({**PR, "texts": drop(PR["texts"], "O3")})},
+     "probe_r/probe_r.jsonl", "line 1: missing 'texts.O3'"),
     # zero-shot: text files
     ("zeroshot-classnames-latin1", "zeroshot:t", {"zeroshot/t/classnames.txt": LATIN1 + b"\n", "zeroshot/t/templates.txt": "a {c}.\n",
                                                   "zeroshot/t/test/0/a.png": b""},

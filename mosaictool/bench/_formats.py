@@ -163,19 +163,20 @@ class CrepeRegion(TypedDict):
 
 
 class ProbeCGroup(TypedDict):
-    """probe_c/probe_c.jsonl (ours)."""
+    """probe_c/probe_c.jsonl (ours). `mosaictool probe build` writes image paths relative to the file's
+    folder, which may climb out of it to the user's COCO / VG images: not RelPath."""
 
     id: str | int
     split: str
-    images: Annotated[list[RelPath], Field(min_length=2, max_length=2)]
+    images: Annotated[list[NonEmpty], Field(min_length=2, max_length=2)]
     texts: Annotated[list[Text], Field(min_length=2, max_length=2)]
     category: NotRequired[str | None]
 
 
 class ProbeBViews(TypedDict):
-    x0: RelPath
-    x0_patch: RelPath
-    x1: RelPath
+    x0: NonEmpty
+    x0_patch: NonEmpty
+    x1: NonEmpty
 
 
 class ProbeBRecord(TypedDict):
@@ -201,8 +202,8 @@ class ProbeRGroup(TypedDict):
     """probe_r/probe_r.jsonl (ours)."""
 
     id: str | int
-    image: RelPath
-    subject_images: list[RelPath]
+    image: NonEmpty
+    subject_images: list[NonEmpty]
     texts: ProbeRTexts
 
 
