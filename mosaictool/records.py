@@ -321,7 +321,8 @@ def explain(contract: Contract, record: Any, error: ValidationError) -> str:
     loc, kind, ctx = list(first["loc"]), first["type"], first.get("ctx") or {}
     annotation, path = _walk(contract.fields, loc)
     if len(path) < len(loc):  # a union: a member of the value's own type that failed a bound says more
-        kind = next((e["type"] for e in errors if list(e["loc"][:len(path)]) == path and not e["type"].endswith("_type")), kind)
+        better = next((e for e in errors if list(e["loc"][:len(path)]) == path and not e["type"].endswith("_type")), first)
+        kind, ctx = better["type"], better.get("ctx") or {}
     if kind in ("union_tag_invalid", "union_tag_not_found"):  # a discriminated union: its tag field is wrong
         tag = ctx["discriminator"].strip("'")
         value, _ = _value_at(record, [*path, tag])

@@ -94,7 +94,7 @@ def test_errors(root, tmp_path_factory):
         crepe.Crepe().load(empty)
     bad = crepe.prod_file(root, "swap", 6)
     _write(bad, ["image_id", "x", "y", "width", "height", "caption", "hard_negs"], [["2", "0", "0", "1", "1", "c", "[unclosed"]])
-    with pytest.raises(MosaicError, match=r"complexity_6.csv:2: hard negatives"):
+    with pytest.raises(MosaicError, match=r"complexity_6.csv: line 2: hard_negs: expected"):
         crepe.Crepe().load(root)
     _write(bad, ["image_id", "caption"], [["2", "c"]])
     with pytest.raises(MosaicError, match="missing column"):

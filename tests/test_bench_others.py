@@ -289,7 +289,7 @@ def test_eqben_nested_formats_load_in_order(tmp_path):
     assert items[3].images[1].path.endswith("3_1.npy")
     assert len(EQBEN.load(tmp_path, limit=1)) == 7
     (tmp_path / "eqben" / "annotations" / "eqbensd.json").write_text(json.dumps([{"image0": "a", "caption0": "b"}]))
-    with pytest.raises(MosaicError, match=r"eqbensd\.json: \[0\]: pair lacks image1, caption1"):
+    with pytest.raises(MosaicError, match=r"eqbensd\.json: \[0\]: missing .image1."):
         EQBEN.load(tmp_path, subtasks=["eqbensd"])
 
 

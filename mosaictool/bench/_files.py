@@ -16,15 +16,43 @@ from mosaictool.bench.base import HEADLINE, row
 from mosaictool.errors import MosaicError
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose key repeats would silently keep only the last case: refused."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _RepeatedKey(f"key {key!r} appears twice in one object")
+    return out
+
+
+def read_text(path: Path, bench: str) -> str:
+    """An annotation file's text (UTF-8); other bytes are a user error naming the file."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MosaicError(f"{bench}: {path}: not UTF-8 text (byte {e.start}); download the file again") from None
+
+
+def parse_json(text: str, path: Path, bench: str):
+    """JSON text of `path` (NaN is left to the schemas); a broken file or a repeated key names it."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from None
+    except _RepeatedKey as e:
+        raise MosaicError(f"{bench}: {path}: {e}; the file does not follow the benchmark's format (download it again)") from None
+
+
 def read_json(path: Path, bench: str):
     """Parse one annotation file; a missing or broken file is a user error naming the file."""
     if not path.is_file():
         raise MosaicError(f"{bench}: annotation file {path} not found; put it there (see `mosaictool evaluate --list`) or fix --data-root")
-    try:
-        with open(path, "rb") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from e
+    return parse_json(read_text(path, bench), path, bench)
 
 
 def require_files(paths: Iterable[Path], bench: str, layout: str) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mosaictool.bench._files import parse_json, read_text
+from mosaictool.bench._formats import check_entry
 from mosaictool.errors import MosaicError
 
 OURS, OFFICIAL = "ours", "official"
@@ -20,26 +22,27 @@ def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | Non
     if not path.is_file():
         raise MosaicError(f"{bench}: {path} not found; build it with `mosaictool probe build {bench[-1]} --out <data root>` "
                           "(see `mosaictool evaluate --list`) or fix --data-root")
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            if limit is not None and len(out) >= limit:
-                break
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise MosaicError(f"{bench}: {path}:{lineno}: invalid JSON ({e}); build the file again") from e
-            missing = [k for k in fields if not isinstance(rec, dict) or k not in rec]
-            if missing:
-                raise MosaicError(f"{bench}: {path}:{lineno}: missing field(s) {', '.join(missing)} "
-                                  f"(not a {bench} file; build it with `mosaictool probe build`)")
-            if contract is not None:
-                from mosaictool.bench._formats import check_entry
-
-                check_entry(contract, rec, bench, path, f"line {lineno}")
-            out.append(rec)
+    out, first = [], {}
+    for lineno, line in enumerate(read_text(path, bench).splitlines(), 1):
+        if not line.strip():
+            continue
+        if limit is not None and len(out) >= limit:
+            break
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise MosaicError(f"{bench}: {path}:{lineno}: invalid JSON ({e}); build the file again") from e
+        missing = [k for k in fields if not isinstance(rec, dict) or k not in rec]
+        if missing:
+            raise MosaicError(f"{bench}: {path}:{lineno}: missing field(s) {', '.join(missing)} "
+                              f"(not a {bench} file; build it with `mosaictool probe build`)")
+        if contract is not None:
+            check_entry(contract, rec, bench, path, f"line {lineno}")
+        key = json.dumps(rec["id"]) if "id" in fields else None  # ids name the groups in the output: two alike would merge
+        if key is not None and key in first:
+            raise MosaicError(f"{bench}: {path}: line {lineno}: id {key} repeats line {first[key]}; build the file again")
+        first[key] = lineno
+        out.append(rec)
     return out
 
 
@@ -61,10 +64,7 @@ def which_layout(folder: Path, bench: str, ours: str, theirs: tuple[str, ...]) -
 
 def read_json(path: Path, bench: str, kind: type):
     """A JSON file of the authors' release, which must hold a `kind` (dict or list) at the top."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from e
+    data = parse_json(read_text(path, bench), path, bench)
     if not isinstance(data, kind):
         raise MosaicError(f"{bench}: {path}: expected a JSON {'object' if kind is dict else 'list'} at the top, "
                           f"as the authors' release has; got {type(data).__name__}")

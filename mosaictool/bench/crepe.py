@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 from collections import defaultdict
 from pathlib import Path
 
 from mosaictool.bench import metrics
+from mosaictool.bench._files import bad_record, read_text
 from mosaictool.bench._formats import crepe_region
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row, xywh_box
 from mosaictool.errors import MosaicError
@@ -62,13 +64,13 @@ def _image_id(value: str) -> str:
         return value
 
 
-def _negatives(path: Path, line: int, text: str) -> list[str]:
+def _negatives(path: Path, line: int, column: str, text: str) -> list[str]:
     try:
         value = ast.literal_eval(text) if text.strip() else []
-    except (ValueError, SyntaxError) as e:
-        raise MosaicError(f"{path}:{line}: hard negatives are not a Python list literal: {e}") from e
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise MosaicError(f"{path}:{line}: hard negatives must be a list of strings")
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
+        raise bad_record("crepe", path, f"line {line}", f"{column}: expected a Python list literal of strings ({e})") from None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise bad_record("crepe", path, f"line {line}", f"{column}: expected a list of non-empty strings, got {text[:60]!r}")
     return list(value)
 
 
@@ -77,7 +79,7 @@ def _read_csv(path: Path, list_columns: list[str], subtask_of: dict[str, str], l
     `no_negatives`, counted by the scorer instead of ranked."""
     items = []
     root = path.parents[3] if "prod_hard_negatives" in path.parts else path.parents[1]
-    with path.open(newline="") as f:
+    with io.StringIO(read_text(path, "crepe"), newline="") as f:
         reader = csv.DictReader(f)
         need = ["image_id", "x", "y", "width", "height", "caption", *list_columns]
         missing = [c for c in need if c not in (reader.fieldnames or [])]
@@ -88,7 +90,7 @@ def _read_csv(path: Path, list_columns: list[str], subtask_of: dict[str, str], l
             box = xywh_box(region["x"], region["y"], region["width"], region["height"])
             ref = ImageRef(image_path(root, _image_id(rec["image_id"])), box)
             for column in list_columns:
-                negs = _negatives(path, line, rec[column])
+                negs = _negatives(path, line, column, rec[column])
                 meta = {"subtask": subtask_of[column], **({} if negs else {"no_negatives": True})}
                 items.append(Item(images=[ref], texts=[rec["caption"], *negs], meta=meta))
             if limit and len(items) >= limit:

@@ -87,7 +87,8 @@ def load_items(bench, root: Path, *, limit: int | None = None, subtasks: list[st
     else:
         items = bench.load(root, limit=limit)
     if not items:
-        raise MosaicError(f"{bench.name}: no test cases found under {root}; expected layout:\n{bench.layout}")
+        raise MosaicError(f"{bench.name}: no test cases found under {root} (its annotation files hold none, or --limit / "
+                          "the subtasks chose none); `mosaictool evaluate --list` shows the expected layout")
     return items
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench._files import bad_record, chosen, headline, mean_row, read_json, require_files
+from mosaictool.bench._formats import EQBEN, check_entry
 from mosaictool.bench.base import ImageRef, Item, row
 
 SUBSETS = ["eqbenag", "eqbenyoucook2", "eqbengebc", "eqbenkubric_loc", "eqbenkubric_attr", "eqbenkubric_cnt", "eqbensd"]
@@ -40,9 +41,7 @@ LAYOUT = """\
 def _pairs(node, path: Path, where: str):
     """Every {image0, caption0, image1, caption1} dict under a nest of dicts and lists, in order."""
     if isinstance(node, dict) and "image0" in node:
-        missing = [k for k in PAIR_KEYS if k not in node]
-        if missing:
-            raise bad_record("eqben", path, where, f"pair lacks {', '.join(missing)}")
+        check_entry(EQBEN, node, "eqben", path, where or "the top")
         yield node, where
     elif isinstance(node, dict):
         for key, child in node.items():
@@ -54,11 +53,8 @@ def _pairs(node, path: Path, where: str):
         raise bad_record("eqben", path, where, "expected image/caption pairs, lists or dicts of them")
 
 
-def _caption(value, path: Path, where: str) -> str:
-    text = value[0] if isinstance(value, list) and value else value  # eqbenag: the first caption
-    if not isinstance(text, str):
-        raise bad_record("eqben", path, where, f"caption {value!r} is not text")
-    return text
+def _caption(value) -> str:
+    return value[0] if isinstance(value, list) else value  # eqbenag: the first caption (checked: EQBEN)
 
 
 class EqBen:
@@ -78,7 +74,7 @@ class EqBen:
                 if limit is not None and n >= limit:
                     break
                 images = [ImageRef(str(base / "images" / pair[k])) for k in ("image0", "image1")]
-                texts = [_caption(pair[k], path, where or "top level") for k in ("caption0", "caption1")]
+                texts = [_caption(pair[k]) for k in ("caption0", "caption1")]
                 items.append(Item(images, texts, {"subtask": sub}))
         return items
 

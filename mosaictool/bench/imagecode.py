@@ -21,7 +21,9 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench._files import bad_record, chosen, read_json, require_files
+from mosaictool.bench._formats import check_inside, check_text
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
+from mosaictool.records import kind_of
 
 IMAGES_PER_SET = 10
 _NUMBERED = re.compile(r"img(\d+)\.jpg")
@@ -64,6 +66,9 @@ class ImageCoDe:
         counts = dict.fromkeys(SUBTASKS, 0)
         items = []
         for set_dir, descriptions in data.items():
+            check_inside(set_dir, self.name, path, f"set {set_dir!r}", "an image set folder")
+            if not isinstance(descriptions, dict):
+                raise bad_record(self.name, path, f"set {set_dir!r}", f"expected an object, got {kind_of(descriptions)}")
             sub = subtask_of(set_dir)
             if sub not in wanted or (limit is not None and counts[sub] >= limit):
                 continue
@@ -77,6 +82,7 @@ class ImageCoDe:
                     raise bad_record(self.name, path, f"set {set_dir!r}", f"image index {idx!r} is not an integer") from e
                 if not 0 <= target < IMAGES_PER_SET:
                     raise bad_record(self.name, path, f"set {set_dir!r}", f"image index {target} outside 0-{IMAGES_PER_SET - 1}")
+                check_text(text, self.name, path, f"set {set_dir!r}: {idx}")
                 items.append(Item(images, [text.strip()], {"subtask": sub, "set": set_dir, "target": target}))
                 counts[sub] += 1
         return items

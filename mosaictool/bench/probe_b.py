@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._files import read_text
 from mosaictool.bench._formats import PROBE_B
 from mosaictool.bench._probe import OURS, coco_name, need, read_json, read_jsonl, which_layout
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
@@ -78,8 +79,8 @@ def prompt(c: str) -> str:
     return f"a photo of {'an' if c[:1] in 'aeiou' else 'a'} {c}."
 
 
-def _lines(path: Path) -> list[str]:
-    return [c.strip() for c in path.read_text(encoding="utf-8").splitlines() if c.strip()]
+def _lines(path: Path, name: str) -> list[str]:
+    return [c.strip() for c in read_text(path, name).splitlines() if c.strip()]
 
 
 def read_classes(folder: Path, name: str) -> tuple[list[str], dict[str, str]]:
@@ -87,10 +88,10 @@ def read_classes(folder: Path, name: str) -> tuple[list[str], dict[str, str]]:
     path = folder / "classes.txt"
     if not path.is_file():
         raise MosaicError(f"{name}: {path} not found; build it with `mosaictool probe build b --out <data root>` or fix --data-root")
-    classes = _lines(path)
+    classes = _lines(path, name)
     prompts = [prompt(c) for c in classes]
     if (folder / "prompts.txt").is_file():
-        prompts = _lines(folder / "prompts.txt")
+        prompts = _lines(folder / "prompts.txt", name)
         if len(prompts) != len(classes):
             raise MosaicError(f"{name}: {folder / 'prompts.txt'} has {len(prompts)} lines for {len(classes)} classes; one prompt per class")
     return classes, dict(zip(classes, prompts))

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._formats import PROBE_R
 from mosaictool.bench._probe import OURS, need, read_json, read_jsonl, which_layout
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
-from mosaictool.errors import MosaicError
 
 # per kind of item: its texts (by prompt name) and its comparisons (subtask, right, other, detail)
 TEXTS = {"anchor": ("R1", "R2", "R3", "O1"), "subject": ("O1", "R1", "R2", "R3", "O3"), "swap": ("O3", "O1")}
@@ -75,13 +75,9 @@ def load_groups(folder: Path, name: str, limit: int | None = None) -> list[Item]
     """Our JSONL: per group the anchor item, then the subject-only item."""
     path = folder / OURS_FILE
     items = []
-    for rec in read_jsonl(path, name, FIELDS, limit):
-        texts = rec["texts"]
-        missing = [k for k in PROMPTS if k not in texts]
-        if missing:
-            raise MosaicError(f"{name}: {path}: group {rec['id']}: texts lack {', '.join(missing)}")
+    for rec in read_jsonl(path, name, FIELDS, limit, contract=PROBE_R):
         items += _group(rec["id"], ImageRef(str(folder / rec["image"])), [ImageRef(str(folder / p)) for p in rec["subject_images"]],
-                        [], texts)
+                        [], rec["texts"])
     return items
 
 

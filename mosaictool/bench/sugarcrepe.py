@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench._files import read_json
+from mosaictool.bench._files import bad_record, read_json
 from mosaictool.bench._formats import SUGARCREPE, check_entry
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
+from mosaictool.records import kind_of
 
 SUBTASKS = ["add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"]
 CATEGORIES = {"replace": ["replace_att", "replace_obj", "replace_rel"], "swap": ["swap_att", "swap_obj"], "add": ["add_att", "add_obj"]}
@@ -43,7 +44,7 @@ def load_subset(root: Path, subset: str, limit: int | None = None) -> list[Item]
                           "or check --data-root")
     data = read_json(path, "sugarcrepe")
     if not isinstance(data, dict):
-        raise MosaicError(f"{path}: expected an object keyed by case index (SugarCrepe's format)")
+        raise bad_record("sugarcrepe", path, "the top", f"expected an object of cases by key, got {kind_of(data)}")
     items = []
     for key, rec in data.items():
         check_entry(SUGARCREPE, rec, "sugarcrepe", path, f"case {key!r}")

@@ -17,12 +17,14 @@ Rules (benchmarks.md §6):
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench._files import bad_record, chosen, headline, require_files
+from mosaictool.bench._files import bad_record, chosen, headline, read_text, require_files
+from mosaictool.bench._formats import check_inside, check_text
 from mosaictool.bench.base import ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
@@ -59,7 +61,7 @@ class SVOProbes:
         require_files([path], self.name, self.layout)
         counts = dict.fromkeys(SUBTASKS, 0)
         items = []
-        with open(path, newline="", encoding="utf-8") as f:
+        with io.StringIO(read_text(path, self.name), newline="") as f:
             reader = csv.DictReader(f)
             absent = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
             if absent:
@@ -72,7 +74,9 @@ class SVOProbes:
                 sub = flags[0]
                 if sub not in wanted or (limit is not None and counts[sub] >= limit):
                     continue
-                images = [ImageRef(str(base / "images" / f"{rec[k].strip()}.jpg")) for k in ("pos_image_id", "neg_image_id")]
+                check_text(rec["sentence"], self.name, path, f"{where}: sentence")
+                images = [ImageRef(str(base / "images" / f"{check_inside(rec[k].strip(), self.name, path, f'{where}: {k}')}.jpg"))
+                          for k in ("pos_image_id", "neg_image_id")]
                 items.append(Item(images, [rec["sentence"]], {"subtask": sub, "line": lineno}))
                 counts[sub] += 1
         return items

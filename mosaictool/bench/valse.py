@@ -20,6 +20,7 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench._files import bad_record, chosen, headline, mean_row, read_json, require_files
+from mosaictool.bench._formats import VALSE, check_entry
 from mosaictool.bench.base import ImageRef, Item, row
 
 # instrument -> (annotation file under ROOT/valse/data/, image folder relative to ROOT)
@@ -85,11 +86,8 @@ class Valse:
             for key, rec in records.items():
                 if limit is not None and kept >= limit:
                     break
-                try:
-                    votes = rec["mturk"]["caption"]
-                    image_file, caption, foil = rec["image_file"], rec["caption"], rec["foil"]
-                except (KeyError, TypeError) as e:
-                    raise bad_record(self.name, path, f"record {key!r}", f"missing field {e}") from e
+                check_entry(VALSE, rec, self.name, path, f"record {key!r}")
+                votes, image_file, caption, foil = rec["mturk"]["caption"], rec["image_file"], rec["caption"], rec["foil"]
                 if votes < MIN_CAPTION_VOTES:
                     continue
                 items.append(Item([ImageRef(str(image_dir / image_file))], [caption, foil], {"subtask": inst, "id": key}))

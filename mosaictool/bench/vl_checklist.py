@@ -24,7 +24,9 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench._files import bad_record, chosen, headline, mean_row, read_json, require_files
+from mosaictool.bench._formats import VL_CHECKLIST, check_entry
 from mosaictool.bench.base import ImageRef, Item, row
+from mosaictool.records import kind_of
 
 # corpus/v1/<category path>/<source>.yaml -> IMG_ROOT and ANNO_PATH (below data/), verbatim
 _CORPUS = """\
@@ -142,11 +144,11 @@ class VLChecklist:
             records = records[: min(caps)]
         items = []
         for i, rec in enumerate(records):
-            try:
-                rel, texts = rec
-                pos, neg = texts["POS"][0], texts["NEG"][0]
-            except (ValueError, TypeError, KeyError, IndexError) as e:
-                raise bad_record(self.name, path, f"item {i}", f"expected [image, {{POS: [text, ...], NEG: [text, ...]}}] ({e!r})") from e
+            if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[1], dict)):
+                shape = f"a list of {len(rec)}" if isinstance(rec, list) else kind_of(rec)
+                raise bad_record(self.name, path, f"item {i}", f"expected a list [image, {{POS, NEG}}], got {shape}")
+            check_entry(VL_CHECKLIST, {"image": rec[0], **rec[1]}, self.name, path, f"item {i}")
+            rel, pos, neg = rec[0], rec[1]["POS"][0], rec[1]["NEG"][0]
             items.append(Item([ImageRef(str(base / img_root / rel))], [pos, neg], {"subtask": category, "source": source}))
         return items
 

@@ -22,7 +22,9 @@ import numpy as np
 
 from mosaictool.bench import metrics
 from mosaictool.bench._files import bad_record, chosen, headline, read_json, require_files
+from mosaictool.bench._formats import WHATSUP_CONTROLLED, WHATSUP_QA, check_entry
 from mosaictool.bench.base import ImageRef, Item, row
+from mosaictool.records import kind_of
 
 # subtask -> annotation file under ROOT/whatsup/
 FILES = {
@@ -105,19 +107,16 @@ class WhatsUp:
 
     def _item(self, sub: str, rec, base: Path, path: Path, i: int) -> Item:
         if sub in CONTROLLED:
-            try:
-                image_path, captions = rec["image_path"], list(rec["caption_options"])
-            except (KeyError, TypeError) as e:
-                raise bad_record(self.name, path, f"item {i}", f"expected {{image_path, caption_options}} ({e!r})") from e
-            if len(captions) != 4:
-                raise bad_record(self.name, path, f"item {i}", f"expected 4 caption_options, got {len(captions)}")
+            check_entry(WHATSUP_CONTROLLED, rec, self.name, path, f"item {i}")
+            image_path, captions = rec["image_path"], list(rec["caption_options"])
             pair, slot = controlled_key(image_path)
             meta = {"subtask": sub, "preposition": controlled_preposition(sub, image_path), "pair": pair, "slot": slot}
             return Item([ImageRef(str(_image_path(base, image_path)))], captions, meta)
-        try:
-            image_id, right, wrong = rec
-        except (ValueError, TypeError) as e:
-            raise bad_record(self.name, path, f"item {i}", "expected [image_id, right caption, wrong caption]") from e
+        if not (isinstance(rec, list) and len(rec) == 3):
+            shape = f"a list of {len(rec)}" if isinstance(rec, list) else kind_of(rec)
+            raise bad_record(self.name, path, f"item {i}", f"expected a list [image_id, right caption, wrong caption], got {shape}")
+        check_entry(WHATSUP_QA, dict(zip(("image_id", "right", "wrong"), rec)), self.name, path, f"item {i}")
+        image_id, right, wrong = rec
         image = base / (f"val2017/{str(image_id).zfill(12)}.jpg" if sub.startswith("COCO") else f"vg_images/{image_id}.jpg")
         return Item([ImageRef(str(image))], [right, wrong], {"subtask": sub, "preposition": qa_preposition(sub, right)})
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench._files import bad_record, chosen
+from mosaictool.bench._files import bad_record, chosen, read_text
+from mosaictool.bench._formats import WINOGROUND_JSONL, WINOGROUND_PARQUET, check_entry
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
 TAGS = ["Object", "Relation", "Both"]
-FIELDS = ("id", "image_0", "image_1", "caption_0", "caption_1", "collapsed_tag")
 
 LAYOUT = """\
   either the original release:
@@ -38,14 +38,13 @@ LAYOUT = """\
 
 def _jsonl_records(path: Path) -> list[dict]:
     records = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise MosaicError(f"winoground: {path}:{lineno}: invalid JSON ({e}); download examples.jsonl again") from e
+    for lineno, line in enumerate(read_text(path, "winoground").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise MosaicError(f"winoground: {path}:{lineno}: invalid JSON ({e}); download examples.jsonl again") from e
     return records
 
 
@@ -84,15 +83,14 @@ class Winoground:
         else:
             raise MosaicError(f"winoground: neither {jsonl} nor {data}/test-*.parquet found; expected layout:\n{self.layout}")
         counts = dict.fromkeys(TAGS, 0)
-        items = []
+        items, first = [], {}
         for i, rec in enumerate(records):
             where = f"line {i + 1}" if source == jsonl else f"row {i}"
-            missing = [f for f in FIELDS if f not in rec]
-            if missing:
-                raise bad_record(self.name, source, where, f"missing field(s) {', '.join(missing)}")
+            check_entry(WINOGROUND_JSONL if source == jsonl else WINOGROUND_PARQUET, rec, self.name, source, where)
+            if rec["id"] in first:
+                raise bad_record(self.name, source, where, f"id {rec['id']!r} repeats {first[rec['id']]}")
+            first[rec["id"]] = where
             tag = rec["collapsed_tag"]
-            if tag not in TAGS:
-                raise bad_record(self.name, source, where, f"collapsed_tag {tag!r} is not one of {', '.join(TAGS)}")
             if tag not in wanted or (limit is not None and counts[tag] >= limit):
                 continue
             if source == jsonl:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mosaictool.bench import metrics
+from mosaictool.bench._files import read_text
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
 
@@ -33,7 +34,7 @@ def tasks(root: Path) -> list[str]:
 def _lines(path: Path) -> list[str]:
     if not path.is_file():
         raise MosaicError(f"zeroshot: {path} not found; expected:\n{LAYOUT}")
-    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    return [line.strip() for line in read_text(path, "zeroshot").splitlines() if line.strip()]
 
 
 def load_task(root: Path, task: str, limit: int | None = None, *, subtask: str | None = None) -> list[Item]:
