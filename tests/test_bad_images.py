@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from test_bad_values import invoke, refused, snapshot
+from test_bad_values import invoke, refused, refuses_then_skips, snapshot
 
 
 def _rgb16_png(path: Path) -> None:
@@ -125,15 +125,9 @@ def test_train_reads_unusual_images(world, kind):
 def test_shard_refuses_or_skips_a_bad_image(world, kind):
     data, out = world
     _, words = with_image(data, kind, bad_image)
-    before = snapshot(data.parent)
     shard = ["shard", data, "--image-root", data.parent, "--out", out / "shards", "-q"]
-    refused(invoke(shard), "record 'img-3'", "odd.", words, "--skip-bad")
-    assert not (out / "shards").exists()
-    skipped = invoke(shard + ["--skip-bad"])
-    assert skipped.exit_code == 0, skipped.stderr
-    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
+    refuses_then_skips(shard, out / "shards", data, "odd.", words)
     assert json.loads((out / "shards" / "sizes.json").read_text()) == {"000000.tar": 7}
-    assert snapshot(data.parent) == before
 
 
 @pytest.mark.parametrize("kind", BAD)
@@ -142,13 +136,7 @@ def test_train_refuses_or_skips_a_bad_image(world, kind):
     _, words = with_image(data, kind, bad_image)
     args = ["train", "--data", data, "--out", out / "run", "--batch-size", "4", "--steps", "1", "--model", "mosaic-micro",
             "--device", "cpu", "-q"]
-    before = snapshot(data.parent)
-    refused(invoke(args), "record 'img-3'", "odd.", words, "--skip-bad")
-    assert not (out / "run").exists()
-    skipped = invoke(args + ["--skip-bad"])
-    assert skipped.exit_code == 0, skipped.stderr
-    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
-    assert snapshot(data.parent) == before
+    refuses_then_skips(args, out / "run", data, "odd.", words)
 
 
 @pytest.fixture(scope="module")

@@ -383,6 +383,19 @@ def with_bad_image(data: Path, kind: str) -> tuple[Path, str]:
     return data, words
 
 
+def refuses_then_skips(args, made: Path, data: Path, *words: str, run=invoke) -> None:
+    """`args` (a command reading `data`, whose record img-3 has a bad image) stop with one line naming
+    the record and `words`, having made nothing at `made`; with --skip-bad they skip it and say so.
+    `data`'s folder is unchanged."""
+    before = snapshot(data.parent)
+    refused(run(args), "record 'img-3'", *words, "--skip-bad")
+    assert not made.exists()
+    skipped = run(args + ["--skip-bad"])
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 1 bad record(s)" in skipped.stderr and words[-1] in skipped.stderr
+    assert snapshot(data.parent) == before
+
+
 def invoke_within(args, seconds: float, fifo: Path | None = None):
     """`invoke` in a thread that must finish within `seconds`: a command that opened a FIFO for
     reading blocks forever (the FIFO is then opened for writing and closed, which releases it)."""
@@ -406,15 +419,9 @@ def test_shard_refuses_or_skips_special_and_huge_images(world_copy, kind):
     data, out = world_copy
     data, words = with_bad_image(data, kind)
     fifo = data.parent / "images" / "bad.png" if kind == "fifo" else None
-    before = snapshot(data.parent)
     shard = ["shard", data, "--image-root", data.parent, "--out", out / "shards", "-q"]
-    refused(invoke_within(shard, 60, fifo), "record 'img-3'", words, "--skip-bad")
-    assert not (out / "shards").exists()
-    skipped = invoke_within(shard + ["--skip-bad"], 60, fifo)
-    assert skipped.exit_code == 0, skipped.stderr
-    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
+    refuses_then_skips(shard, out / "shards", data, words, run=lambda args: invoke_within(args, 60, fifo))
     assert json.loads((out / "shards" / "sizes.json").read_text()) == {"000000.tar": 7}
-    assert snapshot(data.parent) == before
 
 
 @pytest.mark.parametrize("kind", IMAGE_KINDS)
@@ -423,13 +430,7 @@ def test_train_refuses_or_skips_special_and_huge_images(world_copy, kind):
     data, words = with_bad_image(data, kind)
     args = ["train", "--data", data, "--out", out / "run", "--batch-size", "4", "--steps", "1", "--model", "mosaic-micro",
             "--device", "cpu", "-q"]
-    before = snapshot(data.parent)
-    refused(invoke(args), "record 'img-3'", words, "--skip-bad")
-    assert not (out / "run").exists()
-    skipped = invoke(args + ["--skip-bad"])
-    assert skipped.exit_code == 0, skipped.stderr
-    assert "skipped 1 bad record(s)" in skipped.stderr and words in skipped.stderr
-    assert snapshot(data.parent) == before
+    refuses_then_skips(args, out / "run", data, words)
 
 
 def test_image_transform_refuses_a_bomb_inside_a_shard():
