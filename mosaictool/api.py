@@ -558,7 +558,7 @@ def _present_retrieval(data_root: str) -> list[str]:
 
 
 @_typed
-def evaluate(bench: str | Sequence[str], *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
+def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
              pretrained: str | None = None, model_config: PathLike | None = None, data_root: PathLike = ".",
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
              detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,

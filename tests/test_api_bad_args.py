@@ -74,7 +74,7 @@ CASES = [
     ("evaluate", ["world"], "batch_size", True, "--batch-size True: must be a whole number"),
     ("evaluate", ["world"], "workers", None, "--workers None: must be a whole number"),
     ("evaluate", ["world"], "checkpoints", "a.pt", "--checkpoint 'a.pt': must be a list, each a string or a path, not a string"),
-    ("evaluate", [5], "limit", None, "--bench 5: must be a string or a list"),
+    ("evaluate", [5], "limit", None, "--bench 5: must be a string, a list, each a string or None"),
     ("evaluate", ["world"], "data_root", ["."], "--data-root ['.']: must be a string or a path"),
     ("tree_score", ["captions"], "checkpoints", "a.pt", "--checkpoint 'a.pt': must be a list"),
     ("tree_score", ["captions"], "layer_threshold", "x", "--layer-threshold 'x': must be a whole number"),
