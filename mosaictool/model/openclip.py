@@ -73,6 +73,7 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
     if missing:
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
     check_model_config(cfg, path)
+    check_size(cfg, path)
     open_clip.add_model_config(path)
     return path.stem
 
@@ -146,10 +147,13 @@ def create(
     custom = _register_configs(model_config_file)
     if custom is not None:
         model_name = custom
-    if pretrained and os.path.isfile(pretrained) and is_mosaictool_checkpoint(pretrained):
-        bundle = load_checkpoint(pretrained, device=device, expect_model=model_name, expect_quick_gelu=force_quick_gelu or None)
-        return bundle
+    weights = _weights_file(pretrained, mmap=True) if pretrained and os.path.exists(pretrained) else None
+    if isinstance(weights, dict) and weights.get("format") == CHECKPOINT_FORMAT:
+        return load_checkpoint(pretrained, device=device, expect_model=model_name, expect_quick_gelu=force_quick_gelu or None)
+    if weights is not None:
+        weights = _state_of(weights, pretrained)
     cfg = model_config(model_name)
+    check_size(cfg, model_config_file or model_name)
     quick_gelu = _is_quick_gelu(model_name, cfg, force_quick_gelu)
     if seed is not None:
         torch.manual_seed(seed)
@@ -172,23 +176,127 @@ def create(
         hint = " (weights of another architecture? give the matching model name)" if other else ""
         raise MosaicError(f"cannot load pretrained weights {pretrained!r} for {model_name}: {_one_line(e)}{hint}") from e
     if pretrained:
+        if weights is not None:
+            check_dtypes(model.state_dict(), weights, pretrained)
         check_finite(model.state_dict(), pretrained)
     cfg["quick_gelu"] = quick_gelu
     return _bundle(model, model_name, cfg, quick_gelu, source=pretrained or f"{model_name} (random init)")
 
 
 def is_mosaictool_checkpoint(path: str | os.PathLike) -> bool:
+    ckpt = _weights_file(path, mmap=True)
+    return isinstance(ckpt, dict) and ckpt.get("format") == CHECKPOINT_FORMAT
+
+
+TORCHSCRIPT = object()  # _weights_file's answer for a whole-model archive (OpenAI's .pt files): open_clip reads those
+
+
+def _weights_file(path: str | os.PathLike, *, mmap: bool = False) -> Any:
+    """What `torch.save` put in `path`, read with weights_only (tensors and plain values, no code), or
+    TORCHSCRIPT; safetensors and numpy files are left to open_clip (None). One line naming the file
+    for anything else: a folder, a FIFO, an empty, foreign, truncated or code-carrying file. `mmap`
+    reads only what is used of a big zip file (torch's older format cannot be mapped)."""
     import pickle
+    import zipfile
 
     import torch
 
+    if str(path).endswith((".safetensors", ".npz", ".npy")):
+        return None
+    if not os.path.exists(path):
+        raise MosaicError(f"{path}: checkpoint not found")
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "a FIFO, socket or device"
+        raise MosaicError(f"{path}: not a weights file ({kind}); give the .pt file itself")
+    if os.path.getsize(path) == 0:
+        raise MosaicError(f"{path}: empty checkpoint (0 bytes): the write that made it did not finish")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError as e:  # no loader here or in open_clip would run it: say why now
-        raise _refused(path, e) from None
-    except Exception:  # not a torch zip file (e.g. a TorchScript archive): open_clip decides
-        return False
-    return isinstance(ckpt, dict) and ckpt.get("format") == CHECKPOINT_FORMAT
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path))
+    except pickle.UnpicklingError as e:
+        if "Unsupported global" in str(e):  # a pickled object: no loader here or in open_clip would run it
+            raise _refused(path, e) from None
+        raise MosaicError(f"{path}: not a torch weights file (no torch.save or pickle format: "
+                          f"{_first_line(e)})") from None
+    except Exception as e:
+        if "TorchScript" in str(e):
+            return TORCHSCRIPT
+        raise MosaicError(f"{path}: truncated or corrupt checkpoint, cannot be read ({type(e).__name__}: "
+                          f"{_first_line(e)})") from None
+
+
+def _first_line(error: Exception) -> str:
+    """torch's message without the advice it adds after the first sentence."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    unsupported = next((line for line in lines if line.startswith("Unsupported")), None)
+    return unsupported or (lines[0].split(". ")[0] if lines else type(error).__name__)
+
+
+def _state_of(weights: Any, path: str | os.PathLike) -> dict | None:
+    """The state_dict open_clip's loader takes from a weights file (`{"state_dict": ...}` or the dict
+    itself, DDP's `module.` prefix removed), checked to be names to tensors: open_clip would fail on
+    anything else with an AttributeError or StopIteration."""
+    if weights is None or weights is TORCHSCRIPT:
+        return None
+    state = weights["state_dict"] if isinstance(weights, dict) and "state_dict" in weights else weights
+    check_state_dict(state, path)
+    return {k.removeprefix("module."): v for k, v in state.items()}
+
+
+def check_state_dict(state: Any, source: str | os.PathLike) -> None:
+    """MosaicError unless `state` is a non-empty dict of names to tensors."""
+    import torch
+
+    if not isinstance(state, dict) or not state:
+        got = "an empty dict" if isinstance(state, dict) else type(state).__name__
+        raise MosaicError(f"{source}: not a weights file: expected a state_dict (names to tensors), got {got}")
+    key, value = next(((k, v) for k, v in state.items() if not isinstance(k, str) or not torch.is_tensor(v)), (None, None))
+    if key is not None or value is not None:
+        raise MosaicError(f"{source}: not a weights file: state_dict[{key!r}] is a {type(value).__name__}, not a tensor")
+
+
+def check_dtypes(own: dict, state: dict, source: str | os.PathLike) -> None:
+    """MosaicError when a tensor of `state` is an integer or bool where `own` (the model's state_dict)
+    holds floating-point weights: load_state_dict would cast it silently. float16/bfloat16 weights are
+    widened exactly, so they load."""
+    for key, value in own.items():
+        other = state.get(key)
+        if other is not None and value.is_floating_point() and not other.is_floating_point():
+            raise MosaicError(f"{source}: {key} holds {str(other.dtype).removeprefix('torch.')} values where the model "
+                              f"has {str(value.dtype).removeprefix('torch.')} weights (an edited or converted file?)")
+
+
+def check_size(cfg: dict, source: str | os.PathLike) -> None:
+    """MosaicError when the weights a ViT/transformer config describes would not fit in this machine's
+    memory (float32): building it would only end in an out-of-memory kill."""
+    params = estimated_parameters(cfg)
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if params * 4 > memory:
+        raise MosaicError(f"{source}: the model config describes ~{params:.3g} weights ({params * 4 / 2**30:,.0f} GiB as "
+                          f"float32), more than this machine's {memory / 2**30:,.0f} GiB of memory; check its sizes")
+
+
+def estimated_parameters(cfg: dict) -> float:
+    """About how many numbers open_clip allocates for a CLIP config of ViT and transformer towers (the
+    blocks' 4 + 2 * mlp_ratio width^2, embeddings, the text mask); 0 for timm / Hugging Face towers."""
+    vision, text = cfg.get("vision_cfg") or {}, cfg.get("text_cfg") or {}
+    if any(k in vision for k in ("timm_model_name",)) or any(k in text for k in ("hf_model_name",)):
+        return 0
+    total = 0.0
+    for tower, defaults in ((vision, (12, 768)), (text, (12, 512))):
+        layers, width = tower.get("layers", defaults[0]), tower.get("width", defaults[1])
+        layers = sum(layers) if isinstance(layers, (list, tuple)) else layers
+        total += float(layers) * (4 + 2 * float(tower.get("mlp_ratio", 4))) * float(width) ** 2
+        total += float(width) * float(cfg.get("embed_dim", 512))
+    size = vision.get("image_size", 224)
+    height, width_px = (size, size) if isinstance(size, int) else size
+    patch, vision_width = vision.get("patch_size", 16), float(vision.get("width", 768))
+    total += ((float(height) // patch) * (float(width_px) // patch) + 3.0 * patch ** 2) * vision_width
+    context = float(text.get("context_length", 77))
+    total += (float(text.get("vocab_size", 49408)) + context) * float(text.get("width", 512)) + context ** 2
+    return total
 
 
 def _refused(path, error: Exception) -> MosaicError:
@@ -253,31 +361,16 @@ def previous_checkpoint(path: str | os.PathLike) -> Path:
 
 def read_checkpoint(path: str | os.PathLike) -> dict:
     """Read a mosaictool checkpoint safely (weights_only: tensors, plain values, no code)."""
-    import pickle
-
-    import torch
-
-    if not os.path.isfile(path):
-        raise MosaicError(f"{path}: checkpoint not found")
-    if os.path.getsize(path) == 0:
-        raise MosaicError(f"{path}: empty checkpoint (0 bytes): the write that made it did not finish")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        raise _refused(path, e) from None
-    except Exception as e:
-        if "TorchScript" in str(e):  # a whole-model archive (OpenAI's .pt files), not one of ours
-            ckpt = None
-        else:
-            first = str(e).strip().splitlines()[0].split(". ")[0] if str(e).strip() else ""  # torch adds advice
-            raise MosaicError(f"{path}: truncated or corrupt checkpoint, cannot be read ({type(e).__name__}: "
-                              f"{first})") from e
+    ckpt = _weights_file(path)
+    if ckpt is TORCHSCRIPT:
+        ckpt = None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise MosaicError(
             f"{path}: not a mosaictool checkpoint; to start from open_clip / OpenAI weights use "
             f"--model NAME --pretrained {path} (with a -quickgelu name for OpenAI-derived weights)"
         )
     check_contract(ckpt, path, "CHECKPOINT")
+    check_state_dict(ckpt["state_dict"], path)
     return ckpt
 
 
@@ -335,10 +428,13 @@ def load_checkpoint(
         if expected_quick != quick or expect_model.removesuffix("-quickgelu") != name.removesuffix("-quickgelu"):
             raise MosaicError(f"{path}: checkpoint holds a {name} (quick_gelu={quick}), not a {expect_model}")
     _register_configs()
+    check_model_config(cfg, path)
+    check_size(cfg, path)
     with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
         model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
     state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
     check_finite(state, path)
+    check_dtypes(model.state_dict(), state, path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
