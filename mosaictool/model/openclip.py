@@ -64,11 +64,13 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
         return None
     path = Path(extra_config)
     if not path.is_file():
-        raise MosaicError(f"{path}: model config not found")
+        raise MosaicError(f"{path}: model config not found" + (" (a folder; give its .json file)" if path.is_dir() else ""))
     try:
-        cfg = json.loads(path.read_text())
+        cfg = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise MosaicError(f"{path}: invalid JSON: {e}") from e
+    except UnicodeDecodeError as e:
+        raise MosaicError(f"{path}: invalid JSON: not UTF-8 text (byte {e.start}); a model config is a JSON file") from None
     missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if not isinstance(cfg, dict) or k not in cfg]
     if missing:
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
@@ -197,6 +199,7 @@ def _weights_file(path: str | os.PathLike, *, mmap: bool = False) -> Any:
     for anything else: a folder, a FIFO, an empty, foreign, truncated or code-carrying file. `mmap`
     reads only what is used of a big zip file (torch's older format cannot be mapped)."""
     import pickle
+    import warnings
     import zipfile
 
     import torch
@@ -211,7 +214,9 @@ def _weights_file(path: str | os.PathLike, *, mmap: bool = False) -> Any:
     if os.path.getsize(path) == 0:
         raise MosaicError(f"{path}: empty checkpoint (0 bytes): the write that made it did not finish")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path))
+        with warnings.catch_warnings():  # torch warns of a pickle protocol it may not read, then says why not
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path))
     except pickle.UnpicklingError as e:
         if "Unsupported global" in str(e):  # a pickled object: no loader here or in open_clip would run it
             raise _refused(path, e) from None

@@ -135,8 +135,17 @@ def wise_ft(
     bad = [a for a in alphas if not 0 <= a <= 1]
     if bad:
         raise MosaicError(f"--alpha {bad[0]}: alphas lie in [0, 1] (0 = zero-shot, 1 = fine-tuned)")
+    alphas = [alpha + 0.0 for alpha in alphas]  # -0.0 is alpha 0, not a file named "-0.000"
     out = Path(out)
     names = [output_name(alpha, rule) for alpha in alphas]
+    for i, name in enumerate(names):
+        first = names.index(name)
+        if first != i:  # the second would replace the first's file
+            twice = "is given twice" if alphas[first] == alphas[i] else f"and {alphas[first]} both name {name} (three decimals)"
+            raise MosaicError(f"--alpha {alphas[i]} {twice}: give each alpha once")
+    if os.path.isfile(zeroshot) and os.path.isfile(finetuned) and os.path.samefile(zeroshot, finetuned):
+        raise MosaicError(f"{finetuned}: given as both --zeroshot and --finetuned: every alpha would be this model; "
+                          "--zeroshot takes the weights the fine-tuning started from")
     check_outputs([Write("--out", out, tuple(names))], [*checkpoint("--finetuned", finetuned), *checkpoint("--zeroshot", zeroshot)])
     with folder_lock(out, "mosaictool wise-ft"):
         return _write(zeroshot, finetuned, alphas, names, out, scope, rule, device)
