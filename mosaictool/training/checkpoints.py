@@ -163,7 +163,9 @@ class Checkpoints:
             raise MosaicError(f"{source}: holds no LoRA state, but {config} says lora {self.cfg.lora}; {RESTORE}")
         # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
         weights = state["lora_state"] if self.cfg.lora else {k.removeprefix("module."): v for k, v in state["state_dict"].items()}
+        openclip.check_state_dict(weights, source)
         openclip.check_finite(weights, source)
+        openclip.check_dtypes(model.state_dict(), weights, source)
         openclip.check_fits(model, weights, source,
                             f"the {self.bundle.meta['model_name']} that {config} describes (fields model, model_config, lora)")
         model.load_state_dict(weights)
