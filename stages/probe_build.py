@@ -51,8 +51,15 @@ from pathlib import Path
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.stages.source_formats import (COCO_ANNOTATION, COCO_CATEGORY, COCO_IMAGE, VG_OBJECTS_ENTRY, VG_RELATIONSHIP,
-                                              VG_RELATIONSHIPS_ENTRY, check_entry)
+from mosaictool.stages.source_formats import (
+    COCO_ANNOTATION,
+    COCO_CATEGORY,
+    COCO_IMAGE,
+    VG_OBJECTS_ENTRY,
+    VG_RELATIONSHIP,
+    VG_RELATIONSHIPS_ENTRY,
+    check_entry,
+)
 
 FILLERS = ("black", "gray", "noise", "scene")
 BE_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "being", "am", "'s"})

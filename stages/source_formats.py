@@ -85,7 +85,8 @@ class CocoRLE(TypedDict):
 Polygon = Annotated[list[Number], Field(min_length=6)]
 def _box_sides(box: list[float]) -> list[float]:
     if box[2] <= 0 or box[3] <= 0:
-        raise PydanticCustomError("record_rule", "{message}", {"message": f"expected [x, y, width, height] with width and height > 0, got {box}"})
+        message = f"expected [x, y, width, height] with width and height > 0, got {box}"
+        raise PydanticCustomError("record_rule", "{message}", {"message": message})
     return box
 
 

@@ -95,13 +95,13 @@ def test_import_vg_bad_files(tmp_path, case):
 
 # ---- probe build r / b ----------------------------------------------------------------------------------
 
-S, O = {"name": "dog"}, {"name": "table"}
+SUBJ, OBJ = {"name": "dog"}, {"name": "table"}
 PROBE_R_CASES = {
-    "image_id a list": ([{"image_id": [1], "relationships": [{"predicate": "on", "subject": S, "object": O}]}], "entry 0: image_id"),
+    "image_id a list": ([{"image_id": [1], "relationships": [{"predicate": "on", "subject": SUBJ, "object": OBJ}]}], "entry 0: image_id"),
     "image_id null": ([{"image_id": None, "relationships": []}], "entry 0: image_id"),
-    "subject a string": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": "dog", "object": O}]}], "subject"),
-    "predicate a number": ([{"image_id": 1, "relationships": [{"predicate": 5, "subject": S, "object": O}]}], "predicate"),
-    "name a list": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": {"name": ["dog"]}, "object": O}]}],
+    "subject a string": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": "dog", "object": OBJ}]}], "subject"),
+    "predicate a number": ([{"image_id": 1, "relationships": [{"predicate": 5, "subject": SUBJ, "object": OBJ}]}], "predicate"),
+    "name a list": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": {"name": ["dog"]}, "object": OBJ}]}],
                     "subject.name"),
 }
 

@@ -105,7 +105,7 @@ def test_probe_r_counts_missing_images(vg):
 def test_probe_r_wrong_shape_names_file_and_field(tmp_path):
     bad = tmp_path / "relationships.json"
     bad.write_text(json.dumps([{"image_id": 1, "relationships": [{"predicate": "on", "subject": {"name": "a"}}]}]))
-    with pytest.raises(MosaicError, match=r"relationships.json: entry 0 \(image 1\): relationship 0: missing field 'object'"):
+    with pytest.raises(MosaicError, match=r"relationships.json: entry 0 \(image 1\): relationship 0: missing 'object'"):
         list(pb.build_probe_r(bad, tmp_path, tmp_path))
     bad.write_text(json.dumps({"image_id": 1}))
     with pytest.raises(MosaicError, match="top level: expected a list"):
@@ -292,7 +292,7 @@ def test_probe_b_bad_input(coco_inst, runner):
     res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "bad.json"),
                               "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d")])
-    assert res.exit_code == 1 and "bad.json: annotations[2]: missing field 'segmentation'" in res.stderr
+    assert res.exit_code == 1 and "bad.json: annotations[2]: missing 'segmentation'" in res.stderr
     res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"),
                               "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d"), "--fillers", "scene"])
