@@ -588,14 +588,19 @@ def coco_instances(path: str | Path) -> tuple[dict, dict, list[str]]:
 
 def decode_mask(segmentation, height: int, width: int):
     """A COCO segmentation (polygons, uncompressed or compressed RLE) as a bool (height, width) array."""
+    import numpy as np
+
     try:
         from pycocotools import mask as mask_utils
     except ImportError as e:
         raise MosaicError("Probe-B needs pycocotools to decode COCO masks: pip install pycocotools "
                           "(or pip install 'mosaictool[probe]')") from e
     if isinstance(segmentation, list):
-        rles = mask_utils.frPyObjects(segmentation, height, width)
-        rle = mask_utils.merge(rles)
+        # pycocotools reads a 4-number polygon as a box and refuses shorter ones: under 3 points there is no area
+        polygons = [p for p in segmentation if len(p) >= 6]
+        if not polygons:
+            return np.zeros((height, width), dtype=bool)
+        rle = mask_utils.merge(mask_utils.frPyObjects(polygons, height, width))
     elif isinstance(segmentation, dict) and isinstance(segmentation.get("counts"), list):
         rle = mask_utils.frPyObjects(segmentation, height, width)
     else:

@@ -82,10 +82,21 @@ class CocoRLE(TypedDict):
     size: Annotated[list[Size], Field(min_length=2, max_length=2)]
 
 
-Polygon = Annotated[list[Number], Field(min_length=6)]
+def _pairs(polygon: list[float]) -> list[float]:
+    if len(polygon) % 2:
+        message = f"expected x, y pairs (an even count of numbers), got {len(polygon)} numbers"
+        raise PydanticCustomError("record_rule", "{message}", {"message": message})
+    return polygon
+
+
+# Under 3 points a polygon is a line or a point: real COCO-format files hold a few (Detectron filters them
+# out); decode_mask leaves them out rather than refusing the file.
+Polygon = Annotated[list[Number], AfterValidator(_pairs)]
+
+
 def _box_sides(box: list[float]) -> list[float]:
-    if box[2] <= 0 or box[3] <= 0:
-        message = f"expected [x, y, width, height] with width and height > 0, got {box}"
+    if box[2] < 0 or box[3] < 0:  # a zero side is a degenerate box real files hold, not a malformed one
+        message = f"expected [x, y, width, height] with width and height >= 0, got {box}"
         raise PydanticCustomError("record_rule", "{message}", {"message": message})
     return box
 

@@ -131,7 +131,7 @@ PROBE_B_CASES = {
     "width a string": (coco(width="64"), "images[0]: width"),
     "width negative": (coco(width=-1), "images[0]: width"),
     "segmentation a string": (coco(seg="x"), "annotations[0]: segmentation"),
-    "polygon too short": (coco(seg=[[1, 1, 10]]), "annotations[0]: segmentation"),
+    "polygon of an odd count": (coco(seg=[[1, 1, 10]]), "annotations[0]: segmentation"),
     "file_name a number": (coco(file_name=5), "images[0]: file_name"),
 }
 

@@ -250,6 +250,20 @@ def test_decode_mask_polygon_and_rle(coco_inst):
     assert rle.sum() == 150 and rle[30, 45] and not rle[5, 5]
 
 
+def test_degenerate_coco_geometry_is_read_not_refused(coco_inst):
+    """Real COCO-format files hold polygons of under 3 points and boxes with a zero side: no area, not
+    malformed. A 4-number polygon is not read as a box (pycocotools' reading of it)."""
+    poly = json.loads((coco_inst / "inst.json").read_text())["annotations"][0]["segmentation"]
+    assert not pb.decode_mask([[5, 5, 30, 30]], 40, 60).any()
+    assert (pb.decode_mask(poly + [[5, 5, 30, 30]], 40, 60) == pb.decode_mask(poly, 40, 60)).all()
+    inst = json.loads((coco_inst / "inst.json").read_text())
+    inst["annotations"][0]["bbox"][2] = 0
+    inst["annotations"][0]["segmentation"].append([1, 1, 2, 2])
+    (coco_inst / "degenerate.json").write_text(json.dumps(inst))
+    images, annotations, _ = pb.coco_instances(coco_inst / "degenerate.json")
+    assert sum(len(a) for a in annotations.values()) == len(inst["annotations"])
+
+
 def test_probe_b_images_and_records(coco_inst):
     counts = pb.Counts()
     out = coco_inst / "data" / "probe_b"
