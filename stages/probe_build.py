@@ -51,6 +51,15 @@ from pathlib import Path
 import orjson
 
 from mosaictool.errors import MosaicError
+from mosaictool.stages.source_formats import (
+    COCO_ANNOTATION,
+    COCO_CATEGORY,
+    COCO_IMAGE,
+    VG_OBJECTS_ENTRY,
+    VG_RELATIONSHIP,
+    VG_RELATIONSHIPS_ENTRY,
+    check_entry,
+)
 
 FILLERS = ("black", "gray", "noise", "scene")
 BE_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "being", "am", "'s"})
@@ -233,10 +242,10 @@ def index_vg_relationships(data: list, path, alias_map: dict[str, str], counts: 
     """The index of a VG relationships.json's entries (`data`), relations cleaned (App. A.1)."""
     index = VGIndex()
     for i, entry in enumerate(data):
-        need(entry, ("image_id", "relationships"), path, f"entry {i}", VG_RELATIONSHIPS)
+        check_entry(VG_RELATIONSHIPS_ENTRY, entry, path, f"entry {i}", VG_RELATIONSHIPS)
         iid = entry["image_id"]
         triples = []
-        for j, rel in enumerate(need_list(entry["relationships"], path, f"entry {i}: relationships", VG_RELATIONSHIPS)):
+        for j, rel in enumerate(entry["relationships"]):
             triple = _vg_relation(rel, j, iid, index, alias_map, counts, path, f"entry {i} (image {iid}): relationship {j}")
             if triple:
                 triples.append(triple)
@@ -246,7 +255,7 @@ def index_vg_relationships(data: list, path, alias_map: dict[str, str], counts: 
 
 def _vg_relation(rel, j, iid, index: VGIndex, alias_map, counts: Counts, path, where: str) -> tuple | None:
     """One relationship into `index`; its (s, r, o, id) when it can anchor a group, else None."""
-    need(rel, ("predicate", "subject", "object"), path, where, VG_RELATIONSHIPS)
+    check_entry(VG_RELATIONSHIP, rel, path, where, VG_RELATIONSHIPS)
     s, o = _vg_name(rel["subject"], path, f"{where}: subject"), _vg_name(rel["object"], path, f"{where}: object")
     r = clean_predicate(rel["predicate"], alias_map)
     if not (s and o):
@@ -268,8 +277,8 @@ def add_vg_objects(index: VGIndex, path) -> None:
     """Every object a VG objects.json names in an image joins what that image shows."""
     data = need_list(read_json(path, VG_OBJECTS, "--vg-objects"), path, "top level", VG_OBJECTS)
     for i, entry in enumerate(data):
-        need(entry, ("image_id", "objects"), path, f"entry {i}", VG_OBJECTS)
-        for j, obj in enumerate(need_list(entry["objects"], path, f"entry {i}: objects", VG_OBJECTS)):
+        check_entry(VG_OBJECTS_ENTRY, entry, path, f"entry {i}", VG_OBJECTS)
+        for j, obj in enumerate(entry["objects"]):
             name = _vg_name(obj, path, f"entry {i}: object {j}")
             if name:
                 index.image_objects[entry["image_id"]].add(name)
@@ -562,15 +571,15 @@ def coco_instances(path: str | Path) -> tuple[dict, dict, list[str]]:
     need(data, ("images", "annotations", "categories"), path, "top level", what)
     cats = {}
     for i, c in enumerate(need_list(data["categories"], path, "categories", what)):
-        need(c, ("id", "name"), path, f"categories[{i}]", what)
+        check_entry(COCO_CATEGORY, c, path, f"categories[{i}]", what)
         cats[c["id"]] = c["name"]
     imgs = {}
     for i, img in enumerate(need_list(data["images"], path, "images", what)):
-        need(img, ("id", "file_name", "width", "height"), path, f"images[{i}]", what)
+        check_entry(COCO_IMAGE, img, path, f"images[{i}]", what)
         imgs[img["id"]] = img
     anns: dict = defaultdict(list)
     for i, ann in enumerate(need_list(data["annotations"], path, "annotations", what)):
-        need(ann, ("image_id", "category_id", "segmentation", "bbox"), path, f"annotations[{i}]", what)
+        check_entry(COCO_ANNOTATION, ann, path, f"annotations[{i}]", what)
         if ann["category_id"] not in cats:
             raise MosaicError(f"{path}: annotations[{i}]: category_id {ann['category_id']} is not in categories")
         anns[ann["image_id"]].append({**ann, "category": cats[ann["category_id"]]})
@@ -579,14 +588,19 @@ def coco_instances(path: str | Path) -> tuple[dict, dict, list[str]]:
 
 def decode_mask(segmentation, height: int, width: int):
     """A COCO segmentation (polygons, uncompressed or compressed RLE) as a bool (height, width) array."""
+    import numpy as np
+
     try:
         from pycocotools import mask as mask_utils
     except ImportError as e:
         raise MosaicError("Probe-B needs pycocotools to decode COCO masks: pip install pycocotools "
                           "(or pip install 'mosaictool[probe]')") from e
     if isinstance(segmentation, list):
-        rles = mask_utils.frPyObjects(segmentation, height, width)
-        rle = mask_utils.merge(rles)
+        # pycocotools reads a 4-number polygon as a box and refuses shorter ones: under 3 points there is no area
+        polygons = [p for p in segmentation if len(p) >= 6]
+        if not polygons:
+            return np.zeros((height, width), dtype=bool)
+        rle = mask_utils.merge(mask_utils.frPyObjects(polygons, height, width))
     elif isinstance(segmentation, dict) and isinstance(segmentation.get("counts"), list):
         rle = mask_utils.frPyObjects(segmentation, height, width)
     else:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
+from mosaictool.stages.source_formats import VG_ATTRIBUTES, VG_OBJECT_NAMES, VG_PREDICATES, check_entry
 from mosaictool.stages.subgraph import BARE_PREPOSITIONS, COLOUR_WORDS, SPATIAL_NOUNS, graph_nodes, usable_relations
 from mosaictool.vocab import UNKNOWN, Vocab
 from mosaictool.vocab import load as load_vocab
@@ -124,6 +125,13 @@ def build_from_graphs(
 def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:
     """The elements of a (possibly multi-GB) JSON array file, one at a time, in bounded memory."""
     decoder = json.JSONDecoder()
+    try:
+        yield from _json_array(path, chunk_chars, decoder)
+    except UnicodeDecodeError as e:
+        raise MosaicError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start} of a read); save the file as UTF-8") from None
+
+
+def _json_array(path: Path, chunk_chars: int, decoder: json.JSONDecoder) -> Iterator:
     with open(path, encoding="utf-8") as f:
         buf, pos, eof = "", 0, False
 
@@ -162,6 +170,13 @@ def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:
             yield value
 
 
+def _entries(path: Path, contract) -> Iterator[dict]:
+    """The entries of a VG file, each checked (a string where a list belongs is refused, not read as letters)."""
+    for i, entry in enumerate(iter_json_array(path)):
+        check_entry(contract, entry, path, f"entry {i}", f"VG {path.name}")
+        yield entry
+
+
 def _names(item: dict) -> list:
     names = item.get("names")
     if names is None:
@@ -182,13 +197,13 @@ def import_vg(vg_dir: str | Path, *, min_count: int = 30, top_relations: int | N
         )
     base = base or load_vocab()
     counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
-    for image in iter_json_array(vg_dir / "objects.json"):
+    for image in _entries(vg_dir / "objects.json", VG_OBJECT_NAMES):
         for obj in image.get("objects") or []:
             counts["objects"].update({clean_name(n) for n in _names(obj)})
-    for image in iter_json_array(vg_dir / "attributes.json"):
+    for image in _entries(vg_dir / "attributes.json", VG_ATTRIBUTES):
         for obj in image.get("attributes") or []:
             counts["attributes"].update({clean_name(a) for a in obj.get("attributes") or []})
-    for image in iter_json_array(vg_dir / "relationships.json"):
+    for image in _entries(vg_dir / "relationships.json", VG_PREDICATES):
         for rel in image.get("relationships") or []:
             counts["relations"][clean_name(rel.get("predicate"))] += 1
     return _assemble(counts, min_count, base, top_relations)

@@ -105,7 +105,7 @@ def test_probe_r_counts_missing_images(vg):
 def test_probe_r_wrong_shape_names_file_and_field(tmp_path):
     bad = tmp_path / "relationships.json"
     bad.write_text(json.dumps([{"image_id": 1, "relationships": [{"predicate": "on", "subject": {"name": "a"}}]}]))
-    with pytest.raises(MosaicError, match=r"relationships.json: entry 0 \(image 1\): relationship 0: missing field 'object'"):
+    with pytest.raises(MosaicError, match=r"relationships.json: entry 0 \(image 1\): relationship 0: missing 'object'"):
         list(pb.build_probe_r(bad, tmp_path, tmp_path))
     bad.write_text(json.dumps({"image_id": 1}))
     with pytest.raises(MosaicError, match="top level: expected a list"):
@@ -250,6 +250,20 @@ def test_decode_mask_polygon_and_rle(coco_inst):
     assert rle.sum() == 150 and rle[30, 45] and not rle[5, 5]
 
 
+def test_degenerate_coco_geometry_is_read_not_refused(coco_inst):
+    """Real COCO-format files hold polygons of under 3 points and boxes with a zero side: no area, not
+    malformed. A 4-number polygon is not read as a box (pycocotools' reading of it)."""
+    poly = json.loads((coco_inst / "inst.json").read_text())["annotations"][0]["segmentation"]
+    assert not pb.decode_mask([[5, 5, 30, 30]], 40, 60).any()
+    assert (pb.decode_mask(poly + [[5, 5, 30, 30]], 40, 60) == pb.decode_mask(poly, 40, 60)).all()
+    inst = json.loads((coco_inst / "inst.json").read_text())
+    inst["annotations"][0]["bbox"][2] = 0
+    inst["annotations"][0]["segmentation"].append([1, 1, 2, 2])
+    (coco_inst / "degenerate.json").write_text(json.dumps(inst))
+    images, annotations, _ = pb.coco_instances(coco_inst / "degenerate.json")
+    assert sum(len(a) for a in annotations.values()) == len(inst["annotations"])
+
+
 def test_probe_b_images_and_records(coco_inst):
     counts = pb.Counts()
     out = coco_inst / "data" / "probe_b"
@@ -292,7 +306,7 @@ def test_probe_b_bad_input(coco_inst, runner):
     res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "bad.json"),
                               "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d")])
-    assert res.exit_code == 1 and "bad.json: annotations[2]: missing field 'segmentation'" in res.stderr
+    assert res.exit_code == 1 and "bad.json: annotations[2]: missing 'segmentation'" in res.stderr
     res = runner.invoke(app, ["probe", "build", "b", "--coco-instances", str(coco_inst / "inst.json"),
                               "--images", str(coco_inst / "img"),
                               "--out", str(coco_inst / "d"), "--fillers", "scene"])

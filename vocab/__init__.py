@@ -197,6 +197,8 @@ def _group(mapping: dict[str, str]) -> dict[str, tuple[str, ...]]:
 
 
 def _read_tsv(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    if not path.is_file():  # a folder, or a FIFO that would block the read forever
+        raise MosaicError(f"{path}: not a regular file; a vocabulary folder holds TSV files (see `mosaictool vocab build`)")
     try:
         return _read_tsv_rows(path, columns, optional)
     except UnicodeDecodeError as e:
@@ -211,13 +213,20 @@ def _read_tsv_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ..
             raise MosaicError(f"{path}: the first line must be the header {chr(9).join(columns)!r}, got {header!r}")
         idx = {c: header.index(c) for c in columns + optional if c in header}
         rows = []
-        for lineno, row in enumerate(reader, start=2):
+        for lineno, row in enumerate(_rows(reader, path), start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
             if len(row) < len(header):
                 raise MosaicError(f"{path}:{lineno}: expected {len(header)} tab-separated columns, got {len(row)}")
             rows.append({c: row[i].strip() for c, i in idx.items()})
         return rows
+
+
+def _rows(reader, path: Path):
+    try:
+        yield from reader
+    except csv.Error as e:  # a cell over csv's field size limit (131,072 characters): no vocabulary word
+        raise MosaicError(f"{path}:{reader.line_num}: {e}") from None
 
 
 def load(path: str | os.PathLike | None = None) -> Vocab:
@@ -246,12 +255,17 @@ def _load(folder: Path) -> Vocab:
             name = row["name"].lower()
             if not name:
                 continue
-            table[name] = row[column] or UNKNOWN
+            label = row[column] or UNKNOWN
+            if table.get(name, label) != label:
+                raise MosaicError(f"{path}: {name!r} is listed twice, with {column} {table[name]!r} and {label!r}; keep one")
+            table[name] = label
             if row.get("count"):
                 try:
                     kind_counts[name] = int(row["count"])
                 except ValueError:
                     raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is not an integer") from None
+                if kind_counts[name] < 0:
+                    raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is negative")
         tables[kind] = table
         if kind_counts:
             counts[kind] = kind_counts
