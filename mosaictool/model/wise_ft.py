@@ -74,7 +74,11 @@ def interpolate(zeroshot: dict, finetuned: dict, alpha: float, scope: str = "all
 def _zeroshot_state(spec: str, finetuned_path: str, ft_ckpt: dict) -> dict:
     from mosaictool.model import openclip
 
-    if os.path.isfile(spec) and openclip.is_mosaictool_checkpoint(spec):
+    try:
+        ours = os.path.isfile(spec) and openclip.is_mosaictool_checkpoint(spec)
+    except MosaicError as e:  # unreadable, or it carries code
+        raise MosaicError(f"--zeroshot {e}") from None
+    if ours:
         zs = openclip.read_checkpoint(spec)
         for field in ("model_name", "quick_gelu", "model_cfg"):
             if zs.get(field) != ft_ckpt.get(field):
@@ -143,9 +147,6 @@ def wise_ft(
         if first != i:  # the second would replace the first's file
             twice = "is given twice" if alphas[first] == alphas[i] else f"and {alphas[first]} both name {name} (three decimals)"
             raise MosaicError(f"--alpha {alphas[i]} {twice}: give each alpha once")
-    if os.path.isfile(zeroshot) and os.path.isfile(finetuned) and os.path.samefile(zeroshot, finetuned):
-        raise MosaicError(f"{finetuned}: given as both --zeroshot and --finetuned: every alpha would be this model; "
-                          "--zeroshot takes the weights the fine-tuning started from")
     check_outputs([Write("--out", out, tuple(names))], [*checkpoint("--finetuned", finetuned), *checkpoint("--zeroshot", zeroshot)])
     with folder_lock(out, "mosaictool wise-ft"):
         return _write(zeroshot, finetuned, alphas, names, out, scope, rule, device)
@@ -155,6 +156,9 @@ def _write(zeroshot: str, finetuned: str, alphas: Sequence[float], names: list[s
            device: str) -> list[Path]:
     from mosaictool.model import openclip
 
+    if os.path.isfile(zeroshot) and os.path.isfile(finetuned) and os.path.samefile(zeroshot, finetuned):
+        raise MosaicError(f"{finetuned}: given as both --zeroshot and --finetuned: every alpha would be this model; "
+                          "--zeroshot takes the weights the fine-tuning started from")
     ft_bundle = openclip.load_checkpoint(finetuned)
     ft_ckpt = openclip.read_checkpoint(finetuned)
     theta1 = {k: v.to(device, copy=True) for k, v in ft_bundle.model.state_dict().items()}
