@@ -473,8 +473,13 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
 def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
     if isinstance(alpha, (int, float)):
         return [float(alpha)]
+    items = alpha.split(",") if isinstance(alpha, str) else list(alpha)
+    if not str(_csv(alpha)).strip(", "):
+        return []  # wise_ft says: give at least one --alpha
+    if any(not str(a).strip() for a in items):
+        raise MosaicError(f"--alpha {_csv(alpha)!r}: an empty item between commas; give numbers like 0,0.25,0.5,0.75,1")
     try:
-        return [float(a) for a in (alpha.split(",") if isinstance(alpha, str) else alpha) if str(a).strip()]
+        return [float(a) for a in items]
     except ValueError:
         raise MosaicError(f"--alpha {_csv(alpha)!r}: expected comma-separated numbers like 0,0.25,0.5,0.75,1") from None
 
@@ -511,8 +516,11 @@ def _model_specs(checkpoints: Sequence[str], model: str | None, pretrained: str 
     if not specs:
         raise MosaicError("give --checkpoint FILE (repeatable), or --model NAME --pretrained TAG_OR_FILE")
     for c in checkpoints:
-        if not os.path.isfile(c):
+        if not os.path.exists(c):
             raise MosaicError(f"{c}: checkpoint not found")
+        if not os.path.isfile(c):
+            kind = "a folder" if os.path.isdir(c) else "a FIFO, socket or device"
+            raise MosaicError(f"{c}: not a weights file ({kind}); give the .pt file itself")
     labels = [s["label"] for s in specs]
     for i, s in enumerate(specs):  # two models with one label would merge in the report
         if labels.count(s["label"]) > 1:
@@ -677,8 +685,10 @@ def tree_score(source: Source, *, checkpoints: Sequence[PathLike] = (), model: s
     from mosaictool.training.device import resolve_device
 
     device = resolve_device(device)
-    if batch_size < 1 or max_words < 2 or (limit is not None and limit < 0):
-        raise MosaicError("--batch-size must be at least 1, --max-words at least 2, --limit non-negative")
+    if batch_size < 1 or max_words < 2 or (limit is not None and limit < 1):
+        raise MosaicError("--batch-size and --limit must be at least 1, --max-words at least 2")
+    if seed < 0:  # numpy's bootstrap generator takes no negative seed
+        raise MosaicError(f"--seed {seed}: must be >= 0")
     if positions not in ts.POSITIONS:
         raise MosaicError(f"--positions must be one of {', '.join(ts.POSITIONS)}, not {positions!r}")
     model_config = None if model_config is None else os.fspath(model_config)

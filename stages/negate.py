@@ -73,7 +73,8 @@ NEGCLIP_CATEGORY = {
 
 
 def parse_probs(text: str) -> tuple[float, float, float]:
-    """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425'; normalised to sum 1."""
+    """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425', summing to 1 (to within rounding of
+    the last digit given, 1e-3; then normalised exactly)."""
     try:
         values = tuple(float(x) for x in text.split(","))
     except ValueError:
@@ -81,14 +82,22 @@ def parse_probs(text: str) -> tuple[float, float, float]:
     if len(values) != 3 or not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN and inf too
         raise MosaicError(f"--probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
     total = sum(values)
+    if not math.isclose(total, 1.0, abs_tol=1e-3):
+        raise MosaicError(f"--probs {text!r}: probabilities must sum to 1, these sum to {total:g} "
+                          f"(for these proportions: {','.join(f'{v / total:.4g}' for v in values)})")
     return tuple(v / total for v in values)
 
 
 def parse_text_methods(text: str) -> tuple[str, ...]:
-    methods = tuple(m.strip() for m in text.split(",") if m.strip())
+    methods = [m.strip() for m in text.split(",")] if text.strip() else []
+    if not all(methods):
+        raise MosaicError(f"--text {text!r}: an empty item between commas; choose from {','.join(TEXT_METHODS)}")
     unknown = [m for m in methods if m not in TEXT_METHODS]
     if unknown:
         raise MosaicError(f"--text: unknown method(s) {', '.join(unknown)}; choose from {','.join(TEXT_METHODS)}")
+    twice = [m for m in TEXT_METHODS if methods.count(m) > 1]
+    if twice:
+        raise MosaicError(f"--text {text!r}: {twice[0]} is named twice; give each method once")
     return tuple(m for m in TEXT_METHODS if m in methods)  # fixed order whatever the user wrote
 
 

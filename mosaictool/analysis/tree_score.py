@@ -430,9 +430,10 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 def parse_tree(value) -> Any:
     """A gold tree: an unlabeled bracketed string `(a (man (rides (a horse))))` (n-ary allowed) or
-    a nested JSON list of words. Returns nested lists with words as leaves."""
+    a nested JSON list of words. Returns nested lists with words as leaves; an empty tree or node,
+    or a leaf that is not a word (a number, null), is a ValueError."""
     if isinstance(value, list):
-        return value
+        return _check_node(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a bracketed string or a nested list, got {type(value).__name__}")
     tokens = _TOKEN.findall(value)
@@ -450,7 +451,18 @@ def parse_tree(value) -> Any:
     if len(stack) != 1:
         raise ValueError("unbalanced '('")
     top = stack[0]
-    return top[0] if len(top) == 1 else top
+    return _check_node(top[0] if len(top) == 1 else top)
+
+
+def _check_node(node):
+    if isinstance(node, list):
+        if not node:
+            raise ValueError("an empty bracket: every node holds a word or a subtree")
+        for child in node:
+            _check_node(child)
+    elif not isinstance(node, str) or not node.strip():
+        raise ValueError(f"leaf {node!r} is not a word: leaves are the caption's words, as strings")
+    return node
 
 
 def tree_leaves(tree) -> list:

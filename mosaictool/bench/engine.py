@@ -64,15 +64,26 @@ def _accepts(fn, name: str) -> bool:
 
 
 def parse_bench_spec(spec: str) -> list[tuple[str, list[str] | None]]:
-    """`aro:VG-Relation+VG-Attribution,sugarcrepe` -> [("aro", [...]), ("sugarcrepe", None)]."""
-    out = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        name, _, subs = part.partition(":")
-        out.append((name, [s for s in subs.split("+") if s] if subs else None))
-    if not out:
+    """`aro:VG-Relation+VG-Attribution,sugarcrepe` -> [("aro", [...]), ("sugarcrepe", None)]. An
+    empty item, an empty subtask list or a benchmark or subtask named twice is refused: it would
+    otherwise run all subtasks, or score one twice."""
+    parts = [p.strip() for p in spec.split(",")]
+    if not any(parts):
         raise MosaicError("--bench is empty; name one or more benchmarks (see --list)")
+    out: list[tuple[str, list[str] | None]] = []
+    for part in parts:
+        if not part:
+            raise MosaicError(f"--bench {spec!r}: an empty item between commas; name each benchmark once")
+        name, colon, subs = (x.strip() for x in part.partition(":"))
+        if any(name == seen for seen, _ in out):
+            raise MosaicError(f"--bench {spec!r}: {name} is named twice; give it once (NAME:SUB1+SUB2 for several subtasks)")
+        picked = [s.strip() for s in subs.split("+")] if colon else None
+        if picked is not None and not all(picked):
+            raise MosaicError(f"--bench {part!r}: an empty subtask after ':' or between '+'; "
+                              f"leave out ':' for all of {name}'s subtasks (see --list)")
+        if picked is not None and len(set(picked)) < len(picked):
+            raise MosaicError(f"--bench {part!r}: a subtask is named twice; give each once")
+        out.append((name, picked))
     return out
 
 
