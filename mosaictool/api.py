@@ -592,6 +592,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     bench = _csv(bench) if bench else bench
     if not bench:
         raise MosaicError("choose benchmarks with --bench (e.g. --bench aro,sugarcrepe); `--list` shows them")
+    parsed = parse_bench_spec(bench)
     if limit is not None and limit < 1 or batch_size < 1 or workers < 0:
         raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
     data_root = os.fspath(data_root)
@@ -601,7 +602,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     specs = _model_specs([os.fspath(c) for c in checkpoints], model, pretrained,
                          None if model_config is None else os.fspath(model_config))
     benches = []
-    for name, subs in parse_bench_spec(bench):
+    for name, subs in parsed:
         b = get(name)
         if perturb and b.name == "retrieval":
             base = subs or _present_retrieval(data_root)
