@@ -112,8 +112,8 @@ def test_probs_choose_categories_and_max_caps():
 
 
 def test_option_parsing():
-    assert parse_probs("1,1,2") == (0.25, 0.25, 0.5)
-    for bad in ("1,2", "a,b,c", "-1,1,1", "0,0,0"):
+    assert parse_probs("0.25,0.25,0.5") == (0.25, 0.25, 0.5)
+    for bad in ("1,2", "a,b,c", "-1,1,1", "0,0,0", "1,1,2"):
         with pytest.raises(MosaicError):
             parse_probs(bad)
     assert parse_text_methods("order, negclip") == ("negclip", "order")
