@@ -18,7 +18,7 @@ def negate_cli(
     max_negatives: Annotated[int, typer.Option("--max", help="Graph negatives per caption (paper: 6); 0 for none.")] = 6,
     probs: Annotated[
         str, typer.Option(help="Probabilities of the obj,attr,rel categories, summing to 1 (paper, App. H.1: p_obj = 0.15 chosen from "
-                          "{0,.08,.15}, p_attr = p_rel; the same as train --category-probs).")
+                          "{0,.08,.15}, p_attr = p_rel; the same defaults as train --category-probs).")
     ] = "0.15,0.425,0.425",
     text: Annotated[
         str, typer.Option(help="Caption-level negatives too, comma-separated: negclip,replace,shuffle,order.")
