@@ -22,6 +22,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -217,8 +218,13 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     out = Path(out)
     check_settings(train=train, image_size=image_size, eval_scale=eval_scale)
     noise_kinds = check_noise(caption_noise, noise_kinds)
+    if out.is_symlink() and out.is_dir():  # the world goes where the link points; the link stays
+        out = out.resolve()
     if out.exists() and not out.is_dir():
         raise MosaicError(f"{out}: is a file, not a folder; choose another --out")
+    above = next((p for p in out.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise MosaicError(f"--out {out}: {above} is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
@@ -227,6 +233,10 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
         foreign = sorted(p.name for p in out.iterdir() if p.name not in ("manifest.json", "train", *EVAL_SPLITS))
         if foreign:  # --overwrite replaces the whole folder: what else was put there would go with it
             raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
+                              "it: move it out, or choose another --out")
+        foreign = _not_written_by_a_world(out)
+        if foreign:
+            raise MosaicError(f"{out} holds {', '.join(foreign[:3])}, which no world writes; --overwrite would delete "
                               "it: move it out, or choose another --out")
     progress = progress or (lambda n: None)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -260,6 +270,32 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return info
+
+
+# Every file a world writes, by its path in the world folder (digits as \\d+): --overwrite deletes only these.
+_WORLD_FILES = re.compile(r"""manifest\.json
+    | train/(captions\.jsonl | images/\d+(_[a-z]+)?\.png)
+    | (val|test)/(
+        aro/(coco_karpathy_test | visual_genome_attribution | visual_genome_relation)\.json
+      | aro/images/(attribution|relation)_\d+\.png
+      | coco/world/order_\d+\.png
+      | crepe/VG_100K/\d+\.jpg
+      | crepe/prod_hard_negatives/(atom|negate|swap)/prod_vg_hard_negs_(atom|negate|swap)_complexity_\d+\.csv
+      | crepe/syst_vg_hard_negs_(seen|unseen)_compounds_in_laion\.csv
+      | probe_b/(classes\.txt | prompts\.txt | probe_b\.jsonl)
+      | probe_b/images/M?R/((black|gray|noise|scene)/\d+_x\d+(_patch)?|x\d+/\d+)\.png
+      | probe_c/probe_c\.jsonl | probe_c/images/(composition|object)_\d+_\d+\.png
+      | zeroshot/(shape|colour|object)/(classnames\.txt | templates\.txt | test/\d+/\d+\.png))""", re.VERBOSE)
+
+
+def _not_written_by_a_world(out: Path) -> list[str]:
+    """Paths under `out` (relative, sorted) that no world writes: user files --overwrite must keep."""
+    found = []
+    for root, dirs, files in os.walk(out):
+        rel = Path(root).relative_to(out)
+        found += [(rel / name).as_posix() for name in files if not _WORLD_FILES.fullmatch((rel / name).as_posix())]
+        found += [(rel / d).as_posix() + " (a link)" for d in dirs if (Path(root) / d).is_symlink()]
+    return sorted(found)
 
 
 def check_noise(caption_noise: float, noise_kinds) -> tuple[str, ...]:
