@@ -29,15 +29,23 @@ _PROBS_EXAMPLE = "obj=0.15,attr=0.425,rel=0.425"
 
 
 def parse_category_probs(text: str) -> dict[str, float]:
+    """Relative weights of the negatives' categories (obj, attr, rel; one absent weighs 0): each
+    named once, none empty, their sum > 0 (an all-zero set would be drawn uniformly, not as asked)."""
     probs: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
+    for part in (p.strip() for p in text.split(",")):
+        name, sep, value = (s.strip() for s in part.partition("="))
+        if name in probs:
+            raise MosaicError(f"--category-probs {text!r}: {name} is given twice")
+        if name and name not in DEFAULT_CATEGORY_PROBS:
+            raise MosaicError(f"--category-probs {text!r}: unknown category {name!r}; choose from {', '.join(DEFAULT_CATEGORY_PROBS)}")
         try:
-            probs[name.strip()] = float(value)
+            probs[name] = float(value)
         except ValueError:
             sep = ""
-        if not sep or not 0 <= probs.get(name.strip(), -1) < math.inf:  # NaN and inf too
+        if not sep or not 0 <= probs.get(name, -1) < math.inf:  # NaN and inf too; an empty item has no '='
             raise MosaicError(f"--category-probs {text!r}: expected name=weight pairs like {_PROBS_EXAMPLE}")
+    if not sum(probs.values()) > 0:
+        raise MosaicError(f"--category-probs {text!r}: the weights sum to 0; give at least one category a weight > 0")
     return probs
 
 
