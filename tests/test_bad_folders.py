@@ -1,0 +1,97 @@
+"""Output folders that are not what the command expects, and --category-probs values that mean nothing:
+one `Error:` line naming the flag or folder, exit 1, and every file already there kept byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+
+from clirun import run
+
+from mosaictool.errors import MosaicError
+from mosaictool.methods.mosaiclip import parse_category_probs
+
+WORLD = ["--train", "2", "--eval-scale", "0.01", "-q"]
+
+
+def snapshot(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    w = tmp_path_factory.mktemp("w") / "world"
+    assert run("world", "--out", w, *WORLD).returncode == 0
+    return w
+
+
+def refused(cmd, *needles):
+    r = run(*cmd)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("Error:") == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("where", ["train/notes.txt", "val/aro/mine/a.png", "test/zeroshot/colour/test/00/holiday.png"])
+def test_world_overwrite_keeps_user_files_anywhere_in_the_world(world, tmp_path, where):
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(world, w)
+    (w / where).parent.mkdir(parents=True, exist_ok=True)
+    (w / where).write_text("mine")
+    before = snapshot(w)
+    refused(["world", "--out", w, "--overwrite", *WORLD], where, "no world writes")
+    assert snapshot(w) == before
+
+
+def test_world_overwrite_of_a_world_still_works(world, tmp_path):
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(world, w)
+    assert run("world", "--out", w, "--overwrite", "--seed", "1", *WORLD).returncode == 0
+
+
+def test_world_out_under_a_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    refused(["world", "--out", tmp_path / "f" / "sub", *WORLD], "--out", "is a file, not a folder")
+    assert (tmp_path / "f").read_text() == "x"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_world_out_a_link_to_a_folder_writes_where_it_points(world, tmp_path, overwrite):
+    import shutil
+
+    real = tmp_path / "real"
+    shutil.copytree(world, real) if overwrite else real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    r = run("world", "--out", tmp_path / "link", *(["--overwrite"] if overwrite else []), *WORLD)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "link").is_symlink() and (real / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("obj=1,obj=2", "obj is given twice"),
+    ("obj=1,,attr=1", "expected name=weight pairs"),
+    ("obj=1,attr=1,", "expected name=weight pairs"),
+    ("", "expected name=weight pairs"),
+    ("obj=1,foo=1", "unknown category 'foo'"),
+    ("obj=0,attr=0,rel=0", "sum to 0"),
+    ("obj=nan,attr=1", "expected name=weight pairs"),
+])
+def test_category_probs_that_mean_nothing(text, message):
+    with pytest.raises(MosaicError, match="--category-probs") as e:
+        parse_category_probs(text)
+    assert message in str(e.value)
+
+
+def test_category_probs_that_stay_allowed():
+    assert parse_category_probs("obj = 1, attr=2") == {"obj": 1.0, "attr": 2.0}
+    assert parse_category_probs("obj=0.15,attr=0.425,rel=0.425")["rel"] == 0.425
+
+
+def test_category_probs_on_the_command_line(tmp_path):
+    refused(["train", "--data", tmp_path, "--out", tmp_path / "r", "--method", "mosaiclip", "--category-probs", "obj=1,obj=2"],
+            "--category-probs", "given twice")
+    assert not (tmp_path / "r").exists()
