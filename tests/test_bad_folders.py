@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from clirun import run
-
 from mosaictool.errors import MosaicError
 from mosaictool.methods.mosaiclip import parse_category_probs
 
