@@ -246,10 +246,12 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
     >>> [sg["kind"] for sg in subgraphs[0]["subgraphs"]]
     ['caption', 'object', 'relation']
     """
+    from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.decompose import decompose as decompose_records
     from mosaictool.stages.decompose import make_check
     from mosaictool.vocab import load
 
+    check_flags(SeedFlag(seed))
     if max_subgraphs < 1:
         raise MosaicError("--max must be at least 1")
     if max_keys < 1:
@@ -275,9 +277,11 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     >>> sorted({n["category"] for r in negs for n in r["negatives"]})
     ['attr', 'obj', 'rel']
     """
+    from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.negate import make_check, parse_probs, parse_text_methods
     from mosaictool.stages.negate import negate as negate_records
 
+    check_flags(SeedFlag(seed))
     if max_negatives < 0 or batch_size < 1 or workers < 1:
         raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
     category_probs = parse_probs(_csv(probs))
@@ -302,10 +306,12 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
     >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
     ('a red jacket', 'a young woman in a red blazer')
     """
+    from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.template import STYLES, make_check
     from mosaictool.stages.template import template as template_records
     from mosaictool.vocab import load
 
+    check_flags(SeedFlag(seed))
     if style not in STYLES:
         raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
     loaded = load(vocab)

@@ -47,6 +47,7 @@ from mosaictool.errors import RecordError
 # TypedDicts rather than models: pydantic validates them ~3x faster (no instance per node), and
 # what a stage reads is the record itself anyway. Unknown keys are ignored; types are strict.
 Index = Annotated[int, Field(ge=0)]
+Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 1, and each rank adds its own
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -548,3 +549,10 @@ def check_flags(config: Any) -> None:
         name, value, what = problems[0]
         shown = repr(value) if isinstance(value, str) else value  # "--seeds '2'": a str from Python, not the number
         raise MosaicError(f"--{name.replace('_', '-')} {shown}: must be {what}")
+
+
+@dataclass
+class SeedFlag:
+    """--seed alone, for the commands without a config dataclass: check_flags(SeedFlag(seed)) bounds it as train's."""
+
+    seed: Seed = 0

@@ -94,3 +94,33 @@ def test_category_probs_on_the_command_line(tmp_path):
     refused(["train", "--data", tmp_path, "--out", tmp_path / "r", "--method", "mosaiclip", "--category-probs", "obj=1,obj=2"],
             "--category-probs", "given twice")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("cache", ["f", "f/sub"])
+def test_demo_cache_dir_that_is_a_file_writes_nothing_in_out(tmp_path, cache):
+    (tmp_path / "f").write_text("x")
+    refused(["demo", "--quick", "--out", tmp_path / "d", "--cache-dir", tmp_path / cache], "--cache-dir", "is a file, not a folder")
+    assert not (tmp_path / "d").exists() and (tmp_path / "f").read_text() == "x"
+
+
+@pytest.mark.slow
+def test_demo_again_leaves_no_report_file_of_an_earlier_demo(tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "demo_config.json").write_text("{}")  # a demo folder, as an earlier run with other settings left it
+    for name in ("claims.md", "selection.json", "ladder.png"):
+        (out / name).write_text("from the earlier demo")
+    r = run("demo", "--quick", "--out", out, "--cache-dir", tmp_path / "cache", timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "report.md").is_file()
+    assert not any((out / name).exists() for name in ("claims.md", "selection.json", "ladder.png"))
+
+
+@pytest.mark.parametrize("command", ["decompose", "negate", "template"])
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_seed_has_trains_bounds_in_every_text_stage(tmp_path, command, seed):
+    """One rule for --seed: a whole number >= 0 and < 2**31, as train's (numpy's generators take no negative seed)."""
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "caption": "a red circle"}\n')
+    before = snapshot(tmp_path)
+    refused([command, tmp_path / "in.jsonl", "--seed", seed], f"--seed {seed}: must be a whole number >= 0 and < 2147483648")
+    assert snapshot(tmp_path) == before

@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.data import ShardCache
 
 
+# what a demo writes in OUT besides report.md, results.jsonl and the two plots, when its settings ask
+REPORT_FILES = ("selection.json", "ablation.md", "claims.md", "efficiency.md", "ladder.md", "ladder.png", "noisy.md", "scratch.md",
+                "teach.md", "towers.md")
+
+
 def _split_bench(split: str) -> str:
     if split not in ("val", "test"):
         raise MosaicError(f"--split {split!r}: choose val (for choosing hyperparameters) or test")
@@ -75,6 +80,10 @@ def run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.paths import Read, Write, check_outputs
 
     check_outputs([Write("--out", cfg.out, ("**",))], [Read("--cache-dir", cfg.cache_dir, ("**",))])
+    cache = Path(cfg.cache_dir)
+    above = next((p for p in (cache, *cache.parents) if p.exists()), None)
+    if above is not None and not above.is_dir():  # found before OUT gets a demo_config.json
+        raise MosaicError(f"--cache-dir {cache}: {above} is a file, not a folder; choose another --cache-dir")
     out = Path(cfg.out)
     if out.is_dir() and not (out / "demo_config.json").is_file():
         # the demo replaces world/, shards/, texts.jsonl, runs/, ... in OUT: never in someone's own folder
@@ -139,6 +148,12 @@ def _run_demo(cfg: DemoConfig) -> dict:
     report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,
                           audited=audited)
     write_text(out / "report.md", report.text)
+    # a report file of an earlier demo in OUT (other settings or experiments) never stands beside this one's
+    written = {out / "selection.json"} if selection is not None else set()
+    written |= {Path(f) for section in sections for f in section.files}
+    for name in REPORT_FILES:
+        if out / name not in written:
+            (out / name).unlink(missing_ok=True)
     print(report.table)
     print()
     print(report.control["verdict"])

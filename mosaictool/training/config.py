@@ -15,12 +15,11 @@ from typing import Annotated
 from pydantic import Field
 
 from mosaictool.errors import MosaicError
-from mosaictool.records import check_flags
+from mosaictool.records import Seed, check_flags
 
 # Each numeric field declares what it accepts (mosaictool.records checks flags and config.json by it).
 Count = Annotated[int, Field(ge=0)]
 AtLeastOne = Annotated[int, Field(ge=1)]
-Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 1, and each rank adds its own
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # [0, 1): momentum, Adam's betas
