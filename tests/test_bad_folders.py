@@ -103,6 +103,21 @@ def test_demo_cache_dir_that_is_a_file_writes_nothing_in_out(tmp_path, cache):
     assert not (tmp_path / "d").exists() and (tmp_path / "f").read_text() == "x"
 
 
+def test_only_other_settings_make_an_earlier_demos_report_stale(tmp_path):
+    import dataclasses
+    import json
+
+    from mosaictool.demo.config import DemoConfig
+    from mosaictool.demo.run import _settings_differ
+
+    cfg, file = DemoConfig(quick=True), tmp_path / "demo_config.json"
+    assert _settings_differ(file, cfg)  # none, or unreadable: nothing vouches for the files beside it
+    file.write_text(json.dumps(dataclasses.asdict(dataclasses.replace(cfg, experiments=("ladder",)))))
+    assert not _settings_differ(file, cfg)  # the ladder's report, at these settings, still holds
+    file.write_text(json.dumps(dataclasses.asdict(dataclasses.replace(cfg, world_seed=1))))
+    assert _settings_differ(file, cfg)
+
+
 @pytest.mark.slow
 def test_demo_again_leaves_no_report_file_of_an_earlier_demo(tmp_path):
     out = tmp_path / "d"

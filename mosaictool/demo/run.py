@@ -95,6 +95,17 @@ def run_demo(cfg: DemoConfig) -> dict:
         return _run_demo(cfg)
 
 
+def _settings_differ(config_file: Path, cfg: DemoConfig) -> bool:
+    """Whether the demo that last wrote OUT (its demo_config.json) ran other settings than `cfg`; its
+    experiments aside: a report of another experiment at the same settings still holds."""
+    try:
+        earlier = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return True
+    now = json.loads(json.dumps(dataclasses.asdict(cfg)))
+    return not isinstance(earlier, dict) or {**earlier, "experiments": None} != {**now, "experiments": None}
+
+
 def _run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
     from mosaictool.training.data import ShardCache
@@ -104,6 +115,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     bench = _split_bench(cfg.split)
     log(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
+    other_settings = _settings_differ(out / "demo_config.json", cfg)
     write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
     cached_data = data_cache(cfg)  # hashes mosaictool's files: once a run
@@ -148,12 +160,12 @@ def _run_demo(cfg: DemoConfig) -> dict:
     report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,
                           audited=audited)
     write_text(out / "report.md", report.text)
-    # a report file of an earlier demo in OUT (other settings or experiments) never stands beside this one's
-    written = {out / "selection.json"} if selection is not None else set()
-    written |= {Path(f) for section in sections for f in section.files}
-    for name in REPORT_FILES:
-        if out / name not in written:
-            (out / name).unlink(missing_ok=True)
+    if other_settings:  # an earlier demo's report files in OUT, of other settings, never stand beside this one's
+        written = {out / "selection.json"} if selection is not None else set()
+        written |= {Path(f) for section in sections for f in section.files}
+        for name in REPORT_FILES:
+            if out / name not in written:
+                (out / name).unlink(missing_ok=True)
     print(report.table)
     print()
     print(report.control["verdict"])
