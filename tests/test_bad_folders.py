@@ -52,6 +52,15 @@ def test_world_overwrite_of_a_world_still_works(world, tmp_path):
     assert run("world", "--out", w, "--overwrite", "--seed", "1", *WORLD).returncode == 0
 
 
+def test_every_file_of_a_world_with_every_option_is_one_overwrite_may_replace(tmp_path):
+    from mosaictool.world.generate import _not_written_by_a_world
+
+    w = tmp_path / "w"
+    assert run("world", "--out", w, "--twins", "--binding-twins", "--shape-twins", "--caption-noise", "0.5", "--train", "4",
+               "--eval-scale", "0.02", "-q").returncode == 0
+    assert _not_written_by_a_world(w) == []
+
+
 def test_world_out_under_a_file(tmp_path):
     (tmp_path / "f").write_text("x")
     refused(["world", "--out", tmp_path / "f" / "sub", *WORLD], "--out", "is a file, not a folder")
