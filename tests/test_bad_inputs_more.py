@@ -10,26 +10,9 @@ import os
 import shutil
 
 import pytest
-from typer.testing import CliRunner
 
-from mosaictool.cli import app
 from mosaictool.vocab import DEFAULT_DIR
-
-runner = CliRunner()
-
-
-def refused(tmp_path, args, *needles):
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == 1, (result.exit_code, result.stderr[-2000:])
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    for needle in needles:
-        assert str(needle) in lines[0], (needle, lines[0])
-    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    assert after == before  # inputs byte-identical, no output written
-
+from test_bad_values import refused_leaving_files as refused
 
 # ---- vocabulary folders ---------------------------------------------------------------------------------
 

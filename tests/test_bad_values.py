@@ -36,6 +36,18 @@ def refused(result, *needles: str, code: int = 1) -> str:
     return lines[0]
 
 
+def refused_leaving_files(folder: Path, args, *needles) -> str:
+    """`args` refused (one line holding `needles`) with every file under `folder` byte-identical and none
+    added: inputs untouched, no output written."""
+    def files() -> dict:
+        return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    before = files()
+    line = refused(invoke(args), *map(str, needles))
+    assert files() == before
+    return line
+
+
 def snapshot(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
             for p in sorted(folder.rglob("*"))}
