@@ -521,12 +521,10 @@ def _model_specs(checkpoints: Sequence[str], model: str | None, pretrained: str 
         raise MosaicError("--pretrained needs --model NAME (e.g. --model ViT-B-32-quickgelu --pretrained openai.pt)")
     if not specs:
         raise MosaicError("give --checkpoint FILE (repeatable), or --model NAME --pretrained TAG_OR_FILE")
+    from mosaictool.model.openclip import check_weights_path
+
     for c in checkpoints:
-        if not os.path.exists(c):
-            raise MosaicError(f"{c}: checkpoint not found")
-        if not os.path.isfile(c):
-            kind = "a folder" if os.path.isdir(c) else "a FIFO, socket or device"
-            raise MosaicError(f"{c}: not a weights file ({kind}); give the .pt file itself")
+        check_weights_path(c)
     labels = [s["label"] for s in specs]
     for i, s in enumerate(specs):  # two models with one label would merge in the report
         if labels.count(s["label"]) > 1:

@@ -190,6 +190,21 @@ def is_mosaictool_checkpoint(path: str | os.PathLike) -> bool:
     return isinstance(ckpt, dict) and ckpt.get("format") == CHECKPOINT_FORMAT
 
 
+def check_weights_path(path: str | os.PathLike) -> None:
+    """MosaicError unless `path` is a regular file: missing, a folder, a FIFO, socket or device (whose
+    read would block) each said in one line."""
+    if not os.path.exists(path):
+        raise MosaicError(f"{path}: checkpoint not found")
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "a FIFO, socket or device"
+        raise MosaicError(f"{path}: not a weights file ({kind}); give the .pt file itself")
+
+
+def without_ddp_prefix(state: dict) -> dict:
+    """A state_dict's names as one model has them: DistributedDataParallel's `module.` prefix removed."""
+    return {k.removeprefix("module."): v for k, v in state.items()}
+
+
 TORCHSCRIPT = object()  # _weights_file's answer for a whole-model archive (OpenAI's .pt files): open_clip reads those
 
 
@@ -206,11 +221,7 @@ def _weights_file(path: str | os.PathLike, *, mmap: bool = False) -> Any:
 
     if str(path).endswith((".safetensors", ".npz", ".npy")):
         return None
-    if not os.path.exists(path):
-        raise MosaicError(f"{path}: checkpoint not found")
-    if not os.path.isfile(path):
-        kind = "a folder" if os.path.isdir(path) else "a FIFO, socket or device"
-        raise MosaicError(f"{path}: not a weights file ({kind}); give the .pt file itself")
+    check_weights_path(path)
     if os.path.getsize(path) == 0:
         raise MosaicError(f"{path}: empty checkpoint (0 bytes): the write that made it did not finish")
     try:
@@ -244,7 +255,7 @@ def _state_of(weights: Any, path: str | os.PathLike) -> dict | None:
         return None
     state = weights["state_dict"] if isinstance(weights, dict) and "state_dict" in weights else weights
     check_state_dict(state, path)
-    return {k.removeprefix("module."): v for k, v in state.items()}
+    return without_ddp_prefix(state)
 
 
 def check_state_dict(state: Any, source: str | os.PathLike) -> None:
@@ -437,7 +448,7 @@ def load_checkpoint(
     check_size(cfg, path)
     with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
         model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
-    state = {k.removeprefix("module."): v for k, v in ckpt["state_dict"].items()}
+    state = without_ddp_prefix(ckpt["state_dict"])
     check_finite(state, path)
     check_dtypes(model.state_dict(), state, path)
     try:

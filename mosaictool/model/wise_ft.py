@@ -87,8 +87,8 @@ def _zeroshot_state(spec: str, finetuned_path: str, ft_ckpt: dict) -> dict:
                     f"{ft_ckpt.get(field)!r}); WiSE-FT needs the fine-tuned model's own starting point"
                 )
         openclip.check_finite(zs["state_dict"], spec)
-        state = {k.removeprefix("module."): v for k, v in zs["state_dict"].items()}
-        openclip.check_dtypes({k.removeprefix("module."): v for k, v in ft_ckpt["state_dict"].items()}, state, spec)
+        state = openclip.without_ddp_prefix(zs["state_dict"])
+        openclip.check_dtypes(openclip.without_ddp_prefix(ft_ckpt["state_dict"]), state, spec)
         return state
     # open_clip weights (a tag or a file) for the fine-tuned checkpoint's architecture and activation
     try:

@@ -162,7 +162,7 @@ class Checkpoints:
         if self.cfg.lora and "lora_state" not in state:
             raise MosaicError(f"{source}: holds no LoRA state, but {config} says lora {self.cfg.lora}; {RESTORE}")
         # with --lora, last.pt's state_dict holds the merged weights; the LoRA model's own is beside them
-        weights = state["lora_state"] if self.cfg.lora else {k.removeprefix("module."): v for k, v in state["state_dict"].items()}
+        weights = state["lora_state"] if self.cfg.lora else openclip.without_ddp_prefix(state["state_dict"])
         openclip.check_state_dict(weights, source)
         openclip.check_finite(weights, source)
         openclip.check_dtypes(model.state_dict(), weights, source)
