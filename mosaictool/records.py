@@ -51,8 +51,9 @@ Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
-def _bad(at: str, message: str) -> PydanticCustomError:
-    """An error found by a contract's own rule (an index out of range): `at` extends the field path."""
+def rule_error(message: str, at: str = "") -> PydanticCustomError:
+    """An error found by a contract's own rule (an index out of range, a blank caption), for a
+    validator to raise: `explain` words it as `field: message`; `at` extends the field's path."""
     return PydanticCustomError("record_rule", "{message}", {"message": message, "at": at})
 
 
@@ -64,7 +65,7 @@ def _indices_into(items: str, what: str):
         for i, rel in enumerate(value["relations"]):
             for end in ("subject", "object"):
                 if rel[end] >= n:
-                    raise _bad(f"relations[{i}].{end}", f"{rel[end]} is not an index into {what.format(n=n)}")
+                    raise rule_error(f"{rel[end]} is not an index into {what.format(n=n)}", f"relations[{i}].{end}")
         return value
 
     return AfterValidator(rule)
@@ -136,7 +137,7 @@ SubGraph = Annotated[SubGraphFields, _indices_into("objects", "its {n} objects")
 
 def _caption_text(value: dict) -> dict:
     if value.get("kind") == "caption" and value.get("text") is None:
-        raise _bad("text", "the caption entry (kind 'caption') needs its text")
+        raise rule_error("the caption entry (kind 'caption') needs its text", "text")
     return value
 
 
@@ -230,7 +231,7 @@ def _negatives_index_subgraphs(value: dict) -> dict:
     for i, neg in enumerate(value.get("negatives") or ()):
         index = neg.get("subgraph")
         if index is not None and index >= n:
-            raise _bad(f"negatives[{i}].subgraph", f"{index} is not an index into the record's {n} 'subgraphs'")
+            raise rule_error(f"{index} is not an index into the record's {n} 'subgraphs'", f"negatives[{i}].subgraph")
     return value
 
 
@@ -338,13 +339,14 @@ def explain(contract: Contract, record: Any, error: ValidationError) -> str:
     if kind == "missing":
         return f"missing {where!r}{hint}"
     expected = describe(annotation)
+    at = f"{where}: " if where else ""  # none: the entry itself (a list where an object belongs)
     if not found:
-        return f"{where}: expected {expected}{hint}"
+        return f"{at}expected {expected}{hint}"
     if kind in ("literal_error", "string_too_short", "too_short", "too_long", "finite_number") or \
             kind.startswith(("greater", "less")):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        return f"{where}: expected {expected}, got {shown}{hint}"
-    return f"{where}: expected {expected}, got {kind_of(value)}{hint}"
+        return f"{at}expected {expected}, got {shown}{hint}"
+    return f"{at}expected {expected}, got {kind_of(value)}{hint}"
 
 
 def kind_of(value: Any) -> str:

@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
-from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, TypedDict
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.records import Contract, NonEmpty, checker, kind_of
+from mosaictool.records import Contract, NonEmpty, checker, rule_error
 
 ImageId = int | NonEmpty  # a key only: VG and COCO use integers, some re-exports strings
 Number = Annotated[float, Field(allow_inf_nan=False)]
@@ -84,8 +83,7 @@ class CocoRLE(TypedDict):
 
 def _pairs(polygon: list[float]) -> list[float]:
     if len(polygon) % 2:
-        message = f"expected x, y pairs (an even count of numbers), got {len(polygon)} numbers"
-        raise PydanticCustomError("record_rule", "{message}", {"message": message})
+        raise rule_error(f"expected x, y pairs (an even count of numbers), got {len(polygon)} numbers")
     return polygon
 
 
@@ -96,8 +94,7 @@ Polygon = Annotated[list[Number], AfterValidator(_pairs)]
 
 def _box_sides(box: list[float]) -> list[float]:
     if box[2] < 0 or box[3] < 0:  # a zero side is a degenerate box real files hold, not a malformed one
-        message = f"expected [x, y, width, height] with width and height >= 0, got {box}"
-        raise PydanticCustomError("record_rule", "{message}", {"message": message})
+        raise rule_error(f"expected [x, y, width, height] with width and height >= 0, got {box}")
     return box
 
 
@@ -124,8 +121,6 @@ COCO_CATEGORY, COCO_IMAGE, COCO_ANNOTATION = _contract(CocoCategory), _contract(
 
 def check_entry(contract: Contract, entry, path, where: str, what: str) -> None:
     """MosaicError naming `path`, the entry and the field when `entry` does not follow `contract`."""
-    if not isinstance(entry, dict):
-        raise MosaicError(f"{path}: {where}: expected an object, got {kind_of(entry)} (not {what})")
     try:
         checker(contract)(entry)
     except RecordError as e:

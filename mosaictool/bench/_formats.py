@@ -12,16 +12,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
-from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, TypedDict
 
 from mosaictool.bench._files import bad_record
 from mosaictool.errors import RecordError
-from mosaictool.records import Contract, NonEmpty, checker, kind_of
-
-
-def _rule(message: str) -> PydanticCustomError:
-    return PydanticCustomError("record_rule", "{message}", {"message": message})
+from mosaictool.records import Contract, NonEmpty, checker, kind_of, rule_error
 
 
 def _inside(what: str):
@@ -31,7 +26,7 @@ def _inside(what: str):
     def check(value: str) -> str:
         norm = posixpath.normpath(value.replace("\\", "/"))
         if posixpath.isabs(norm) or norm == ".." or norm.startswith("../") or "\0" in value:
-            raise _rule(f"expected {what} inside --data-root, got {value!r}")
+            raise rule_error(f"expected {what} inside --data-root, got {value!r}")
         return value
 
     return AfterValidator(check)
@@ -39,7 +34,7 @@ def _inside(what: str):
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise _rule(f"expected a non-empty string, got {value!r}")
+        raise rule_error(f"expected a non-empty string, got {value!r}")
     return value
 
 
@@ -222,8 +217,6 @@ WINOGROUND_JSONL, WINOGROUND_PARQUET = _contract(WinogroundExample), _contract(W
 def check_entry(contract: Contract, entry, bench: str, path: Path, where: str) -> None:
     """MosaicError naming `path`, the entry (`where`: "entry 3", "case '12'") and the field when
     `entry` does not follow `contract`."""
-    if not isinstance(entry, dict):
-        raise bad_record(bench, path, where, f"expected an object, got {kind_of(entry)}")
     try:
         checker(contract)(entry)
     except RecordError as e:
