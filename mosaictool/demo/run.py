@@ -22,11 +22,6 @@ if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.data import ShardCache
 
 
-# what a demo writes in OUT besides report.md, results.jsonl and the two plots, when its settings ask
-REPORT_FILES = ("selection.json", "ablation.md", "claims.md", "efficiency.md", "ladder.md", "ladder.png", "noisy.md", "scratch.md",
-                "teach.md", "towers.md")
-
-
 def _split_bench(split: str) -> str:
     if split not in ("val", "test"):
         raise MosaicError(f"--split {split!r}: choose val (for choosing hyperparameters) or test")
@@ -163,7 +158,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     if other_settings:  # an earlier demo's report files in OUT, of other settings, never stand beside this one's
         written = {out / "selection.json"} if selection is not None else set()
         written |= {Path(f) for section in sections for f in section.files}
-        for name in REPORT_FILES:
+        for name in ("selection.json", *experiments.files()):  # beside report.md, results.jsonl, the plots
             if out / name not in written:
                 (out / name).unlink(missing_ok=True)
     print(report.table)

@@ -2,7 +2,8 @@
 
 An experiment trains and scores what it needs from the demo's data and base (`Context`), on the
 split its question needs (settings are chosen on val; the claims of the paper's regimes are read
-on test once), and returns a `Section` of report.md: a title, markdown, and the files it wrote.
+on test once), and returns a `Section` of report.md: a title, markdown, and the files it wrote. Each
+module names NAME, FILES (what it may write in the demo folder) and run(ctx).
 `mosaictool demo --experiment NAME` runs it after the table (whose runs it reuses where its
 settings are the same: a run folder is named by its settings' digest).
 
@@ -67,6 +68,11 @@ def _registry() -> dict:
 
 def names() -> list[str]:
     return list(_registry())
+
+
+def files() -> tuple[str, ...]:
+    """Every file an experiment may write in the demo folder (its module's FILES)."""
+    return tuple(f for module in _registry().values() for f in module.FILES)
 
 
 def get(name: str):

@@ -13,6 +13,7 @@ from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.significance import CASE_COLUMNS, comparisons, holm_family
 
 NAME = "ablate"
+FILES = ("ablation.md",)  # what it writes in the demo folder
 # (name, options changed, hard images): the last is the batch, not the method (NegCLIP's: each
 # image with its twin; DemoConfig.hard_images)
 ABLATIONS: list[tuple[str, dict, str | None]] = [
@@ -46,7 +47,7 @@ def run(ctx: Context) -> Section:
             cells.append("–" if r is None else f"{100 * r.diff:+.1f} ({format_p(adjusted[name, col])})")
         lines.append(f"| {name} | {100 * head:.1f} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    write_text(ctx.out / "ablation.md", table + "\n")
+    write_text(ctx.out / FILES[0], table + "\n")
     text = (f"MosaiCLIP's parts on the **val** split ({ctx.cfg.seeds} seeds each, MosaiCLIP's lr; each variant minus the "
             "paper's MosaiCLIP, paired by seed and test case; exploratory, Holm-adjusted p over this table):\n\n" + table)
-    return Section("MosaiCLIP's parts, one at a time", text, [ctx.out / "ablation.md"])
+    return Section("MosaiCLIP's parts, one at a time", text, [ctx.out / FILES[0]])

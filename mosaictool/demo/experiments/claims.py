@@ -23,6 +23,7 @@ from mosaictool.demo.finetune import wise_visual
 from mosaictool.demo.significance import case_matrix, positive_control
 
 NAME = "claims"
+FILES = ("claims.md",)  # what it writes in the demo folder
 REGIMES = ("teach", "scratch", "efficiency", "noisy", "towers")
 WISE_ALPHA = 0.5
 
@@ -44,9 +45,9 @@ def run(ctx: Context) -> Section:
         controls[name] = section.control or "none stated"
         sections.append(section)
     text = claims_markdown(claims, minutes, ctx.cfg.split, controls)
-    write_text(ctx.out / "claims.md", text + "\n")
+    write_text(ctx.out / FILES[0], text + "\n")
     body = text.split("\n", 2)[2] + "\n\n" + "\n\n".join(f"### {s.title}\n\n{s.text}" for s in sections)
-    return Section("The paper's claims", body, [ctx.out / "claims.md", *(f for s in sections for f in s.files)], claims)
+    return Section("The paper's claims", body, [ctx.out / FILES[0], *(f for s in sections for f in s.files)], claims)
 
 
 def table_claims(ctx: Context) -> list[Claim]:

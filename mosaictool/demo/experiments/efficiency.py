@@ -23,6 +23,7 @@ from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import CASE_COLUMNS, case_matrix, compare, holm_family
 
 NAME = "efficiency"
+FILES = ("efficiency.md",)  # what it writes in the demo folder
 FRACTIONS = (0.3, 0.5, 1.0)
 MARGIN = 0.01  # the paper's "within 1% or greater than NegCLIP" (Table 11's blue numbers)
 
@@ -70,7 +71,7 @@ def run(ctx: Context) -> Section:
         f"{cfg.finetune_steps} steps, against NegCLIP on all of them; {cfg.seeds} seeds; **{cfg.split}** split.", "",
         table_markdown(summarise(results, groups)), "", "\n".join(lines),
         "", "(paired by seed and test case; exploratory, Holm-adjusted over this table)", ""])
-    write_text(ctx.out / "efficiency.md", text)
+    write_text(ctx.out / FILES[0], text)
     claims = []
     stacked = {name: case_matrix(results, groups, name) for name in runs}
     if all(m is not None for m in stacked.values()):
@@ -80,5 +81,5 @@ def run(ctx: Context) -> Section:
                                 "NegCLIP performance (within 1%)", "App. C.5, Table 11", "0.3x-0.6x",
                                 f"MosaiCLIP {fraction:g}x − NegCLIP 1x, ARO cases (+1 pt margin: not below −1)",
                                 "efficiency", shifted(r, MARGIN)))
-    return Section("Data efficiency", text, [ctx.out / "efficiency.md"], claims=claims,
+    return Section("Data efficiency", text, [ctx.out / FILES[0]], claims=claims,
                    control="the table's (its NegCLIP 1x is the table's NegCLIP row, from the same base)")

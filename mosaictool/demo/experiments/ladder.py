@@ -36,6 +36,7 @@ from mosaictool.demo.report import paired_diff
 from mosaictool.demo.significance import CASE_COLUMNS, compare
 
 NAME = "ladder"
+FILES = ("ladder.md", "ladder.png")  # what it writes in the demo folder
 
 # (name, what the rung changes, method, the options it trains with, hard images). Options are the
 # method's; those equal to the method's defaults are left out (finetune_all adds the demo's max_pos /
@@ -88,11 +89,11 @@ def run(ctx: Context) -> Section:
     names = [v.name for v in rungs]
     steps = ladder_steps(rows, groups, names)
     text_measures = measure_text_towers(ctx, runs)
-    chart = ctx.out / "ladder.png"
+    markdown, chart = (ctx.out / f for f in FILES)
     plot_waterfall(steps, names, chart)
     table = ladder_markdown(steps, names, text_measures)
-    write_text(ctx.out / "ladder.md", table + "\n")
-    return Section("From NegCLIP to MosaiCLIP, one change at a time (val)", table, [ctx.out / "ladder.md", chart])
+    write_text(markdown, table + "\n")
+    return Section("From NegCLIP to MosaiCLIP, one change at a time (val)", table, [markdown, chart])
 
 
 def raise_different_lrs() -> None:

@@ -27,6 +27,7 @@ from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import case_matrix
 
 NAME = "noisy"
+FILES = ("noisy.md",)  # what it writes in the demo folder
 ROWS = ("NegCLIP", "MosaiCLIP")
 
 
@@ -81,7 +82,7 @@ def run(ctx: Context) -> Section:
         f"NegCLIP and MosaiCLIP fine-tuned on the varied captions, clean and with noise {cfg.noise_rate:g} (mosaictool.world."
         f"noise), from the same base, {cfg.seeds} seeds; **{cfg.split}** split.", "",
         table_markdown(summarise(results, groups)), "", audited, ""])
-    write_text(ctx.out / "noisy.md", text)
-    return Section("Noisy captions", text, [ctx.out / "noisy.md"], claims=claims,
+    write_text(ctx.out / FILES[0], text)
+    return Section("Noisy captions", text, [ctx.out / FILES[0]], claims=claims,
                    control="none of its own (its arms train on the varied captions only, clean or noisy, and it has no "
                            "CLIP arm); read it beside the table's, from the same base")

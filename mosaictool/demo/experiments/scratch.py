@@ -28,6 +28,7 @@ from mosaictool.demo.significance import (
 )
 
 NAME = "scratch"
+FILES = ("scratch.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
 
 
@@ -50,8 +51,8 @@ def run(ctx: Context) -> Section:
         f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", f"**{control}**", "", table, "",
         "MosaiCLIP − NegCLIP on the case columns, paired by seed and test case:", "", cases, "",
         "Every column, paired by seed (Holm-adjusted over the table):", "", by_seed, ""])
-    write_text(ctx.out / "scratch.md", text)
-    return Section("Pretraining from scratch", text, [ctx.out / "scratch.md"], claims=scratch_claims(results, groups),
+    write_text(ctx.out / FILES[0], text)
+    return Section("Pretraining from scratch", text, [ctx.out / FILES[0]], claims=scratch_claims(results, groups),
                    control=control)
 
 

@@ -35,6 +35,7 @@ from mosaictool.demo.significance import (
 )
 
 NAME = "teach"
+FILES = ("teach.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
 BASE = "base (no arrangement taught)"
 
@@ -61,8 +62,8 @@ def run(ctx: Context) -> Section:
         f"{trial.finetune_lr:g}, {cfg.seeds} seeds, the demo's batches; **{cfg.split}** split.",
         "", f"**{control['verdict']}**", "", table, "",
         "Each row minus CLIP fine-tuning, paired by seed and test case (exploratory, Holm-adjusted):", "", versus, ""])
-    write_text(ctx.out / "teach.md", text)
-    return Section("The teaching regime: a base that must be taught", text, [ctx.out / "teach.md"],
+    write_text(ctx.out / FILES[0], text)
+    return Section("The teaching regime: a base that must be taught", text, [ctx.out / FILES[0]],
                    claims=table1_claims(results, groups, "teaching"), control=control["verdict"])
 
 

@@ -17,6 +17,7 @@ from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.significance import CASE_COLUMNS, case_matrix, compare
 
 NAME = "towers"
+FILES = ("towers.md",)  # what it writes in the demo folder
 ROWS = ("NegCLIP", "MosaiCLIP")
 # what is trained -> the tower locked (open_clip's --lock-image / --lock-text)
 SETTINGS = {"both towers": None, "text tower only": "image", "image tower only": "text"}
@@ -50,7 +51,7 @@ def run(ctx: Context) -> Section:
             cells.append(f"{means[0]:.1f} / {means[1]:.1f} / {diff}")
         lines.append(f"| {trained} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    write_text(ctx.out / "towers.md", table + "\n")
+    write_text(ctx.out / FILES[0], table + "\n")
     claims = []
     gains = {t: [case_matrix(results, groups, f"{row}, {t}", ("relation", "attribute")) for row in ("MosaiCLIP", "NegCLIP")]
              for t in ("text tower only", "image tower only")}
@@ -65,5 +66,5 @@ def run(ctx: Context) -> Section:
             "and batches; MosaiCLIP − NegCLIP paired by seed and test case, exploratory, Holm-adjusted over this table). "
             "Singh et al. (2023, Fig. 4c/d) found MosaiCLIP's gain larger with the text tower trained alone.\n\n" + table)
     return Section(f"Which tower carries the difference ({ctx.cfg.split if ctx.claims else 'val'})", text,
-                   [ctx.out / "towers.md"], claims=claims,
+                   [ctx.out / FILES[0]], claims=claims,
                    control="the table's (its 'both towers' rows are the table's NegCLIP and MosaiCLIP runs)")
