@@ -329,3 +329,50 @@ def test_demo_quick_on_the_gpu(tmp_path, runner):
     assert (out / "report.md").is_file() and result.stdout.startswith("| method |")
     config = json.loads(next((out / "runs").glob("clip-seed0-*/config.json")).read_text())
     assert config["device"] == ("cpu" if ON_CPU else f"cuda:{torch.cuda.current_device()}")
+
+
+# ---- LoRA on ViT-B/32 ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_lora_vit_b_32_gradients_are_finite_differences():
+    """Every adapter of ViT-B/32 (conv1, the attention's in/out projections, the MLPs), on the device:
+    autograd's directional derivative of a loss along a random direction of the adapters equals the
+    central finite difference (float64, so that the difference is not rounding). peft's own
+    MultiheadAttention adapter got this wrong; ours must not, on the GPU's kernels too."""
+    import open_clip
+
+    from mosaictool.model import lora
+
+    torch.manual_seed(0)
+    model = open_clip.create_model("ViT-B-32", pretrained=None)
+    lora.add_lora(model, 4)
+    model = model.double().to(DEVICE_TYPE).eval()
+    adapters = [p for n, p in model.named_parameters() if p.requires_grad]
+    assert adapters and all("lora_" in n for n, p in model.named_parameters() if p.requires_grad)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # B starts at zero: move it, or half the adapters' gradients are trivially zero
+        for p in adapters:
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.device) * 0.02)
+    images = torch.randn(2, 3, 224, 224, generator=g, dtype=torch.float64).to(DEVICE_TYPE)
+    tokens = open_clip.get_tokenizer("ViT-B-32")(["a red circle left of a blue square", "two yellow circles"]).to(DEVICE_TYPE)
+    direction = [torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.device) for p in adapters]
+
+    def loss() -> torch.Tensor:
+        image, text = model.encode_image(images, normalize=True), model.encode_text(tokens, normalize=True)
+        return (image @ text.T * 10).logsumexp(dim=1).sum()
+
+    model.zero_grad()
+    loss().backward()
+    analytic = sum((p.grad * d).sum() for p, d in zip(adapters, direction))
+    eps = 1e-6
+    with torch.no_grad():
+        for p, d in zip(adapters, direction):
+            p.add_(eps * d)
+        up = loss()
+        for p, d in zip(adapters, direction):
+            p.sub_(2 * eps * d)
+        down = loss()
+    numeric = (up - down) / (2 * eps)
+    assert float(analytic) != 0.0
+    assert abs(float(analytic - numeric)) <= 1e-6 * max(1.0, abs(float(numeric))), (float(analytic), float(numeric))
