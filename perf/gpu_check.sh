@@ -28,6 +28,6 @@ phase multirun
 timeout 150 python perf/gpu_multirun.py /tmp/dq --steps 100 --seeds 2 --repeats 2 > "$OUT/multirun.txt" 2>&1
 echo "multirun rc=$?"; tail -8 "$OUT/multirun.txt"
 phase gpu-train
-timeout 240 python perf/gpu_train.py --steps 40 --skip 10 > "$OUT/gpu_train.txt" 2>&1
+timeout 240 python perf/gpu_train.py --methods clip,negclip,mosaiclip --steps 40 --skip 10 > "$OUT/gpu_train.txt" 2>&1
 echo "gpu_train rc=$?"; tail -20 "$OUT/gpu_train.txt"
 phase end
