@@ -17,7 +17,8 @@ symmetric flag gives None for those figures (shown "n/a"). Texts without a key (
 negatives) have no graph: their combinations and swaps are not applicable.
 
 `review_sample` draws, per stratum, a fixed random sample (seeded by (seed, stratum) alone) for the
-review page (`markdown_page`, `html_page`): caption, text, transform and what changed.
+review page (`markdown_page`, `html_page`): caption, the positive a negative changed, the text, its
+transform and what changed.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
         for negative, entries in ((False, positives), (True, negatives)):
             for entry in entries:
                 index = entry.get("positive")
-                positive_key = positives[index].get("key") if isinstance(index, int) and 0 <= index < len(positives) else None
+                has_positive = isinstance(index, int) and 0 <= index < len(positives)
+                positive_key = positives[index].get("key") if has_positive else None
                 flags = inspect_text(entry, positive_key, view, negative=negative, caption=record.get("caption") or "")
                 oov_names.update(flags["oov"] or ())
                 name = stratum_of(entry, negative)
@@ -178,8 +180,10 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
                     if value is not None:
                         counter[f"{flag}_n"] += 1
                         counter[flag] += bool(value)
+                positive = positives[index]["text"] if negative and has_positive else NOT_APPLICABLE
                 items.setdefault(name, []).append({
-                    "id": record.get("id"), "caption": record.get("caption") or "", "text": entry["text"], "transform": name,
+                    "id": record.get("id"), "caption": record.get("caption") or "", "positive": positive, "text": entry["text"],
+                    "transform": name,
                     "changed": changed(entry) if negative else NOT_APPLICABLE, **flags,
                 })
     rows = [
@@ -273,8 +277,9 @@ def markdown_page(result: dict, source: str) -> str:
         if item["transform"] != current:
             current = item["transform"]
             parts.append(f"\n### {_md(current)} ({item['of']:,} texts)\n")
-            parts.append("| id | caption | text | what changed | flags |\n|---|---|---|---|---|")
-        parts.append(f"| {_md(item['id'])} | {_md(item['caption'])} | {_md(item['text'])} | {_md(item['changed'])} | {_md(_flags(item))} |")
+            parts.append("| id | caption | positive it changed | text | what changed | flags |\n|---|---|---|---|---|---|")
+        cells = (item["id"], item["caption"], item["positive"], item["text"], item["changed"], _flags(item))
+        parts.append("| " + " | ".join(_md(c) for c in cells) + " |")
     return "\n".join(parts) + "\n"
 
 
@@ -297,8 +302,8 @@ def html_page(result: dict, source: str) -> str:
                 out.append("</table>")
             current = item["transform"]
             out += [f"<h3>{e(current)} ({item['of']:,} texts)</h3>", "<table>",
-                    "<tr><th>id</th><th>caption</th><th>text</th><th>what changed</th><th>flags</th></tr>"]
-        cells = (item["id"], item["caption"], item["text"], item["changed"], _flags(item))
+                    "<tr><th>id</th><th>caption</th><th>positive it changed</th><th>text</th><th>what changed</th><th>flags</th></tr>"]
+        cells = (item["id"], item["caption"], item["positive"], item["text"], item["changed"], _flags(item))
         out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
     if current is not None:
         out.append("</table>")

@@ -120,6 +120,7 @@ def test_review_sample_is_stratified_and_seeded():
     assert per == {t: min(2, n) for t, n in rows.items()}
     swap = next(i for i in first["sample"] if i["transform"] == "f_rel:swap")
     assert swap["caption"] and swap["text"] != swap["caption"] and swap["changed"].startswith("objects: ")
+    assert swap["positive"] != swap["text"] and sorted(swap["positive"].split()) == sorted(swap["text"].split())
     # a stratum's draw depends on (seed, stratum) alone: fewer other records, same swap sample
     alone = [dict(r, texts={"positives": r["texts"]["positives"], "negatives": [
         n for n in r["texts"]["negatives"] if n["transform"] == "f_rel:swap"]}) for r in texts]
@@ -136,7 +137,8 @@ def test_cli_prints_the_table_and_writes_markdown_or_html(runner, tmp_path):
     # "The bathroom door is open with the light on." is parsed with no relation or attribute: no graph negative
     assert "zero graph negatives: 1 of 11 (9.1%); of those whose graph had an attribute or relation: 0 of 10" in result.stdout
     page = (tmp_path / "r.md").read_text()
-    assert page.startswith(f"# Texts report: {texts}") and "### f_rel:swap (" in page and "| id | caption | text |" in page
+    assert page.startswith(f"# Texts report: {texts}") and "### f_rel:swap (" in page
+    assert "| id | caption | positive it changed | text |" in page
     result = runner.invoke(app, ["texts-report", str(texts), "-o", str(tmp_path / "r.html"), "--seed", "3"])
     assert result.exit_code == 0
     html = (tmp_path / "r.html").read_text()
