@@ -24,6 +24,7 @@ transform and what changed.
 from __future__ import annotations
 
 import html
+import inspect
 import random
 import re
 from collections import Counter
@@ -85,8 +86,16 @@ class VocabView:
         self.relations = (set(vocab.relations) | set(vocab.synonyms.get("relations", {}))
                           | set(vocab.synonyms.get("relations", {}).values()))
         self.words = self.objects | self.attributes | self.relations | {vocab.plural(o) for o in self.objects}
-        self.has_counts = hasattr(vocab, "attribute_count") and hasattr(vocab, "relation_count")
+        # A vocabulary may have the methods but no counts behind them (a folder without the count
+        # tables answers 0 for everything): its tables, where it exposes them, must hold something.
+        self.has_counts = all(hasattr(vocab, m) for m in ("attribute_count", "relation_count")) and all(
+            getattr(vocab, table, True) for table in ("object_attributes", "relation_triples"))
         self.has_symmetry = hasattr(vocab, "is_symmetric")
+        # is_symmetric(rel) or is_symmetric(rel, subj, obj): "with" is symmetric between people only
+        self._symmetric_ends = self.has_symmetry and len(inspect.signature(vocab.is_symmetric).parameters) >= 3
+
+    def symmetric(self, subj: str, rel: str, obj: str) -> bool:
+        return self.vocab.is_symmetric(rel, subj, obj) if self._symmetric_ends else self.vocab.is_symmetric(rel)
 
     def unknown(self, key: str) -> list[str]:
         objects, triples = parse_key(key)
@@ -122,7 +131,7 @@ def inspect_text(entry: dict, positive_key: str | None, view: VocabView, *, nega
             combos = combinations(key) - (combinations(positive_key) if negative else set())
             out["unseen"] = view.unseen(combos)
         if negative and entry.get("slot") == "objects" and view.has_symmetry:
-            out["symmetric"] = any(view.vocab.is_symmetric(r) for _, r, _ in parse_key(key)[1])
+            out["symmetric"] = any(view.symmetric(*triple) for triple in parse_key(key)[1])
     elif negative and entry.get("to") and not _words(str(entry["to"])) <= _words(caption):  # a swap brings no new word
         to = " ".join(str(entry["to"]).lower().split())
         out["oov"] = [] if to in view.words else [to]

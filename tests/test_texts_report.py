@@ -99,6 +99,22 @@ def test_without_counts_the_columns_say_so():
     text = summary_markdown(result)
     assert f"| f_rel:swap | 1 | 0.0% | {NO_COUNTS} | {NO_SYMMETRY} |" in text
     assert f"| f_attr:replace | 1 | 0.0% | {NO_COUNTS} | – |" in text
+    # the methods without the tables behind them (a folder without count files) are no counts either
+    empty = counting_vocab()
+    empty.object_attributes, empty.relation_triples = {}, {}
+    assert not report([record(1, [BLUE])], empty)["has_counts"]
+
+
+def test_symmetry_by_the_kinds_of_both_ends():
+    """A vocabulary whose is_symmetric takes the two ends ("with" between people only) is asked with them."""
+
+    class KindsVocab(CountingVocab):
+        def is_symmetric(self, rel, subj=None, obj=None):
+            return rel == "next to" and subj == "dog"
+
+    vocab = KindsVocab(**{f: getattr(counting_vocab(), f) for f in ("objects", "attributes", "relations")})
+    rows = {r["transform"]: r for r in report([record(1, [SWAP])], vocab)["rows"]}
+    assert rows["f_rel:swap"]["symmetric"] == 0.0  # the swap's subject is the ball
 
 
 def real_texts() -> list[dict]:
