@@ -16,8 +16,8 @@ relation (the caption positive's key, else `subgraph_keys`). A vocabulary withou
 symmetric flag gives None for those figures (shown "n/a"). Texts without a key (caption-level text
 negatives) have no graph: their combinations and swaps are not applicable.
 
-`review_sample` draws, per stratum, a fixed random sample (seeded by (seed, stratum) alone) for the
-review page (`markdown_page`, `html_page`): caption, the positive a negative changed, the text, its
+`report` also draws, per stratum, a fixed random sample (`Reservoir`: seeded by (seed, stratum) alone,
+in bounded memory) for the review page (`markdown_page`, `html_page`): caption, the positive a negative changed, the text, its
 transform and what changed.
 """
 
@@ -161,7 +161,7 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
     """The figures and the review sample of a texts file's records (each with a `texts` dict)."""
     view = VocabView(vocab)
     strata: dict[str, Counter] = {}
-    items: dict[str, list[dict]] = {}
+    samples: dict[str, Reservoir] = {}
     zero, oov_names = Counter(), Counter()
     for record in records:
         texts = record["texts"]
@@ -190,7 +190,9 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
                         counter[f"{flag}_n"] += 1
                         counter[flag] += bool(value)
                 positive = positives[index]["text"] if negative and has_positive else NOT_APPLICABLE
-                items.setdefault(name, []).append({
+                if name not in samples:
+                    samples[name] = Reservoir(sample, seed, name)
+                samples[name].add({
                     "id": record.get("id"), "caption": record.get("caption") or "", "positive": positive, "text": entry["text"],
                     "transform": name,
                     "changed": changed(entry) if negative else NOT_APPLICABLE, **flags,
@@ -203,20 +205,32 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
     return {
         "rows": rows, "zero_graph_negatives": dict(zero), "oov_names": oov_names.most_common(TOP_OOV),
         "has_counts": view.has_counts, "has_symmetry": view.has_symmetry,
-        "sample": review_sample(items, sample, seed), "sample_per_transform": sample, "seed": seed,
+        "sample": [item for name in sorted(samples) for item in samples[name].items()], "sample_per_transform": sample, "seed": seed,
     }
 
 
-def review_sample(items: dict[str, list[dict]], per_stratum: int, seed: int) -> list[dict]:
-    """Up to `per_stratum` items of each stratum, drawn by an RNG seeded with (seed, stratum) alone,
-    in input order within a stratum; strata sorted by name."""
-    out = []
-    for name in sorted(items):
-        pool = items[name]
-        rng = random.Random(f"{seed}\x1f{name}")
-        chosen = sorted(rng.sample(range(len(pool)), min(per_stratum, len(pool))))
-        out += [{**pool[i], "of": len(pool)} for i in chosen]
-    return out
+class Reservoir:
+    """A uniform sample of up to `k` items of a stream of unknown length, in bounded memory
+    (Vitter 1985, Algorithm R), drawn by an RNG seeded with (seed, stratum) alone: the same items in
+    the same order give the same sample whatever the other strata hold."""
+
+    def __init__(self, k: int, seed: int, stratum: str):
+        self.k, self.seen, self.kept = k, 0, []
+        self.rng = random.Random(f"{seed}\x1f{stratum}")
+
+    def add(self, item: dict) -> None:
+        position = self.seen
+        self.seen += 1
+        if len(self.kept) < self.k:
+            self.kept.append((position, item))
+        elif self.k:
+            j = self.rng.randrange(self.seen)
+            if j < self.k:
+                self.kept[j] = (position, item)
+
+    def items(self) -> list[dict]:
+        """The sample in input order, each with `of`: how many items the stratum had."""
+        return [{**item, "of": self.seen} for _, item in sorted(self.kept, key=lambda pi: pi[0])]
 
 
 def _pct(value: float | None, missing: str) -> str:

@@ -188,3 +188,18 @@ def test_bad_flags(runner, tmp_path):
                           (["-o", str(tmp_path)], "is a directory"), (["--sample", "-1"], "--sample must be at least 0")]:
         result = runner.invoke(app, ["texts-report", str(texts), *args])
         assert result.exit_code == 1 and message in result.stderr, result.stderr
+
+
+def test_reservoir_is_uniform_and_keeps_input_order():
+    from mosaictool.stages.texts_report import Reservoir
+
+    hits = [0] * 10
+    for seed in range(3000):
+        reservoir = Reservoir(3, seed, "f_obj")
+        for i in range(10):
+            reservoir.add({"i": i})
+        kept = [item["i"] for item in reservoir.items()]
+        assert len(kept) == 3 and kept == sorted(kept) and reservoir.items()[0]["of"] == 10
+        for i in kept:
+            hits[i] += 1
+    assert all(abs(h / 3000 - 0.3) < 0.04 for h in hits), hits
