@@ -2,7 +2,7 @@
 
 Reads `mosaictool decompose` output (and, with --negatives, `mosaictool negate` output of it) and
 prints: captions, those whose graph has a relation or attribute sub-graph (a key in `subgraph_keys`
-after the caption's own with a relation `>r>` or an attribute `[a]`), those of them whose sampled
+with a relation `>r>` or an attribute `[a]`), those of them whose sampled
 positives hold none, and with --negatives the captions with zero graph negatives, split by whether
 the graph had a relation or attribute sub-graph.
 
@@ -25,7 +25,8 @@ def informative(subgraph: dict) -> bool:
 
 
 def graph_has_one(record: dict) -> bool:
-    return any(">" in key or "[" in key for key in record["subgraph_keys"][1:])
+    # the whole caption's key (first) holds every kept object, attribute and relation
+    return any(" >" in key or "[" in key for key in record["subgraph_keys"])
 
 
 def main() -> None:
