@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 # be set before torch loads its OpenMP runtime; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-_API = ("read", "write", "parse", "decompose", "negate", "template", "shard", "train", "wise_ft", "evaluate", "tree_score")
+_API = ("read", "write", "parse", "decompose", "negate", "template", "texts_report", "shard", "train", "wise_ft", "evaluate", "tree_score")
 
 __all__ = ["MosaicError", "__version__", "api", *_API]
 

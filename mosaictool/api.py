@@ -41,7 +41,8 @@ Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
 
 __all__ = [
-    "Records", "Shards", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "shard", "world",
+    "Records", "Shards", "TextsReport", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "texts_report",
+    "shard", "world",
     "train", "wise_ft", "evaluate", "tree_score", "demo",
 ]
 
@@ -304,7 +305,7 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
 
     >>> texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")))))
     >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
-    ('a red jacket', 'a young woman in a red blazer')
+    ('a red jacket', 'a vintage woman walks the small brown dog')
     """
     from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.template import STYLES, make_check
@@ -319,6 +320,65 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
         source, check=make_check(), skip_bad=skip_bad, quiet=quiet, desc="template",
         transform=lambda recs: template_records(recs, vocab=loaded, style=style, seed=seed),
     )
+
+
+@dataclass
+class TextsReport:
+    """What `texts_report` found in a texts file: `figures` (per transform: `rows` of texts, shares
+    with out-of-vocabulary words, unseen combinations and symmetric-relation swaps; the captions
+    with zero graph negatives; the review `sample`), and the bad records it skipped."""
+
+    figures: dict
+    source: str
+    skips: Skips = field(default_factory=Skips)
+
+    def summary_text(self) -> str:
+        """The per-transform table and the zero-graph-negative line, as `mosaictool texts-report` prints them."""
+        from mosaictool.stages.texts_report import summary_markdown
+
+        return summary_markdown(self.figures)
+
+    def page(self, fmt: str = "markdown") -> str:
+        """The review page (the summary and the sample per transform), "markdown" or "html"."""
+        from mosaictool.stages.texts_report import html_page, markdown_page
+
+        if fmt not in ("markdown", "html"):
+            raise MosaicError(f"page format must be markdown or html, not {fmt!r}")
+        return (html_page if fmt == "html" else markdown_page)(self.figures, self.source)
+
+
+@_typed
+def texts_report(source: Source, *, vocab: PathLike | None = None, sample: int = 20, seed: int = 0,
+                 skip_bad: bool = False) -> TextsReport:
+    """Judge a texts file (`template` output) per transform, as `mosaictool texts-report`: texts,
+    shares with out-of-vocabulary words, unseen combinations and symmetric-relation swaps, captions
+    with zero graph negatives, and a fixed random sample per transform for a human to read.
+
+    >>> report = mosaictool.texts_report("texts.jsonl", sample=2)
+    >>> [(row["transform"], row["n"]) for row in report.figures["rows"]][:2]
+    [('positive:caption', 60), ('positive:object', 85)]
+    """
+    from mosaictool import records as contracts
+    from mosaictool.records import SeedFlag, check_flags
+    from mosaictool.stages.texts_report import report
+    from mosaictool.vocab import load
+
+    check_flags(SeedFlag(seed))
+    if sample < 0:
+        raise MosaicError("--sample must be at least 0")
+    loaded = load(vocab)
+    train_check = contracts.checker(contracts.TrainRecord)
+
+    def check(record: dict) -> None:
+        train_check(record)
+        if not isinstance(record.get("texts"), dict):
+            raise RecordError("missing 'texts' (run `mosaictool template` first)")
+
+    records = _records(source, check=check, skip_bad=skip_bad)
+    figures = report(records, loaded, sample=sample, seed=seed)
+    if not figures["zero_graph_negatives"].get("captions"):
+        raise MosaicError(f"{records.inputs[0] if records.inputs else 'source'}: no record with `texts`")
+    return TextsReport(figures, records.inputs[0] if records.inputs else "records", records.skips)
 
 
 @dataclass

@@ -8,7 +8,9 @@ Reads `graph` (from `parse`) and the caption; writes `subgraphs` (schema in
   is left out or repaired: place nouns as objects ("right"), bare prepositions as relations ("of"
   for a lost "left of"), colour words fused into a noun ("orange cross" -> "cross", "orange");
 - when there are more than `max_subgraphs`, a sample of that many chosen from (seed, id) alone,
-  kept in graph order;
+  kept in graph order (`sample_subgraphs`): sub-graphs that carry a relation or an attribute come
+  before bare objects, as MosaiCLIP samples positive-negative pairs by category and a bare object
+  makes no pair (Singh et al. 2023, App. B);
 - first, unless `keep_caption` is False, the whole caption as the coarsest positive
   (kind "caption"); it does not count towards `max_subgraphs`.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
+from mosaictool.stages.negate import DEFAULT_PROBS
 from mosaictool.stages.subgraph import (
     MAX_KEYS,
     canonical_key,
@@ -37,6 +40,10 @@ from mosaictool.stages.subgraph import (
 )
 
 DEFAULT_MAX = 3  # the paper's M
+# The weights of the two kinds of sub-graph that make negatives: one object with attributes (f_obj,
+# p_obj) and two objects with a relation (f_attr and f_rel, p_attr + p_rel); Singh et al. 2023, App. B
+# and H.1 (p_obj = 0.15, p_attr = p_rel), negate's default --probs.
+SAMPLE_WEIGHTS = {"attributed": DEFAULT_PROBS[0], "relation": DEFAULT_PROBS[1] + DEFAULT_PROBS[2]}
 
 
 def make_check(text_key: str = "caption", keep_caption: bool = True):
@@ -79,6 +86,27 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
     return out
 
 
+def sample_subgraphs(candidates: list[dict], k: int, rng) -> list[dict]:
+    """`k` of `candidates` (more than k), in their order. MosaiCLIP samples positive-negative pairs
+    by category (Singh et al. 2023, App. B): a one-object sub-graph with attributes (f_obj) or a
+    two-object one with a relation (f_attr, f_rel); a bare object has no negative and is in no pair.
+    So each draw picks a kind with `SAMPLE_WEIGHTS` among the kinds with sub-graphs left, then one
+    of that kind uniformly; bare objects fill the places left once no other sub-graph is."""
+    pools: dict[str, list[int]] = {"relation": [], "attributed": [], "bare": []}
+    for i, sg in enumerate(candidates):
+        kind = "relation" if sg["relations"] else "attributed" if sg["objects"][0]["attributes"] else "bare"
+        pools[kind].append(i)
+    chosen = []
+    while len(chosen) < k:
+        kinds = [kind for kind in SAMPLE_WEIGHTS if pools[kind]]
+        if not kinds:
+            chosen += rng.sample(pools["bare"], k - len(chosen))
+            break
+        pool = pools[rng.choices(kinds, weights=[SAMPLE_WEIGHTS[kind] for kind in kinds])[0]]
+        chosen.append(pool.pop(rng.randrange(len(pool))))
+    return [candidates[i] for i in sorted(chosen)]
+
+
 def decompose_record(
     record: dict, *, max_subgraphs: int = DEFAULT_MAX, keep_caption: bool = True, seed: int = 0, text_key: str = "caption",
     vocab=None, max_keys: int = MAX_KEYS,
@@ -90,8 +118,7 @@ def decompose_record(
     graph = record["graph"]
     candidates = candidate_subgraphs(graph, vocab)
     if len(candidates) > max_subgraphs:
-        rng = record_rng(seed, record["id"], "decompose")
-        candidates = [candidates[i] for i in sorted(rng.sample(range(len(candidates)), max_subgraphs))]
+        candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
     subgraphs = []
     if keep_caption:
         subgraphs.append({"kind": "caption", "text": record[text_key], "objects": [], "relations": [], "key": caption_key(graph, vocab)})

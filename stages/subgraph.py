@@ -26,9 +26,10 @@ INDEFINITE = frozenset("a an another some any each every no".split())
 # Adjectival modifiers that quantify rather than describe ("several other cars"): rendered with
 # the count, never replaced as attributes.
 QUANTIFIERS = frozenset("several many few various numerous multiple other more most lots".split())
+# "someone" / "somebody" are not here: they name a person the image shows ("someone touching a cupcake").
 PRONOUNS = frozenset(
     "it they them this that these those he she him her we us you i me which who whom what something "
-    "someone somebody one itself themselves himself herself there here".split()
+    "one itself themselves himself herself there here".split()
 )
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
@@ -188,14 +189,15 @@ def clean_node(
     node: dict, colours: frozenset[str] = COLOUR_WORDS, things: frozenset[str] = frozenset(), adjectives: frozenset[str] = frozenset(),
 ) -> dict | None:
     """A node with the parser's debris taken out: None for a place noun ("right", "the middle") or a
-    bare colour word ("purple"; not one of `things`, the vocabulary's objects: "oranges" are fruit);
+    bare colour word ("purple", "in the dark"; not one of `things`, the vocabulary's objects: "oranges"
+    are fruit; nor one that reads as a noun, `_colour_noun`: "a red light");
     place nouns dropped from the attributes;
     a trailing direction dropped ("star right" -> "star"); leading colour words of a fused compound
     moved to the attributes ("orange cross" -> "cross" with "orange"), and so are other leading
     `adjectives` (the vocabulary's attributes) of a compound that is no object when the rest is
     one ("stripy cross" -> "cross" with "stripy"; "hot dog" stays when it is an object)."""
     words = node["lemma"].split()
-    if not words or node["lemma"] in PLACE_ONLY or (node["lemma"] in colours and node["lemma"] not in things):
+    if not words or node["lemma"] in PLACE_ONLY or (node["lemma"] in colours and node["lemma"] not in things and not _colour_noun(node)):
         return None
     if not PLACE_ONLY.isdisjoint(node["attributes"]):  # "a triangle right of": "right" is no property
         node = {**node, "attributes": [a for a in node["attributes"] if a not in PLACE_ONLY]}
@@ -217,6 +219,14 @@ def clean_node(
     noun = " ".join(noun_words[drop_start:len(noun_words) - drop_end]) or lemma
     attributes = list(node["attributes"]) + [w for w in words[:drop_start] if w not in node["attributes"]]
     return {**node, "noun": noun, "lemma": lemma, "attributes": attributes}
+
+
+def _colour_noun(node: dict) -> bool:
+    """Whether a colour word heading a node reads as a noun: a plural form ("lights", "leafy greens"), or,
+    for a colour word that also names a thing (the vocabulary's "light", "gold", "coral"; not a basic
+    colour term such as "purple"), described by an adjective or led by a determiner ("a red light",
+    "the light"; "trimmed with gold" stays a colour)."""
+    return node["noun"] != node["lemma"] or (node["lemma"] not in COLOUR_WORDS and bool(node["attributes"] or node["determiner"]))
 
 
 def is_bare_preposition(relation: str) -> bool:

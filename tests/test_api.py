@@ -22,7 +22,7 @@ from train_fixtures import write_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTIONS = REPO / "examples" / "captions.jsonl"
-FUNCTIONS = ["read", "write", "parse", "decompose", "negate", "template", "world", "shard", "train", "wise_ft", "evaluate",
+FUNCTIONS = ["read", "write", "parse", "decompose", "negate", "template", "texts_report", "world", "shard", "train", "wise_ft", "evaluate",
              "tree_score", "demo"]
 
 

@@ -36,6 +36,8 @@ CASES = [
     ("negate", [[]], "text", 5, "--text 5: must be a string or a list, each a string"),
     ("template", [[]], "seed", 2.5, "--seed 2.5: must be a whole number"),
     ("template", [[]], "vocab", 5, "--vocab 5: must be a string, a path or None"),
+    ("texts_report", [[]], "sample", "5", "--sample '5': must be a whole number"),
+    ("texts_report", [[]], "vocab", 5, "--vocab 5: must be a string, a path or None"),
     ("write", [[{"id": 1}]], "path", 5, "path 5: must be a string or a path"),
     ("write", [[{"id": 1}]], "path", ["x.jsonl"], "path ['x.jsonl']: must be a string or a path"),
     ("shard", ["captions"], "shard_size", "10", "--shard-size '10': must be a whole number"),

@@ -2,6 +2,8 @@
 
 Golden files: tests/data/decompose/input.jsonl is `mosaictool parse` of 16 SugarCrepe (COCO)
 captions; expected.jsonl is `mosaictool decompose input.jsonl` (regenerate both the same way).
+tests/data/decompose/real.jsonl is `mosaictool parse` of 11 other SugarCrepe (COCO) captions: ones whose
+--max sample once held only bare objects, and ones with "someone" and "light" as nouns.
 """
 
 import json
@@ -12,8 +14,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mosaictool.cli import app
-from mosaictool.stages.decompose import candidate_subgraphs, decompose, decompose_record
+from mosaictool.stages.decompose import SAMPLE_WEIGHTS, candidate_subgraphs, decompose, decompose_record, sample_subgraphs
 from mosaictool.stages.subgraph import graph_key, object_node
+from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "decompose"
 runner = CliRunner()
@@ -32,6 +35,11 @@ def entity(head, lemma=None, attributes=(), det="a", num=None, span=None):
 def record(rid, entities, relations, caption="a caption"):
     rels = [{"subject": s, "object": o, "relation": r, "lemma_relation": r} for s, o, r in relations]
     return {"id": rid, "caption": caption, "graph": {"entities": entities, "relations": rels}}
+
+
+def informative(subgraph):
+    """A sub-graph f_obj, f_attr or f_rel can perturb (MosaiCLIP App. B)."""
+    return bool(subgraph["relations"]) or any(o["attributes"] for o in subgraph["objects"])
 
 
 def read_jsonl(path):
@@ -116,6 +124,8 @@ def test_properties(rec, m):
         assert len(s["objects"]) in (1, 2) and len(s["relations"]) == len(s["objects"]) - 1
         assert all(o["noun"] != "it" for o in s["objects"])
     assert out["id"] == rec["id"] and out["graph"] == rec["graph"]
+    # a sub-graph that can make a negative is sampled whenever the graph has one
+    assert any(informative(s) for s in subs[1:]) == any(informative(s) for s in candidate_subgraphs(rec["graph"]))
 
 
 def test_cli_pipes_and_reports_bad_lines(tmp_path):
@@ -162,3 +172,60 @@ def test_parser_debris_makes_no_subgraph():
     # a compound the vocabulary knows as an object stays one
     hot_dog = decompose_record(record("h", [entity("hot dog", lemma="hot dog")], []), max_subgraphs=5)
     assert hot_dog["subgraphs"][1]["objects"][0]["lemma"] == "hot dog"
+
+
+def test_real_captions_sample_a_relation_or_attribute_subgraph():
+    """On real COCO captions whose --max 3 sample once held only bare objects ("man", "bench",
+    "laptop" of "The man is sitting on the park bench using his laptop."), every seed's sample holds
+    a relation or attributed sub-graph, and relations come first (the paper's p_attr + p_rel)."""
+    records = [r for r in read_jsonl(DATA / "real.jsonl") if r["id"] in (3, 7, 72, 84, 95, 237)]
+    for rec in records:
+        assert len(candidate_subgraphs(rec["graph"], load())) > 3
+        for seed in range(10):
+            subs = decompose_record(rec, max_subgraphs=3, seed=seed)["subgraphs"][1:]
+            assert any(informative(sg) for sg in subs), (rec["caption"], seed)
+    bench = next(r for r in records if r["caption"].startswith("The man is sitting on the park bench"))
+    subs = decompose_record(bench, max_subgraphs=1)["subgraphs"][1:]
+    assert [sg["kind"] for sg in subs] == ["relation"]
+    assert {sg["relations"][0]["relation"] for sg in decompose_record(bench, max_subgraphs=3)["subgraphs"][1:] if sg["relations"]} \
+        == {"sitting on"}
+
+
+def test_sample_draws_kinds_by_category_weight():
+    import random
+
+    def obj(lemma, attributes=()):
+        return {"lemma": lemma, "attributes": list(attributes)}
+
+    relation = {"kind": "relation", "objects": [obj("man"), obj("horse")], "relations": [{"subject": 0, "object": 1, "relation": "on"}]}
+    attributed = {"kind": "object", "objects": [obj("horse", ["brown"])], "relations": []}
+    bare = {"kind": "object", "objects": [obj("hat")], "relations": []}
+    firsts = [sample_subgraphs([bare, attributed, relation, bare], 1, random.Random(seed))[0]["kind"] for seed in range(2000)]
+    share = firsts.count("relation") / len(firsts)
+    expected = SAMPLE_WEIGHTS["relation"] / sum(SAMPLE_WEIGHTS.values())
+    assert abs(share - expected) < 0.04 and "object" in firsts
+    assert all(sg is not bare for sg in firsts)
+    # bare objects fill what is left; the sample keeps graph order
+    other = {**bare, "objects": [obj("cap")]}
+    samples = [sample_subgraphs([bare, attributed, relation, other], 3, random.Random(seed)) for seed in range(20)]
+    assert {tuple(map(id, s)) for s in samples} == {(id(bare), id(attributed), id(relation)), (id(attributed), id(relation), id(other))}
+
+
+def test_real_objects_are_kept():
+    """"someone" names a person; "light" is a noun in "a red light", "the light", "lights"; a bare
+    colour word ("with gold and blue") stays no object."""
+    vocab = load()
+    records = {r["caption"].split()[1]: r for r in read_jsonl(DATA / "real.jsonl")}
+
+    def lemmas(rec):
+        return {o["lemma"] for sg in candidate_subgraphs(rec["graph"], vocab) for o in sg["objects"]}
+
+    assert "someone" in lemmas(records["camera"])
+    assert {("someone", "touching", "cupcake")} <= {
+        (sg["objects"][0]["lemma"], sg["relations"][0]["relation"], sg["objects"][1]["lemma"])
+        for sg in candidate_subgraphs(records["camera"]["graph"], vocab) if sg["relations"]}
+    assert "light" in lemmas(records["motorcycles"]) and "light" in lemmas(records["bathroom"]) and "light" in lemmas(records["train"])
+    motorcycles = candidate_subgraphs(records["motorcycles"]["graph"], vocab)
+    red_light = next(o for sg in motorcycles for o in sg["objects"] if o["lemma"] == "light")
+    assert red_light["attributes"] == ["red"]
+    assert "gold" not in lemmas(records["beautifully"]) and "blue" not in lemmas(records["beautifully"])

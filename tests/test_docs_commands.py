@@ -82,6 +82,11 @@ RULES = [
     Rule(r"evaluate .*--data-root ~/data/?( |$)", "error", r"missing under|not found",
          "your benchmark downloads: absent here, so evaluate must stop naming the missing file "
          "(the benchmarks and flags exist)"),
+    Rule(r"^python perf/rubric_sample\.py .*--sugarcrepe ~/data/", "error", r"not found",
+         "your SugarCrepe download: absent here, so the kit must stop naming the missing file "
+         "(tests/test_rubric.py runs it on the vendored SugarCrepe files)"),
+    Rule(r"^python perf/rubric_tally\.py review/", "error", r"no such file",
+         "a reviewer's labels: none here (tests/test_rubric.py tallies labels it writes)"),
     # sizes: the docs' runs are sized for real training
     Rule(r"--precision amp\b", "rewrite", "--precision fp32", "fp16 amp needs a GPU"),
     Rule(r"(--method fsc-clip --recipe paper(?:-lora)?)\b", "rewrite", r"\1 --precision fp32",

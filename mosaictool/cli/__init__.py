@@ -16,6 +16,7 @@ from mosaictool.cli import (
     probe,
     shard,
     template,
+    texts_report,
     train,
     tree_score,
     vocab,
@@ -37,7 +38,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
+for module in (parse, decompose, negate, template, texts_report, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
     module.register(app)
 
 

@@ -15,7 +15,9 @@ from mosaictool.paths import read_path
 def decompose_cli(
     input: InputArg = "-",
     output: OutputOpt = "-",
-    max_subgraphs: Annotated[int, typer.Option("--max", help="Sub-graphs kept per caption (paper: M=3), sampled from (seed, id).")] = 3,
+    max_subgraphs: Annotated[int, typer.Option(
+        "--max", help="Sub-graphs kept per caption (paper: M=3), sampled from (seed, id): relations and objects with "
+                      "attributes first, bare objects fill the rest; e.g. --max 5.")] = 3,
     caption: Annotated[
         bool, typer.Option("--caption/--no-caption", help="Keep the whole caption as the first, coarsest positive.")
     ] = True,
@@ -34,7 +36,9 @@ def decompose_cli(
 
     Reads the output of `mosaictool parse`; adds `subgraphs`: every object with its attributes and
     every pair of objects joined by one relation (with attributes), deduplicated, at most --max of
-    them, after the whole caption (kind "caption") unless --no-caption. `mosaictool template`
+    them, after the whole caption (kind "caption") unless --no-caption. The sample takes relation
+    sub-graphs and objects with attributes first (the paper's category weights), since a bare
+    object makes no negative. `mosaictool template`
     turns them into sentences. Every sub-graph gets its canonical `key`, and the record
     `subgraph_keys`: the keys of all its sub-graphs (not only the sampled ones) and their weaker
     readings, which decide which batch texts are positives of the image (MosaiCLIP's P(i)).

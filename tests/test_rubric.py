@@ -1,0 +1,132 @@
+"""The blind review kit (perf/rubric_sample.py, perf/rubric_tally.py) on real captions: texts made from
+parsed SugarCrepe (COCO) captions (tests/data/decompose/real.jsonl) and SugarCrepe's vendored files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+import mosaictool
+from mosaictool.stages.decompose import decompose
+from mosaictool.stages.negate import negate
+from mosaictool.stages.template import template
+from mosaictool.vocab import load
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "perf" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rubric_sample = _script("rubric_sample")
+rubric_tally = _script("rubric_tally")
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory) -> Path:
+    graphs = [json.loads(line) for line in (REPO / "tests" / "data" / "decompose" / "real.jsonl").read_text().splitlines()]
+    vocab = load()
+    path = tmp_path_factory.mktemp("texts") / "texts.jsonl"
+    mosaictool.write(template(negate(decompose(graphs, vocab=vocab), seed=0), vocab=vocab), path)
+    return path
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def sample(texts: Path, benchmarks: Path, out: Path, *extra: str) -> int:
+    return rubric_sample.main([str(texts), "--sugarcrepe", str(benchmarks / "sugarcrepe" / "data"), "--negatives", "14",
+                               "--positives", "6", "--sugarcrepe-n", "6", "--out", str(out), *extra])
+
+
+def test_sheet_hides_source_and_role_and_is_seeded(texts, real_benchmarks, tmp_path, capsys):
+    assert sample(texts, real_benchmarks, tmp_path / "a") == 0
+    assert "wrote 26 items" in capsys.readouterr().out
+    sheet, key = read(tmp_path / "a" / "review_sheet.jsonl"), read(tmp_path / "a" / "review_key.jsonl")
+    assert [row["id"] for row in sheet] == [row["id"] for row in key] == [f"item-{i:02d}" for i in range(1, 27)]
+    assert all(set(row) == {"id", "caption", "text"} for row in sheet)
+    assert all(row["text"] == row["text"].lower() and not row["text"].endswith(".") for row in sheet)
+    roles = [(row["source"], row["role"]) for row in key]
+    assert roles.count(("mosaictool", "negative")) == 14 and roles.count(("mosaictool", "positive")) == 6
+    assert roles.count(("sugarcrepe", "negative")) == 6
+    assert len(set(roles[:10])) > 1  # shuffled together, not one source after another
+    # graph negatives spread over the transforms: no transform twice before every one that has items is drawn
+    per = {}
+    for row in key:
+        if row["role"] == "negative" and row["source"] == "mosaictool":
+            per[row["stratum"]] = per.get(row["stratum"], 0) + 1
+    assert len(per) >= 5 and max(per.values()) - min(per.values()) <= 1
+    # SugarCrepe's negatives are of the sampled captions only
+    mine = {s["caption"] for s, k in zip(sheet, key) if k["source"] == "mosaictool"}
+    assert all(s["caption"] in mine for s, k in zip(sheet, key) if k["source"] == "sugarcrepe")
+    assert all(k["record"].split("/")[0] in rubric_sample.SUGARCREPE_SUBSETS for k in key if k["source"] == "sugarcrepe")
+    # same seed, same bytes; another seed, another sample
+    assert sample(texts, real_benchmarks, tmp_path / "b") == 0
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+               for f in ("review_sheet.jsonl", "review_key.jsonl", "labels.jsonl"))
+    assert sample(texts, real_benchmarks, tmp_path / "c", "--seed", "1") == 0
+    assert read(tmp_path / "c" / "review_sheet.jsonl") != sheet
+    # a folder with labels is a reviewer's work: never replaced
+    assert sample(texts, real_benchmarks, tmp_path / "a") == 1
+    assert "already holds labels.jsonl" in capsys.readouterr().err
+
+
+def test_tally_shares_with_wilson_intervals(texts, real_benchmarks, tmp_path, capsys):
+    assert sample(texts, real_benchmarks, tmp_path) == 0
+    key = read(tmp_path / "review_key.jsonl")
+    labels = []
+    for i, row in enumerate(key):
+        # SugarCrepe's negatives all false and fluent; every other mosaictool negative not false; one item left unlabelled
+        theirs, negative = row["source"] == "sugarcrepe", row["role"] == "negative"
+        flags = {"not_false": (not theirs and negative and i % 2 == 0) or not negative, "entailed": not negative,
+                 "uninterpretable": False, "disfluent": not theirs and negative, "implausible": False, "debris": False}
+        labels.append({"id": row["id"], **flags, "reason": "" if theirs or not negative else "made-up"})
+    labels[-1] = {"id": key[-1]["id"], **dict.fromkeys(rubric_tally.LABELS), "reason": ""}
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    assert rubric_tally.main([str(tmp_path / "labels.jsonl"), "--key", str(tmp_path / "review_key.jsonl")]) == 0
+    out = capsys.readouterr().out
+    rows, missing = rubric_tally.tally(str(tmp_path / "labels.jsonl"), str(tmp_path / "review_key.jsonl"))
+    assert missing == 1 and "1 item(s) of the key not labelled yet" in out
+    by = {row["group"]: row for row in rows}
+    theirs = by["SugarCrepe negatives (all)"]
+    assert theirs["not_false"][0] == 0 and theirs["disfluent"][0] == 0
+    positives = by["mosaictool sub-graph positives (all)"]
+    assert positives["entailed"][0] == positives["n"]
+    mine = by["mosaictool graph negatives (all)"]
+    count, low, high = mine["not_false"]
+    assert (low, high) == pytest.approx(proportion_confint(count, mine["n"], method="wilson"))
+    assert 0 < low < count / mine["n"] < high < 1
+    assert f"| mosaictool graph negatives (all) | {mine['n']} | {count / mine['n']:.0%} [{low:.0%}, {high:.0%}] |" in out
+    assert sum(row["n"] for g, row in by.items() if g.endswith("(all)")) == len(key) - 1
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"disfluent": "yes"}, "'disfluent' must be true or false"),
+    ({"debris": True, "reason": " "}, "debris without a reason"),
+    ({"not_false": True}, "not_false without a reason"),
+    ({"entailed": True}, "'entailed' is true but 'not_false' false"),
+    ({"id": "item-99"}, "'item-99' is not in"),
+])
+def test_tally_refuses_bad_labels_in_one_line(texts, real_benchmarks, tmp_path, capsys, change, message):
+    assert sample(texts, real_benchmarks, tmp_path) == 0
+    labels = read(tmp_path / "labels.jsonl")
+    labels[0] = {**labels[0], **dict.fromkeys(rubric_tally.LABELS, False), "reason": ""}
+    labels[1] = {**labels[1], **dict.fromkeys(rubric_tally.LABELS, False), "reason": "", **change}
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    capsys.readouterr()
+    assert rubric_tally.main([str(tmp_path / "labels.jsonl"), "--key", str(tmp_path / "review_key.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("Error: ") and message in err[0]
+    if "not in" not in message:
+        assert "labels.jsonl:2: " in err[0]
+        assert rubric_tally.main([str(tmp_path / "labels.jsonl"), "--key", str(tmp_path / "review_key.jsonl"), "--skip-bad"]) == 0
+        assert "skipped 1 bad record" in capsys.readouterr().err
