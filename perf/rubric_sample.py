@@ -15,8 +15,10 @@ hint at it, so the labels judge meaning, not style (docs/stages.md, "the review 
 - labels.jsonl        {id, not_false, entailed, uninterpretable, disfluent, implausible, debris, reason}
                       with every label null: what the reviewer fills in (docs/stages.md, "the review
                       rubric", defines the labels);
-- review_key.jsonl    {id, source, role, stratum, record, slot, from, to}: kept from the reviewer,
-                      joined back by perf/rubric_tally.py.
+- review_key.jsonl    {id, source, role, stratum, population, record, slot, from, to}: kept from the
+                      reviewer, joined back by perf/rubric_tally.py; `population` is the stratum's
+                      size in the texts file (or SugarCrepe's subset among the drawn captions), which
+                      the tally weights strata by.
 
 Same texts file, SugarCrepe folder, sizes and seed: the same files, byte for byte.
 
@@ -111,13 +113,17 @@ def build(texts: str, sugarcrepe: Path, *, negatives: int, positives: int, sugar
     captions = {item["caption"] for _, _, item in drawn}
     theirs = {subset: [i for i in items if i["caption"] in captions] for subset, items in read_sugarcrepe(sugarcrepe).items()}
     drawn += [("sugarcrepe", "negative", item) for item in spread(theirs, sugarcrepe_n, rng)]
+    population = {("mosaictool", "negative", name): len(items) for name, items in graph_negatives.items()}
+    population |= {("mosaictool", "positive", name): len(items) for name, items in sub_positives.items()}
+    population |= {("sugarcrepe", "negative", name): len(items) for name, items in theirs.items()}
     rng.shuffle(drawn)
     width = len(str(len(drawn)))
     sheet, key = [], []
     for number, (source, role, item) in enumerate(drawn, 1):
         item_id = f"item-{number:0{width}d}"
         sheet.append({"id": item_id, "caption": item["caption"], "text": surface(item["text"])})
-        key.append({"id": item_id, "source": source, "role": role, "stratum": item["stratum"], "record": item["record"],
+        key.append({"id": item_id, "source": source, "role": role, "stratum": item["stratum"],
+                    "population": population[(source, role, item["stratum"])], "record": item["record"],
                     "slot": item.get("slot"), "from": item.get("from"), "to": item.get("to")})
     return sheet, key
 

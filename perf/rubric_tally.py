@@ -5,7 +5,10 @@ implausible, debris, reason}; each label true or false, or all null for an item 
 reason is required for a flaw, and for `not_false` on an item that is not `entailed`) and review_key.jsonl, and prints, per
 source and role (mosaictool's graph negatives, its sub-graph positives, SugarCrepe's negatives) and
 per transform / kind / subset within them, the share of items with each label and its 95% Wilson
-score interval (statsmodels' proportion_confint). docs/stages.md, "the review rubric", defines the
+score interval (statsmodels' proportion_confint), and, for each source, the share weighted by its
+strata's sizes in the texts file (the key's `population`): a stratified sample drawn evenly over the
+transforms estimates the texts file's own rates only so weighted (Cochran 1977, ch. 5: sum of
+W_s p_s, variance sum of W_s^2 p_s (1 - p_s) / n_s, a normal 95% interval). docs/stages.md, "the review rubric", defines the
 labels; for a negative `not_false` is a failure, for a positive `entailed` is the aim. --skip-bad
 counts bad label lines and leaves them out instead of stopping at the first.
 
@@ -66,6 +69,11 @@ def tally(labels_path: str, key_path: str, skips: Skips | None = None) -> tuple[
         groups.setdefault((source, ""), []).append(rec)
         groups.setdefault((source, item["stratum"]), []).append(rec)
     rows = []
+    for source in SOURCES:
+        strata = {stratum: recs for (src, stratum), recs in groups.items() if src == source and stratum}
+        sizes = {stratum: keyed_population(key, source, stratum) for stratum in strata}
+        if strata and all(sizes.values()):
+            rows.append(weighted_row(SOURCES[source] + " (weighted by stratum size)", strata, sizes))
     for (source, stratum), recs in sorted(groups.items(), key=lambda kv: (list(SOURCES).index(kv[0][0]), kv[0][1])):
         row = {"group": SOURCES[source] + (f": {stratum}" if stratum else " (all)"), "n": len(recs)}
         for name in LABELS:
@@ -76,10 +84,32 @@ def tally(labels_path: str, key_path: str, skips: Skips | None = None) -> tuple[
     return rows, len(key) - len(labelled)
 
 
+def keyed_population(key: dict, source: tuple, stratum: str) -> int | None:
+    sizes = {item.get("population") for item in key.values() if (item["source"], item["role"]) == source and item["stratum"] == stratum}
+    size = sizes.pop() if len(sizes) == 1 else None
+    return size if isinstance(size, int) and size > 0 else None
+
+
+def weighted_row(group: str, strata: dict[str, list[dict]], sizes: dict[str, int]) -> dict:
+    """The stratified estimate of each label's share (Cochran 1977, eq. 5.1 and 5.6)."""
+    total = sum(sizes.values())
+    row = {"group": group, "n": sum(len(recs) for recs in strata.values()), "weighted": True}
+    for name in LABELS:
+        share = var = 0.0
+        for stratum, recs in strata.items():
+            w, p = sizes[stratum] / total, sum(r[name] for r in recs) / len(recs)
+            share += w * p
+            var += w * w * p * (1 - p) / len(recs)
+        half = 1.959964 * var ** 0.5
+        row[name] = (share, max(0.0, share - half), min(1.0, share + half))
+    return row
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| group | n | " + " | ".join(LABELS) + " |", "|---|---|" + "---|" * len(LABELS)]
     for row in rows:
-        cells = [f"{c / row['n']:.0%} [{lo:.0%}, {hi:.0%}]" for c, lo, hi in (row[name] for name in LABELS)]
+        scale = 1 if row.get("weighted") else row["n"]
+        cells = [f"{c / scale:.0%} [{lo:.0%}, {hi:.0%}]" for c, lo, hi in (row[name] for name in LABELS)]
         lines.append(f"| {row['group']} | {row['n']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -100,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"Error: {args.labels}: no item is labelled yet", file=sys.stderr)
         return 1
-    print("Share of items with each label [95% Wilson interval].\n")
+    print("Share of items with each label [95% interval: Wilson; normal for the weighted rows].\n")
     print(markdown(rows), end="")
     if missing:
         print(f"\n{missing} item(s) of the key not labelled yet")

@@ -130,3 +130,20 @@ def test_tally_refuses_bad_labels_in_one_line(texts, real_benchmarks, tmp_path, 
         assert "labels.jsonl:2: " in err[0]
         assert rubric_tally.main([str(tmp_path / "labels.jsonl"), "--key", str(tmp_path / "review_key.jsonl"), "--skip-bad"]) == 0
         assert "skipped 1 bad record" in capsys.readouterr().err
+
+
+def test_weighted_share_is_the_stratified_estimate(tmp_path):
+    """Strata drawn evenly but of unequal sizes: the weighted row is sum W_s p_s, not the pooled share."""
+    key = [{"id": f"i{i}", "source": "mosaictool", "role": "negative", "stratum": s, "population": pop, "record": "r"}
+           for i, (s, pop) in enumerate([("a", 90)] * 4 + [("b", 10)] * 4)]
+    flags = [True, False, False, False, True, True, True, True]  # a: 1/4 not false, b: 4/4
+    labels = [{"id": f"i{i}", "not_false": f, "entailed": False, "uninterpretable": False, "disfluent": False,
+               "implausible": False, "debris": False, "reason": "x"} for i, f in enumerate(flags)]
+    (tmp_path / "key.jsonl").write_text("".join(json.dumps(k) + "\n" for k in key))
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    rows, missing = rubric_tally.tally(str(tmp_path / "labels.jsonl"), str(tmp_path / "key.jsonl"))
+    weighted = next(r for r in rows if r.get("weighted"))
+    share, low, high = weighted["not_false"]
+    assert missing == 0 and share == pytest.approx(0.9 * 0.25 + 0.1 * 1.0)  # 0.325; pooled would be 5/8
+    half = 1.959964 * (0.81 * 0.25 * 0.75 / 4) ** 0.5
+    assert (low, high) == pytest.approx((max(0.0, share - half), share + half))  # clipped at 0
