@@ -11,6 +11,7 @@ from mosaictool.cli import (
     decompose,
     demo,
     evaluate,
+    importers,
     negate,
     parse,
     probe,
@@ -37,7 +38,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
+for module in (importers, parse, decompose, negate, template, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
     module.register(app)
 
 
