@@ -146,6 +146,7 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
         raise MosaicError(f"{path}: not a readable tar file ({e}); {redo}") from None
     size = os.path.getsize(path)
     sample: _Sample | None = None
+    keys: set[str] = set()  # one tar's: a key seen again after other samples would split a sample in two
     with tar:
         try:
             while (member := tar.next()) is not None:
@@ -161,6 +162,12 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                     if sample is not None:
                         yield _record(path, sample, fields)
                     sample = _Sample(key)
+                    if key in keys:
+                        sample.error = (f"key {key!r} again after other samples ({member.name}): a tar's keys are unique and "
+                                        "a sample's members follow each other")
+                    keys.add(key)
+                if sample.error:
+                    continue
                 if not stem or not dot:
                     sample.error = f"member {member.name!r} is not named <key>.<extension> (not a WebDataset sample)"
                     continue
