@@ -434,7 +434,7 @@ def _train_config() -> type:
 
 @_typed(config=_train_config)
 def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
-          image_root: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
+          image_root: PathLike | None = None, texts: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
           model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
           record_hard_images: bool | None = None, batch_size: int = 32, epochs: int = 5, steps: int | None = None,
           lr: float | None = None, optimizer: str = "adamw", momentum: float = 0.9, wd: float = 0.1, warmup: int = 50,
@@ -472,7 +472,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings = dict(
-        image_root=image_root, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
+        image_root=image_root, texts=texts, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
         force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
         batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
         warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
@@ -486,7 +486,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
         defaults = {name: p.default for name, p in inspect.signature(train).parameters.items()}
         defaults["crop_scale"] = _pair(defaults["crop_scale"], "--crop-scale")
         given = [name for name, value in settings.items() if value != defaults[name]]
-    for name in ("image_root", "model_config", "eval_data_root"):
+    for name in ("image_root", "texts", "model_config", "eval_data_root"):
         if settings[name] is not None:
             settings[name] = os.fspath(settings[name])
     settings["grad_clip"] = grad_clip or None

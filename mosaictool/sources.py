@@ -123,7 +123,7 @@ def tar_paths(spec: str) -> list[str]:
 def _tars(spec: str, fields: Fields) -> Iterator[Raw]:
     number = 0
     for path in tar_paths(spec):
-        for where, value, error in tar_samples(path, fields):
+        for where, value, error, _ in tar_samples(path, fields):
             number += 1
             yield where, number, value, error
 
@@ -134,11 +134,13 @@ class _Sample:
     txt: bytes | None = None
     json: bytes | None = None
     image: str | None = None  # the member name of its first image
+    image_at: tuple[int, int] | None = None  # its bytes' (offset, size) in the tar
     error: str | None = None
 
 
-def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dict | None, str | None]]:
-    """(location `path#key`, record or None, error or None) per sample of one tar, in member order."""
+def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dict | None, str | None, tuple[int, int] | None]]:
+    """(location `path#key`, record or None, error or None, its image's (offset, size) in the tar or
+    None) per sample of one tar, in member order."""
     redo = "download or write it again, or leave it out"
     try:
         tar = tarfile.open(path, "r:")
@@ -178,7 +180,7 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                     else:
                         setattr(sample, ext, tar.extractfile(member).read())
                 elif ext in IMAGE_EXTENSIONS and sample.image is None:
-                    sample.image = member.name
+                    sample.image, sample.image_at = member.name, (member.offset_data, member.size)
             # tarfile stops quietly at a cut-off or corrupt header: a whole tar ends with a zero block there
             with open(path, "rb") as f:
                 f.seek(tar.offset)
@@ -193,40 +195,45 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
             yield _record(path, sample, fields)
 
 
-def _record(path: str, sample: _Sample, fields: Fields) -> tuple[str, dict | None, str | None]:
-    """A sample's record (or the error that keeps it from being one)."""
-    key, where = sample.key, f"{path}#{sample.key}"
+def _record(path: str, sample: _Sample, fields: Fields) -> tuple[str, dict | None, str | None, tuple[int, int] | None]:
+    """A sample's record (or the error that keeps it from being one), and where its image is."""
+    where, (record, error) = f"{path}#{sample.key}", _fields_of(path, sample, fields)
+    return where, record, error, sample.image_at
+
+
+def _fields_of(path: str, sample: _Sample, fields: Fields) -> tuple[dict | None, str | None]:
+    key = sample.key
     if sample.error:
-        return where, None, sample.error
+        return None, sample.error
     meta: dict = {}
     if sample.json is not None:
         try:
             meta = orjson.loads(sample.json)
         except orjson.JSONDecodeError as e:
-            return where, None, f"{key}.json: invalid JSON: {e}"
+            return None, f"{key}.json: invalid JSON: {e}"
         if not isinstance(meta, dict):
-            return where, None, f"{key}.json: expected a JSON object, got {type(meta).__name__}"
+            return None, f"{key}.json: expected a JSON object, got {type(meta).__name__}"
     if fields.caption is not None:
         if sample.json is None:
-            return where, None, f"no {key}.json member to take --caption-field {fields.caption!r} from"
+            return None, f"no {key}.json member to take --caption-field {fields.caption!r} from"
         if fields.caption not in meta:
-            return where, None, f"{key}.json has no {fields.caption!r} field (--caption-field; it has {_names(meta)})"
+            return None, f"{key}.json has no {fields.caption!r} field (--caption-field; it has {_names(meta)})"
         caption = meta[fields.caption]
     elif sample.txt is not None:
         try:
             caption = sample.txt.decode("utf-8")
         except UnicodeDecodeError as e:
-            return where, None, f"{key}.txt is not UTF-8 text ({e})"
+            return None, f"{key}.txt is not UTF-8 text ({e})"
         caption = caption.removesuffix("\n").removesuffix("\r")  # a text file's final newline ends it, it is no part of the caption
     elif fields.target in meta:
         caption = meta[fields.target]
     else:
-        return where, None, (f"no caption: no {key}.txt member and no {fields.target!r} field in {key}.json "
+        return None, (f"no caption: no {key}.txt member and no {fields.target!r} field in {key}.json "
                              "(name the .json field with --caption-field)" if sample.json is not None else
                              f"no caption: the sample has neither a {key}.txt nor a {key}.json member")
     if fields.id is not None:
         if fields.id not in meta:
-            return where, None, f"{key}.json has no {fields.id!r} field (--id-field; it has {_names(meta)})"
+            return None, f"{key}.json has no {fields.id!r} field (--id-field; it has {_names(meta)})"
         rid = meta[fields.id]
     else:
         rid = key
@@ -235,7 +242,7 @@ def _record(path: str, sample: _Sample, fields: Fields) -> tuple[str, dict | Non
         record["image"] = f"{path}#{sample.image}"
     taken = {"id", fields.target, "image", fields.caption}
     record.update((k, v) for k, v in meta.items() if k not in taken)
-    return where, record, None
+    return record, None
 
 
 def _names(meta: dict) -> str:

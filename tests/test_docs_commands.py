@@ -278,25 +278,28 @@ def write_coco(root: Path) -> None:
 
 def write_cc3m(root: Path) -> None:
     """cc3m/ and cc3m.tsv: CC-3M as img2dataset downloads it (two of its 332 shards: <key>.jpg, .txt and .json
-    per sample, {shard}.parquet and {shard}_stats.json beside each tar) and its input table."""
+    per sample, {shard}.parquet and {shard}_stats.json beside each tar; 40 samples, more than a batch) and its
+    input table."""
     import polars as pl
     import webdataset as wds
 
-    captions = [["a dog runs on the beach", "a red car parked on a street"], ["two cats on a sofa", "a man holding an umbrella"]]
+    colours = {"red": (200, 30, 30), "blue": (30, 30, 200), "green": (30, 160, 30), "yellow": (220, 200, 40)}
+    things = ["dog", "car", "cat", "ball", "chair"]
+    scenes = [(c1, t1, c2, t2) for c1 in colours for c2 in colours if c1 != c2 for t1, t2 in zip(things, things[1:] + things[:1])]
     (root / "cc3m").mkdir()
     rows = []
-    for shard, caps in enumerate(captions):
+    for shard in range(2):
         meta = []
         with wds.TarWriter(str(root / "cc3m" / f"{shard:05d}.tar")) as sink:
-            for i, caption in enumerate(caps):
-                key = f"{shard:05d}{i:04d}"
-                _image(root / "cc3m-images" / f"{key}.jpg")
+            for i, (c1, t1, c2, t2) in enumerate(scenes[shard * 20:shard * 20 + 20]):
+                key, caption = f"{shard:05d}{i:04d}", f"a {c1} {t1} next to a {c2} {t2}"
+                image = root / "cc3m-images" / f"{key}.jpg"
+                _image(image, colour=colours[c1])
                 meta.append({"url": f"https://example.com/{key}.jpg", "caption": caption, "key": key, "status": "success",
                              "error_message": None, "width": 48, "height": 36})
-                sink.write({"__key__": key, "jpg": (root / "cc3m-images" / f"{key}.jpg").read_bytes(), "txt": caption,
-                            "json": json.dumps(meta[-1])})
+                sink.write({"__key__": key, "jpg": image.read_bytes(), "txt": caption, "json": json.dumps(meta[-1])})
         pl.DataFrame(meta).write_parquet(root / "cc3m" / f"{shard:05d}.parquet")
-        (root / "cc3m" / f"{shard:05d}_stats.json").write_text(json.dumps({"count": len(caps), "successes": len(caps)}))
+        (root / "cc3m" / f"{shard:05d}_stats.json").write_text(json.dumps({"count": len(meta), "successes": len(meta)}))
         rows += meta
     shutil.rmtree(root / "cc3m-images")
     (root / "cc3m.tsv").write_text("caption\turl\n" + "".join(f"{r['caption']}\t{r['url']}\n" for r in rows))
