@@ -77,6 +77,14 @@ def kind(path: str) -> str | None:
     return None
 
 
+IN_TAR_HINT = "an image inside a WebDataset tar, where it stays: train on it with `train --data SHARDS --texts FILE`"
+
+
+def in_tar(image: str) -> bool:
+    """Whether an `image` value is a reference into a tar (`shards/00000.tar#000000123.jpg`), not a file."""
+    return ".tar#" in image
+
+
 def input_files(path: str) -> list[str]:
     """The files `path` stands for (a folder or pattern of tars: each tar), for the check that no output replaces one."""
     return tar_paths(path) if kind(path) == "tar" else [path]
@@ -155,9 +163,8 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 tar.members = []  # TarFile keeps every header it read (webdataset clears them too): memory stays flat
                 if not member.isfile():
                     continue
-                after = f" after sample {sample.key!r}" if sample else ""
                 if member.offset_data + member.size > size:
-                    raise MosaicError(f"{path}: truncated tar ({member.name} is cut off at byte {size}{after}); {redo}")
+                    raise MosaicError(f"{path}: truncated tar ({member.name} is cut off at byte {size}{_after(sample)}); {redo}")
                 stem, dot, ext = posixpath.basename(member.name).partition(".")
                 key = posixpath.join(posixpath.dirname(member.name), stem)
                 if sample is None or key != sample.key:
@@ -186,13 +193,17 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 f.seek(tar.offset)
                 end = f.read(512)
         except tarfile.TarError as e:
-            after = f" after sample {sample.key!r}" if sample else ""
-            raise MosaicError(f"{path}: corrupt tar{after} ({e}); {redo}") from None
+            raise MosaicError(f"{path}: corrupt tar{_after(sample)} ({e}); {redo}") from None
         if len(end) < 512 or end.strip(b"\0"):
-            after = f" after sample {sample.key!r}" if sample else ""
-            raise MosaicError(f"{path}: truncated or corrupt tar (no end-of-archive block at byte {tar.offset}{after}); {redo}")
+            raise MosaicError(f"{path}: truncated or corrupt tar (no end-of-archive block at byte {tar.offset}{_after(sample)}); "
+                              f"{redo}")
         if sample is not None:
             yield _record(path, sample, fields)
+
+
+def _after(sample: _Sample | None) -> str:
+    """Where in a tar a problem is: after the last sample read."""
+    return f" after sample {sample.key!r}" if sample else ""
 
 
 def _record(path: str, sample: _Sample, fields: Fields) -> tuple[str, dict | None, str | None, tuple[int, int] | None]:

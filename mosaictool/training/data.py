@@ -41,6 +41,7 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
+from mosaictool.sources import IN_TAR_HINT, in_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
@@ -360,6 +361,8 @@ class TrainData:
                     open_image(path).close()
                 except ImageError as e:
                     hint = " (check --image-root)" if str(e).startswith("image not found") else ""
+                    if in_tar(rec["image"]):
+                        hint = f" ({IN_TAR_HINT})"
                     skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
                     continue
                 records.append(_slim(rec))
@@ -419,8 +422,6 @@ def _joined(spec: str, texts: str, check, skips: Skips) -> tuple[list[dict], lis
     are the samples' keys) with the images of the shards' samples of the same key. The tars are read
     in order, their images located, never read; a sample without a record trains on its own caption
     (`.txt`) without negatives; a record whose key no sample has is an error (--skip-bad: counted)."""
-    from mosaictool.sources import tar_samples
-
     by_key = {rec["id"]: _slim(rec) for rec in read_records(texts, skips=skips, check=check)}
     records: list[dict] = []
     images: list[ImageLocation] = []
