@@ -229,6 +229,15 @@ def test_memory_does_not_grow_with_the_number_of_tars(tmp_path):
     assert all_ < 500_000  # under one tar (640 kB): images are skipped, not read
 
 
+def test_a_tar_reference_given_to_shard_points_to_train_texts(tmp_path):
+    tar = img2dataset_shards(tmp_path, CAPTIONS[:1])[0]
+    records = tmp_path / "caps.jsonl"
+    mosaictool.write(mosaictool.read(tar), records)
+    line = error_line(invoke(["shard", records, "--out", tmp_path / "out"]))
+    assert f"image not found: {tar}#000000000.jpg (an image inside a WebDataset tar" in line
+    assert "train --data SHARDS --texts FILE" in line
+
+
 # ---- tables ------------------------------------------------------------------------------------------
 
 
