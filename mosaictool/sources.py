@@ -11,8 +11,9 @@
   grow with the number of tars.
 - Tables: CSV and TSV (`.gz` too; img2dataset's inputs: a header row, then url and caption columns;
   a TSV has no quoting) and Parquet (🤗 datasets' files, img2dataset's `{shard}.parquet`, and what the
-  stages write). A row is a record: its `id` is the --id-field column, by default `id`, else `key`,
-  else the row's number (from 1, as --assign-ids numbers JSONL lines); the --caption-field column is
+  stages write): one file, or a brace pattern or glob of them (`data/train-*.parquet`). A row is a
+  record: its `id` is the --id-field column, by default `id`, else `key`, else the row's number (from
+  1, as --assign-ids numbers JSONL lines, counted on from one file to the next); the --caption-field column is
   renamed to the caption field (parse's --text-key). A Parquet column that holds bytes (🤗's `image:
   {bytes, path}`, any binary column) is never read: each row's value becomes a reference
   `<file as given>#<row index from 0>` (`train.parquet#12`, the index pyarrow's `take` and 🤗's
@@ -34,7 +35,7 @@ import os
 import posixpath
 import tarfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -86,32 +87,23 @@ def in_tar(image: str) -> bool:
 
 
 def input_files(path: str) -> list[str]:
-    """The files `path` stands for (a folder or pattern of tars: each tar), for the check that no output replaces one."""
-    return tar_paths(path) if kind(path) == "tar" else [path]
+    """The files `path` stands for (a folder or pattern: each file), for the check that no output replaces one."""
+    what = kind(path)
+    return tar_paths(path) if what == "tar" else expand(path) if what else [path]
 
 
 def raw_records(path: str, fields: Fields) -> Iterator[Raw]:
-    """The raw records of a tar spec, a CSV/TSV or a Parquet file (see the module's docstring)."""
+    """The raw records of a tar spec, or of CSV/TSV or Parquet files (one, or a pattern of them: 🤗's
+    `data/train-*.parquet`), see the module's docstring."""
     what = kind(path)
-    if what == "parquet":
-        return _parquet(path, fields)
-    if what == "table":
-        return _delimited(path, fields)
-    return _tars(path, fields)
+    if what == "tar":
+        return _tars(path, fields)
+    return _tables(expand(path), _parquet if what == "parquet" else _delimited, fields)
 
 
-# ---- WebDataset tars ----------------------------------------------------------------------------------
-
-
-def tar_paths(spec: str) -> list[str]:
-    """The tars `spec` names, in order: a folder's *.tar (sorted by name), a brace pattern's expansion
-    (each part globbed if it holds * ? or [), or the one file; a missing one is refused up front."""
-    if os.path.isdir(spec):
-        tars = sorted(os.path.join(spec, n) for n in os.listdir(spec) if n.lower().endswith(".tar"))
-        if not tars:
-            raise MosaicError(f"{spec}: is a directory holding no .tar shards; give the JSONL or Parquet file inside it, "
-                              "or a folder of WebDataset .tar shards")
-        return tars
+def expand(spec: str) -> list[str]:
+    """The files of a brace pattern (each part globbed if it holds * ? or [) in order, or the one file;
+    a missing one is refused up front."""
     import braceexpand
 
     files: list[str] = []
@@ -126,6 +118,21 @@ def tar_paths(spec: str) -> list[str]:
     for f in files:
         check_input_file(f)
     return files
+
+
+# ---- WebDataset tars ----------------------------------------------------------------------------------
+
+
+def tar_paths(spec: str) -> list[str]:
+    """The tars `spec` names, in order: a folder's *.tar (sorted by name), a brace pattern's expansion
+    (each part globbed if it holds * ? or [), or the one file; a missing one is refused up front."""
+    if os.path.isdir(spec):
+        tars = sorted(os.path.join(spec, n) for n in os.listdir(spec) if n.lower().endswith(".tar"))
+        if not tars:
+            raise MosaicError(f"{spec}: is a directory holding no .tar shards; give the JSONL or Parquet file inside it, "
+                              "or a folder of WebDataset .tar shards")
+        return tars
+    return expand(spec)
 
 
 def _tars(spec: str, fields: Fields) -> Iterator[Raw]:
@@ -302,7 +309,16 @@ def _holds_bytes(tp) -> bool:
     return False
 
 
-def _parquet(path: str, fields: Fields) -> Iterator[Raw]:
+def _tables(files: list[str], reader, fields: Fields) -> Iterator[Raw]:
+    """The rows of several tables in turn, numbered on from one file to the next (so that row-number
+    ids stay unique)."""
+    before = 0
+    for path in files:
+        before = yield from reader(path, fields, before)
+
+
+def _parquet(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None, int]:
+    """A Parquet file's rows, numbered from `before` + 1; returns the last number."""
     import pyarrow.parquet as pq
 
     check_input_file(path)
@@ -323,17 +339,18 @@ def _parquet(path: str, fields: Fields) -> Iterator[Raw]:
         except (OSError, ValueError) as e:  # a truncated or corrupt row group
             raise MosaicError(f"{path}: corrupt Parquet data after row {row}: {e}; re-create the file") from e
         if batch is None:
-            return
+            return before + row
         rows = batch.to_pylist() if batch.num_columns else [{} for _ in range(batch.num_rows)]
         for rec in rows:
             row += 1
             for name in binary:
                 rec[name] = f"{path}#{row - 1}"
-            yield f"{path}:row {row}", row, _row(rec, row, id_column, caption_column, fields.target), None
+            yield f"{path}:row {row}", before + row, _row(rec, before + row, id_column, caption_column, fields.target), None
 
 
-def _delimited(path: str, fields: Fields) -> Iterator[Raw]:
-    """A CSV or TSV file with a header row; a TSV has no quoting (tabs and newlines cannot be in a field)."""
+def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None, int]:
+    """A CSV or TSV file with a header row (a TSV has no quoting: tabs and newlines cannot be in a field),
+    its rows numbered from `before` + 1; returns the last number."""
     check_input_file(path)
     lower = path.lower()
     raw = gzip.open(path, "rb") if lower.endswith(".gz") else open(path, "rb")
@@ -342,12 +359,12 @@ def _delimited(path: str, fields: Fields) -> Iterator[Raw]:
     try:
         header = next(reader, None)
         if header is None:
-            return
+            return before
         repeated = sorted({c for c in header if header.count(c) > 1})
         if repeated:
             raise MosaicError(f"{path}:1: column {repeated[0]!r} appears twice in the header row")
         id_column, caption_column = _columns(path, header, fields)
-        number = 0
+        number = before
         for row in reader:
             if not row:  # a blank line
                 continue
@@ -357,6 +374,7 @@ def _delimited(path: str, fields: Fields) -> Iterator[Raw]:
                 yield where, number, None, f"{len(row)} fields where the header row has {len(header)}"
                 continue
             yield where, number, _row(dict(zip(header, row)), number, id_column, caption_column, fields.target), None
+        return number
     except UnicodeDecodeError as e:
         raise MosaicError(f"{path}: not UTF-8 text (after line {reader.line_num}: {e}); save it as UTF-8") from None
     except csv.Error as e:

@@ -255,6 +255,21 @@ def test_hf_parquet_image_bytes_become_references(tmp_path):
     assert b"\xff\xd8" not in out.read_bytes() and b"PNG" not in out.read_bytes()
 
 
+def test_a_pattern_of_hf_parquet_shards_numbers_rows_on(tmp_path):
+    for k in range(2):
+        pq.write_table(pa.table({"image": [{"bytes": jpeg(), "path": None}] * 2, "caption": CAPTIONS[2 * k:2 * k + 2]}),
+                       tmp_path / f"train-{k:05d}-of-00002.parquet")
+    records = list(mosaictool.read(str(tmp_path / "train-*-of-00002.parquet")))
+    assert [r["id"] for r in records] == [1, 2, 3, 4] and [r["caption"] for r in records] == CAPTIONS[:4]
+    assert records[2]["image"] == f"{tmp_path}/train-00001-of-00002.parquet#0"
+    csvs = [tmp_path / f"caps-{k}.csv" for k in range(2)]
+    for k, path in enumerate(csvs):
+        path.write_text("caption,url\n" + "".join(f"{c},u\n" for c in ["a dog", "a cat"][k:]))
+    assert [r["id"] for r in mosaictool.read(str(tmp_path / "caps-{0..1}.csv"))] == [1, 2, 3]
+    assert "caps-{0..2}.csv" not in refused(str(tmp_path / "caps-{0..2}.csv")) and "caps-2.csv: no such file" in \
+        refused(str(tmp_path / "caps-{0..2}.csv"))
+
+
 def test_parquet_ids_and_caption_column(tmp_path):
     keyed = tmp_path / "00000.parquet"  # img2dataset's {shard}.parquet: a key column, no id
     pl.DataFrame({"key": ["000000000", "000000001"], "TEXT": CAPTIONS[:2], "url": ["u0", "u1"]}).write_parquet(keyed)
