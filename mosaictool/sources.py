@@ -46,7 +46,8 @@ from mosaictool.io import check_input_file
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
-IMAGE_EXTENSIONS = frozenset({"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"})
+IMAGE_EXTENSIONS = frozenset({"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"})  # image files' (shard keeps them)
+IMAGE_MEMBERS = IMAGE_EXTENSIONS | {"img"}  # a tar sample's image: shard stores an image of another format as .img
 TEXT_MEMBER_LIMIT = 64 << 20  # a .txt or .json member above this is no caption or metadata: refused, never read
 TABLE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 ROW = object()  # the id column when a table has none: the row's number
@@ -193,7 +194,7 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                         sample.error = f"{member.name} is {member.size} bytes, over {TEXT_MEMBER_LIMIT} (not a caption)"
                     else:
                         setattr(sample, ext, tar.extractfile(member).read())
-                elif ext in IMAGE_EXTENSIONS and sample.image is None:
+                elif ext in IMAGE_MEMBERS and sample.image is None:
                     sample.image, sample.image_at = member.name, (member.offset_data, member.size)
             # tarfile stops quietly at a cut-off or corrupt header: a whole tar ends with a zero block there
             with open(path, "rb") as f:

@@ -26,9 +26,8 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips
 from mosaictool.locks import folder_lock
 from mosaictool.paths import Read, Write, check_outputs
-from mosaictool.sources import IN_TAR_HINT, in_tar
+from mosaictool.sources import IMAGE_EXTENSIONS, IN_TAR_HINT, in_tar
 
-IMAGE_EXTENSIONS = {"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"}
 SIZES_FILE = "sizes.json"
 
 

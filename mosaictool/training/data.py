@@ -41,11 +41,8 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
-from mosaictool.sources import IN_TAR_HINT, in_tar, tar_samples
+from mosaictool.sources import IMAGE_MEMBERS, IN_TAR_HINT, in_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
-
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
-
 
 # ---------------------------------------------------------------------------------------------
 # Sources: which records, and where each one's image bytes live
@@ -121,7 +118,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                         entry["json"] = json.loads(tar.extractfile(member).read())
                     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
                         raise MosaicError(f"{path}: {member.name}: invalid JSON ({e}); {redo}") from None
-                elif ext.lower() in IMAGE_EXTENSIONS:
+                elif ext.lower() in IMAGE_MEMBERS:
                     entry["image"] = ImageLocation(path, member.offset_data, member.size)
             # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
             with open(path, "rb") as f:
