@@ -29,10 +29,10 @@ def parse_cli(
     caption_field: Annotated[Optional[str], typer.Option(
         help="Where the caption is in WebDataset tars (a field of each sample's .json; default: its .txt) or in a CSV, "
              "TSV or Parquet table (a column; default: the --text-key column). It is written as --text-key. "
-             "Example: --caption-field TEXT for LAION's Parquet.")] = None,
+             "Example: --caption-field TEXT for LAION's metadata Parquet.")] = None,
     id_field: Annotated[Optional[str], typer.Option(
         help="Where the id is in WebDataset tars (a field of each sample's .json; default: the sample key) or in a table "
-             "(a column; default: 'id', else 'key', else the row number). Example: --id-field image_id.")] = None,
+             "(a column; default: 'id', else 'key', else the row number). Example: --id-field SAMPLE_ID (LAION's).")] = None,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,
@@ -53,7 +53,7 @@ def parse_cli(
 
       mosaictool parse 'cc3m/{00000..00331}.tar' -o graphs.parquet   # img2dataset's shards: key, .txt caption
 
-      mosaictool parse cc3m.tsv --caption-field caption -o graphs.parquet
+      mosaictool parse laion-part-00000.parquet --caption-field TEXT --id-field SAMPLE_ID -o graphs.parquet
     """
     graphs = api.parse(input, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
                        spatial_compounds=spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
