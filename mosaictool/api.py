@@ -154,14 +154,29 @@ def _source(source: Source) -> str | Iterable[dict]:
 
 def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
              transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
-             unit: str = "caption", quiet: bool = False) -> Records:
+             unit: str = "caption", quiet: bool = False, fields=None) -> Records:
+    from mosaictool import sources
+
     inputs = tuple(getattr(source, "inputs", ()))
     source = _source(source)
     skips = Skips(enabled=skip_bad)
-    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids)
+    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids, fields=fields)
     if transform is not None:
         records = _lazy_progress(transform(records), desc=desc, unit=unit, quiet=quiet)
-    return Records(records, skips, (source,) if isinstance(source, str) else inputs)
+    return Records(records, skips, tuple(sources.input_files(source)) if isinstance(source, str) else inputs)
+
+
+def _fields(source: Source, caption_field: str | None, id_field: str | None, text_key: str = "caption"):
+    """Where a tar sample's or a table row's caption and id are (mosaictool.sources.Fields); the flags
+    name fields of those, and are refused for JSONL and records in memory, which they would not change."""
+    from mosaictool import sources
+
+    if (caption_field is not None or id_field is not None) and not (
+            isinstance(source, (str, os.PathLike)) and sources.kind(os.fspath(source))):
+        flag = "--caption-field" if caption_field is not None else "--id-field"
+        raise MosaicError(f"{flag} names a field of WebDataset tars and of CSV, TSV or Parquet tables; JSONL records "
+                          "(and records in memory) are read as they are: name their caption field with --text-key")
+    return sources.Fields(caption=caption_field, id=id_field, target=text_key)
 
 
 def _csv(value: str | Iterable) -> str:
@@ -174,15 +189,18 @@ def _csv(value: str | Iterable) -> str:
 
 
 @_typed
-def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False) -> Records:
-    """Stream the records of a JSONL, .jsonl.gz or Parquet file ("-": stdin), each checked to be an
-    object with a unique `id` (`assign_ids`: a record without one gets its line number).
+def read(source: Source, *, skip_bad: bool = False, assign_ids: bool = False, caption_field: str | None = None,
+         id_field: str | None = None) -> Records:
+    """Stream the records of a JSONL, .jsonl.gz or Parquet file ("-": stdin), WebDataset tars (a .tar,
+    a folder of them, a brace pattern) or a CSV/TSV table, each checked to be an object with a unique
+    `id` (`assign_ids`: a record without one gets its line number; `caption_field`, `id_field`: where
+    a tar sample's or a table row's caption and id are, docs/stages.md "Reading your data").
 
     >>> records = list(mosaictool.read("examples/captions.jsonl"))
     >>> records[0]["id"], len(records)
     ('ex001', 60)
     """
-    return _records(source, skip_bad=skip_bad, assign_ids=assign_ids)
+    return _records(source, skip_bad=skip_bad, assign_ids=assign_ids, fields=_fields(source, caption_field, id_field))
 
 
 @_typed
@@ -217,7 +235,8 @@ def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
 @_typed
 def parse(source: Source, *, text_key: str = "caption", model: str | None = None, batch_size: int = 256,
           workers: int = 1, max_chars: int = 2000, spatial_compounds: bool = True, skip_bad: bool = False,
-          assign_ids: bool = False, quiet: bool = False) -> Records:
+          assign_ids: bool = False, caption_field: str | None = None, id_field: str | None = None,
+          quiet: bool = False) -> Records:
     """Add each caption's text scene graph (`graph`: entities, attributes, relations), as
     `mosaictool parse`.
 
@@ -232,6 +251,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
         raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
     return _records(
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
+        fields=_fields(source, caption_field, id_field, text_key),
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
                                              spatial_compounds=spatial_compounds),
     )
@@ -474,7 +494,7 @@ def _train_config() -> type:
 
 @_typed(config=_train_config)
 def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
-          image_root: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
+          image_root: PathLike | None = None, texts: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
           model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
           record_hard_images: bool | None = None, batch_size: int = 32, epochs: int = 5, steps: int | None = None,
           lr: float | None = None, optimizer: str = "adamw", momentum: float = 0.9, wd: float = 0.1, warmup: int = 50,
@@ -512,7 +532,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings = dict(
-        image_root=image_root, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
+        image_root=image_root, texts=texts, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
         force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
         batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
         warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
@@ -526,7 +546,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
         defaults = {name: p.default for name, p in inspect.signature(train).parameters.items()}
         defaults["crop_scale"] = _pair(defaults["crop_scale"], "--crop-scale")
         given = [name for name, value in settings.items() if value != defaults[name]]
-    for name in ("image_root", "model_config", "eval_data_root"):
+    for name in ("image_root", "texts", "model_config", "eval_data_root"):
         if settings[name] is not None:
             settings[name] = os.fspath(settings[name])
     settings["grad_clip"] = grad_clip or None

@@ -1,6 +1,7 @@
 """Streaming record I/O shared by every stage.
 
-Records are JSON objects, one per line (JSONL, optionally .gz), or rows of a Parquet file. `-` is
+Records are JSON objects, one per line (JSONL, optionally .gz), or rows of a Parquet file; WebDataset
+tars and CSV/TSV tables are read too (mosaictool.sources, which also reads Parquet). `-` is
 stdin/stdout (always JSONL). Reading streams with bounded memory; every bad record is reported by
 its physical line number (`captions.jsonl:3: invalid JSON: ...`) or, with `--skip-bad`, counted and
 reported at exit. Files are written to a temporary file beside the target and moved into place
@@ -27,7 +28,6 @@ from mosaictool.atomic import write_text as _write_text
 from mosaictool.errors import MosaicError, RecordError
 
 STDIO = "-"
-PARQUET_BATCH = 4096
 
 
 def is_parquet(path: str | os.PathLike) -> bool:
@@ -97,29 +97,15 @@ def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
         raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e
 
 
-def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
-    """Yield (location, line or row number, value, parse_error) per record, unvalidated."""
-    name = display_name(path)
-    if is_parquet(path):
-        import pyarrow.parquet as pq
+def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | None]]:
+    """Yield (location, line or row number, value, parse_error) per record, unvalidated. WebDataset
+    tars, CSV/TSV and Parquet are read by mosaictool.sources (`fields`: its Fields), JSONL here."""
+    from mosaictool import sources
 
-        check_input_file(path)
-        try:
-            pf = pq.ParquetFile(path)
-        except Exception as e:  # pyarrow raises several types for a non-Parquet file
-            raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
-        row = 0
-        batches = pf.iter_batches(batch_size=PARQUET_BATCH)
-        while True:
-            try:
-                batch = next(batches, None)
-            except (OSError, ValueError) as e:  # a truncated or corrupt row group
-                raise MosaicError(f"{path}: corrupt Parquet data after row {row}: {e}; re-create the file") from e
-            if batch is None:
-                return
-            for rec in batch.to_pylist():
-                row += 1
-                yield f"{name}:row {row}", row, rec, None
+    if sources.kind(path):
+        yield from sources.raw_records(path, fields or sources.Fields())
+        return
+    name = display_name(path)
     stream = _open_binary_in(path)
     try:
         for lineno, line in _lines(stream, name):
@@ -152,17 +138,19 @@ def read_records(
     check: Callable[[dict], None] | None = None,
     assign_ids: bool = False,
     unique_ids: bool = True,
+    fields=None,
 ) -> Iterator[dict]:
     """Stream the records of `path` (a file, "-" for stdin, or an iterable of dicts), validated.
 
     Every record must be a JSON object with an `id` (a string or an integer) that is unique in the
     input; with `assign_ids` a record without one gets its line (or row, or record) number.
     `check(record)` is the stage's own validation: it raises `RecordError`, which becomes
-    `path:line: message` (`record N: message` for records in memory).
+    `path:line: message` (`record N: message` for records in memory). `fields` (sources.Fields): where
+    the caption and id of a WebDataset tar's samples or a table's rows are.
     """
     skips = skips or Skips()
     seen: set[Any] = set()
-    raw = _raw_records(str(path)) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
+    raw = _raw_records(str(path), fields) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
     for where, number, rec, error in raw:
         if error is None and not isinstance(rec, dict):
             error = f"expected a JSON object, got {type(rec).__name__}"

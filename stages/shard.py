@@ -26,8 +26,8 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips
 from mosaictool.locks import folder_lock
 from mosaictool.paths import Read, Write, check_outputs
+from mosaictool.sources import IMAGE_EXTENSIONS, IN_TAR_HINT, in_tar
 
-IMAGE_EXTENSIONS = {"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm"}
 SIZES_FILE = "sizes.json"
 
 
@@ -116,7 +116,8 @@ def _write_shards(records, out: Path, root: Path, shard_size: int, image_key: st
             try:
                 data, ext = read_image(root / record[image_key])
             except RecordError as e:
-                skips.handle(f"{source}: record {record['id']!r}" if source else f"record {record['id']!r}", str(e))
+                hint = f" ({IN_TAR_HINT})" if in_tar(record[image_key]) else ""
+                skips.handle(f"{source}: record {record['id']!r}" if source else f"record {record['id']!r}", f"{e}{hint}")
                 continue
             name = f"{count // shard_size:06d}.tar"
             sample = {"__key__": f"{count:09d}", ext: data, "json": json.dumps(record, ensure_ascii=False).encode()}

@@ -1,11 +1,11 @@
-"""The entries of the annotation files the builders read (Visual Genome's objects / attributes /
-relationships.json, COCO instances), as typed schemas (mosaictool.records' machinery): strict types,
-so a string where a list belongs is refused rather than read letter by letter, and a bad entry is one
-line naming the file, the entry and the field."""
+"""The entries of the annotation files the builders and `import coco` read (Visual Genome's objects /
+attributes / relationships.json, COCO instances and captions, Karpathy's dataset_coco.json), as typed
+schemas (mosaictool.records' machinery): strict types, so a string where a list belongs is refused
+rather than read letter by letter, and a bad entry is one line naming the file, the entry and the field."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 from typing_extensions import NotRequired, TypedDict
@@ -109,6 +109,42 @@ class CocoAnnotation(TypedDict):
     iscrowd: NotRequired[Annotated[int, Field(ge=0, le=1)]]
 
 
+class CocoCaptionFile(TypedDict):
+    images: list[dict[str, Any]]  # each checked as CocoCaptionImage, to name its index
+    annotations: list[dict[str, Any]]  # each checked as CocoCaption
+
+
+class CocoCaptionImage(TypedDict):
+    id: ImageId
+    file_name: NonEmpty
+
+
+class CocoCaption(TypedDict):
+    id: int | NonEmpty
+    image_id: ImageId
+    caption: NonEmpty
+
+
+class KarpathyFile(TypedDict):
+    images: list[dict[str, Any]]  # each checked as KarpathyImage
+
+
+class KarpathySentence(TypedDict):
+    raw: NonEmpty
+    sentid: int
+
+
+class KarpathyImage(TypedDict):
+    """An image of Karpathy's dataset_coco.json (Karpathy & Fei-Fei 2015's splits): `filepath` is COCO
+    2014's folder (train2014, val2014); `restval` is the part of val2014 the split adds to training."""
+
+    cocoid: int
+    split: Literal["train", "val", "test", "restval"]
+    filename: NonEmpty
+    filepath: NotRequired[str]
+    sentences: list[dict[str, Any]]  # each checked as KarpathySentence
+
+
 def _contract(fields: type) -> Contract:
     return Contract(fields.__name__, fields)
 
@@ -117,6 +153,8 @@ VG_RELATIONSHIPS_ENTRY, VG_RELATIONSHIP, VG_OBJECTS_ENTRY = (
     _contract(VGRelationshipsEntry), _contract(VGRelationship), _contract(VGObjectsEntry))
 VG_OBJECT_NAMES, VG_ATTRIBUTES, VG_PREDICATES = _contract(VGObjectNamesEntry), _contract(VGAttributesEntry), _contract(VGPredicatesEntry)
 COCO_CATEGORY, COCO_IMAGE, COCO_ANNOTATION = _contract(CocoCategory), _contract(CocoImage), _contract(CocoAnnotation)
+COCO_CAPTION_FILE, COCO_CAPTION_IMAGE, COCO_CAPTION = _contract(CocoCaptionFile), _contract(CocoCaptionImage), _contract(CocoCaption)
+KARPATHY_FILE, KARPATHY_IMAGE, KARPATHY_SENTENCE = _contract(KarpathyFile), _contract(KarpathyImage), _contract(KarpathySentence)
 
 
 def check_entry(contract: Contract, entry, path, where: str, what: str) -> None:

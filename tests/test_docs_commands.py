@@ -93,6 +93,11 @@ RULES = [
          "the recipe's fp16 amp needs a GPU (a flag given explicitly wins over the recipe)"),
     Rule(r"'shards/\{000000\.\.000099\}\.tar'", "rewrite", "'shards/{000000..000000}.tar'",
          "the worked example wrote one shard"),
+    Rule(r"coco/annotations/captions_train2017\.json", "rewrite", "coco/annotations/captions_val2017.json",
+         "FIXTURES' COCO has val2017's captions file (the same format)"),
+    Rule(r"--image-root coco/train2017", "rewrite", "--image-root coco/val2017", "FIXTURES' COCO images are val2017's"),
+    Rule(r"'cc3m/\{00000\.\.00331\}\.tar'", "rewrite", "'cc3m/{00000..00001}.tar'",
+         "CC-3M is 332 shards as img2dataset writes it: FIXTURES has the first two"),
     Rule(r"--nproc_per_node \d+", "rewrite", "--nproc_per_node 2", "two CPU ranks (gloo) stand in for the GPUs"),
     Rule(r"(train (?!.*--resume)(?!.*--steps [1-9]\d?\b).*?)(?: --steps \d+)?( --out \S+.*)$", "rewrite", r"\1 --steps 2\2",
          "runs sized for real training (epochs, a recipe's 40 epochs, >= 100 steps): 2 steps check the command"),
@@ -265,10 +270,44 @@ def write_coco(root: Path) -> None:
         "images": images, "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "cat"}, {"id": 3, "name": "car"}],
         "annotations": [{"id": k, "image_id": i, "category_id": c, "segmentation": square(x, y, s), "bbox": [x, y, s, s],
                          "area": s * s, "iscrowd": 0} for k, (i, c, x, y, s) in enumerate(boxes, 1)]}))
+    splits = ["train", "train", "restval", "train", "val", "test"]  # Karpathy's dataset_coco.json for the same images
+    (root / "coco" / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": [
+        {"filepath": "val2014", "filename": f"COCO_val2014_{i:012d}.jpg", "imgid": i - 1, "split": split, "cocoid": i,
+         "sentids": [i], "sentences": [{"tokens": c.lower().rstrip(".").split(), "raw": c, "imgid": i - 1, "sentid": i}]}
+        for i, (c, split) in enumerate(zip(captions, splits), 1)]}))
     for im in images:
         _image(root / "coco" / "val2017" / im["file_name"], (w, h), (240, 240, 240))
     for k in range(2):
         _image(root / "scenes" / f"scene{k}.jpg", (w, h), (90, 140 + 40 * k, 90))
+
+
+def write_cc3m(root: Path) -> None:
+    """cc3m/ and cc3m.tsv: CC-3M as img2dataset downloads it (two of its 332 shards: <key>.jpg, .txt and .json
+    per sample, {shard}.parquet and {shard}_stats.json beside each tar; 40 samples, more than a batch) and its
+    input table."""
+    import polars as pl
+    import webdataset as wds
+
+    colours = {"red": (200, 30, 30), "blue": (30, 30, 200), "green": (30, 160, 30), "yellow": (220, 200, 40)}
+    things = ["dog", "car", "cat", "ball", "chair"]
+    scenes = [(c1, t1, c2, t2) for c1 in colours for c2 in colours if c1 != c2 for t1, t2 in zip(things, things[1:] + things[:1])]
+    (root / "cc3m").mkdir()
+    rows = []
+    for shard in range(2):
+        meta = []
+        with wds.TarWriter(str(root / "cc3m" / f"{shard:05d}.tar")) as sink:
+            for i, (c1, t1, c2, t2) in enumerate(scenes[shard * 20:shard * 20 + 20]):
+                key, caption = f"{shard:05d}{i:04d}", f"a {c1} {t1} next to a {c2} {t2}"
+                image = root / "cc3m-images" / f"{key}.jpg"
+                _image(image, colour=colours[c1])
+                meta.append({"url": f"https://example.com/{key}.jpg", "caption": caption, "key": key, "status": "success",
+                             "error_message": None, "width": 48, "height": 36})
+                sink.write({"__key__": key, "jpg": image.read_bytes(), "txt": caption, "json": json.dumps(meta[-1])})
+        pl.DataFrame(meta).write_parquet(root / "cc3m" / f"{shard:05d}.parquet")
+        (root / "cc3m" / f"{shard:05d}_stats.json").write_text(json.dumps({"count": len(meta), "successes": len(meta)}))
+        rows += meta
+    shutil.rmtree(root / "cc3m-images")
+    (root / "cc3m.tsv").write_text("caption\turl\n" + "".join(f"{r['caption']}\t{r['url']}\n" for r in rows))
 
 
 def write_weights(root: Path) -> None:
@@ -289,7 +328,9 @@ def write_weights(root: Path) -> None:
 FIXTURES = {
     "examples/, perf/": "copies of the repository's (the docs run from the repository root)",
     "vg/": "tiny Visual Genome files (write_vg): the docs' `vg/` is your VG download",
-    "coco/, scenes/": "tiny COCO annotation files and images (write_coco): the docs' `coco/` is your COCO download",
+    "coco/, scenes/": "tiny COCO annotation files (and Karpathy's dataset_coco.json) and images (write_coco): the docs' "
+                      "`coco/` is your COCO download",
+    "cc3m/, cc3m.tsv": "two img2dataset shards of CC-3M and its url/caption table (write_cc3m): the docs' are your download",
     WEIGHTS: "a mosaic-tiny checkpoint trained 2 steps: stands in for OpenAI's weights (RULES)",
 }
 
@@ -342,6 +383,7 @@ def readme_folder(tmp_path_factory):
         shutil.copytree(REPO / folder, work / folder, ignore=shutil.ignore_patterns("logs", "__pycache__"))
     write_vg(work)
     write_coco(work)
+    write_cc3m(work)
     write_weights(work)
     try:
         run_doc(REPO / "README.md", work, home)

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_every_command_has_help(runner):
     commands = ["parse", "decompose", "negate", "template", "texts-report", "vocab", "world", "shard", "train", "wise-ft",
-                "evaluate", "tree-score", "demo"]
+                "evaluate", "tree-score", "demo", "import"]
     top = runner.invoke(app, ["--help"])
     assert top.exit_code == 0
     for name in commands:

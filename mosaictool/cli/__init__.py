@@ -11,6 +11,7 @@ from mosaictool.cli import (
     decompose,
     demo,
     evaluate,
+    importers,
     negate,
     parse,
     probe,
@@ -38,7 +39,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (parse, decompose, negate, template, texts_report, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo, probe):
+for module in (importers, parse, decompose, negate, template, texts_report, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo,
+               probe):
     module.register(app)
 
 

@@ -16,8 +16,11 @@ from mosaictool.api import Records
 from mosaictool.errors import MosaicError, Terminated
 from mosaictool.io import RecordWriter
 from mosaictool.paths import Read, Write, check_outputs
+from mosaictool.sources import input_files
 
-InputArg = Annotated[str, typer.Argument(help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file; '-' reads stdin.")]
+InputArg = Annotated[str, typer.Argument(
+    help="Input JSONL (.jsonl, .jsonl.gz) or .parquet file, a CSV/TSV table, or WebDataset tars (a .tar, a folder of them, "
+         "'shards/{00000..00999}.tar'); '-' reads stdin (JSONL).")]
 OutputOpt = Annotated[
     str, typer.Option("--output", "-o", help="Output path: .jsonl, .jsonl.gz or .parquet; '-' (default) is stdout JSONL. "
                                             "Written whole or not at all; a symlink's target is replaced (the link stays); "
@@ -119,7 +122,7 @@ def write_stage(records: Records, *, input: str, output: str, reads: Iterable[Re
     """Write the records of a stage (a mosaictool.api function) to -o and report its skips; returns
     how many were written. -o is checked against what the stage reads (INPUT, and `reads`: a
     vocabulary, a model) before the first record is read."""
-    check_outputs([Write("-o", output)], [Read("INPUT", input), *reads])
+    check_outputs([Write("-o", output)], [*(Read("INPUT", f) for f in input_files(input)), *reads])
     with RecordWriter(output) as writer:
         writer.write_all(records)
     records.skips.report()

@@ -26,6 +26,13 @@ def parse_cli(
         help="Repair what SceneGraphParser misreads: a spatial phrase ('to the left of', 'right of', 'on top of', "
              "'above' after 'is') becomes one relation between the noun phrases around it, colour words before a noun "
              "are attributes ('a small orange cross'). --no-spatial-compounds: sng's graph exactly.")] = True,
+    caption_field: Annotated[Optional[str], typer.Option(
+        help="Where the caption is in WebDataset tars (a field of each sample's .json; default: its .txt) or in a CSV, "
+             "TSV or Parquet table (a column; default: the --text-key column). It is written as --text-key. "
+             "Example: --caption-field TEXT for LAION's metadata Parquet.")] = None,
+    id_field: Annotated[Optional[str], typer.Option(
+        help="Where the id is in WebDataset tars (a field of each sample's .json; default: the sample key) or in a table "
+             "(a column; default: 'id', else 'key', else the row number). Example: --id-field SAMPLE_ID (LAION's).")] = None,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     quiet: QuietOpt = False,
@@ -43,9 +50,14 @@ def parse_cli(
       mosaictool parse captions.jsonl > graphs.jsonl
 
       cat captions.jsonl | mosaictool parse --workers 2 -o graphs.parquet
+
+      mosaictool parse 'cc3m/{00000..00331}.tar' -o graphs.parquet   # img2dataset's shards: key, .txt caption
+
+      mosaictool parse laion-part-00000.parquet --caption-field TEXT --id-field SAMPLE_ID -o graphs.parquet
     """
     graphs = api.parse(input, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
-                       spatial_compounds=spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet)
+                       spatial_compounds=spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
+                       caption_field=caption_field, id_field=id_field, quiet=quiet)
     write_stage(graphs, input=input, output=output, reads=read_path("--model", model))
 
 

@@ -29,6 +29,11 @@ def train_cli(
              "--recipe paper: its optimizer, lr, batch, epochs, precision, ...; flags you give explicitly win.")] = None,
     image_root: Annotated[Optional[str], typer.Option(
         help="JSONL/Parquet data: folder of the image paths (default: the file's folder).")] = None,
+    texts: Annotated[Optional[str], typer.Option(
+        help="Records (template's JSONL/Parquet, made by `parse SHARDS`) joined by key to the images of --data's WebDataset "
+             "shards (img2dataset's): no second copy of the images. A sample without a record trains on its .txt caption "
+             "without negatives; a record no sample has is an error (--skip-bad: counted). "
+             "Example: --data 'cc3m/{00000..00331}.tar' --texts cc3m-texts.parquet")] = None,
     model: Annotated[str, typer.Option(help="open_clip model name or a shipped config (mosaic-tiny).")] = "mosaic-tiny",
     pretrained: Annotated[Optional[str], typer.Option(
         help="open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")] = None,
@@ -125,7 +130,7 @@ def train_cli(
     # by name: typer ships its own click, whose ParameterSource is not click.core's
     given = {name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"}
     final = api.train(
-        data, out=out, method=method, recipe=recipe, image_root=image_root, model=model, pretrained=pretrained,
+        data, out=out, method=method, recipe=recipe, image_root=image_root, texts=texts, model=model, pretrained=pretrained,
         model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images,
         record_hard_images=record_hard_images, batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer,
         momentum=momentum, wd=wd, warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,

@@ -38,7 +38,8 @@ def check_run_outputs(cfg: TrainConfig) -> None:
     --pretrained checkpoint, the files of the run it comes from, the data, the model config)."""
     from mosaictool.paths import RUN_FILES, Read, Write, check_outputs, checkpoint, read_path
 
-    reads = [*checkpoint("--pretrained", cfg.pretrained), *read_path("--model-config", cfg.model_config)]
+    reads = [*checkpoint("--pretrained", cfg.pretrained), *read_path("--model-config", cfg.model_config),
+             *read_path("--texts", cfg.texts)]
     if cfg.pretrained and cfg.pretrained.startswith("local-dir:"):
         reads.append(Read("--pretrained", cfg.pretrained.removeprefix("local-dir:"), ("**",)))
     data = cfg.data
@@ -52,7 +53,7 @@ def check_run_outputs(cfg: TrainConfig) -> None:
 
 
 # Fields a resumed run may hold otherwise than its last.pt: where its files are, and how this session runs.
-MAY_DIFFER = frozenset({"out", "data", "image_root", "eval_data_root", "pretrained", "model_config", "num_workers", "quiet",
+MAY_DIFFER = frozenset({"out", "data", "texts", "image_root", "eval_data_root", "pretrained", "model_config", "num_workers", "quiet",
                         "device", "report_to"})
 RESTORE = "restore it, or start a new run"
 

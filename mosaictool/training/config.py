@@ -37,6 +37,7 @@ class TrainConfig:
     method_options: dict = field(default_factory=dict)  # the method's own flags (Method.options), by name
     recipe: str | None = None  # the method's named recipe these settings came from (with_recipe), if any
     image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
+    texts: str | None = None  # records joined by key to the samples of image shards (img2dataset's) in `data`
     skip_bad: bool = False
     # model
     model: str = "mosaic-tiny"
@@ -102,7 +103,7 @@ class TrainConfig:
             raise MosaicError(f"--crop-scale {low},{high}: two area fractions with 0 < low <= high <= 1, e.g. 0.8,1")
         # absolute paths: the stored config must still work when resumed from another folder
         cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
-        for name in ("image_root", "model_config", "pretrained", "eval_data_root"):
+        for name in ("image_root", "texts", "model_config", "pretrained", "eval_data_root"):
             value = getattr(cfg, name)
             if value and os.path.exists(value):
                 setattr(cfg, name, os.path.abspath(value))

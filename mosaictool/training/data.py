@@ -41,10 +41,8 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
+from mosaictool.sources import IMAGE_MEMBERS, IN_TAR_HINT, in_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
-
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff", "ppm", "img")
-
 
 # ---------------------------------------------------------------------------------------------
 # Sources: which records, and where each one's image bytes live
@@ -120,7 +118,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                         entry["json"] = json.loads(tar.extractfile(member).read())
                     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
                         raise MosaicError(f"{path}: {member.name}: invalid JSON ({e}); {redo}") from None
-                elif ext.lower() in IMAGE_EXTENSIONS:
+                elif ext.lower() in IMAGE_MEMBERS:
                     entry["image"] = ImageLocation(path, member.offset_data, member.size)
             # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
             with open(path, "rb") as f:
@@ -333,16 +331,25 @@ class TrainData:
         image_root: str | None = None,
         skip_bad: bool = False,
         shards: ShardCache | None = None,
+        texts: str | None = None,
     ) -> "TrainData":
         """`method`: a mosaictool.methods.Method; its check_record says which records are usable.
         `shards`: the process's ShardCache (tars indexed once for every run); without one the tars
-        are indexed here."""
+        are indexed here. `texts`: records joined by key to the samples of `spec`'s image shards
+        (img2dataset's; see `_joined`)."""
         from mosaictool import records as contracts
 
         skips = Skips(enabled=skip_bad)
         records: list[dict] = []
         images: list[ImageLocation] = []
-        if is_record_file(spec):
+        if texts is not None:
+            if is_record_file(spec) or image_root:
+                raise MosaicError("--texts joins records to the images of WebDataset shards (img2dataset's): give the "
+                                  "shards with --data, and no --image-root")
+            records, images = _joined(spec, texts, _checks(contracts.checker(contracts.TrainRecord), method.check_record),
+                                      skips)
+            shards = shards if shards is not None else ShardCache()  # its open files: one descriptor per tar
+        elif is_record_file(spec):
             root = Path(image_root) if image_root else Path(spec).resolve().parent
             check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
@@ -351,6 +358,8 @@ class TrainData:
                     open_image(path).close()
                 except ImageError as e:
                     hint = " (check --image-root)" if str(e).startswith("image not found") else ""
+                    if in_tar(rec["image"]):
+                        hint = f" ({IN_TAR_HINT})"
                     skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
                     continue
                 records.append(_slim(rec))
@@ -403,6 +412,37 @@ class TrainData:
             self.hard = [[] for _ in self.records]
         for i, extra in enumerate(neighbours):
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
+
+
+def _joined(spec: str, texts: str, check, skips: Skips) -> tuple[list[dict], list[ImageLocation]]:
+    """`--data SHARDS --texts FILE`: the records of FILE (`template`'s, from `parse SHARDS`: their ids
+    are the samples' keys) with the images of the shards' samples of the same key. The tars are read
+    in order, their images located, never read; a sample without a record trains on its own caption
+    (`.txt`) without negatives; a record whose key no sample has is an error (--skip-bad: counted)."""
+    by_key = {rec["id"]: _slim(rec) for rec in read_records(texts, skips=skips, check=check)}
+    records: list[dict] = []
+    images: list[ImageLocation] = []
+    for tar in expand_shards(spec):
+        for where, sample, error, image_at in tar_samples(tar):
+            if error is None and image_at is None:
+                error = "the sample has no image member"
+            if error is not None:
+                skips.handle(where, error)
+                continue
+            record = by_key.pop(sample["id"], None)
+            if record is None:
+                record = {"id": sample["id"], "caption": sample["caption"]}
+                try:
+                    check(record)
+                except RecordError as e:
+                    skips.handle(where, str(e))
+                    continue
+            records.append(record)
+            images.append(ImageLocation(tar, *image_at))
+    for key in by_key:
+        skips.handle(f"{texts}: record {key!r}", f"no sample of --data {spec} has this key (a record's id is its "
+                     "sample's key, as `parse` reads the shards)")
+    return records, images
 
 
 def _checks(*checks):
@@ -731,7 +771,8 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
     `shards`: the process's ShardCache, if it has one. `said`: notes already printed (by the other runs
     of a train_many), not printed again."""
     out = Path(cfg.out)
-    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards)
+    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards,
+                          texts=cfg.texts)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
         _say_once(note, said)
