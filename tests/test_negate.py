@@ -75,9 +75,12 @@ def test_f_attr_and_f_rel_on_a_relation_subgraph():
     assert VOCAB.group(subj["to"]) == "shape" and subj["to"] not in ("circle", "square")
     relation = by[("f_rel:replace_relation", "relations[0]")]
     assert VOCAB.relation_type(relation["to"]) == "spatial" and relation["to"] != "to the left of"
-    join = by[("f_rel:join", "relations[1]")]
-    assert len(join["graph"]["objects"]) == 3 and join["graph"]["relations"][1]["object"] == 2
+    # the shipped vocabulary has no co-occurrence counts: no join (a random edge to a random object is nonsense)
+    assert ("f_rel:join", "relations[1]") not in by
     assert all(c["subgraph"] == 2 and c["kind"] == "graph" for c in by.values())
+    paper = graph_candidates(2, sg, _Sampler(VOCAB, random.Random(1), False))  # --uniform: the paper's random join
+    join = next(c for c in paper["rel"] if c["transform"] == "f_rel:join")
+    assert len(join["graph"]["objects"]) == 3 and join["graph"]["relations"][1]["object"] == 2
 
 
 def test_uniform_sampling_leaves_the_category():
@@ -163,8 +166,9 @@ def test_negclip_swaps_on_the_gist_example(nlp):
     made = {t: (a, b, text) for t, a, b, text in tn.negclip_swaps(doc, random.Random(0))}
     assert "negclip:NN" in made
     a, b, text = made["negclip:NN"]
-    assert {a, b} <= {"child", "umbrella", "yak"} and text.endswith(" .")
-    assert sorted(text.split()) == sorted(t.text for t in doc)
+    # the gist's pair; ours keeps the caption's spacing ("yak." not "yak .") and fixes the article
+    assert {a, b} == {"child", "umbrella"}
+    assert text == "An umbrella holding a flowered child and petting a yak."
     if "negclip:vp" in made:
         a, b, text = made["negclip:vp"]
         assert text == text.lower() and a.lower() in text and b.lower() in text
