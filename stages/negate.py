@@ -202,10 +202,10 @@ class _Sampler:
             return None
         exclude = exclude | v.unsafe("objects", name) | {lemma, name}
         words = set(name.split())
-        pool = [
-            o for o in v.objects_by_group.get(self._kind("objects", name), ())
-            if o not in exclude and words.isdisjoint(o.split()) and all(v.applies(a, o) for a in attributes)
-        ]
+        group = self._kind("objects", name)
+        # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
+        pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
+        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None)
 
     def relation(self, current: str, subj: str = "", obj: str = "") -> str | None:

@@ -445,6 +445,8 @@ def _load(folder: Path) -> Vocab:
     categories = {}
     if (folder / "categories.tsv").exists():
         for r in _read_tsv(folder / "categories.tsv", ("category", "exclusive", "applies_to"), ("basic_only",)):
+            if r["category"].lower() in categories:
+                raise MosaicError(f"{folder / 'categories.tsv'}: {r['category']!r} is listed twice; keep one")
             categories[r["category"].lower()] = {
                 "exclusive": _yes(r["exclusive"]),
                 "applies_to": _kinds_cell(r["applies_to"]) if r["applies_to"] else None,
