@@ -180,7 +180,8 @@ class _Sampler:
         if not self.type_aware:
             return self._uniform(v.attribute_names, exclude | v.unsafe("attributes", current.lower()) | {current})
         name = v.known("attributes", current)
-        if name is None:
+        if name is None or (obj and not v.applies(name, obj)):
+            # unknown, or in another sense than the vocabulary's ("a white man" is no colour of his)
             return None
         exclude = exclude | v.unsafe("attributes", name) | {current, name}
         heads = {name, v.head("attributes", name)}
@@ -501,6 +502,8 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
     seen = {original}
     out = []
     for transform, category, slot, before, after, text in made:
+        if not transform.startswith("order:"):  # ours: single spaces ("A  group" in COCO), agreeing articles
+            text = tn.fix_articles(" ".join(text.split()))
         norm = normalize_text(text)
         if norm in seen or not norm:
             continue

@@ -219,3 +219,57 @@ def test_build_keeps_parser_debris_out_on_the_worlds_captions():
     assert "shape" in world.broader("objects", "star") and world.attributes["stripy"] == "texture"
     # a name the base lacks takes its synonym head's label
     assert build_from_graphs(graphs, min_count=1).attributes.get("stripy") == load().attributes["striped"]
+
+
+def test_build_counts_co_occurrences_and_keeps_the_base_rules(tmp_path):
+    # "a brown dog catching a red frisbee", three times
+    records = [_graph_record(i, ["dog", "frisbee"], ["brown"], ["catching"]) for i in range(3)]
+    v = build_from_graphs(records, min_count=1)
+    assert v.attribute_count("dog", "brown") == 3 and v.attribute_count("dog", "red") == 0
+    assert v.relation_count("dog", "catching", "frisbee") == 3 and v.relation_count("frisbee", "catching", "dog") == 0
+    assert v.categories == load().categories and v.kinds == load().kinds
+    save(v, tmp_path / "v")
+    assert (tmp_path / "v" / "object_attributes.tsv").read_text().splitlines() == [
+        "object\tattribute\tcount", "dog\tbrown\t3", "frisbee\tbrown\t3"]
+    assert (tmp_path / "v" / "relation_triples.tsv").read_text().splitlines() == [
+        "subject\trelation\tobject\tcount", "dog\tcatching\tfrisbee\t3"]
+    back = load(tmp_path / "v")
+    assert back.attribute_count("dog", "brown") == 3 and back.relation_count("dog", "catching", "frisbee") == 3
+    assert back.seen_relations("dog") == (("catching", "frisbee"),) and back.seen_attributes("dog") == ("brown",)
+    assert back.applies("brown", "dog") and back.is_exclusive("colour") and not back.is_exclusive("size")
+
+
+def test_symmetric_relations_survive_a_round_trip(tmp_path):
+    v = load()
+    assert v.is_symmetric("next to") and v.is_symmetric("beside") and v.is_symmetric("near") and v.is_symmetric("with")
+    assert not v.is_symmetric("on") and not v.is_symmetric("to the left of")
+    save(v, tmp_path / "v")
+    back = load(tmp_path / "v")
+    assert back.symmetric == v.symmetric and back.applies_to == v.applies_to and back.categories == v.categories
+
+
+def test_categories_say_what_contradicts_and_what_fits():
+    v = load()
+    # "state" no longer mixes tastes, cooking and wear
+    assert v.category("delicious") == "taste" and v.category("boiled") == "cooking" and v.category("worn") == "state"
+    assert v.is_exclusive("colour") and v.is_exclusive("material") and not v.is_exclusive("size")
+    assert not v.is_exclusive("taste") and not v.is_exclusive("person") and v.is_exclusive("pose")
+    # "brand new" is no age of a kid; "burgundy" no colour of a dog; "black" is
+    assert not v.applies("brand new", "kid") and v.applies("young", "kid") and not v.applies("young", "door")
+    assert not v.applies("burgundy", "dog") and v.applies("black", "dog") and v.applies("burgundy", "shirt")
+    assert v.object_kind("baseball player") == "person" and v.object_kind("chalkboard") == "thing"
+
+
+def test_known_undoes_inflection_and_refuses_unknown_words():
+    v = load()
+    for word, name in (("holds", "holding"), ("sits on", "sitting on"), ("rides", "riding"), ("cuts", "cutting"),
+                       ("outside of", "outside"), ("older", "old"), ("bigger", "big"), ("happier", "happy")):
+        assert v.known("relations" if " " in word or word in ("holds", "rides", "cuts") else "attributes", word) == name, word
+    assert v.known("attributes", "fashioned") is None and v.known("relations", "prohibiting") is None
+
+
+def test_a_category_listed_twice_is_refused(tmp_path):
+    save(load(), tmp_path)
+    (tmp_path / "categories.tsv").write_text("category\texclusive\tapplies_to\ncolour\tyes\t*\ncolour\tno\t*\n")
+    with pytest.raises(MosaicError, match="categories.tsv: 'colour' is listed twice"):
+        load(tmp_path)
