@@ -329,7 +329,7 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
     rel = relations[0]
     si, oi = rel["subject"], rel["object"]
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
-    if not vocab.is_symmetric(rel["relation"]):  # "a cat next to a dog" swapped says the same
+    if not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"]):  # "a cat next to a dog" swapped says the same
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
     lemmas = {x["lemma"] for x in objects}
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()

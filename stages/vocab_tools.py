@@ -70,15 +70,17 @@ def _assemble(
         return dict(items[:limit] if limit else items)
 
     def label(kind: str, name: str) -> str:
-        # a name the base lacks takes its synonym head's label ("stripy" -> "striped": pattern)
+        # a name the base lacks takes its synonym head's label ("stripy" -> "striped": pattern), or
+        # its lemma's ("sits on" -> "sitting on": pose)
         known = getattr(base, kind)
-        return known.get(name) or known.get(base.head(kind, name), UNKNOWN)
+        return known.get(name) or known.get(base.head(kind, name)) or known.get(base.known(kind, name) or "", UNKNOWN)
 
     objects = keep("objects")
     attributes = keep("attributes")
     relations = keep("relations", top_relations)
     names = set(objects) | set(attributes) | set(relations)
     kept = {"objects": objects, "attributes": attributes, "relations": relations}
+    lemmas = {n: base.known("relations", n) or n for n in relations}
     # co-occurrences of kept names only, each seen at least once (a rare pairing is still a seen one)
     object_attributes = {(o, a): n for (o, a), n in (pairs or {}).items() if o in objects and a in attributes}
     relation_triples = {(s, r, o): n for (s, r, o), n in (triples or {}).items() if s in objects and r in relations and o in objects}
@@ -95,6 +97,7 @@ def _assemble(
         applies_to={n: k for n, k in base.applies_to.items() if n in attributes},
         kinds=dict(base.kinds),
         symmetric=frozenset(n for n in relations if base.is_symmetric(n)),
+        symmetric_between={n: base.symmetric_between[lemmas[n]] for n in relations if lemmas[n] in base.symmetric_between},
         object_attributes=object_attributes,
         relation_triples=relation_triples,
     )

@@ -241,11 +241,13 @@ def test_build_counts_co_occurrences_and_keeps_the_base_rules(tmp_path):
 
 def test_symmetric_relations_survive_a_round_trip(tmp_path):
     v = load()
-    assert v.is_symmetric("next to") and v.is_symmetric("beside") and v.is_symmetric("near") and v.is_symmetric("with")
+    assert v.is_symmetric("next to") and v.is_symmetric("beside") and v.is_symmetric("near")
+    assert v.is_symmetric("with", "man", "dog") and not v.is_symmetric("with", "pizza", "cheese")
     assert not v.is_symmetric("on") and not v.is_symmetric("to the left of")
     save(v, tmp_path / "v")
     back = load(tmp_path / "v")
-    assert back.symmetric == v.symmetric and back.applies_to == v.applies_to and back.categories == v.categories
+    assert back.symmetric == v.symmetric and back.symmetric_between == v.symmetric_between
+    assert back.applies_to == v.applies_to and back.categories == v.categories
 
 
 def test_categories_say_what_contradicts_and_what_fits():

@@ -10,7 +10,9 @@ A vocabulary is a folder of tab-separated files, each with a header line:
                                                comma-separated, "*" for any (blank: its category's)
     relations.tsv    name  type      [count] [symmetric]
                                                type = spatial, action, possessive, comparative;
-                                               symmetric "yes": "A r B" means "B r A" ("next to")
+                                               symmetric "yes": "A r B" means "B r A" ("next to"); or
+                                               the object kinds both ends must be of ("with":
+                                               person,animal: "a man with a dog", not "a plate with beans")
     categories.tsv   category  exclusive  applies_to  [basic_only]   (attribute categories and relation types)
                                                optional; exclusive "yes": two members cannot both hold
                                                ("red", "blue"), so any member contradicts another; "no":
@@ -76,15 +78,22 @@ class Vocab:
     applies_to: dict[str, frozenset[str]] = field(default_factory=dict)  # attribute -> kinds (overrides its category's)
     kinds: dict[str, str] = field(default_factory=dict)  # object group -> kind
     symmetric: frozenset[str] = frozenset()  # relations
+    symmetric_between: dict[str, frozenset[str]] = field(default_factory=dict)  # relation -> kinds of both ends
     object_attributes: dict[tuple[str, str], int] = field(default_factory=dict)  # (object, attribute) -> count
     relation_triples: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (subject, relation, object) -> count
 
     # --- contradiction and plausibility ----------------------------------------------------------
 
-    def is_symmetric(self, relation: str) -> bool:
-        """Whether "A r B" means "B r A" ("next to", "near", "with"): swapping its objects makes no negative."""
-        name = self.known("relations", relation) or relation.lower()
-        return name in self.symmetric or self.head("relations", name) in self.symmetric
+    def is_symmetric(self, relation: str, subj: str | None = None, obj: str | None = None) -> bool:
+        """Whether "A r B" means "B r A" ("next to", "near"): swapping its objects makes no negative.
+        A relation symmetric only between some kinds ("with": "a man with a dog", not "a plate with
+        beans") is so when `subj` and `obj` are both of those kinds."""
+        name = self.known("relations", relation) or " ".join(relation.lower().split())
+        names = (name, self.head("relations", name))
+        if any(n in self.symmetric for n in names):
+            return True
+        kinds = next((self.symmetric_between[n] for n in names if n in self.symmetric_between), None)
+        return kinds is not None and subj is not None and obj is not None and {self.object_kind(subj), self.object_kind(obj)} <= kinds
 
     def attribute_count(self, obj: str, attr: str) -> int:
         """How often the corpus `vocab build` read showed `attr` on `obj` (0: never, or no counts)."""
@@ -396,6 +405,7 @@ def _load(folder: Path) -> Vocab:
     counts: dict[str, dict[str, int]] = {}
     applies_to: dict[str, frozenset[str]] = {}
     symmetric: set[str] = set()
+    symmetric_between: dict[str, frozenset[str]] = {}
     for kind, column in _KINDS:
         path = folder / f"{kind}.tsv"
         if not path.exists():
@@ -413,6 +423,8 @@ def _load(folder: Path) -> Vocab:
                 applies_to[name] = _kinds_cell(row["applies_to"])
             if _yes(row.get("symmetric", "")):
                 symmetric.add(name)
+            elif row.get("symmetric"):
+                symmetric_between[name] = _kinds_cell(row["symmetric"])
             if row.get("count"):
                 try:
                     kind_counts[name] = int(row["count"])
@@ -479,6 +491,7 @@ def _load(folder: Path) -> Vocab:
         applies_to=applies_to,
         kinds=kinds,
         symmetric=frozenset(symmetric),
+        symmetric_between=symmetric_between,
         object_attributes=object_attributes,
         relation_triples=relation_triples,
     )
@@ -522,7 +535,7 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
         kind_counts = vocab.counts.get(kind, {})
         names = sorted(table, key=lambda n: (-kind_counts.get(n, 0), n))
         extra = ("applies_to" if kind == "attributes" and vocab.applies_to
-                 else "symmetric" if kind == "relations" and vocab.symmetric else "")
+                 else "symmetric" if kind == "relations" and (vocab.symmetric or vocab.symmetric_between) else "")
         lines = [f"name\t{column}" + ("\tcount" if kind_counts else "") + (f"\t{extra}" if extra else "")]
         for name in names:
             line = f"{name}\t{table[name]}"
@@ -531,7 +544,7 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
             if extra == "applies_to":
                 line += "\t" + ",".join(sorted(vocab.applies_to.get(name, ())))
             elif extra == "symmetric":
-                line += "\tyes" if name in vocab.symmetric else "\t"
+                line += "\tyes" if name in vocab.symmetric else "\t" + ",".join(sorted(vocab.symmetric_between.get(name, ())))
             lines.append(line)
         _write_text(folder / f"{kind}.tsv", "\n".join(lines) + "\n")
     _write_text(folder / "antonyms.tsv", "a\tb\n" + "".join(f"{a}\t{b}\n" for a, b in vocab.antonym_pairs))
