@@ -199,7 +199,7 @@ class _Sampler:
         if not self.type_aware:
             return self._uniform(v.object_names, exclude | v.unsafe("objects", lemma) | {lemma})
         name = v.known("objects", lemma)
-        if name is None:
+        if name is None or v.is_general("objects", name):  # "food" -> "noodle" would hold
             return None
         exclude = exclude | v.unsafe("objects", name) | {lemma, name}
         words = set(name.split())

@@ -471,6 +471,8 @@ def test_an_object_replacement_is_no_hypernym_hyponym_or_compound_half():
         assert sampler.object("teddy bear", set()) not in ("bear", "teddy")
         # "a man" may be a skier or a father: people are replaced by antonyms only
         assert sampler.object("man", set()) in (None, "woman", "girl", "boy")
+        # "a food on a plate": a broad word has unlisted hyponyms in its group ("noodle")
+        assert sampler.object("food", set()) is None and sampler.object("vehicle", set()) is None
 
 
 def test_corpus_counts_prefer_seen_replacements():

@@ -103,6 +103,20 @@ class Vocab:
         """How often the corpus showed "subj rel obj" (0: never, or no counts)."""
         return self.relation_triples.get((subj.lower(), rel.lower(), obj.lower()), 0)
 
+    def is_general(self, kind: str, name: str) -> bool:
+        """Whether `name` is a broad word, the hypernym of five or more listed words ("food",
+        "animal", "vehicle"): a co-member of its group may well be one of its hyponyms that
+        hypernyms.tsv does not list ("a noodle" is food), so none safely contradicts it."""
+        return self.head(kind, name) in self._general(kind)
+
+    @functools.lru_cache(maxsize=None)
+    def _general(self, kind: str) -> frozenset[str]:
+        hyponyms: dict[str, int] = {}
+        for hypers in self._broader(kind).values():
+            for h in hypers:
+                hyponyms[h] = hyponyms.get(h, 0) + 1
+        return frozenset(h for h, n in hyponyms.items() if n >= 5)
+
     def seen_relations(self, subj: str) -> tuple[tuple[str, str], ...]:
         """(relation, object) pairs the corpus showed with `subj` as subject, in a fixed order."""
         return self._by_subject.get(subj.lower(), ())
