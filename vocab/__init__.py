@@ -11,8 +11,9 @@ A vocabulary is a folder of tab-separated files, each with a header line:
     relations.tsv    name  type      [count] [symmetric]
                                                type = spatial, action, possessive, comparative;
                                                symmetric "yes": "A r B" means "B r A" ("next to"); or
-                                               the object kinds both ends must be of ("with":
-                                               person,animal: "a man with a dog", not "a plate with beans")
+                                               the object kinds both ends must be of ("playing with":
+                                               person,animal: "a man playing with a dog", not "a dog
+                                               playing with a frisbee")
     categories.tsv   category  exclusive  applies_to  [basic_only]   (attribute categories and relation types)
                                                optional; exclusive "yes": two members cannot both hold
                                                ("red", "blue"), so any member contradicts another; "no":
@@ -86,8 +87,8 @@ class Vocab:
 
     def is_symmetric(self, relation: str, subj: str | None = None, obj: str | None = None) -> bool:
         """Whether "A r B" means "B r A" ("next to", "near"): swapping its objects makes no negative.
-        A relation symmetric only between some kinds ("with": "a man with a dog", not "a plate with
-        beans") is so when `subj` and `obj` are both of those kinds."""
+        A relation symmetric only between some kinds ("playing with": "a man playing with a dog", not
+        "a dog playing with a frisbee") is so when `subj` and `obj` are both of those kinds."""
         name = self.known("relations", relation) or " ".join(relation.lower().split())
         names = (name, self.head("relations", name))
         if any(n in self.symmetric for n in names):
