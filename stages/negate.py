@@ -309,7 +309,8 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
             if s["attributes"] != o["attributes"]:
                 before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
                 pools["attr"].append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
-        else:
+        elif not (s["lemma"] == o["lemma"] and vocab.is_symmetric(relations[0]["relation"], s["lemma"], o["lemma"])):
+            # "the smaller giraffe next to the larger giraffe" swapped says the same
             for j, k in _attribute_swaps(s, o, vocab):
                 a, b = s["attributes"][j], o["attributes"][k]
                 pools["attr"].append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))

@@ -420,6 +420,9 @@ def test_attribute_swap_only_between_two_objects_with_that_category():
     (swap,) = [c for c in _transforms(sg) if c["transform"] == "f_attr:swap"]
     assert [o["attributes"] for o in swap["graph"]["objects"]] == [["small", "brown"], ["white"]]
     assert (swap["from"], swap["to"]) == ("white|brown", "brown|white")
+    # "the smaller giraffe next to the larger giraffe": the swap reads the same
+    same = rel_graph(node("giraffe", ["small"]), node("giraffe", ["large"]), "next to")
+    assert not [c for c in _transforms(same) if c["transform"] == "f_attr:swap"]
 
 
 def test_symmetric_relations_are_never_swapped():
