@@ -16,17 +16,20 @@ by `template`), text negatives their text. Slots name what changed: `objects[i].
 
 Graph transforms (App. B), on every positive sub-graph:
 - f_obj (category obj), one object with attributes: each attribute in turn replaced from A;
-- f_attr (attr), two objects and a relation: the objects' attribute lists swapped
-  ("f_attr:swap"), and each attribute in turn replaced from A ("f_attr:replace");
-- f_rel (rel), two objects and a relation: the objects swapped ("f_rel:swap"), subject or object
-  replaced from N ("f_rel:replace_object"), the relation replaced from R
-  ("f_rel:replace_relation"), and the sub-graph joined through a random relation to a random
-  attributed object ("f_rel:join").
-Replacements stay within the replaced word's group / category / type when the vocabulary knows it
-("minimally perturbed"; a colour for a colour, a spatial relation for a spatial one; a spatial
-relation by its opposites on the same axis, "to the left of" -> "to the right of", when the
-vocabulary's antonyms name them, since "above" may hold as well), or come from the whole vocabulary
-with `type_aware=False` (the paper's uniform sampling). Either way a replacement is never from the
+- f_attr (attr), two objects and a relation: one attribute of each swapped when both carry one of
+  the same category ("f_attr:swap"; the paper swaps the lists, as `type_aware=False` does), and each
+  attribute in turn replaced from A ("f_attr:replace");
+- f_rel (rel), two objects and a relation: the objects swapped unless the relation is symmetric
+  ("f_rel:swap"), subject or object replaced from N ("f_rel:replace_object"), the relation replaced
+  from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
+  ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
+  without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
+Type-aware (the default), a replacement contradicts the word it replaces and fits its object
+(`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
+marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
+relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
+well); a word the vocabulary does not know is left alone. With `type_aware=False` replacements come
+from the whole vocabulary (the paper's uniform sampling). Either way a replacement is never from the
 word's synonym group, its hypernyms or its hyponyms (`Vocab.unsafe`: "star" -> "shape", "diamond"
 -> "rhombus", "above" -> "over" would not be false). Then categories are
 drawn with probabilities `probs` (obj, attr, rel) among those that have candidates left, a

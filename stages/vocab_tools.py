@@ -127,10 +127,15 @@ def build_from_graphs(
     for record in records:
         graph = record["graph"]
         if keep_debris:
-            for entity in graph["entities"]:
-                counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
+            lemmas = [clean_name(entity.get("lemma_head") or entity.get("head")) for entity in graph["entities"]]
+            for lemma, entity in zip(lemmas, graph["entities"]):
+                counts["objects"][lemma] += 1
                 counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
-            counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
+                pairs.update((lemma, clean_name(a)) for a in entity.get("attributes") or [])
+            for r in graph.get("relations") or []:
+                relation = clean_name(r.get("relation"))
+                counts["relations"][relation] += 1
+                triples[(lemmas[r["subject"]], relation, lemmas[r["object"]])] += 1  # indices checked by GraphRecord
             continue
         nodes = graph_nodes(graph, base)
         for node in nodes:

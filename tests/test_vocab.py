@@ -276,3 +276,9 @@ def test_a_category_listed_twice_is_refused(tmp_path):
     (tmp_path / "categories.tsv").write_text("category\texclusive\tapplies_to\ncolour\tyes\t*\ncolour\tno\t*\n")
     with pytest.raises(MosaicError, match="categories.tsv: 'colour' is listed twice"):
         load(tmp_path)
+
+
+def test_build_with_debris_counts_co_occurrences_too():
+    records = [_graph_record(i, ["dog", "frisbee"], ["brown"], ["catching"]) for i in range(2)]
+    v = build_from_graphs(records, min_count=1, keep_debris=True)
+    assert v.attribute_count("dog", "brown") == 2 and v.relation_count("dog", "catching", "frisbee") == 2
