@@ -289,10 +289,11 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
 def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[float] = "0.15,0.425,0.425",
            text: str | Sequence[str] = "", uniform: bool = False, vocab: PathLike | None = None, seed: int = 0,
            text_key: str = "caption", model: str | None = None, batch_size: int = 256, workers: int = 1,
-           skip_bad: bool = False, quiet: bool = False) -> Records:
+           skip_bad: bool = False, quiet: bool = False, unseen_rate: float = 0.1, stats=None) -> Records:
     """Add hard negatives of each caption's sub-graphs (`negatives`; MosaiCLIP §3.4), and with
     `text` caption-level ones (negclip, replace, shuffle, order), as `mosaictool negate`
-    (`max_negatives` is its --max).
+    (`max_negatives` is its --max, `unseen_rate` its --unseen-rate). `stats`, a
+    `stages.negate.NegateStats`, counts what was made.
 
     >>> negs = list(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")), seed=1))
     >>> sorted({n["category"] for r in negs for n in r["negatives"]})
@@ -305,14 +306,16 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     check_flags(SeedFlag(seed))
     if max_negatives < 0 or batch_size < 1 or workers < 1:
         raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
+    if not 0 <= unseen_rate <= 1:  # NaN too
+        raise MosaicError(f"--unseen-rate must be between 0 and 1, got {unseen_rate}")
     category_probs = parse_probs(_csv(probs))
     methods = parse_text_methods(_csv(text))
     return _records(
         source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate",
         transform=lambda recs: negate_records(
             recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
-            seed=seed, type_aware=not uniform, text_methods=methods, text_key=text_key, model=model,
-            batch_size=batch_size, workers=workers,
+            seed=seed, type_aware=not uniform, unseen_rate=unseen_rate, text_methods=methods, text_key=text_key, model=model,
+            batch_size=batch_size, workers=workers, stats=stats,
         ),
     )
 

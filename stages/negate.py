@@ -16,17 +16,20 @@ by `template`), text negatives their text. Slots name what changed: `objects[i].
 
 Graph transforms (App. B), on every positive sub-graph:
 - f_obj (category obj), one object with attributes: each attribute in turn replaced from A;
-- f_attr (attr), two objects and a relation: the objects' attribute lists swapped
-  ("f_attr:swap"), and each attribute in turn replaced from A ("f_attr:replace");
-- f_rel (rel), two objects and a relation: the objects swapped ("f_rel:swap"), subject or object
-  replaced from N ("f_rel:replace_object"), the relation replaced from R
-  ("f_rel:replace_relation"), and the sub-graph joined through a random relation to a random
-  attributed object ("f_rel:join").
-Replacements stay within the replaced word's group / category / type when the vocabulary knows it
-("minimally perturbed"; a colour for a colour, a spatial relation for a spatial one; a spatial
-relation by its opposites on the same axis, "to the left of" -> "to the right of", when the
-vocabulary's antonyms name them, since "above" may hold as well), or come from the whole vocabulary
-with `type_aware=False` (the paper's uniform sampling). Either way a replacement is never from the
+- f_attr (attr), two objects and a relation: one attribute of each swapped when both carry one of
+  the same category ("f_attr:swap"; the paper swaps the lists, as `type_aware=False` does), and each
+  attribute in turn replaced from A ("f_attr:replace");
+- f_rel (rel), two objects and a relation: the objects swapped unless the relation is symmetric
+  ("f_rel:swap"), subject or object replaced from N ("f_rel:replace_object"), the relation replaced
+  from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
+  ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
+  without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
+Type-aware (the default), a replacement contradicts the word it replaces and fits its object
+(`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
+marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
+relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
+well); a word the vocabulary does not know is left alone. With `type_aware=False` replacements come
+from the whole vocabulary (the paper's uniform sampling). Either way a replacement is never from the
 word's synonym group, its hypernyms or its hyponyms (`Vocab.unsafe`: "star" -> "shape", "diamond"
 -> "rhombus", "above" -> "over" would not be false). Then categories are
 drawn with probabilities `probs` (obj, attr, rel) among those that have candidates left, a
@@ -41,11 +44,12 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
 import sys
 from bisect import bisect
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, islice
 
@@ -60,9 +64,13 @@ from mosaictool.stages.subgraph import (
 )
 from mosaictool.vocab import UNKNOWN
 
+logger = logging.getLogger(__name__)
+
 CATEGORIES = ("obj", "attr", "rel")
 DEFAULT_PROBS = (0.15, 0.425, 0.425)  # Singh et al. 2023, App. H.1: p_obj = 0.15, p_attr = p_rel; the same as train --category-probs
 DEFAULT_MAX = 6
+DEFAULT_UNSEEN_RATE = 0.1  # share of replacements a corpus never showed with the object (with `vocab build` counts)
+NEVER_DRAWN = frozenset({"none"})  # attributes.tsv applies_to "none": replaced by an antonym only, never drawn
 ORDER_TRIES = 5
 TEXT_METHODS = ("negclip", "replace", "shuffle", "order")
 SPACY_METHODS = frozenset({"negclip", "order"})
@@ -125,55 +133,120 @@ def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption"):
 
 
 class _Sampler:
-    def __init__(self, vocab, rng, type_aware: bool):
-        self.vocab, self.rng, self.type_aware = vocab, rng, type_aware
+    """Replacements for one record's negatives. Type-aware (the default), a replacement contradicts
+    the word it replaces: an antonym, or a member of the word's category when the vocabulary marks
+    its members mutually exclusive (colours, materials; not sizes: "large" -> "massive" holds as
+    well); one that can describe the object at all (`Vocab.applies`: no "brand new" kid, no
+    "burgundy" dog); never a synonym, hypernym or hyponym (`Vocab.unsafe`), nor a noun sharing a
+    word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
+    after undoing its inflection (`Vocab.known`), is left alone. Where the vocabulary has corpus
+    co-occurrence counts (`vocab build`), a replacement seen with the object is drawn, and an unseen
+    one only at `unseen_rate`."""
+
+    def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE):
+        self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
         self._axis: dict[str, tuple[str, ...]] = {}
 
-    def _pick(self, kind: str, pool: tuple[str, ...], everything: tuple[str, ...], exclude: set[str]) -> str | None:
-        # Exclusions are a handful of names: the first pool entry outside them usually settles it.
-        if not self.type_aware or kind == UNKNOWN or exclude.issuperset(pool):
-            pool = everything
-        if not pool:
+    def _uniform(self, everything: tuple[str, ...], exclude: set[str]) -> str | None:
+        # --uniform, the paper's draw: the whole vocabulary; exclusions are a handful of names
+        below, n = self.below, len(everything)
+        if not n:
             return None
-        below, n = self.below, len(pool)
-        for _ in range(8):  # rejection first: pools are large and exclusions few
-            choice = pool[below(n)]
+        for _ in range(8):
+            choice = everything[below(n)]
             if choice not in exclude:
                 return choice
-        left = [p for p in pool if p not in exclude]
+        left = [p for p in everything if p not in exclude]
         return left[below(len(left))] if left else None
+
+    def _choose(self, pool: list[str], seen, counted: bool) -> str | None:
+        """One of `pool`; with counts, one `seen` unless the unseen rate allows any."""
+        if not pool:
+            return None
+        if counted:
+            seen_pool = [p for p in pool if seen(p)]
+            if self.rng.random() >= self.unseen_rate:
+                pool = seen_pool
+            if not pool:
+                return None
+        return pool[self.below(len(pool))]
 
     def _kind(self, kind: str, name: str) -> str:
         # a name the table lacks takes its synonym head's label ("on the right of": spatial)
         table = getattr(self.vocab, kind)
         return table.get(name) or table.get(self.vocab.head(kind, name), UNKNOWN)
 
-    def attribute(self, current: str, exclude: set[str]) -> str | None:
+    def attribute(self, current: str, exclude: set[str], obj: str = "") -> str | None:
         v = self.vocab
-        kind = self._kind("attributes", current.lower())  # v.category(current)
-        unsafe = v.unsafe("attributes", current.lower())  # "little" for "small" could be true too
-        return self._pick(kind, v.attributes_by_category.get(kind, ()), v.attribute_names, exclude | unsafe | {current})
+        if not self.type_aware:
+            return self._uniform(v.attribute_names, exclude | v.unsafe("attributes", current.lower()) | {current})
+        name = v.known("attributes", current)
+        if name is None or (obj and not v.applies(name, obj)):
+            # unknown, or in another sense than the vocabulary's ("a white man" is no colour of his)
+            return None
+        exclude = exclude | v.unsafe("attributes", name) | {current, name}
+        heads = {name, v.head("attributes", name)}
+        pool = [a for h in sorted(heads) for a in v.antonyms.get(h, ())]
+        kind = self._kind("attributes", name)
+        if kind != UNKNOWN and v.is_exclusive(kind) and v.applies_to.get(name) != NEVER_DRAWN:
+            basic = v.is_basic_only(kind)
+            pool += [a for a in v.attributes_by_category.get(kind, ()) if not (basic and v.broader("attributes", a))]
+        pool = [a for a in dict.fromkeys(pool) if a not in exclude and v.applies(a, obj)]
+        return self._choose(pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes))
 
-    def object(self, lemma: str, exclude: set[str]) -> str | None:
+    def object(self, lemma: str, exclude: set[str], attributes=(), seen=None) -> str | None:
         v = self.vocab
-        kind = self._kind("objects", lemma.lower())  # v.group(lemma)
-        unsafe = v.unsafe("objects", lemma.lower())  # "rhombus" or "shape" for "diamond" is no negative
-        return self._pick(kind, v.objects_by_group.get(kind, ()), v.object_names, exclude | unsafe | {lemma})
+        lemma = lemma.lower()
+        if not self.type_aware:
+            return self._uniform(v.object_names, exclude | v.unsafe("objects", lemma) | {lemma})
+        name = v.known("objects", lemma)
+        if name is None or v.is_general("objects", name):  # "food" -> "noodle" would hold
+            return None
+        exclude = exclude | v.unsafe("objects", name) | {lemma, name}
+        words = set(name.split())
+        group = self._kind("objects", name)
+        # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
+        pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
+        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and all(v.applies(a, o) for a in attributes)]
+        return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None)
 
-    def relation(self, current: str) -> str | None:
+    def relation(self, current: str, subj: str = "", obj: str = "") -> str | None:
         v = self.vocab
         current = current.lower()
-        kind = self._kind("relations", current)  # v.relation_type(current)
-        exclude = set(v.unsafe("relations", current)) | {current}
-        if self.type_aware and kind == "spatial":
+        if not self.type_aware:
+            return self._uniform(v.relation_names, set(v.unsafe("relations", current)) | {current})
+        name = v.known("relations", current)
+        if name is None:
+            return None
+        kind = self._kind("relations", name)
+        exclude = set(v.unsafe("relations", name)) | {current, name}
+        pool: tuple[str, ...] = ()
+        if kind == "spatial":
             # A spatial relation on the other axis ("above" for "to the left of") may hold as well:
             # replace within the axis, by the opposites the vocabulary knows (and their synonyms).
-            pool = self._same_axis(current)
-            if pool:
-                return self._pick(kind, pool, pool, exclude)
-        return self._pick(kind, v.relations_by_type.get(kind, ()), v.relation_names, exclude)
+            pool = self._same_axis(name)
+        if not pool and kind != UNKNOWN:
+            # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
+            # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
+            pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
+        candidates = [r for r in pool if r not in exclude]
+        return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples))
+
+    def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
+        """(noun, attribute or None, relation) for f_rel:join: a relation and object the corpus
+        showed with the anchor as subject, and an attribute it showed on that object; None
+        without co-occurrence counts (a random edge to a random object reads as nonsense: "a
+        plate feeding a young umbrella")."""
+        v = self.vocab
+        blocked = set().union(*(v.unsafe("objects", x) | {x} for x in lemmas))
+        edges = [(r, o) for r, o in v.seen_relations(anchor_lemma) if o not in blocked]
+        if not edges:
+            return None
+        relation, noun = edges[self.below(len(edges))]
+        attributes = v.seen_attributes(noun)
+        return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
 
     def _same_axis(self, current: str) -> tuple[str, ...]:
         if current not in self._axis:
@@ -206,24 +279,51 @@ def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(),
 _Draft = tuple
 
 
+def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
+    """(j, k): attribute j of the subject and k of the object, of one category, different, and
+    each able to describe the other object: swapping them contradicts the caption ("a white dog on
+    a brown couch" -> "a brown dog on a white couch"). Moving an attribute onto an object that had
+    none only says what the caption left open ("a dog on a small bed")."""
+    out = []
+    for j, a in enumerate(s["attributes"]):
+        name_a = vocab.known("attributes", a)
+        if name_a is None or vocab.category(name_a) == UNKNOWN:
+            continue
+        for k, b in enumerate(o["attributes"]):
+            name_b = vocab.known("attributes", b)
+            if (name_b is not None and vocab.category(name_b) == vocab.category(name_a)
+                    and vocab.head("attributes", name_a) != vocab.head("attributes", name_b)
+                    and name_b not in vocab.unsafe("attributes", name_a)
+                    and vocab.applies(name_a, o["lemma"]) and vocab.applies(name_b, s["lemma"])):
+                out.append((j, k))
+    return out
+
+
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
     """Append to `pools` the drafts of every negative the three transforms make of one positive."""
     objects, relations = sg["objects"], sg["relations"]
+    vocab = sampler.vocab
     if len(objects) == 1 and not relations:
         category, transform = "obj", "f_obj"
     elif len(objects) == 2 and len(relations) == 1:
         category, transform = "attr", "f_attr:replace"
         s, o = objects
-        if s["attributes"] != o["attributes"]:
-            before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
-            pools["attr"].append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
+        if not sampler.type_aware:  # the paper: the two attribute lists swapped
+            if s["attributes"] != o["attributes"]:
+                before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
+                pools["attr"].append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
+        elif not (s["lemma"] == o["lemma"] and vocab.is_symmetric(relations[0]["relation"], s["lemma"], o["lemma"])):
+            # "the smaller giraffe next to the larger giraffe" swapped says the same
+            for j, k in _attribute_swaps(s, o, vocab):
+                a, b = s["attributes"][j], o["attributes"][k]
+                pools["attr"].append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
     else:
         return
     pool = pools[category]
     for i, obj in enumerate(objects):  # f_obj, f_attr:replace: each attribute in turn
         attributes = obj["attributes"]
         for j, attr in enumerate(attributes):
-            new = sampler.attribute(attr, set(attributes))
+            new = sampler.attribute(attr, set(attributes), obj["lemma"])
             if new is not None:
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
     if category == "obj":
@@ -231,21 +331,37 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
 
     pool = pools["rel"]
     rel = relations[0]
-    subj, obj = objects[rel["subject"]]["noun"], objects[rel["object"]]["noun"]
-    pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
+    si, oi = rel["subject"], rel["object"]
+    subj, obj = objects[si]["noun"], objects[oi]["noun"]
+    if not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"]):  # "a cat next to a dog" swapped says the same
+        pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
     lemmas = {x["lemma"] for x in objects}
+    relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()
     for i, node in enumerate(objects):
-        new = sampler.object(node["lemma"], lemmas)
+        if i == si:
+            other = objects[oi]["lemma"]
+            seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731
+        else:
+            other = objects[si]["lemma"]
+            seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
+        new = sampler.object(node["lemma"], lemmas, node["attributes"], seen)
         if new is not None:
             pool.append((index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
-    new = sampler.relation(rel["relation"])
+    new = sampler.relation(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
     if new is not None:
         pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
-    # join: a random attributed object, tied to one of the two through a random relation
-    rng, vocab = sampler.rng, sampler.vocab
-    noun, attribute = rng.choice(vocab.object_names), rng.choice(vocab.attribute_names)
-    anchor, edge = sampler.below(2), rng.choice(vocab.relation_names)
-    pool.append((index, "rel", "f_rel:join", "relations[1]", None, ("join", noun, attribute, anchor, edge)))
+    if not sampler.type_aware:
+        # the paper's join: a random attributed object, tied to one of the two through a random relation
+        rng = sampler.rng
+        noun, attribute = rng.choice(vocab.object_names), rng.choice(vocab.attribute_names)
+        anchor, edge = sampler.below(2), rng.choice(vocab.relation_names)
+        pool.append((index, "rel", "f_rel:join", "relations[1]", None, ("join", noun, attribute, anchor, edge)))
+        return
+    anchor = sampler.below(2)
+    joined = sampler.join(objects[anchor]["lemma"], lemmas)
+    if joined is not None:
+        noun, attribute, edge = joined
+        pool.append((index, "rel", "f_rel:join", "relations[1]", None, ("join", noun, attribute, anchor, edge)))
 
 
 def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tuple]:
@@ -266,6 +382,16 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         objects = [{**s, "attributes": list(o["attributes"])}, {**o, "attributes": list(s["attributes"])}]
         keys = [node_key(x) for x in objects]
         after = f"{' '.join(o['attributes'])}|{' '.join(s['attributes'])}"
+    elif op == "swap_attribute":
+        _, j, k = change
+        s, o = objects
+        a, b = s["attributes"][j], o["attributes"][k]
+        objects = [
+            {**s, "attributes": [b if x == j else y for x, y in enumerate(s["attributes"])]},
+            {**o, "attributes": [a if x == k else y for x, y in enumerate(o["attributes"])]},
+        ]
+        keys = [node_key(x) for x in objects]
+        after = f"{b}|{a}"
     elif op == "swap_objects":
         rel = relations[0]
         relations[0] = {**rel, "subject": rel["object"], "object": rel["subject"]}
@@ -284,11 +410,11 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         relations[0] = {**relations[0], "relation": after}
     else:  # join
         _, noun, attribute, anchor, edge = change
-        extra = _node(noun, vocab, attributes=[attribute])
+        extra = _node(noun, vocab, attributes=[attribute] if attribute else [])
         objects.append(extra)
         keys.append(node_key(extra))
         relations.append({"subject": anchor, "object": 2, "relation": edge})
-        after = f"{edge} {attribute} {extra['noun']}"
+        after = " ".join(w for w in (edge, attribute, extra["noun"]) if w)
     negative = {
         "subgraph": index, "kind": "graph", "category": category, "transform": transform,
         "slot": slot, "from": before, "to": after, "graph": {"objects": objects, "relations": relations}, "text": None,
@@ -304,13 +430,14 @@ def graph_candidates(index: int, sg: dict, sampler: _Sampler) -> dict[str, list[
     return {c: [_build(d, sg, keys, sampler.vocab)[0] for d in drafts] for c, drafts in pools.items()}
 
 
-def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int, type_aware: bool) -> list[dict]:
+def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int, type_aware: bool,
+                    unseen_rate: float = DEFAULT_UNSEEN_RATE) -> list[dict]:
     subgraphs = record["subgraphs"]
     positives = [(i, sg) for i, sg in enumerate(subgraphs) if sg.get("kind") != "caption"]
     if max_negatives <= 0 or not positives:
         return []
     rng = record_rng(seed, record["id"], "graph")
-    sampler = _Sampler(vocab, rng, type_aware)
+    sampler = _Sampler(vocab, rng, type_aware, unseen_rate)
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)
@@ -379,6 +506,8 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
     seen = {original}
     out = []
     for transform, category, slot, before, after, text in made:
+        if not transform.startswith("order:"):  # ours: single spaces ("A  group" in COCO), agreeing articles
+            text = tn.fix_articles(" ".join(text.split()))
         norm = normalize_text(text)
         if norm in seen or not norm:
             continue
@@ -391,6 +520,35 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
 
 
 # --- the stage ----------------------------------------------------------------------------------
+
+
+class NegateStats:
+    """What negate made: captions seen, negatives per transform, and the captions left with no graph
+    negative (of those, how many had an attribute or relation to perturb in their parse)."""
+
+    def __init__(self):
+        self.captions = 0
+        self.per_transform: Counter = Counter()
+        self.no_graph = 0
+        self.no_graph_with_material = 0
+
+    def add(self, record: dict) -> None:
+        self.captions += 1
+        negatives = record.get("negatives") or []
+        self.per_transform.update(n["transform"] for n in negatives)
+        if not any(n["kind"] == "graph" for n in negatives):
+            self.no_graph += 1
+            graph = record.get("graph") if isinstance(record.get("graph"), dict) else {}
+            entities = graph.get("entities") if isinstance(graph.get("entities"), list) else []
+            if graph.get("relations") or any(isinstance(e, dict) and e.get("attributes") for e in entities):
+                self.no_graph_with_material += 1
+
+    def line(self) -> str:
+        share = self.no_graph / self.captions if self.captions else 0.0
+        made = ", ".join(f"{t} {n}" for t, n in sorted(self.per_transform.items())) or "none"
+        return (f"{self.captions} captions; negatives: {made}; no graph negative: {self.no_graph} ({share:.1%}), "
+                f"{self.no_graph_with_material} of them with an attribute or relation")
+
 
 _STATE: dict = {}
 
@@ -419,7 +577,7 @@ def _negate_batch(records: list[dict]) -> list[dict]:
     for record, doc in zip(records, docs):
         negatives = graph_negatives(
             record, vocab, max_negatives=options["max_negatives"], probs=options["probs"],
-            seed=options["seed"], type_aware=options["type_aware"],
+            seed=options["seed"], type_aware=options["type_aware"], unseen_rate=options["unseen_rate"],
         )
         if methods:
             negatives += text_negatives(record, vocab, methods=methods, seed=options["seed"], text_key=text_key, doc=doc)
@@ -435,16 +593,29 @@ def negate(
     probs: tuple[float, float, float] = DEFAULT_PROBS,
     seed: int = 0,
     type_aware: bool = True,
+    unseen_rate: float = DEFAULT_UNSEEN_RATE,
     text_methods: tuple[str, ...] = (),
     text_key: str = "caption",
     model: str | None = None,
     batch_size: int = 256,
     workers: int = 1,
+    stats: NegateStats | None = None,
 ) -> Iterator[dict]:
-    """Add `negatives` to every record, in input order; `vocab` is a vocabulary folder (None: shipped)."""
+    """Add `negatives` to every record, in input order; `vocab` is a vocabulary folder (None: shipped).
+    `stats`, when given, counts what was made (`NegateStats`); the counts are logged at the end."""
+    stats = stats if stats is not None else NegateStats()
+    for record in _negate(records, vocab, max_negatives, probs, seed, type_aware, unseen_rate, text_methods, text_key, model,
+                          batch_size, workers):
+        stats.add(record)
+        yield record
+    logger.info("negate: %s", stats.line())
+
+
+def _negate(records, vocab, max_negatives, probs, seed, type_aware, unseen_rate, text_methods, text_key, model, batch_size,
+            workers) -> Iterator[dict]:
     options = {
         "vocab": vocab, "max_negatives": max_negatives, "probs": tuple(probs), "seed": seed,
-        "type_aware": type_aware, "text_methods": tuple(text_methods), "text_key": text_key, "model": model,
+        "type_aware": type_aware, "unseen_rate": unseen_rate, "text_methods": tuple(text_methods), "text_key": text_key, "model": model,
     }
     _setup(options)  # a bad vocabulary or model fails before any work
     batches = _batches(records, batch_size)

@@ -36,8 +36,10 @@ from collections.abc import Iterable, Iterator
 
 from mosaictool.stages.subgraph import canonical_key, caption_key, indefinite_article, normalize_text, record_rng
 
+# English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
-    "position", "quality", "emotion", "size", "age", "state", "shape", "texture", "colour", "pattern", "material",
+    "position", "quality", "taste", "emotion", "size", "age", "newness", "temperature", "state", "cooking",
+    "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 UNKNOWN_RANK = ATTRIBUTE_RANK["state"]

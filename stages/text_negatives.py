@@ -2,8 +2,11 @@
 
 - NegCLIP (ARO issue #13 gist; Yuksekgonul et al. 2023, App. C): swap two noun phrases of more than 2 words or two
   verb phrases by string replacement (every occurrence) and lower-case; swap two tokens tagged NN,
-  NNS, or of POS ADV, ADJ and join the tokens with spaces. The gist used en_core_web_lg; we use the
-  same small model `parse` loads.
+  NNS, or of POS ADV, ADJ. The gist used en_core_web_lg; we use the same small model `parse` loads.
+  What is ours on top of the gist: tokens keep the caption's own spacing (the gist joins them with
+  spaces: "dog ."), "a"/"an" agree with the word after a swap ("an clock"), and two tokens are not
+  swapped when they are the same word or the two halves of one compound noun, or when the swap
+  would put a word twice in a row ("a ball player hitting a tennis tennis").
 - replace (SugarCrepe / FSC-CLIP style, Oh et al. 2024, App. A.1): one object, attribute or relation of
   the caption's graph replaced by an antonym from the vocabulary, else by a co-hyponym (same
   group / category / type); no WordNet needed.
@@ -42,6 +45,21 @@ def _verb_phrase_matcher(vocab):
     return matcher
 
 
+_ARTICLE = re.compile(r"\b(an?)(\s+)([\w'-]+)", flags=re.IGNORECASE)
+
+
+def fix_articles(text: str) -> str:
+    """'a' / 'an' agreeing with the word after it ("an clock" -> "a clock", "a apple" -> "an
+    apple"), keeping the article's case."""
+    def agree(m: re.Match) -> str:
+        article = indefinite_article(m.group(3))
+        if m.group(1)[0].isupper():
+            article = article.upper() if m.group(1).isupper() and len(m.group(1)) > 1 else article.capitalize()
+        return f"{article}{m.group(2)}{m.group(3)}"
+
+    return _ARTICLE.sub(agree, text)
+
+
 def _swap_strings(sentence: str, a: str, b: str) -> str:
     placeholder = "\x00"
     return sentence.replace(a, placeholder).replace(b, a).replace(placeholder, b)
@@ -57,12 +75,13 @@ def negclip_swaps(doc, rng: random.Random) -> list[tuple[str, str, str, str]]:
     chunks = [c.text for c in doc.noun_chunks if len(c.text.split()) > 2]
     if len(chunks) >= 2:
         a, b = rng.sample(chunks, 2)
-        out.append(("negclip:np", a, b, _swap_strings(sentence, a, b).lower()))
+        out.append(("negclip:np", a, b, fix_articles(_swap_strings(sentence, a, b).lower())))
     spans = filter_spans([doc[s:e] for _, s, e in _verb_phrase_matcher(doc.vocab)(doc)])
     if len(spans) > 1:
         a, b = (s.text for s in rng.sample(spans, 2))
-        out.append(("negclip:vp", a, b, _swap_strings(sentence, a, b).lower()))
+        out.append(("negclip:vp", a, b, fix_articles(_swap_strings(sentence, a, b).lower())))
     tokens = [t.text for t in doc]
+    spaces = [t.whitespace_ for t in doc]
     for transform, chosen in (
         ("negclip:NN", lambda t: t.tag_ == "NN"),
         ("negclip:NNS", lambda t: t.tag_ == "NNS"),
@@ -71,11 +90,29 @@ def negclip_swaps(doc, rng: random.Random) -> list[tuple[str, str, str, str]]:
     ):
         idxs = [t.i for t in doc if chosen(t)]
         if len(idxs) >= 2:
-            i, j = rng.sample(idxs, 2)
+            i, j = rng.sample(idxs, 2)  # the gist's draw, so that its pair stays the first choice
+            pairs = [(i, j)] + [(x, y) for n, x in enumerate(idxs) for y in idxs[n + 1:] if {x, y} != {i, j}]
+            pair = next((p for p in pairs if _swappable(doc, tokens, *p)), None)
+            if pair is None:
+                continue
+            i, j = pair
             swapped = list(tokens)
             swapped[i], swapped[j] = swapped[j], swapped[i]
-            out.append((transform, tokens[i], tokens[j], " ".join(swapped)))
+            out.append((transform, tokens[i], tokens[j], fix_articles("".join(w + sp for w, sp in zip(swapped, spaces)).strip())))
     return out
+
+
+def _swappable(doc, tokens: list[str], i: int, j: int) -> bool:
+    """Whether swapping tokens i and j changes the caption and reads as two words in new places:
+    not the same word, not the two halves of one compound ("tennis racket"), and no word twice in a row."""
+    if tokens[i].lower() == tokens[j].lower():
+        return False
+    a, b = doc[i], doc[j]
+    if (a.dep_ == "compound" and a.head.i == j) or (b.dep_ == "compound" and b.head.i == i):
+        return False
+    swapped = list(tokens)
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    return all(swapped[k].lower() != swapped[k + 1].lower() for k in (i - 1, i, j - 1, j) if 0 <= k < len(swapped) - 1)
 
 
 # --- bigram shuffle -----------------------------------------------------------------------------
@@ -91,7 +128,7 @@ def shuffle_bigrams(text: str, rng: random.Random, tries: int = 10) -> str | Non
     for _ in range(tries):
         rng.shuffle(chunks)
         if chunks != original:
-            return " ".join(" ".join(c) for c in chunks)
+            return fix_articles(" ".join(" ".join(c) for c in chunks))
     return None
 
 
@@ -120,47 +157,52 @@ def _replace_word(sentence: str, old: str, new: str) -> str | None:
     return before + new + after
 
 
-def _alternative(word: str, same_kind: tuple[str, ...], antonyms: tuple[str, ...], rng: random.Random, exclude) -> str | None:
-    choices = [a for a in antonyms if a not in exclude]
-    if not choices:
-        choices = [w for w in same_kind if w not in exclude]
-    return rng.choice(choices) if choices else None
-
-
 def replace_negatives(caption: str, graph: dict, vocab, rng: random.Random) -> list[tuple[str, str, str, str, str]]:
     """Up to three candidates, (transform, category, from, to, text): one object, one attribute and
-    one relation of the caption replaced by an antonym, else a co-hyponym from the vocabulary."""
+    one relation of the caption replaced by a word that contradicts it, by the rules of the graph
+    negatives (`negate._Sampler`: an antonym or an exclusive co-member that fits the object; an
+    unknown word is left alone)."""
+    from mosaictool.stages.negate import _Sampler
+
+    sampler = _Sampler(vocab, rng, True)
     entities = graph.get("entities") or []
     out = []
 
-    objects = [e for e in entities if str(e.get("lemma_head", "")).lower() in vocab.objects]
+    objects = [e for e in entities if vocab.known("objects", str(e.get("lemma_head", ""))) is not None]
     if objects:
         entity = rng.choice(objects)
         node = object_node(entity, None)
         lemma, head = node["lemma"], node["noun"]
-        same = vocab.objects_by_group.get(vocab.group(lemma), ())
-        new = _alternative(lemma, same, vocab.antonyms.get(lemma, ()), rng, {lemma})
+        new = sampler.object(lemma, {lemma}, [a for a in entity.get("attributes") or [] if isinstance(a, str)])
         if new is not None:
             new_form = vocab.plural(new) if node["plural"] else new
             text = _replace_word(caption, head, new_form)
             if text is not None:
                 out.append(("replace:obj", "obj", head, new_form, text))
 
-    attributes = sorted({a for e in entities for a in e.get("attributes") or [] if a in vocab.attributes})
+    owners = {}
+    for e in entities:
+        for a in e.get("attributes") or []:
+            if isinstance(a, str) and vocab.known("attributes", a) is not None:
+                owners.setdefault(a, str(e.get("lemma_head", "")).lower())
+    attributes = sorted(owners)
     if attributes:
         attribute = rng.choice(attributes)
-        same = vocab.attributes_by_category.get(vocab.category(attribute), ())
-        new = _alternative(attribute, same, vocab.antonyms.get(attribute, ()), rng, set(attributes))
+        new = sampler.attribute(attribute, set(attributes), owners[attribute])
         text = _replace_word(caption, attribute, new) if new else None
         if text is not None:
             out.append(("replace:att", "attr", attribute, new, text))
 
-    relations = sorted({" ".join(r["relation"].lower().split()) for r in graph.get("relations") or []})
-    relations = [r for r in relations if r in vocab.relations]
+    def lemma(i) -> str:
+        return str(entities[i].get("lemma_head", "")).lower() if isinstance(i, int) and 0 <= i < len(entities) else ""
+
+    ends = {}
+    for r in graph.get("relations") or []:
+        ends.setdefault(" ".join(r["relation"].lower().split()), (lemma(r.get("subject")), lemma(r.get("object"))))
+    relations = sorted(r for r in ends if vocab.known("relations", r) is not None)
     if relations:
         relation = rng.choice(relations)
-        same = vocab.relations_by_type.get(vocab.relation_type(relation), ())
-        new = _alternative(relation, same, vocab.antonyms.get(relation, ()), rng, {relation})
+        new = sampler.relation(relation, *ends[relation])
         text = _replace_word(caption, relation, new) if new else None
         if text is not None:
             out.append(("replace:rel", "rel", relation, new, text))

@@ -24,7 +24,6 @@ transform and what changed.
 from __future__ import annotations
 
 import html
-import inspect
 import random
 import re
 from collections import Counter
@@ -35,7 +34,6 @@ _NODE = re.compile(r"^([^#\[]+)(?:#([^\[]*))?(?:\[(.*)\])?$")
 NOT_APPLICABLE = "–"
 TOP_OOV = 20  # the out-of-vocabulary names the report lists, most frequent first
 NO_COUNTS = "n/a (vocabulary has no counts)"
-NO_SYMMETRY = "n/a (vocabulary has no symmetric relations)"
 
 
 def parse_node(text: str) -> tuple[str, tuple[str, ...]]:
@@ -86,16 +84,11 @@ class VocabView:
         self.relations = (set(vocab.relations) | set(vocab.synonyms.get("relations", {}))
                           | set(vocab.synonyms.get("relations", {}).values()))
         self.words = self.objects | self.attributes | self.relations | {vocab.plural(o) for o in self.objects}
-        # A vocabulary may have the methods but no counts behind them (a folder without the count
-        # tables answers 0 for everything): its tables, where it exposes them, must hold something.
-        self.has_counts = all(hasattr(vocab, m) for m in ("attribute_count", "relation_count")) and all(
-            getattr(vocab, table, True) for table in ("object_attributes", "relation_triples"))
-        self.has_symmetry = hasattr(vocab, "is_symmetric")
-        # is_symmetric(rel) or is_symmetric(rel, subj, obj): "with" is symmetric between people only
-        self._symmetric_ends = self.has_symmetry and len(inspect.signature(vocab.is_symmetric).parameters) >= 3
+        # The shipped vocabulary has no co-occurrence counts (`vocab build` makes them): "n/a", not "all unseen"
+        self.has_counts = bool(vocab.object_attributes or vocab.relation_triples)
 
     def symmetric(self, subj: str, rel: str, obj: str) -> bool:
-        return self.vocab.is_symmetric(rel, subj, obj) if self._symmetric_ends else self.vocab.is_symmetric(rel)
+        return self.vocab.is_symmetric(rel, subj, obj)  # "with" is symmetric between people and animals only
 
     def unknown(self, key: str) -> list[str]:
         objects, triples = parse_key(key)
@@ -130,7 +123,7 @@ def inspect_text(entry: dict, positive_key: str | None, view: VocabView, *, nega
         if view.has_counts:
             combos = combinations(key) - (combinations(positive_key) if negative else set())
             out["unseen"] = view.unseen(combos)
-        if negative and entry.get("slot") == "objects" and view.has_symmetry:
+        if negative and entry.get("slot") == "objects":
             out["symmetric"] = any(view.symmetric(*triple) for triple in parse_key(key)[1])
     elif negative and entry.get("to") and not _words(str(entry["to"])) <= _words(caption):  # a swap brings no new word
         to = " ".join(str(entry["to"]).lower().split())
@@ -204,7 +197,7 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
     ]
     return {
         "rows": rows, "zero_graph_negatives": dict(zero), "oov_names": oov_names.most_common(TOP_OOV),
-        "has_counts": view.has_counts, "has_symmetry": view.has_symmetry,
+        "has_counts": view.has_counts,
         "sample": [item for name in sorted(samples) for item in samples[name].items()], "sample_per_transform": sample, "seed": seed,
     }
 
@@ -240,12 +233,11 @@ def _pct(value: float | None, missing: str) -> str:
 def summary_rows(result: dict) -> list[list[str]]:
     """The per-transform table: header, then one row per stratum."""
     no_counts = NOT_APPLICABLE if result["has_counts"] else NO_COUNTS
-    no_symmetry = NOT_APPLICABLE if result["has_symmetry"] else NO_SYMMETRY  # for object swaps only
     table = [["transform", "texts", "out-of-vocabulary", "unseen combination", "symmetric-relation swap"]]
     for row in result["rows"]:
         table.append([
             row["transform"], f"{row['n']:,}", _pct(row["oov"], NOT_APPLICABLE), _pct(row["unseen"], no_counts),
-            _pct(row["symmetric"], no_symmetry if row["object_swaps"] else NOT_APPLICABLE),
+            _pct(row["symmetric"], NOT_APPLICABLE),
         ])
     return table
 

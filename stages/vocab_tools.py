@@ -5,6 +5,12 @@ Groups, categories and types come from a base vocabulary (the shipped one by def
 does not know get "other" (or are left out with `only_known`). Antonym pairs are kept when both
 sides are in the new vocabulary; the base's synonym and hypernym rows for every kept name are kept.
 
+`vocab build` also counts what the captions show together: (object, attribute) pairs and
+(subject, relation, object) triples, written as object_attributes.tsv and relation_triples.tsv,
+for `negate` to prefer replacements a corpus has seen (MosaiCLIP App. B takes its sets from Visual
+Genome, whose statistics carry the same information). The base's category rules (categories.tsv,
+groups.tsv, attributes' applies_to, relations' symmetric) carry over.
+
 `vocab build` leaves out what a parser makes of words that are no objects or relations (`debris`):
 spatial nouns ("to the right of" read as an entity "right"), colour words as objects ("an orange
 cross" read as the compound noun "orange cross", or a bare "purple"), and bare prepositions as
@@ -52,7 +58,7 @@ def clean_name(name) -> str:
 
 def _assemble(
     counts: dict[str, Counter], min_count: int, base: Vocab, top_relations: int | None = None,
-    drop_debris: bool = False, only_known: bool = False,
+    drop_debris: bool = False, only_known: bool = False, pairs: Counter | None = None, triples: Counter | None = None,
 ) -> Vocab:
     def keep(kind: str, limit: int | None = None) -> dict[str, int]:
         known = getattr(base, kind)
@@ -64,15 +70,20 @@ def _assemble(
         return dict(items[:limit] if limit else items)
 
     def label(kind: str, name: str) -> str:
-        # a name the base lacks takes its synonym head's label ("stripy" -> "striped": pattern)
+        # a name the base lacks takes its synonym head's label ("stripy" -> "striped": pattern), or
+        # its lemma's ("sits on" -> "sitting on": pose)
         known = getattr(base, kind)
-        return known.get(name) or known.get(base.head(kind, name), UNKNOWN)
+        return known.get(name) or known.get(base.head(kind, name)) or known.get(base.known(kind, name) or "", UNKNOWN)
 
     objects = keep("objects")
     attributes = keep("attributes")
     relations = keep("relations", top_relations)
     names = set(objects) | set(attributes) | set(relations)
     kept = {"objects": objects, "attributes": attributes, "relations": relations}
+    lemmas = {n: base.known("relations", n) or n for n in relations}
+    # co-occurrences of kept names only, each seen at least once (a rare pairing is still a seen one)
+    object_attributes = {(o, a): n for (o, a), n in (pairs or {}).items() if o in objects and a in attributes}
+    relation_triples = {(s, r, o): n for (s, r, o), n in (triples or {}).items() if s in objects and r in relations and o in objects}
     return Vocab(
         objects={n: label("objects", n) for n in objects},
         attributes={n: label("attributes", n) for n in attributes},
@@ -82,6 +93,13 @@ def _assemble(
         counts={"objects": objects, "attributes": attributes, "relations": relations},
         synonyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.synonyms.items()},
         hypernyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.hypernyms.items()},
+        categories=dict(base.categories),
+        applies_to={n: k for n, k in base.applies_to.items() if n in attributes},
+        kinds=dict(base.kinds),
+        symmetric=frozenset(n for n in relations if base.is_symmetric(n)),
+        symmetric_between={n: base.symmetric_between[lemmas[n]] for n in relations if lemmas[n] in base.symmetric_between},
+        object_attributes=object_attributes,
+        relation_triples=relation_triples,
     )
 
 
@@ -105,21 +123,32 @@ def build_from_graphs(
     attributes ("stripy cross": "cross", "stripy"), pronouns and bare prepositions not at all."""
     base = base or load_vocab()
     counts = {"objects": Counter(), "attributes": Counter(), "relations": Counter()}
+    pairs, triples = Counter(), Counter()
     for record in records:
         graph = record["graph"]
         if keep_debris:
-            for entity in graph["entities"]:
-                counts["objects"][clean_name(entity.get("lemma_head") or entity.get("head"))] += 1
+            lemmas = [clean_name(entity.get("lemma_head") or entity.get("head")) for entity in graph["entities"]]
+            for lemma, entity in zip(lemmas, graph["entities"]):
+                counts["objects"][lemma] += 1
                 counts["attributes"].update(clean_name(a) for a in entity.get("attributes") or [])
-            counts["relations"].update(clean_name(r.get("relation")) for r in graph.get("relations") or [])
+                pairs.update((lemma, clean_name(a)) for a in entity.get("attributes") or [])
+            for r in graph.get("relations") or []:
+                relation = clean_name(r.get("relation"))
+                counts["relations"][relation] += 1
+                triples[(lemmas[r["subject"]], relation, lemmas[r["object"]])] += 1  # indices checked by GraphRecord
             continue
         nodes = graph_nodes(graph, base)
         for node in nodes:
             if node is not None:
-                counts["objects"][clean_name(node["lemma"])] += 1
+                lemma = clean_name(node["lemma"])
+                counts["objects"][lemma] += 1
                 counts["attributes"].update(clean_name(a) for a in node["attributes"])
-        counts["relations"].update(clean_name(r.get("relation")) for r in usable_relations(graph, nodes))
-    return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known)
+                pairs.update((lemma, clean_name(a)) for a in node["attributes"])
+        for r in usable_relations(graph, nodes):
+            relation = clean_name(r.get("relation"))
+            counts["relations"][relation] += 1
+            triples[(clean_name(nodes[r["subject"]]["lemma"]), relation, clean_name(nodes[r["object"]]["lemma"]))] += 1
+    return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known, pairs=pairs, triples=triples)
 
 
 def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:

@@ -50,21 +50,24 @@ def sample(texts: Path, benchmarks: Path, out: Path, *extra: str) -> int:
 
 def test_sheet_hides_source_and_role_and_is_seeded(texts, real_benchmarks, tmp_path, capsys):
     assert sample(texts, real_benchmarks, tmp_path / "a") == 0
-    assert "wrote 26 items" in capsys.readouterr().out
+    assert "wrote 25 items" in capsys.readouterr().out
     sheet, key = read(tmp_path / "a" / "review_sheet.jsonl"), read(tmp_path / "a" / "review_key.jsonl")
-    assert [row["id"] for row in sheet] == [row["id"] for row in key] == [f"item-{i:02d}" for i in range(1, 27)]
+    assert [row["id"] for row in sheet] == [row["id"] for row in key] == [f"item-{i:02d}" for i in range(1, 26)]
     assert all(set(row) == {"id", "caption", "text"} for row in sheet)
     assert all(row["text"] == row["text"].lower() and not row["text"].endswith(".") for row in sheet)
     roles = [(row["source"], row["role"]) for row in key]
     assert roles.count(("mosaictool", "negative")) == 14 and roles.count(("mosaictool", "positive")) == 6
-    assert roles.count(("sugarcrepe", "negative")) == 6
+    assert roles.count(("sugarcrepe", "negative")) == 5  # all that SugarCrepe has for the drawn captions
     assert len(set(roles[:10])) > 1  # shuffled together, not one source after another
     # graph negatives spread over the transforms: no transform twice before every one that has items is drawn
-    per = {}
+    per, size = {}, {}
     for row in key:
         if row["role"] == "negative" and row["source"] == "mosaictool":
             per[row["stratum"]] = per.get(row["stratum"], 0) + 1
-    assert len(per) >= 5 and max(per.values()) - min(per.values()) <= 1
+            size[row["stratum"]] = row["population"]
+    left = [n for s, n in per.items() if n < size[s]]  # strata not drawn to the last item
+    assert len(per) >= 5 and left and max(left) - min(left) <= 1
+    assert all(n <= max(left) for s, n in per.items() if n == size[s])  # an exhausted stratum gave all it had
     # SugarCrepe's negatives are of the sampled captions only
     mine = {s["caption"] for s, k in zip(sheet, key) if k["source"] == "mosaictool"}
     assert all(s["caption"] in mine for s, k in zip(sheet, key) if k["source"] == "sugarcrepe")

@@ -203,3 +203,27 @@ def test_pipeline_end_to_end(tmp_path):
         assert all((n["key"] is None) == (n["kind"] == "text") for n in r["texts"]["negatives"])
         kinds = {n["kind"] for n in r["texts"]["negatives"]}
         assert kinds == {"graph", "text"}
+
+
+def test_articles_agree_after_a_replacement_and_categories_keep_english_order():
+    # COCO: "an old clock on a wall" -> a negative with "new" reads "a new clock", not "an new clock"
+    assert noun_phrase(node("clock", ["old"]), VOCAB) == "an old clock"
+    assert noun_phrase(node("clock", ["new"]), VOCAB) == "a new clock"
+    assert noun_phrase(node("apple", ["red"]), VOCAB) == "a red apple"
+    assert noun_phrase(node("apple"), VOCAB) == "an apple"
+    # opinion before cooking before colour: "a delicious grilled brown sausage"
+    assert noun_phrase(node("sausage", ["brown", "grilled", "delicious"]), VOCAB) == "a delicious grilled brown sausage"
+
+
+def test_rendered_negatives_have_agreeing_articles_and_single_spaces():
+    import re
+
+    from mosaictool.stages.negate import negate
+
+    records = [json.loads(line) for line in (Path(__file__).parent / "data" / "negate" / "input.jsonl").read_text().splitlines()]
+    texts = [n["text"] for r in template(negate(records, text_methods=("replace", "shuffle"))) for n in r["texts"]["negatives"]]
+    assert texts
+    for text in texts:
+        assert "  " not in text and text == text.strip(), text
+        for article, word in re.findall(r"\b(a|an) ([a-z][\w'-]*)", text, flags=re.IGNORECASE):
+            assert article.lower() == indefinite_article(word), text

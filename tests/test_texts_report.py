@@ -16,32 +16,26 @@ from mosaictool.stages.decompose import decompose
 from mosaictool.stages.negate import negate
 from mosaictool.stages.subgraph import canonical_key
 from mosaictool.stages.template import template
-from mosaictool.stages.texts_report import NO_COUNTS, NO_SYMMETRY, parse_key, report, summary_markdown
+from mosaictool.stages.texts_report import NO_COUNTS, parse_key, report, summary_markdown
 from mosaictool.vocab import Vocab, load
 
 DATA = Path(__file__).parent / "data"
 
 
 class CountingVocab(Vocab):
-    """A vocabulary with the co-occurrence counts and symmetric relations texts-report reads."""
+    """A vocabulary with co-occurrence counts (the tables `vocab build` writes) and, here, only "next
+    to" symmetric."""
 
-    seen_attributes = {("dog", "brown"), ("ball", "red")}
-    seen_triples = {("dog", "next to", "ball"), ("dog", "chasing", "ball")}
-
-    def attribute_count(self, obj: str, attr: str) -> int:
-        return 7 * ((obj, attr) in self.seen_attributes)
-
-    def relation_count(self, subj: str, rel: str, obj: str) -> int:
-        return 3 * ((subj, rel, obj) in self.seen_triples)
-
-    def is_symmetric(self, rel: str) -> bool:
+    def is_symmetric(self, rel: str, subj: str | None = None, obj: str | None = None) -> bool:
         return rel == "next to"
 
 
 def counting_vocab() -> CountingVocab:
     return CountingVocab(objects={"dog": "animal", "ball": "toy", "cat": "animal"},
                          attributes={"brown": "colour", "red": "colour", "blue": "colour"},
-                         relations={"next to": "spatial", "chasing": "action", "on": "spatial"})
+                         relations={"next to": "spatial", "chasing": "action", "on": "spatial"},
+                         object_attributes={("dog", "brown"): 7, ("ball", "red"): 7},
+                         relation_triples={("dog", "next to", "ball"): 3, ("dog", "chasing", "ball"): 3})
 
 
 def record(rid, negatives, caption_key="dog[brown] >next to> ball[red]"):
@@ -97,7 +91,7 @@ def test_without_counts_the_columns_say_so():
     result = report([record(1, [SWAP, BLUE])], load(), sample=1)
     assert result["rows"][0]["unseen"] is None and not result["has_counts"]
     text = summary_markdown(result)
-    assert f"| f_rel:swap | 1 | 0.0% | {NO_COUNTS} | {NO_SYMMETRY} |" in text
+    assert f"| f_rel:swap | 1 | 0.0% | {NO_COUNTS} | 100.0% |" in text  # the shipped vocabulary marks "next to" symmetric
     assert f"| f_attr:replace | 1 | 0.0% | {NO_COUNTS} | – |" in text
     # the methods without the tables behind them (a folder without count files) are no counts either
     empty = counting_vocab()
@@ -150,8 +144,9 @@ def test_cli_prints_the_table_and_writes_markdown_or_html(runner, tmp_path):
     result = runner.invoke(app, ["texts-report", str(texts), "--sample", "3", "-o", str(tmp_path / "r.md")])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("| transform | texts | out-of-vocabulary |") and "| positive:relation |" in result.stdout
-    # "The bathroom door is open with the light on." is parsed with no relation or attribute: no graph negative
-    assert "zero graph negatives: 1 of 11 (9.1%); of those whose graph had an attribute or relation: 0 of 10" in result.stdout
+    # "The bathroom door is open with the light on." is parsed with no relation or attribute: no graph negative;
+    # "An beautifully designed clock tower" has one, but negate leaves its unknown attribute alone
+    assert "zero graph negatives: 2 of 11 (18.2%); of those whose graph had an attribute or relation: 1 of 10" in result.stdout
     page = (tmp_path / "r.md").read_text()
     assert page.startswith(f"# Texts report: {texts}") and "### f_rel:swap (" in page
     assert "| id | caption | positive it changed | text |" in page

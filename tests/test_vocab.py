@@ -21,13 +21,13 @@ def test_default_vocabulary_meets_its_sizes():
     assert len(v.relations) >= 50
     assert len(v.antonym_pairs) >= 50
     assert {"colour", "size", "material", "shape", "texture", "state"} <= set(v.attributes_by_category)
-    assert {"spatial", "action"} <= set(v.relations_by_type)
+    assert {"spatial", "motion", "pose", "handling"} <= set(v.relations_by_type)
     # the synthetic world's shapes and attributes
     for shape in ("circle", "square", "triangle", "star", "heart", "ring", "cross", "diamond"):
         assert v.group(shape) == "shape", shape
     assert v.category("red") == "colour" and v.category("wooden") == "material" and v.category("small") == "size"
     assert v.category("striped") == "pattern" and v.category("fluffy") == "texture"
-    assert v.relation_type("to the left of") == "spatial" and v.relation_type("riding") == "action"
+    assert v.relation_type("to the left of") == "spatial" and v.relation_type("riding") == "motion"
 
 
 def test_every_antonym_is_in_the_vocabulary_and_symmetric():
@@ -82,7 +82,7 @@ def test_build_keeps_names_seen_min_count_times():
     v = build_from_graphs(records, min_count=3)  # blue: 2 (both entities of one record)
     assert v.objects == {"dog": "mammal", "frisbee": "sports"}
     assert v.attributes == {"red": "colour"}
-    assert v.relations == {"catching": "action"}
+    assert v.relations == {"catching": "handling"}
     assert v.counts["objects"]["dog"] == 4
 
 
@@ -121,7 +121,7 @@ def test_iter_json_array_streams_across_chunks(tmp_path):
 def test_cli_show():
     result = runner.invoke(app, ["vocab", "show"])
     assert result.exit_code == 0
-    assert "objects: 1380" in result.stdout and "colour" in result.stdout and "antonym pairs:" in result.stdout
+    assert f"objects: {len(load().objects)}" in result.stdout and "colour" in result.stdout and "antonym pairs:" in result.stdout
     listed = runner.invoke(app, ["vocab", "show", "--list", "relations"])
     assert "next to\tspatial" in listed.stdout.splitlines()
     bad = runner.invoke(app, ["vocab", "show", "--list", "nouns"])
@@ -219,3 +219,66 @@ def test_build_keeps_parser_debris_out_on_the_worlds_captions():
     assert "shape" in world.broader("objects", "star") and world.attributes["stripy"] == "texture"
     # a name the base lacks takes its synonym head's label
     assert build_from_graphs(graphs, min_count=1).attributes.get("stripy") == load().attributes["striped"]
+
+
+def test_build_counts_co_occurrences_and_keeps_the_base_rules(tmp_path):
+    # "a brown dog catching a red frisbee", three times
+    records = [_graph_record(i, ["dog", "frisbee"], ["brown"], ["catching"]) for i in range(3)]
+    v = build_from_graphs(records, min_count=1)
+    assert v.attribute_count("dog", "brown") == 3 and v.attribute_count("dog", "red") == 0
+    assert v.relation_count("dog", "catching", "frisbee") == 3 and v.relation_count("frisbee", "catching", "dog") == 0
+    assert v.categories == load().categories and v.kinds == load().kinds
+    save(v, tmp_path / "v")
+    assert (tmp_path / "v" / "object_attributes.tsv").read_text().splitlines() == [
+        "object\tattribute\tcount", "dog\tbrown\t3", "frisbee\tbrown\t3"]
+    assert (tmp_path / "v" / "relation_triples.tsv").read_text().splitlines() == [
+        "subject\trelation\tobject\tcount", "dog\tcatching\tfrisbee\t3"]
+    back = load(tmp_path / "v")
+    assert back.attribute_count("dog", "brown") == 3 and back.relation_count("dog", "catching", "frisbee") == 3
+    assert back.seen_relations("dog") == (("catching", "frisbee"),) and back.seen_attributes("dog") == ("brown",)
+    assert back.applies("brown", "dog") and back.is_exclusive("colour") and not back.is_exclusive("size")
+
+
+def test_symmetric_relations_survive_a_round_trip(tmp_path):
+    v = load()
+    assert v.is_symmetric("next to") and v.is_symmetric("beside") and v.is_symmetric("near")
+    assert v.is_symmetric("with") and v.is_symmetric("walking with", "man", "dog")
+    assert not v.is_symmetric("walking with", "man", "surfboard")
+    assert not v.is_symmetric("on") and not v.is_symmetric("to the left of")
+    save(v, tmp_path / "v")
+    back = load(tmp_path / "v")
+    assert back.symmetric == v.symmetric and back.symmetric_between == v.symmetric_between
+    assert back.applies_to == v.applies_to and back.categories == v.categories
+
+
+def test_categories_say_what_contradicts_and_what_fits():
+    v = load()
+    # "state" no longer mixes tastes, cooking and wear
+    assert v.category("delicious") == "taste" and v.category("boiled") == "cooking" and v.category("worn") == "state"
+    assert v.is_exclusive("colour") and v.is_exclusive("material") and not v.is_exclusive("size")
+    assert not v.is_exclusive("taste") and not v.is_exclusive("person") and v.is_exclusive("pose")
+    # "brand new" is no age of a kid; "burgundy" no colour of a dog; "black" is
+    assert not v.applies("brand new", "kid") and v.applies("young", "kid") and not v.applies("young", "door")
+    assert not v.applies("burgundy", "dog") and v.applies("black", "dog") and v.applies("burgundy", "shirt")
+    assert v.object_kind("baseball player") == "person" and v.object_kind("chalkboard") == "thing"
+
+
+def test_known_undoes_inflection_and_refuses_unknown_words():
+    v = load()
+    for word, name in (("holds", "holding"), ("sits on", "sitting on"), ("rides", "riding"), ("cuts", "cutting"),
+                       ("outside of", "outside"), ("older", "old"), ("bigger", "big"), ("happier", "happy")):
+        assert v.known("relations" if " " in word or word in ("holds", "rides", "cuts") else "attributes", word) == name, word
+    assert v.known("attributes", "fashioned") is None and v.known("relations", "prohibiting") is None
+
+
+def test_a_category_listed_twice_is_refused(tmp_path):
+    save(load(), tmp_path)
+    (tmp_path / "categories.tsv").write_text("category\texclusive\tapplies_to\ncolour\tyes\t*\ncolour\tno\t*\n")
+    with pytest.raises(MosaicError, match="categories.tsv: 'colour' is listed twice"):
+        load(tmp_path)
+
+
+def test_build_with_debris_counts_co_occurrences_too():
+    records = [_graph_record(i, ["dog", "frisbee"], ["brown"], ["catching"]) for i in range(2)]
+    v = build_from_graphs(records, min_count=1, keep_debris=True)
+    assert v.attribute_count("dog", "brown") == 2 and v.relation_count("dog", "catching", "frisbee") == 2

@@ -4,8 +4,28 @@ App. B), antonym pairs, and irregular plurals.
 A vocabulary is a folder of tab-separated files, each with a header line:
 
     objects.tsv      name  group     [count]   group = co-hyponym class (mammal, vehicle, shape, ...)
-    attributes.tsv   name  category  [count]   category = colour, size, material, texture, state, ...
-    relations.tsv    name  type      [count]   type = spatial, action, possessive, comparative
+    attributes.tsv   name  category  [count] [applies_to]
+                                               category = colour, size, material, texture, state, ...;
+                                               applies_to: object kinds (groups.tsv) it can describe,
+                                               comma-separated, "*" for any (blank: its category's)
+    relations.tsv    name  type      [count] [symmetric]
+                                               type = spatial, action, possessive, comparative;
+                                               symmetric "yes": "A r B" means "B r A" ("next to"); or
+                                               the object kinds both ends must be of ("playing with":
+                                               person,animal: "a man playing with a dog", not "a dog
+                                               playing with a frisbee")
+    categories.tsv   category  exclusive  applies_to  [basic_only]   (attribute categories and relation types)
+                                               optional; exclusive "yes": two members cannot both hold
+                                               ("red", "blue"), so any member contradicts another; "no":
+                                               only an antonym does ("big" / "small"; "large" ->
+                                               "massive" would not be false); basic_only "yes": only
+                                               members without a hypernym replace ("blue" for "maroon",
+                                               never "crimson"); an attribute whose applies_to is
+                                               "none" is never drawn and only an antonym replaces it
+    groups.tsv       group  kind               optional; object group -> kind (person, animal, food,
+                                               plant, place, body, thing) that applies_to names
+    object_attributes.tsv  object attribute count   optional; co-occurrences (`vocab build`)
+    relation_triples.tsv   subject relation object count   optional; co-occurrences (`vocab build`)
     antonyms.tsv     a     b                   optional; symmetric pairs of any of the three kinds
     plurals.tsv      singular  plural          optional; irregular plurals (the shipped list if absent)
     synonyms.tsv     kind  name  head          optional; `name` means the same as `head` (kind: objects,
@@ -16,6 +36,12 @@ A vocabulary is a folder of tab-separated files, each with a header line:
 Synonym groups and hypernyms keep negatives false: `negate` never replaces a word by one of its own
 group, its hypernyms or its hyponyms (`Vocab.unsafe`), and canonical sub-graph keys name a word by
 its group's head (`Vocab.head`), so that equal meaning gives equal keys.
+
+Categories and kinds keep a replacement a contradiction rather than a guess: "brand new" is no
+age of a person, "burgundy" no colour of a dog. Co-occurrence counts say what a corpus shows
+together (`attribute_count`, `relation_count`): `negate` prefers replacements seen with the object
+("a brown dog" -> "a black dog"), as Visual Genome's statistics would (MosaiCLIP App. B draws its
+sets N, A, R from VG).
 
 Names are lower-case; relations are written as they read between two noun phrases ("next to",
 "sitting on"). This folder holds the default vocabulary, written for mosaictool (no WordNet):
@@ -49,6 +75,106 @@ class Vocab:
     source: str = ""
     synonyms: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> name -> head
     hypernyms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # kind -> name -> hypernyms
+    categories: dict[str, dict] = field(default_factory=dict)  # category -> {exclusive, applies_to, basic_only}
+    applies_to: dict[str, frozenset[str]] = field(default_factory=dict)  # attribute -> kinds (overrides its category's)
+    kinds: dict[str, str] = field(default_factory=dict)  # object group -> kind
+    symmetric: frozenset[str] = frozenset()  # relations
+    symmetric_between: dict[str, frozenset[str]] = field(default_factory=dict)  # relation -> kinds of both ends
+    object_attributes: dict[tuple[str, str], int] = field(default_factory=dict)  # (object, attribute) -> count
+    relation_triples: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (subject, relation, object) -> count
+
+    # --- contradiction and plausibility ----------------------------------------------------------
+
+    def is_symmetric(self, relation: str, subj: str | None = None, obj: str | None = None) -> bool:
+        """Whether "A r B" means "B r A" ("next to", "near"): swapping its objects makes no negative.
+        A relation symmetric only between some kinds ("playing with": "a man playing with a dog", not
+        "a dog playing with a frisbee") is so when `subj` and `obj` are both of those kinds."""
+        name = self.known("relations", relation) or " ".join(relation.lower().split())
+        names = (name, self.head("relations", name))
+        if any(n in self.symmetric for n in names):
+            return True
+        kinds = next((self.symmetric_between[n] for n in names if n in self.symmetric_between), None)
+        return kinds is not None and subj is not None and obj is not None and {self.object_kind(subj), self.object_kind(obj)} <= kinds
+
+    def attribute_count(self, obj: str, attr: str) -> int:
+        """How often the corpus `vocab build` read showed `attr` on `obj` (0: never, or no counts)."""
+        return self.object_attributes.get((obj.lower(), attr.lower()), 0)
+
+    def relation_count(self, subj: str, rel: str, obj: str) -> int:
+        """How often the corpus showed "subj rel obj" (0: never, or no counts)."""
+        return self.relation_triples.get((subj.lower(), rel.lower(), obj.lower()), 0)
+
+    def is_general(self, kind: str, name: str) -> bool:
+        """Whether `name` is a broad word, the hypernym of five or more listed words ("food",
+        "animal", "vehicle"): a co-member of its group may well be one of its hyponyms that
+        hypernyms.tsv does not list ("a noodle" is food), so none safely contradicts it."""
+        return self.head(kind, name) in self._general(kind)
+
+    @functools.lru_cache(maxsize=None)
+    def _general(self, kind: str) -> frozenset[str]:
+        hyponyms: dict[str, int] = {}
+        for hypers in self._broader(kind).values():
+            for h in hypers:
+                hyponyms[h] = hyponyms.get(h, 0) + 1
+        return frozenset(h for h, n in hyponyms.items() if n >= 5)
+
+    def seen_relations(self, subj: str) -> tuple[tuple[str, str], ...]:
+        """(relation, object) pairs the corpus showed with `subj` as subject, in a fixed order."""
+        return self._by_subject.get(subj.lower(), ())
+
+    def seen_attributes(self, obj: str) -> tuple[str, ...]:
+        """Attributes the corpus showed on `obj`, in a fixed order."""
+        return self._by_object.get(obj.lower(), ())
+
+    @functools.cached_property
+    def _by_subject(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        out: dict[str, list] = {}
+        for s, r, o in sorted(self.relation_triples):
+            out.setdefault(s, []).append((r, o))
+        return {k: tuple(v) for k, v in out.items()}
+
+    @functools.cached_property
+    def _by_object(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list] = {}
+        for o, a in sorted(self.object_attributes):
+            out.setdefault(o, []).append(a)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def is_exclusive(self, category: str) -> bool:
+        """Whether any two members of `category` contradict each other (categories.tsv; yes if unlisted)."""
+        return self.categories.get(category, {}).get("exclusive", True)
+
+    def is_basic_only(self, category: str) -> bool:
+        """Whether only members without a hypernym replace others (categories.tsv basic_only)."""
+        return self.categories.get(category, {}).get("basic_only", False)
+
+    def object_kind(self, noun: str) -> str:
+        """person, animal, food, plant, place, body or thing (groups.tsv); a noun the vocabulary lacks
+        counts as a thing, as most unlisted nouns of captions are ("chalkboard", "decker bus")."""
+        return self.kinds.get(self.group(noun), "thing")
+
+    def applies(self, attr: str, obj: str) -> bool:
+        """Whether `attr` can describe `obj` at all: its own or its category's applies_to lists
+        `obj`'s kind ("young" a person or animal, "burgundy" no animal); true with no rule."""
+        attr = attr.lower()
+        kinds = self.applies_to.get(attr)
+        if kinds is None:
+            kinds = self.categories.get(self.attributes.get(attr, ""), {}).get("applies_to")
+        if kinds is None or "*" in kinds:
+            return True
+        return self.object_kind(obj) in kinds or self.group(obj) in kinds
+
+    def known(self, kind: str, word: str) -> str | None:
+        """The vocabulary's name for `word`, inflection undone where the word itself is unlisted
+        ("holds" -> "holding", "sits on" -> "sitting on", "older" -> "old"); None when unknown."""
+        table = getattr(self, kind)
+        word = " ".join(word.lower().split())
+        if word in table:
+            return word
+        if word in self.synonyms.get(kind, {}):
+            return word
+        forms = _relation_forms(word) if kind == "relations" else _attribute_forms(word) if kind == "attributes" else ()
+        return next((f for f in forms if f in table), None)
 
     def head(self, kind: str, name: str) -> str:
         """The head of `name`'s synonym group (the name itself when it has none)."""
@@ -189,6 +315,52 @@ class Vocab:
         }
 
 
+def _ing_forms(verb: str) -> list[str]:
+    """Present participles a verb form may have ("holds" -> "holding", "sits" -> "sitting", "rides"
+    -> "riding"), in a fixed order: every base form the -s ending allows, each with the three
+    spellings of -ing. The vocabulary lists relations as participles ("sitting on")."""
+    bases = [verb]
+    if verb.endswith("ies"):
+        bases.append(verb[:-3] + "y")
+    if verb.endswith("es"):
+        bases.append(verb[:-2])
+    if verb.endswith("s") and not verb.endswith("ss"):
+        bases.append(verb[:-1])
+    if verb.endswith("ed"):
+        bases += [verb[:-2], verb[:-1]]
+    out = []
+    for b in bases:
+        if len(b) < 2:
+            continue
+        out += [b + "ing", b[:-1] + "ing" if b.endswith("e") else b + "ing", b + b[-1] + "ing"]
+    return list(dict.fromkeys(out))
+
+
+def _relation_forms(relation: str) -> list[str]:
+    words = relation.split()
+    if not words:
+        return []
+    rest = words[1:]
+    forms = [" ".join([f, *rest]) for f in _ing_forms(words[0])]
+    if len(words) > 1 and words[-1] == "of":  # "inside of" reads as "inside"
+        forms.append(" ".join(words[:-1]))
+    return forms
+
+
+def _attribute_forms(attr: str) -> list[str]:
+    """Positive degree of a comparative or superlative ("older", "biggest", "happier")."""
+    out = []
+    for suffix in ("er", "est"):
+        if attr.endswith(suffix) and len(attr) > len(suffix) + 2:
+            stem = attr[: -len(suffix)]
+            out += [stem, stem + "e"]
+            if stem[-1] == stem[-2]:
+                out.append(stem[:-1])  # "bigger" -> "big"
+            if stem.endswith("i"):
+                out.append(stem[:-1] + "y")  # "happier" -> "happy"
+    return out
+
+
 def _group(mapping: dict[str, str]) -> dict[str, tuple[str, ...]]:
     out: dict[str, list[str]] = {}
     for name in sorted(mapping):
@@ -246,12 +418,15 @@ def _load(folder: Path) -> Vocab:
         raise MosaicError(f"{folder}: no such vocabulary folder (make one with `mosaictool vocab build` or `vocab import-vg`)")
     tables: dict[str, dict[str, str]] = {}
     counts: dict[str, dict[str, int]] = {}
+    applies_to: dict[str, frozenset[str]] = {}
+    symmetric: set[str] = set()
+    symmetric_between: dict[str, frozenset[str]] = {}
     for kind, column in _KINDS:
         path = folder / f"{kind}.tsv"
         if not path.exists():
             raise MosaicError(f"{path}: missing; a vocabulary folder needs objects.tsv, attributes.tsv and relations.tsv")
         table, kind_counts = {}, {}
-        for row in _read_tsv(path, ("name", column), ("count",)):
+        for row in _read_tsv(path, ("name", column), ("count", "applies_to", "symmetric")):
             name = row["name"].lower()
             if not name:
                 continue
@@ -259,6 +434,12 @@ def _load(folder: Path) -> Vocab:
             if table.get(name, label) != label:
                 raise MosaicError(f"{path}: {name!r} is listed twice, with {column} {table[name]!r} and {label!r}; keep one")
             table[name] = label
+            if row.get("applies_to"):
+                applies_to[name] = _kinds_cell(row["applies_to"])
+            if _yes(row.get("symmetric", "")):
+                symmetric.add(name)
+            elif row.get("symmetric"):
+                symmetric_between[name] = _kinds_cell(row["symmetric"])
             if row.get("count"):
                 try:
                     kind_counts[name] = int(row["count"])
@@ -288,6 +469,29 @@ def _load(folder: Path) -> Vocab:
         for r in _read_tsv(folder / "hypernyms.tsv", ("kind", "name", "hypernym")):
             table = hypernyms.setdefault(_kind(r["kind"], folder / "hypernyms.tsv"), {})
             table[r["name"].lower()] = table.get(r["name"].lower(), ()) + (r["hypernym"].lower(),)
+    categories = {}
+    if (folder / "categories.tsv").exists():
+        for r in _read_tsv(folder / "categories.tsv", ("category", "exclusive", "applies_to"), ("basic_only",)):
+            if r["category"].lower() in categories:
+                raise MosaicError(f"{folder / 'categories.tsv'}: {r['category']!r} is listed twice; keep one")
+            categories[r["category"].lower()] = {
+                "exclusive": _yes(r["exclusive"]),
+                "applies_to": _kinds_cell(r["applies_to"]) if r["applies_to"] else None,
+                "basic_only": _yes(r.get("basic_only", "")),
+            }
+    kinds = {}
+    if (folder / "groups.tsv").exists():
+        kinds = {r["group"].lower(): r["kind"].lower() for r in _read_tsv(folder / "groups.tsv", ("group", "kind"))}
+    object_attributes = {}
+    if (folder / "object_attributes.tsv").exists():
+        path = folder / "object_attributes.tsv"
+        for r in _read_tsv(path, ("object", "attribute", "count")):
+            object_attributes[(r["object"].lower(), r["attribute"].lower())] = _count(r["count"], path)
+    relation_triples = {}
+    if (folder / "relation_triples.tsv").exists():
+        path = folder / "relation_triples.tsv"
+        for r in _read_tsv(path, ("subject", "relation", "object", "count")):
+            relation_triples[(r["subject"].lower(), r["relation"].lower(), r["object"].lower())] = _count(r["count"], path)
     return Vocab(
         objects=tables["objects"],
         attributes=tables["attributes"],
@@ -298,7 +502,32 @@ def _load(folder: Path) -> Vocab:
         source=str(folder),
         synonyms=synonyms,
         hypernyms=hypernyms,
+        categories=categories,
+        applies_to=applies_to,
+        kinds=kinds,
+        symmetric=frozenset(symmetric),
+        symmetric_between=symmetric_between,
+        object_attributes=object_attributes,
+        relation_triples=relation_triples,
     )
+
+
+def _yes(cell: str) -> bool:
+    return cell.strip().lower() in ("yes", "true", "1")
+
+
+def _kinds_cell(cell: str) -> frozenset[str]:
+    return frozenset(k.strip().lower() for k in cell.split(",") if k.strip())
+
+
+def _count(cell: str, path: Path) -> int:
+    try:
+        value = int(cell)
+    except ValueError:
+        raise MosaicError(f"{path}: count {cell!r} is not an integer") from None
+    if value < 0:
+        raise MosaicError(f"{path}: count {cell!r} is negative")
+    return value
 
 
 def _kind(value: str, path: Path) -> str:
@@ -308,7 +537,8 @@ def _kind(value: str, path: Path) -> str:
 
 
 # the files `save` writes in a vocabulary folder
-FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv")
+FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv",
+         "categories.tsv", "groups.tsv", "object_attributes.tsv", "relation_triples.tsv")
 
 
 def save(vocab: Vocab, folder: str | os.PathLike) -> None:
@@ -319,11 +549,17 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
         table = getattr(vocab, kind)
         kind_counts = vocab.counts.get(kind, {})
         names = sorted(table, key=lambda n: (-kind_counts.get(n, 0), n))
-        lines = [f"name\t{column}" + ("\tcount" if kind_counts else "")]
+        extra = ("applies_to" if kind == "attributes" and vocab.applies_to
+                 else "symmetric" if kind == "relations" and (vocab.symmetric or vocab.symmetric_between) else "")
+        lines = [f"name\t{column}" + ("\tcount" if kind_counts else "") + (f"\t{extra}" if extra else "")]
         for name in names:
             line = f"{name}\t{table[name]}"
             if kind_counts:
                 line += f"\t{kind_counts.get(name, 0)}"
+            if extra == "applies_to":
+                line += "\t" + ",".join(sorted(vocab.applies_to.get(name, ())))
+            elif extra == "symmetric":
+                line += "\tyes" if name in vocab.symmetric else "\t" + ",".join(sorted(vocab.symmetric_between.get(name, ())))
             lines.append(line)
         _write_text(folder / f"{kind}.tsv", "\n".join(lines) + "\n")
     _write_text(folder / "antonyms.tsv", "a\tb\n" + "".join(f"{a}\t{b}\n" for a, b in vocab.antonym_pairs))
@@ -334,6 +570,21 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
     _write_text(folder / "hypernyms.tsv", "kind\tname\thypernym\n" + "".join(
         f"{kind}\t{name}\t{h}\n" for kind in sorted(vocab.hypernyms) for name, hs in sorted(vocab.hypernyms[kind].items()) for h in hs
     ))
+    if vocab.categories:
+        _write_text(folder / "categories.tsv", "category\texclusive\tapplies_to\tbasic_only\n" + "".join(
+            f"{c}\t{'yes' if r['exclusive'] else 'no'}\t{','.join(sorted(r['applies_to'] or ()))}\t{'yes' if r.get('basic_only') else ''}\n"
+            for c, r in sorted(vocab.categories.items())
+        ))
+    if vocab.kinds:
+        _write_text(folder / "groups.tsv", "group\tkind\n" + "".join(f"{g}\t{k}\n" for g, k in sorted(vocab.kinds.items())))
+    if vocab.object_attributes:
+        _write_text(folder / "object_attributes.tsv", "object\tattribute\tcount\n" + "".join(
+            f"{o}\t{a}\t{n}\n" for (o, a), n in sorted(vocab.object_attributes.items(), key=lambda x: (-x[1], x[0]))
+        ))
+    if vocab.relation_triples:
+        _write_text(folder / "relation_triples.tsv", "subject\trelation\tobject\tcount\n" + "".join(
+            f"{s}\t{r}\t{o}\t{n}\n" for (s, r, o), n in sorted(vocab.relation_triples.items(), key=lambda x: (-x[1], x[0]))
+        ))
 
 
 def _write_text(path: Path, text: str) -> None:

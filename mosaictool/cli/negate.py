@@ -27,6 +27,11 @@ def negate_cli(
         bool, typer.Option("--uniform",
                            help="Sample replacements from the whole vocabulary (the paper) instead of the same group/category/type.")
     ] = False,
+    unseen_rate: Annotated[
+        float, typer.Option(help="With a vocabulary from `vocab build` (co-occurrence counts): the share of replacements the "
+                            "corpus never showed with that object or relation, 0 to 1. E.g. --unseen-rate 0 turns "
+                            "'a brown dog' only into colours seen on dogs ('a black dog', never 'a burgundy dog').")
+    ] = 0.1,
     vocab: Annotated[Optional[str], typer.Option(help="Vocabulary folder (default: the shipped one).")] = None,
     seed: Annotated[int, typer.Option(help="Seed; every caption's draws depend only on (seed, id).")] = 0,
     text_key: Annotated[str, typer.Option(help="Field holding the caption (for --text).")] = "caption",
@@ -40,8 +45,12 @@ def negate_cli(
 
     Reads the output of `mosaictool decompose`; adds `negatives`. Graph negatives: f_obj
     (replace an object's attributes), f_attr (swap / replace attributes of two related objects),
-    f_rel (swap the objects, replace an object or the relation, join a random object), drawn by
-    category with --probs, at most --max per caption. Caption negatives with --text: NegCLIP
+    f_rel (swap the objects, replace an object or the relation, join an object), drawn by
+    category with --probs, at most --max per caption. A replacement contradicts what it replaces
+    (an antonym, or a mutually exclusive member of its category that fits the object); unknown
+    words are left alone; symmetric relations are never swapped; with a `vocab build` vocabulary,
+    replacements and joins the corpus has seen are preferred (--unseen-rate). A one-line summary
+    goes to stderr at the end. Caption negatives with --text: NegCLIP
     swaps, replace (antonym / co-hyponym), bigram shuffle, ARO's four order perturbations.
     Each negative records its transform, category, slot, from and to.
 
@@ -51,10 +60,15 @@ def negate_cli(
 
       mosaictool negate --text negclip,replace --vocab myvocab/ subgraphs.jsonl -o negs.parquet
     """
+    from mosaictool.stages.negate import NegateStats
+
+    stats = NegateStats()
     negatives = api.negate(input, max_negatives=max_negatives, probs=probs, text=text, uniform=uniform, vocab=vocab, seed=seed,
                            text_key=text_key, model=model, batch_size=batch_size, workers=workers, skip_bad=skip_bad,
-                           quiet=quiet)
+                           quiet=quiet, unseen_rate=unseen_rate, stats=stats)
     write_stage(negatives, input=input, output=output, reads=[*read_path("--vocab", vocab), *read_path("--model", model)])
+    if not quiet:
+        typer.echo(f"negate: {stats.line()}", err=True)
 
 
 def register(app: typer.Typer) -> None:
