@@ -1,0 +1,379 @@
+"""Repairs of SceneGraphParser's graph for real captions (COCO-style), after `graph_repair`.
+
+SceneGraphParser (sng; Wu et al. 2019, the parser of MosaiCLIP, Singh et al. 2023 Sec. 3.3) reads a
+relation only where a preposition hangs off a noun or a verb it expects, so real captions lose
+much of what they say. On hand-annotated COCO captions (tests/data/gold_graphs, scored by
+mosaictool.analysis.graph_score; docs/parse_quality.md) the regular misses are:
+
+- `pronouns`: a relative pronoun is an entity of its own ("a woman that is standing next to a cow"
+  gives "that" the relation); it stands for the noun its clause modifies. Other pronouns ("it",
+  "each other") name no new object and are dropped with their relations.
+- `framing`: quantity and framing nouns become the object ("a group of people" -> group); the
+  object is what they measure or frame (person), which takes over their relations.
+- `compounds`: compound nouns whose first word spaCy reads as an adjective ("light pole", "hot dog")
+  keep it in the noun; a noun before a participle or adjective belongs to it ("snow covered",
+  "home made").
+- `predicates`: an adjective after a copula is an attribute of the subject ("the bus is red"); a
+  verb with no object is an attribute of its subject ("a man is sitting", "men skiing").
+- `relations`: relations read from the dependency tree where sng drops or splits them: a verb
+  with its spatial phrase ("sitting on top of", "standing in front of", "parked next to"), passives
+  ("a car is parked in a field"), a copula after a long subject ("a train carrying coal is on the
+  tracks"), coordinated subjects ("a cat and a dog on a bed"), objects of verbs in relative and
+  participle clauses. A relation sng has between the same two entities is kept when the one read
+  here does not extend it ("next to" becomes "parked next to").
+
+Each is a function of the `graph_repair._Graph` being repaired, applied in `REPAIRS` order.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from mosaictool.stages.graph_repair import _Graph
+
+RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
+# Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
+PRONOUNS = frozenset({"it", "its", "they", "them", "he", "him", "she", "her", "this", "these", "those", "itself",
+                      "themselves", "himself", "herself", "other", "another", "one", "each", "something"})
+# Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
+FRAMING_NOUNS = frozenset({
+    "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
+    "piece", "slice", "variety", "assortment", "collection", "selection", "array", "bundle", "cluster", "crowd",
+    "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
+    "interior",
+    "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
+})
+# Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
+POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
+                            "centre", "end", "rear"})
+# Compound nouns whose first word spaCy tags as an adjective, besides the shipped vocabulary's.
+ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
+                                 "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
+                                 "french fries", "french fry", "red light", "green light"})
+MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
+                            "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion"})
+SUBJECT_DEPS = ("nsubj", "nsubjpass")
+# Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
+FRAMING_VERBS = frozenset({"shown", "seen", "pictured", "photographed", "depicted", "captured", "displayed", "visible"})
+
+
+@functools.cache
+def material_words() -> frozenset[str]:
+    """Nouns of material or food that make an attribute, not a compound noun, before a noun ("dirt
+    road": a road, dirt): the shipped vocabulary's material attributes and MATERIAL_NOUNS."""
+    from mosaictool.vocab import load
+
+    return frozenset(w for w, category in load().attributes.items() if category == "material") | MATERIAL_NOUNS
+
+
+@functools.cache
+def compound_nouns() -> frozenset[str]:
+    from mosaictool.vocab import load
+
+    return frozenset(w for w in load().objects if " " in w) | ADJECTIVE_COMPOUNDS
+
+
+def _entity_at(g: _Graph, i: int) -> int | None:
+    """The entity whose span holds token i (its head last: the one that ends at i + 1 first)."""
+    hits = [k for k in range(len(g.entities)) if g.bounds(k)[0] <= i < g.bounds(k)[1]]
+    return next((k for k in hits if g.bounds(k)[1] == i + 1), hits[0] if hits else None)
+
+
+def _head_token(g: _Graph, k: int):
+    return g.doc[g.bounds(k)[1] - 1]
+
+
+def _is_relative_pronoun(tok) -> bool:
+    return tok.lower_ in RELATIVE_PRONOUNS and tok.head.dep_ in ("relcl", "acl") and tok.head.head.i != tok.head.i
+
+
+def _measured(tok):
+    """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
+    if tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree]):
+        return None
+    for prep in tok.children:
+        if prep.dep_ == "prep" and prep.lower_ == "of":
+            obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+            if obj is not None:
+                return _measured(obj) or obj
+    return None
+
+
+def _redirect(g: _Graph, old: int, new: int) -> None:
+    """Relations of entity `old` become `new`'s (self-relations and repeats dropped); `old` goes."""
+    moved = [{**r, "subject": new if r["subject"] == old else r["subject"], "object": new if r["object"] == old else r["object"]}
+             for r in g.relations]
+    g.relations = [r for n, r in enumerate(moved) if r["subject"] != r["object"] and r not in moved[:n]]
+    g.drop({old})
+
+
+# --- the repairs ---------------------------------------------------------------------------------
+
+
+def pronouns(g: _Graph) -> None:
+    """A relative pronoun's entity becomes the noun its clause modifies; other pronouns go."""
+    k = 0
+    while k < len(g.entities):
+        tok = _head_token(g, k)
+        if tok.pos_ != "PRON" and tok.lower_ not in PRONOUNS | RELATIVE_PRONOUNS:
+            k += 1
+            continue
+        antecedent = _entity_at(g, tok.head.head.i) if _is_relative_pronoun(tok) else None
+        if antecedent is not None and antecedent != k:
+            _redirect(g, k, antecedent)
+        elif tok.lower_ in PRONOUNS | RELATIVE_PRONOUNS or tok.pos_ == "PRON" and tok.lower_ not in ("someone", "somebody"):
+            g.drop({k})
+        else:
+            k += 1
+            continue
+        k = 0  # indices moved
+
+
+def framing(g: _Graph) -> None:
+    """A framing noun's entity ("a group" of people) gives its relations to the measured noun's and goes."""
+    k = 0
+    while k < len(g.entities):
+        measured = _measured(_head_token(g, k))
+        target = _entity_at(g, measured.i) if measured is not None else None
+        if target is None or target == k:
+            k += 1
+            continue
+        _redirect(g, k, target)
+        k = 0
+
+
+def compounds(g: _Graph) -> None:
+    """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
+    noun right before an attribute ("snow" covered) joins the attribute."""
+    for k in range(len(g.entities)):
+        ent = g.entities[k]
+        head = _head_token(g, k)
+        mods = list(ent["modifiers"])
+        changed = False
+        prev = g.doc[head.i - 1] if head.i > 0 else None
+        if (prev is not None and f"{prev.lower_} {ent['lemma_head'].lower()}" in compound_nouns()
+                and any(m["span"] == prev.text and m["dep"] == "amod" for m in mods)):
+            mods = [m for m in mods if not (m["span"] == prev.text and m["dep"] == "amod")]
+            ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
+            changed = True
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        if len(words) > 1 and len(words) == len(lemmas) and ent["lemma_head"].lower() not in compound_nouns():
+            lead = 0
+            while lead < len(words) - 1 and lemmas[lead].lower() in material_words():
+                lead += 1
+            if lead:
+                mods += [{"dep": "amod", "span": w, "lemma_span": w_l} for w, w_l in zip(words[:lead], lemmas[:lead])]
+                ent = {**ent, "head": " ".join(words[lead:]), "lemma_head": " ".join(lemmas[lead:])}
+                changed = True
+        joined = []
+        for m in mods:
+            tok = _modifier_token(g, k, m)
+            before = g.doc[tok.i - 1] if tok is not None and tok.i > 0 else None
+            if (m["dep"] == "amod" and before is not None and before.head.i == tok.i and before.pos_ in ("NOUN", "PROPN")
+                    and before.dep_ in ("npadvmod", "compound", "nmod")):
+                m = {**m, "span": f"{before.text} {m['span']}", "lemma_span": f"{before.lemma_} {m['lemma_span']}"}
+                changed = True
+            joined.append(m)
+        if changed:
+            g.entities[k] = {**ent, "modifiers": joined,
+                             "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
+            g.changed = True
+
+
+def _modifier_token(g: _Graph, k: int, m: dict):
+    start, end = g.bounds(k)
+    head = g.doc[end - 1]
+    candidates = [t for t in g.doc[start:end] if t.text == m["span"]] + [t for t in head.children if t.text == m["span"]]
+    return candidates[0] if candidates else None
+
+
+def predicates(g: _Graph) -> None:
+    """Adjectives after a copula, and verbs with no object, are attributes of their subject."""
+    related_verbs = {t.i for t in g.doc if t.pos_ == "VERB" and any(c.dep_ in ("dobj", "prep", "agent", "dative", "advmod",
+                                                                              "xcomp", "ccomp", "prt", "attr", "acomp")
+                                                                   for c in t.children)}
+    for tok in g.doc:
+        words: list[str] = []
+        if tok.lemma_ == "be" and tok.dep_ == "ROOT":
+            # not a word of a spatial phrase: "the cross is right of the circle"
+            words = [a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ"
+                     for a in (c, *(x for x in c.children if x.dep_ == "conj" and x.pos_ == "ADJ")) if a.i not in g.in_phrases]
+        elif tok.pos_ == "VERB" and tok.i not in related_verbs and tok.tag_ in ("VBG", "VBN") and tok.dep_ != "amod":
+            words = [tok.lower_]
+        if not words:
+            continue
+        for subj in _subjects(tok):
+            k = _entity_of(g, subj)
+            if k is None:
+                continue
+            have = g.entities[k]["attributes"]
+            new = [w for w in words if w not in have]
+            if new:
+                ent = g.entities[k]
+                mods = ent["modifiers"] + [{"dep": "amod", "span": w, "lemma_span": w} for w in new]
+                g.entities[k] = {**ent, "modifiers": mods, "attributes": have + new}
+                g.changed = True
+
+
+def _subjects(verb) -> list:
+    """The subject tokens of a verb or copula: its nsubj (and their conjuncts), the noun a participle
+    or relative clause modifies, or the subject of the verb it is coordinated with."""
+    for c in verb.children:
+        if c.dep_ in SUBJECT_DEPS:
+            return [c, *c.conjuncts]
+    if verb.dep_ in ("acl", "relcl") and verb.head.i != verb.i:
+        return [verb.head, *(t for t in verb.head.conjuncts if t.i < verb.head.i)]
+    if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
+        return _subjects(verb.head)
+    return []
+
+
+def _entity_of(g: _Graph, tok) -> int | None:
+    """The entity a token names: its own, or for a relative pronoun or a framing noun without one,
+    the noun it stands for."""
+    seen = set()
+    while tok.i not in seen:
+        seen.add(tok.i)
+        k = _entity_at(g, tok.i)
+        if k is not None:
+            return k
+        if _is_relative_pronoun(tok):
+            tok = tok.head.head
+        elif (measured := _measured(tok)) is not None:
+            tok = measured
+    return None
+
+
+def _objects(tok) -> list:
+    return [tok, *tok.conjuncts]
+
+
+def _prepositional(prep) -> tuple[list[str], object] | None:
+    """The words of a spatial phrase that starts with preposition `prep` and its object token:
+    "on" + "top" + "of" + O -> (["on", "top", "of"], O); "next" + "to" + O; else ([prep], pobj)."""
+    obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+    if obj is None:
+        return None
+    if obj.lower_ in POSITION_NOUNS:
+        of = next((c for c in obj.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        inner = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+        if inner is not None:
+            det = [c.lower_ for c in obj.children if c.dep_ == "det"]
+            return [prep.lower_, *det, obj.lower_, "of"], inner
+    return [prep.lower_], obj
+
+
+def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
+    """(subject entity, relation, object entity) for every verb object and every preposition under a
+    verb or copula, as the caption words them (the verb, then its spatial phrase)."""
+    found = []
+    for tok in g.doc:
+        if tok.pos_ == "VERB" and tok.dep_ != "amod":
+            for c in tok.children:
+                if c.dep_ == "dobj":
+                    found += [(s, [tok.lower_], o) for s in _subjects(tok) for o in _objects(c)]
+        if tok.dep_ not in ("prep", "agent") or tok.pos_ != "ADP":
+            continue
+        read = _prepositional(tok)
+        if read is None:
+            continue
+        words, obj = read
+        gov = tok.head
+        if gov.lower_ in ("next", "close") and gov.dep_ == "advmod":
+            words, gov = [gov.lower_, *words], gov.head
+        if gov.pos_ == "VERB" and gov.dep_ != "amod":
+            # the verb is part of the relation unless it has an object of its own ("a man plays tennis
+            # in front of an audience": man "in front of" audience) or only frames ("is shown in")
+            if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
+                words = [gov.lower_, *words]
+        elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
+            continue
+        subjects = _subjects(gov)
+        if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
+            found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
+        else:
+            found += [(s, words, o) for s in subjects for o in _objects(obj)]
+    out = []
+    for s, words, o in found:
+        ks, ko = _entity_of(g, s), _entity_of(g, o)
+        if ks is not None and ko is not None and ks != ko:
+            out.append((ks, " ".join(words), ko))
+    return out + _possessives(g)
+
+
+def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
+    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"its"/"their" + noun, the owner of a
+    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man)."""
+    out = []
+    for tok in g.doc:
+        if tok.dep_ != "poss":
+            continue
+        owner = tok
+        if tok.pos_ == "PRON":
+            verb = next((a for a in tok.ancestors if a.pos_ in ("VERB", "AUX")), None)
+            subjects = _subjects(verb) if verb is not None else []
+            if not subjects:
+                continue
+            owner = subjects[0]
+        kt, ko = _entity_of(g, tok.head), _entity_of(g, owner)
+        if kt is not None and ko is not None and kt != ko:
+            out.append((kt, "of", ko))
+    return out
+
+
+def relations(g: _Graph) -> None:
+    """Relations read from the dependency tree (`_read_relations`) join sng's: one that extends sng's
+    relation between the same two entities ("parked next to" for "next to") replaces it, one between
+    two entities sng does not relate is added; coordinated subjects share a relation on a noun
+    ("a cat and a dog on a bed")."""
+    read = _read_relations(g)
+    # a preposition has one governor: sng's relation through the same preposition to the same
+    # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
+    governed = {(o, rel.split()[-1]): s for s, rel, o in read}
+    kept = [r for r in g.relations if governed.get((r["object"], _last_word(r["relation"])), r["subject"]) == r["subject"]]
+    if len(kept) != len(g.relations):
+        g.relations, g.changed = kept, True
+    read += _coordinated(g)
+    for s, rel, o in read:
+        between = [n for n, r in enumerate(g.relations) if (r["subject"], r["object"]) == (s, o)]
+        if not between:
+            g.relations.append({"subject": s, "object": o, "relation": rel, "lemma_relation": _lemma(g, rel)})
+            g.changed = True
+            continue
+        for n in between:
+            r = g.relations[n]
+            old = r["relation"].lower()
+            if r["subject"] == s and rel != old and rel.endswith(" " + old):
+                g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
+                g.changed = True
+
+
+def _last_word(relation: str) -> str:
+    words = relation.lower().split()
+    return words[-1] if words else ""
+
+
+def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
+    """(first, relation, object) for each relation of a noun coordinated with an earlier one ("a cat
+    and a dog on a bed": the dog's "on" is the cat's too), when the preposition hangs off the noun."""
+    out = []
+    for r in g.relations:
+        head = _head_token(g, r["subject"])
+        if head.dep_ != "conj" or head.head.pos_ not in ("NOUN", "PROPN"):
+            continue
+        obj_head = _head_token(g, r["object"])
+        if not any(p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
+            continue
+        first = _entity_at(g, head.head.i)
+        if first is not None and first not in (r["subject"], r["object"]):
+            out.append((first, r["relation"], r["object"]))
+    return out
+
+
+def _lemma(g: _Graph, rel: str) -> str:
+    lemmas = {t.lower_: t.lemma_ for t in g.doc}
+    return " ".join(lemmas.get(w, w) for w in rel.split())
+
+
+REPAIRS = {"pronouns": pronouns, "framing": framing, "compounds": compounds, "predicates": predicates,
+           "relations": relations}
