@@ -43,15 +43,26 @@ FRAMING_NOUNS = frozenset({
     "interior",
     "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
 })
+PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",
+                           "view", "closeup", "close-up"})
+# Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display".
+IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
+                    ("at", "night")})
 # Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
 POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
-                            "centre", "end", "rear"})
+                            "centre", "end", "rear", "corner", "foreground", "background"})
+# Events and activities named by a noun: not depicted objects ("a man plays tennis", "taking a swing").
+EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "football", "volleyball", "hockey",
+                         "polo", "cricket", "rugby", "swing", "fight", "selfie", "look", "kiss", "pitch", "game", "match",
+                         "ride", "break", "turn", "nap", "walk", "jump", "trick", "bite", "sip", "color", "colour",
+                         "pose", "stroll", "lunch", "dinner", "breakfast"})
 # Compound nouns whose first word spaCy tags as an adjective, besides the shipped vocabulary's.
 ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
                                  "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
                                  "french fries", "french fry", "red light", "green light"})
 MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
-                            "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion"})
+                            "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
+                            "baby", "adult", "plaid", "round"})
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
 # Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
 FRAMING_VERBS = frozenset({"shown", "seen", "pictured", "photographed", "depicted", "captured", "displayed", "visible"})
@@ -118,7 +129,15 @@ def pronouns(g: _Graph) -> None:
         if tok.pos_ != "PRON" and tok.lower_ not in PRONOUNS | RELATIVE_PRONOUNS:
             k += 1
             continue
-        antecedent = _entity_at(g, tok.head.head.i) if _is_relative_pronoun(tok) else None
+        if _is_relative_pronoun(tok):
+            antecedent = _entity_at(g, tok.head.head.i)
+        elif tok.dep_ in SUBJECT_DEPS and tok.lower_ in SUBJECT_PRONOUNS:
+            # "a dog looks interested as he sits in the front seat": the last subject before it
+            antecedent = next((n for n in reversed(range(k)) if _head_token(g, n).dep_ in (*SUBJECT_DEPS, "ROOT")
+                               and _head_token(g, n).pos_ in ("NOUN", "PROPN")), None)
+        else:
+            noun = _object_pronoun_antecedent(tok)
+            antecedent = _entity_at(g, noun.i) if noun is not None else None
         if antecedent is not None and antecedent != k:
             _redirect(g, k, antecedent)
         elif tok.lower_ in PRONOUNS | RELATIVE_PRONOUNS or tok.pos_ == "PRON" and tok.lower_ not in ("someone", "somebody"):
@@ -129,11 +148,39 @@ def pronouns(g: _Graph) -> None:
         k = 0  # indices moved
 
 
+OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
+SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
+
+
+def _object_pronoun_antecedent(tok):
+    """The noun "it"/"them" after a preposition stands for: in "a chair with an umbrella on top of it"
+    the noun the with-phrase hangs off (chair); in "a bathroom has a shower in it" the verb's subject."""
+    if tok.lower_ not in OBJECT_PRONOUNS or tok.dep_ != "pobj":
+        return None
+    chain = [a for a in tok.ancestors if a.pos_ != "ADP" and a.lower_ not in POSITION_NOUNS]
+    if not chain:
+        return None
+    governor = chain[0]
+    if governor.pos_ in ("VERB", "AUX"):
+        subjects = _subjects(governor)
+        return subjects[0] if subjects else None
+    return next((a for a in chain[1:] if a.pos_ in ("NOUN", "PROPN")), None)
+
+
 def framing(g: _Graph) -> None:
-    """A framing noun's entity ("a group" of people) gives its relations to the measured noun's and goes."""
+    """A framing noun's entity ("a group" of people) gives its relations to the measured noun's and goes;
+    the picture of "in the picture" goes."""
     k = 0
     while k < len(g.entities):
-        measured = _measured(_head_token(g, k))
+        tok = _head_token(g, k)
+        if _position(g, k):
+            k = 0
+            continue
+        if _not_an_object(tok) and not any(r["subject"] == k for r in g.relations):
+            g.drop({k})
+            k = 0
+            continue
+        measured = _measured(tok)
         target = _entity_at(g, measured.i) if measured is not None else None
         if target is None or target == k:
             k += 1
@@ -142,9 +189,42 @@ def framing(g: _Graph) -> None:
         k = 0
 
 
+def _not_an_object(tok) -> bool:
+    """A picture that frames ("pose for a picture", "the scene is shadowy"), an event or activity
+    ("plays tennis", "taking a swing"), or a noun of an idiom ("for sale")."""
+    lemma = tok.lemma_.lower()
+    return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS)
+
+
+def _position(g: _Graph, k: int) -> bool:
+    """Entity k, a place noun ("the corner" of a room, "the middle"), is no object: S -p-> corner -of-> X
+    becomes S -"p the corner of"-> X, corner -of-> X alone gives its relations to X, and a place noun
+    with no "of" goes. Returns whether the graph changed."""
+    tok = _head_token(g, k)
+    if tok.lemma_.lower() not in POSITION_NOUNS or g.entities[k]["head"].lower() != tok.lower_:
+        return False
+    of = [n for n, r in enumerate(g.relations) if r["subject"] == k and r["relation"].lower() == "of"]
+    into = [n for n, r in enumerate(g.relations) if r["object"] == k]
+    if not of:
+        g.drop({k})
+        return True
+    whole = g.relations[of[0]]["object"]
+    if len(into) == 1 and len(of) == 1:
+        r = g.relations[into[0]]
+        det = [c.lower_ for c in tok.children if c.dep_ == "det"]
+        text = " ".join([r["relation"], *det, tok.lower_, "of"])
+        g.relations[into[0]] = {**r, "object": whole, "relation": text, "lemma_relation": text}
+        del g.relations[of[0]]
+    _redirect(g, k, whole)
+    return True
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
-    noun right before an attribute ("snow" covered) joins the attribute."""
+    noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
+    a head are attributes ("dirt road": road, dirt; "baby elephant"); a head that ends in a participle
+    spaCy took for a noun ("giraffe standing") ends before it."""
     for k in range(len(g.entities)):
         ent = g.entities[k]
         head = _head_token(g, k)
@@ -157,6 +237,10 @@ def compounds(g: _Graph) -> None:
             ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
             changed = True
         words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        if len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed:
+            words, lemmas = words[:-1], lemmas[:-1]
+            ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
+            changed = True
         if len(words) > 1 and len(words) == len(lemmas) and ent["lemma_head"].lower() not in compound_nouns():
             lead = 0
             while lead < len(words) - 1 and lemmas[lead].lower() in material_words():
@@ -221,10 +305,15 @@ def _subjects(verb) -> list:
     for c in verb.children:
         if c.dep_ in SUBJECT_DEPS:
             return [c, *c.conjuncts]
-    if verb.dep_ in ("acl", "relcl") and verb.head.i != verb.i:
-        return [verb.head, *(t for t in verb.head.conjuncts if t.i < verb.head.i)]
+    if (verb.dep_ in ("acl", "relcl") or verb.dep_ == "xcomp" and verb.head.pos_ in ("NOUN", "PROPN")) and verb.head.i != verb.i:
+        noun = verb.head
+        if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
+            noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
+        return [noun, *(t for t in noun.conjuncts if t.i < noun.i)]
     if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
         return _subjects(verb.head)
+    if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
+        return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
 
 
@@ -239,9 +328,23 @@ def _entity_of(g: _Graph, tok) -> int | None:
             return k
         if _is_relative_pronoun(tok):
             tok = tok.head.head
+        elif (noun := _object_pronoun_antecedent(tok)) is not None:
+            tok = noun
         elif (measured := _measured(tok)) is not None:
             tok = measured
     return None
+
+
+def _entity_or_new(g: _Graph, tok) -> int | None:
+    """`_entity_of` the token, or a new entity of the noun and the words before it that modify it
+    (spaCy chunks no noun phrase in "giraffe standing on green grass")."""
+    k = _entity_of(g, tok)
+    if k is not None or tok.pos_ not in ("NOUN", "PROPN"):
+        return k
+    start = min([tok.i, *(c.i for c in tok.lefts if c.dep_ in ("det", "amod", "compound", "nummod"))])
+    if any(_entity_at(g, i) is not None for i in range(start, tok.i + 1)):
+        return None
+    return g.add(start, tok.i + 1)
 
 
 def _objects(tok) -> list:
@@ -289,13 +392,17 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
         elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
             continue
         subjects = _subjects(gov)
-        if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
+        dobjs = [d for c in gov.children if c.dep_ == "dobj" for d in _objects(c)]
+        if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
+            # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
+            found += [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+        elif obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
             found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
         else:
             found += [(s, words, o) for s in subjects for o in _objects(obj)]
     out = []
     for s, words, o in found:
-        ks, ko = _entity_of(g, s), _entity_of(g, o)
+        ks, ko = _entity_of(g, s) if s.pos_ == "PRON" else _entity_or_new(g, s), _entity_of(g, o)
         if ks is not None and ko is not None and ks != ko:
             out.append((ks, " ".join(words), ko))
     return out + _possessives(g)
@@ -354,19 +461,23 @@ def _last_word(relation: str) -> str:
 
 
 def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
-    """(first, relation, object) for each relation of a noun coordinated with an earlier one ("a cat
-    and a dog on a bed": the dog's "on" is the cat's too), when the preposition hangs off the noun."""
+    """Relations that coordination shares: a relation of a noun coordinated with an earlier one ("a cat
+    and a dog on a bed": the dog's "on" is the cat's too) when the preposition hangs off the noun, and
+    a relation into a noun is one into every noun coordinated with it ("a bathroom with a sink, tub
+    and toilet": sng stops after the second)."""
     out = []
     for r in g.relations:
         head = _head_token(g, r["subject"])
-        if head.dep_ != "conj" or head.head.pos_ not in ("NOUN", "PROPN"):
-            continue
         obj_head = _head_token(g, r["object"])
-        if not any(p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
-            continue
-        first = _entity_at(g, head.head.i)
-        if first is not None and first not in (r["subject"], r["object"]):
-            out.append((first, r["relation"], r["object"]))
+        if head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and any(
+                p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
+            first = _entity_at(g, head.head.i)
+            if first is not None and first not in (r["subject"], r["object"]):
+                out.append((first, r["relation"], r["object"]))
+        for tok in obj_head.conjuncts:
+            k = _entity_at(g, tok.i)
+            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN"):
+                out.append((r["subject"], r["relation"], k))
     return out
 
 
