@@ -11,14 +11,15 @@ Both are reduced to the same tuples, then counted:
 - attribute: (object, attribute) with both lemmatised. Predicted attributes are the entity's
   `attributes` plus its counts (`nummod` modifiers: "two"), as the gold schema counts them.
 - relation: (subject, predicate, object). The predicate is normalised: lower-cased, split on spaces,
-  articles ("a", "an", "the") and forms of "be" dropped, each remaining word lemmatised as a verb.
+  articles ("a", "an", "the") and forms of "be" dropped, the rest lemmatised (below).
   Gold: `predicate`; predicted: `relation`.
 
 Lemmatisation is word by word with spaCy's English rule lemmatiser (the tables of the parse model):
 a name's last word as a plural noun ("teddy bears" -> "teddy bear", "men" -> "man"), kept as
 written when that gives no known noun lemma but the word is one ("bus", not "bu");
-"people"/"persons" -> "person"; an attribute's words and a predicate's words as verbs ("sitting"
--> "sit", "parked" -> "park"). Everything is lower-cased.
+"people"/"persons" -> "person"; an attribute's words as adjectives ("bigger" -> "big"); a predicate's
+words as verbs ("sitting" -> "sit", "parked" -> "park") except the words of spatial phrases
+(`PREPOSITION_WORDS`: "left" stays "left"). Everything is lower-cased.
 The same function reads both sides, so a lemmatiser quirk cannot create or hide a match.
 
 Matching, per caption, then micro-averaged over the set (summed counts, one precision, recall, F1):
@@ -70,14 +71,14 @@ def _lemmatiser():
 
 @functools.cache
 def lemma(word: str, pos: str) -> str:
-    """`word` (one word, lower case) lemmatised as `pos` (NOUN: a plural noun unless it is a noun lemma
-    already; VERB) by spaCy's English rule lemmatiser."""
+    """`word` (one word, lower case) lemmatised as `pos` (NOUN, VERB, ADJ) by spaCy's English rule
+    lemmatiser; a noun is kept when the rules give no known noun but the word is one ("bus")."""
     from spacy.tokens import Doc
 
     if pos == "NOUN" and word in PERSON:
         return "person"
     vocab, lemmatizer, nouns = _lemmatiser()
-    doc = Doc(vocab, words=[word], pos=[pos], tags=["NNS" if pos == "NOUN" else "VBG"])
+    doc = Doc(vocab, words=[word], pos=[pos], tags=[{"NOUN": "NNS", "VERB": "VBG", "ADJ": "JJR"}[pos]])
     lemmatizer(doc)
     found = doc[0].lemma_.lower() or word
     if pos == "NOUN" and found not in nouns and word in nouns:
@@ -94,13 +95,15 @@ def name_lemma(name: str) -> str:
 
 
 def words_lemma(text: str) -> str:
-    """An attribute: lower case, each word lemmatised as a verb ("snow covered" -> "snow cover")."""
-    return " ".join(lemma(w, "VERB") for w in text.lower().split())
+    """An attribute: lower case, each word lemmatised as an adjective ("bigger" -> "big")."""
+    return " ".join(lemma(w, "ADJ") for w in text.lower().split())
 
 
 def predicate_lemma(text: str) -> str:
-    """A predicate: lower case, articles and forms of "be" dropped, each word lemmatised as a verb."""
-    return " ".join(lemma(w, "VERB") for w in text.lower().split() if w not in ARTICLES and w not in BE)
+    """A predicate: lower case, articles and forms of "be" dropped, each word but those of spatial
+    phrases (`PREPOSITION_WORDS`: "left" stays "left") lemmatised as a verb."""
+    return " ".join(w if w in PREPOSITION_WORDS else lemma(w, "VERB")
+                    for w in text.lower().split() if w not in ARTICLES and w not in BE)
 
 
 def predicate_keys(predicate: str) -> frozenset[str]:
