@@ -64,6 +64,13 @@ MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "h
                             "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
                             "baby", "adult", "plaid", "round"})
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
+# Words spaCy reads as adjectives that say nothing about the object (gold schema: "other" is no attribute).
+NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "very", "some"})
+# Participles that make one attribute with the adjective before them ("nice looking", "various colored").
+COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
+INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
+# Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
+PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
 # Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
 FRAMING_VERBS = frozenset({"shown", "seen", "pictured", "photographed", "depicted", "captured", "displayed", "visible"})
 
@@ -249,19 +256,46 @@ def compounds(g: _Graph) -> None:
                 mods += [{"dep": "amod", "span": w, "lemma_span": w_l} for w, w_l in zip(words[:lead], lemmas[:lead])]
                 ent = {**ent, "head": " ".join(words[lead:]), "lemma_head": " ".join(lemmas[lead:])}
                 changed = True
-        joined = []
+        joined, inside = [], set()
         for m in mods:
             tok = _modifier_token(g, k, m)
-            before = g.doc[tok.i - 1] if tok is not None and tok.i > 0 else None
-            if (m["dep"] == "amod" and before is not None and before.head.i == tok.i and before.pos_ in ("NOUN", "PROPN")
-                    and before.dep_ in ("npadvmod", "compound", "nmod")):
-                m = {**m, "span": f"{before.text} {m['span']}", "lemma_span": f"{before.lemma_} {m['lemma_span']}"}
+            start = _attribute_start(tok) if m["dep"] == "amod" and tok is not None else None
+            if start is not None:
+                span = g.doc[start:tok.i + 1]
+                m = {**m, "span": span.text, "lemma_span": span.lemma_}
+                inside |= set(range(start, tok.i))
                 changed = True
-            joined.append(m)
+            elif m["dep"] == "amod" and m["span"].lower() in NOT_ATTRIBUTES:
+                changed = True
+                continue
+            joined.append((tok, m))
+        joined = [m for tok, m in joined if tok is None or tok.i not in inside]
         if changed:
             g.entities[k] = {**ent, "modifiers": joined,
                              "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
             g.changed = True
+
+
+def _attribute_start(tok) -> int | None:
+    """Where an attribute that is more than its word starts: a noun before it ("snow covered", "brand
+    new"), or an adjective or adverb before a participle ("nice looking", "different colored",
+    "tree-lined"); None when it is one word."""
+    if tok.i == 0:
+        return None
+    before = tok.doc[tok.i - 1]
+    if (tok.lower_ in COMPOUND_PARTICIPLES and before.pos_ == "ADJ" and before.head.i == tok.head.i
+            and before.dep_ == tok.dep_ == "amod"):
+        return before.i  # "a nice looking cake": spaCy hangs both words off the noun
+    lefts = [c for c in tok.lefts if c.dep_ in ("npadvmod", "compound", "nmod", "advmod", "amod", "punct")]
+    if not lefts:
+        return None
+    if before.pos_ in ("NOUN", "PROPN") and before.head.i == tok.i and before.dep_ in ("npadvmod", "compound", "nmod"):
+        return before.i
+    if tok.tag_ in ("VBN", "VBG") and before.head.i == tok.i and before.lower_ not in INTENSIFIERS and (
+            before.pos_ in ("ADJ", "ADV", "NOUN") and tok.lower_ in COMPOUND_PARTICIPLES or before.text == "-"):
+        start = min(c.left_edge.i for c in lefts if c.i >= before.i - 1)
+        return start if start < tok.i else None
+    return None
 
 
 def _modifier_token(g: _Graph, k: int, m: dict):
@@ -272,18 +306,18 @@ def _modifier_token(g: _Graph, k: int, m: dict):
 
 
 def predicates(g: _Graph) -> None:
-    """Adjectives after a copula, and verbs with no object, are attributes of their subject."""
-    related_verbs = {t.i for t in g.doc if t.pos_ == "VERB" and any(c.dep_ in ("dobj", "prep", "agent", "dative", "advmod",
-                                                                              "xcomp", "ccomp", "prt", "attr", "acomp")
-                                                                   for c in t.children)}
+    """Adjectives after a copula ("the bus is red", "is not visible"), verbs with no object ("a man is
+    sitting", "kneeling down") and verbs whose object is an activity ("plays tennis") are attributes
+    of their subject."""
     for tok in g.doc:
         words: list[str] = []
         if tok.lemma_ == "be" and tok.dep_ == "ROOT":
             # not a word of a spatial phrase: "the cross is right of the circle"
-            words = [a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ"
+            neg = "not " if any(c.dep_ == "neg" for c in tok.children) else ""
+            words = [neg + a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ"
                      for a in (c, *(x for x in c.children if x.dep_ == "conj" and x.pos_ == "ADJ")) if a.i not in g.in_phrases]
-        elif tok.pos_ == "VERB" and tok.i not in related_verbs and tok.tag_ in ("VBG", "VBN") and tok.dep_ != "amod":
-            words = [tok.lower_]
+        elif tok.pos_ == "VERB" and tok.dep_ != "amod" and tok.lower_ not in FRAMING_VERBS:
+            words = _verb_attribute(tok)
         if not words:
             continue
         for subj in _subjects(tok):
@@ -297,6 +331,23 @@ def predicates(g: _Graph) -> None:
                 mods = ent["modifiers"] + [{"dep": "amod", "span": w, "lemma_span": w} for w in new]
                 g.entities[k] = {**ent, "modifiers": mods, "attributes": have + new}
                 g.changed = True
+
+
+def _verb_attribute(verb) -> list[str]:
+    """The attribute a verb gives its subject: the verb (with its particle) when it has no object,
+    complement or prepositional phrase; the verb and its object when that is an activity."""
+    kids = list(verb.children)
+    if any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
+        return []
+    objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
+    if objects:
+        if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
+            return [verb.doc[verb.i:objects[0].i + 1].text.lower()]
+        return []
+    particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
+    if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
+        return []
+    return [" ".join([verb.lower_, *(c.lower_ for c in particles)])]
 
 
 def _subjects(verb) -> list:

@@ -8,8 +8,8 @@ A gold record (tests/data/gold_graphs/*.jsonl, docs/gold_graphs.md) is
 Both are reduced to the same tuples, then counted:
 
 - object: the lemmatised name. Gold: `name`. Predicted: the entity's `head` (its compound nouns kept).
-- attribute: (object, attribute) with both lemmatised. Predicted attributes are the entity's
-  `attributes` plus its counts (`nummod` modifiers: "two"), as the gold schema counts them.
+- attribute: (object, attribute), the object lemmatised, the attribute lower-cased. Predicted
+  attributes are the entity's `attributes` plus its counts (`nummod` modifiers: "two"), as the gold schema counts them.
 - relation: (subject, predicate, object). The predicate is normalised: lower-cased, split on spaces,
   articles ("a", "an", "the") and forms of "be" dropped, the rest lemmatised (below).
   Gold: `predicate`; predicted: `relation`.
@@ -17,7 +17,7 @@ Both are reduced to the same tuples, then counted:
 Lemmatisation is word by word with spaCy's English rule lemmatiser (the tables of the parse model):
 a name's last word as a plural noun ("teddy bears" -> "teddy bear", "men" -> "man"), kept as
 written when that gives no known noun lemma but the word is one ("bus", not "bu");
-"people"/"persons" -> "person"; an attribute's words as adjectives ("bigger" -> "big"); a predicate's
+"people"/"persons" -> "person"; an attribute is only lower-cased (`words_lemma`); a predicate's
 words as verbs ("sitting" -> "sit", "parked" -> "park") except the words of spatial phrases
 (`PREPOSITION_WORDS`: "left" stays "left"). Everything is lower-cased.
 The same function reads both sides, so a lemmatiser quirk cannot create or hide a match.
@@ -71,14 +71,14 @@ def _lemmatiser():
 
 @functools.cache
 def lemma(word: str, pos: str) -> str:
-    """`word` (one word, lower case) lemmatised as `pos` (NOUN, VERB, ADJ) by spaCy's English rule
+    """`word` (one word, lower case) lemmatised as `pos` (NOUN, VERB) by spaCy's English rule
     lemmatiser; a noun is kept when the rules give no known noun but the word is one ("bus")."""
     from spacy.tokens import Doc
 
     if pos == "NOUN" and word in PERSON:
         return "person"
     vocab, lemmatizer, nouns = _lemmatiser()
-    doc = Doc(vocab, words=[word], pos=[pos], tags=[{"NOUN": "NNS", "VERB": "VBG", "ADJ": "JJR"}[pos]])
+    doc = Doc(vocab, words=[word], pos=[pos], tags=["NNS" if pos == "NOUN" else "VBG"])
     lemmatizer(doc)
     found = doc[0].lemma_.lower() or word
     if pos == "NOUN" and found not in nouns and word in nouns:
@@ -95,8 +95,9 @@ def name_lemma(name: str) -> str:
 
 
 def words_lemma(text: str) -> str:
-    """An attribute: lower case, each word lemmatised as an adjective ("bigger" -> "big")."""
-    return " ".join(lemma(w, "ADJ") for w in text.lower().split())
+    """An attribute: lower case, words split on spaces and joined by one (not lemmatised: spaCy's
+    adjective rules cut "other" to "oth", and a participle such as "parked" is its own attribute)."""
+    return " ".join(text.lower().split())
 
 
 def predicate_lemma(text: str) -> str:
