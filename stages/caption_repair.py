@@ -69,6 +69,9 @@ NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "
 # Participles that make one attribute with the adjective before them ("nice looking", "various colored").
 COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
+TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "on top", "atop"})
+# Prepositions of a path: after a verb's object they say where the object goes or comes from.
+PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
 # Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
 PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
 # Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
@@ -412,7 +415,7 @@ def _prepositional(prep) -> tuple[list[str], object] | None:
         of = next((c for c in obj.children if c.dep_ == "prep" and c.lower_ == "of"), None)
         inner = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
         if inner is not None:
-            det = [c.lower_ for c in obj.children if c.dep_ == "det"]
+            det = [c.lower_ for c in obj.children if c.dep_ == "det" and c.lower_ in ("the", "a", "an")]
             return [prep.lower_, *det, obj.lower_, "of"], inner
     return [prep.lower_], obj
 
@@ -433,8 +436,8 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
             continue
         words, obj = read
         gov = tok.head
-        if gov.lower_ in ("next", "close") and gov.dep_ == "advmod":
-            words, gov = [gov.lower_, *words], gov.head
+        if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
+            words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
         if gov.pos_ == "VERB" and gov.dep_ != "amod":
             # the verb is part of the relation unless it has an object of its own ("a man plays tennis
             # in front of an audience": man "in front of" audience) or only frames ("is shown in")
@@ -447,6 +450,9 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
         if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
             # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
             found += [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+        elif gov.pos_ == "VERB" and dobjs and dobjs[0].i < tok.i and tok.lower_ in PATH_PREPOSITIONS:
+            # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
+            found += [(dobjs[0], words, o) for o in _objects(obj)]
         elif obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
             found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
         else:
@@ -456,7 +462,23 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
         ks, ko = _entity_of(g, s) if s.pos_ == "PRON" else _entity_or_new(g, s), _entity_of(g, o)
         if ks is not None and ko is not None and ks != ko:
             out.append((ks, " ".join(words), ko))
-    return out + _possessives(g)
+    return out + _possessives(g) + _trailing_spatial_words(g)
+
+
+def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
+    """(Y, word, X) for "X with Y above" / "X with a Y underneath": a spatial word with no object after
+    the noun of a with-phrase places that noun against the noun the phrase hangs off."""
+    out = []
+    for tok in g.doc:
+        if tok.lower_ not in TRAILING_SPATIAL or any(c.dep_ == "pobj" for c in tok.children):
+            continue
+        noun = tok.head
+        if noun.pos_ not in ("NOUN", "PROPN") or noun.dep_ != "pobj" or noun.head.lower_ != "with":
+            continue
+        ky, kx = _entity_of(g, noun), _entity_of(g, noun.head.head)
+        if ky is not None and kx is not None and ky != kx:
+            out.append((ky, tok.lower_, kx))
+    return out
 
 
 def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
@@ -485,6 +507,8 @@ def relations(g: _Graph) -> None:
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
     read = _read_relations(g)
+    if any(not r["relation"].strip() for r in g.relations):  # sng's relation without words
+        g.relations, g.changed = [r for r in g.relations if r["relation"].strip()], True
     # a preposition has one governor: sng's relation through the same preposition to the same
     # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
     governed = {(o, rel.split()[-1]): s for s, rel, o in read}
@@ -520,7 +544,8 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
     for r in g.relations:
         head = _head_token(g, r["subject"])
         obj_head = _head_token(g, r["object"])
-        if head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and any(
+        # not "of": "a tube of toothpaste and two toothbrushes" says nothing of toothbrushes of toothpaste
+        if r["relation"].lower() != "of" and head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and any(
                 p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
             first = _entity_at(g, head.head.i)
             if first is not None and first not in (r["subject"], r["object"]):
