@@ -186,7 +186,7 @@ def framing(g: _Graph) -> None:
         if _position(g, k):
             k = 0
             continue
-        if _not_an_object(tok) and not any(r["subject"] == k for r in g.relations):
+        if _not_an_object(tok) and not (tok.lemma_.lower() in PICTURE_NOUNS and any(r["subject"] == k for r in g.relations)):
             g.drop({k})
             k = 0
             continue
@@ -200,7 +200,8 @@ def framing(g: _Graph) -> None:
 
 
 def _not_an_object(tok) -> bool:
-    """A picture that frames ("pose for a picture", "the scene is shadowy"), an event or activity
+    """A picture that frames ("pose for a picture", "the scene is shadowy"; kept as the subject of a
+    relation: "a picture on the wall"), an event or activity
     ("plays tennis", "taking a swing"), or a noun of an idiom ("for sale")."""
     lemma = tok.lemma_.lower()
     return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
@@ -340,12 +341,10 @@ def _verb_attribute(verb) -> list[str]:
     """The attribute a verb gives its subject: the verb (with its particle) when it has no object,
     complement or prepositional phrase; the verb and its object when that is an activity."""
     kids = list(verb.children)
-    if any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
-        return []
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
-    if objects:
-        if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
-            return [verb.doc[verb.i:objects[0].i + 1].text.lower()]
+    if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
+        return [verb.doc[verb.i:objects[0].i + 1].text.lower()]
+    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
         return []
     particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
