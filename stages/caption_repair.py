@@ -355,14 +355,15 @@ def _verb_attribute(verb) -> list[str]:
 def _subjects(verb) -> list:
     """The subject tokens of a verb or copula: its nsubj (and their conjuncts), the noun a participle
     or relative clause modifies, or the subject of the verb it is coordinated with."""
-    for c in verb.children:
-        if c.dep_ in SUBJECT_DEPS:
-            return [c, *c.conjuncts]
+    subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
+    if subjects:  # the nearest before the verb: spaCy may give a clause before a semicolon's subject too
+        c = max((c for c in subjects if c.i < verb.i), key=lambda c: c.i, default=subjects[0])
+        return [c, *_conjuncts(c)]
     if (verb.dep_ in ("acl", "relcl") or verb.dep_ == "xcomp" and verb.head.pos_ in ("NOUN", "PROPN")) and verb.head.i != verb.i:
         noun = verb.head
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
-        return [noun, *(t for t in noun.conjuncts if t.i < noun.i)]
+        return [noun, *(t for t in _conjuncts(noun) if t.i < noun.i)]
     if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
         return _subjects(verb.head)
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
@@ -401,7 +402,16 @@ def _entity_or_new(g: _Graph, tok) -> int | None:
 
 
 def _objects(tok) -> list:
-    return [tok, *tok.conjuncts]
+    return [tok, *_conjuncts(tok)]
+
+
+def _conjuncts(tok) -> list:
+    """The nouns coordinated with `tok` by "and"/"or" ("a cat and a dog"); none where spaCy joins two
+    clauses without one ("a cross left of a box; the star is ...")."""
+    chain = [tok, *tok.conjuncts]
+    if not any(c.dep_ == "cc" for t in chain for c in t.children):
+        return []
+    return list(tok.conjuncts)
 
 
 def _prepositional(prep) -> tuple[list[str], object] | None:
@@ -544,12 +554,12 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
         head = _head_token(g, r["subject"])
         obj_head = _head_token(g, r["object"])
         # not "of": "a tube of toothpaste and two toothbrushes" says nothing of toothbrushes of toothpaste
-        if r["relation"].lower() != "of" and head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and any(
+        if r["relation"].lower() != "of" and head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and _conjuncts(head) and any(
                 p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
             first = _entity_at(g, head.head.i)
             if first is not None and first not in (r["subject"], r["object"]):
                 out.append((first, r["relation"], r["object"]))
-        for tok in obj_head.conjuncts:
+        for tok in _conjuncts(obj_head):
             k = _entity_at(g, tok.i)
             if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN"):
                 out.append((r["subject"], r["relation"], k))
