@@ -1,26 +1,30 @@
 """Repairs of SceneGraphParser's graph for real captions (COCO-style), after `graph_repair`.
 
 SceneGraphParser (sng; Wu et al. 2019, the parser of MosaiCLIP, Singh et al. 2023 Sec. 3.3) reads a
-relation only where a preposition hangs off a noun or a verb it expects, so real captions lose
-much of what they say. On hand-annotated COCO captions (tests/data/gold_graphs, scored by
-mosaictool.analysis.graph_score; docs/parse_quality.md) the regular misses are:
+relation only where a preposition hangs off a noun or a verb it expects, and takes every noun
+phrase for an object, so real captions lose much of what they say. On hand-annotated gold graphs
+(tests/data/gold_graphs, scored by mosaictool.analysis.graph_score; docs/parse_quality.md, which
+gives each repair's F1) the regular misses, and the repair of each:
 
 - `pronouns`: a relative pronoun is an entity of its own ("a woman that is standing next to a cow"
-  gives "that" the relation); it stands for the noun its clause modifies. Other pronouns ("it",
-  "each other") name no new object and are dropped with their relations.
+  gives "that" the relation); it stands for the noun its clause modifies, "it"/"them" after a
+  preposition for the noun the phrase hangs off, a subject "he"/"she" for the last subject before
+  it. Other pronouns ("each other", "one") name no object and go with their relations.
 - `framing`: quantity and framing nouns become the object ("a group of people" -> group); the
-  object is what they measure or frame (person), which takes over their relations.
+  object is what they measure or frame (person), which takes over their relations. Place nouns
+  ("the corner" of a room) join the relation or go; pictures that frame ("in the picture"),
+  activities ("plays tennis") and idioms ("for sale") are no objects.
 - `compounds`: compound nouns whose first word spaCy reads as an adjective ("light pole", "hot dog")
-  keep it in the noun; a noun before a participle or adjective belongs to it ("snow covered",
-  "home made").
+  keep it in the noun; material nouns before a head are attributes ("dirt road"); attributes of
+  several words stay whole ("snow covered", "nice looking").
 - `predicates`: an adjective after a copula is an attribute of the subject ("the bus is red"); a
   verb with no object is an attribute of its subject ("a man is sitting", "men skiing").
 - `relations`: relations read from the dependency tree where sng drops or splits them: a verb
   with its spatial phrase ("sitting on top of", "standing in front of", "parked next to"), passives
   ("a car is parked in a field"), a copula after a long subject ("a train carrying coal is on the
-  tracks"), coordinated subjects ("a cat and a dog on a bed"), objects of verbs in relative and
-  participle clauses. A relation sng has between the same two entities is kept when the one read
-  here does not extend it ("next to" becomes "parked next to").
+  tracks"), coordinated subjects and objects ("a cat and a dog on a bed"), objects of verbs in
+  relative and participle clauses, possessives. A relation sng has between the same two entities
+  is kept unless the one read here extends it ("next to" becomes "parked next to").
 
 Each is a function of the `graph_repair._Graph` being repaired, applied in `REPAIRS` order.
 """
@@ -69,7 +73,8 @@ NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "
 # Participles that make one attribute with the adjective before them ("nice looking", "various colored").
 COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
-TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "on top", "atop"})
+# Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
+TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
 PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
 # Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
@@ -89,6 +94,7 @@ def material_words() -> frozenset[str]:
 
 @functools.cache
 def compound_nouns() -> frozenset[str]:
+    """Compound nouns kept whole: the shipped vocabulary's multi-word objects and ADJECTIVE_COMPOUNDS."""
     from mosaictool.vocab import load
 
     return frozenset(w for w in load().objects if " " in w) | ADJECTIVE_COMPOUNDS
@@ -132,7 +138,9 @@ def _redirect(g: _Graph, old: int, new: int) -> None:
 
 
 def pronouns(g: _Graph) -> None:
-    """A relative pronoun's entity becomes the noun its clause modifies; other pronouns go."""
+    """A pronoun's entity becomes the noun it stands for (a relative pronoun: the noun its clause
+    modifies; "it"/"them" after a preposition: `_object_pronoun_antecedent`; a subject "he"/"she": the
+    last subject before it); pronouns that stand for none go, with their relations."""
     k = 0
     while k < len(g.entities):
         tok = _head_token(g, k)
@@ -179,7 +187,7 @@ def _object_pronoun_antecedent(tok):
 
 def framing(g: _Graph) -> None:
     """A framing noun's entity ("a group" of people) gives its relations to the measured noun's and goes;
-    the picture of "in the picture" goes."""
+    place nouns join the relation or go (`_position`); pictures, activities and idioms go (`_not_an_object`)."""
     k = 0
     while k < len(g.entities):
         tok = _head_token(g, k)
@@ -200,9 +208,9 @@ def framing(g: _Graph) -> None:
 
 
 def _not_an_object(tok) -> bool:
-    """A picture that frames ("pose for a picture", "the scene is shadowy"; kept as the subject of a
-    relation: "a picture on the wall"), an event or activity
-    ("plays tennis", "taking a swing"), or a noun of an idiom ("for sale")."""
+    """A picture that frames ("pose for a picture", "the scene is shadowy"; kept by `framing` as the
+    subject of a relation: "a picture on the wall"), an event or activity as an object ("plays
+    tennis", "taking a swing"), or the noun of an idiom ("for sale")."""
     lemma = tok.lemma_.lower()
     return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS)
@@ -389,16 +397,14 @@ def _entity_of(g: _Graph, tok) -> int | None:
     return None
 
 
-def _entity_or_new(g: _Graph, tok) -> int | None:
-    """`_entity_of` the token, or a new entity of the noun and the words before it that modify it
-    (spaCy chunks no noun phrase in "giraffe standing on green grass")."""
-    k = _entity_of(g, tok)
-    if k is not None or tok.pos_ not in ("NOUN", "PROPN"):
-        return k
+def _new_entity(g: _Graph, tok) -> None:
+    """A new entity of a subject noun that has none, with the words before it that modify it (spaCy
+    chunks no noun phrase in "giraffe standing on green grass")."""
+    if tok.pos_ not in ("NOUN", "PROPN"):
+        return
     start = min([tok.i, *(c.i for c in tok.lefts if c.dep_ in ("det", "amod", "compound", "nummod"))])
-    if any(_entity_at(g, i) is not None for i in range(start, tok.i + 1)):
-        return None
-    return g.add(start, tok.i + 1)
+    if all(_entity_at(g, i) is None for i in range(start, tok.i + 1)):
+        g.add(start, tok.i + 1)
 
 
 def _objects(tok) -> list:
@@ -466,9 +472,12 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
             found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
         else:
             found += [(s, words, o) for s in subjects for o in _objects(obj)]
+    for s, _, _ in found:  # first every new entity (adding one renumbers those after it), then the indices
+        if s.pos_ != "PRON" and _entity_of(g, s) is None:
+            _new_entity(g, s)
     out = []
     for s, words, o in found:
-        ks, ko = _entity_of(g, s) if s.pos_ == "PRON" else _entity_or_new(g, s), _entity_of(g, o)
+        ks, ko = _entity_of(g, s), _entity_of(g, o)
         if ks is not None and ko is not None and ks != ko:
             out.append((ks, " ".join(words), ko))
     return out + _possessives(g) + _trailing_spatial_words(g)

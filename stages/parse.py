@@ -1,6 +1,6 @@
 """parse: caption -> text scene graph (MosaiCLIP §3.3), with SceneGraphParser (`sng_parser`).
 
-Reads `text_key` (default `caption`); writes `graph`, exactly what
+Reads `text_key` (default `caption`); writes `graph`, in the format of what
 `sng_parser.Parser('spacy', model=M).parse(caption)` returns for the same spaCy model M:
 
     graph.entities[]:  span, lemma_span, head, lemma_head, span_bounds [start, end) in spaCy tokens,
@@ -8,14 +8,15 @@ Reads `text_key` (default `caption`); writes `graph`, exactly what
     graph.relations[]: subject, object (indices into entities), relation, lemma_relation
 
 plus one derived field per entity, `attributes`: the lower-cased text of its `amod` modifiers, in
-order. Repairs, on by default (`spatial_compounds`), for the phrases SceneGraphParser misreads
-(stages/graph_repair.py): a spatial phrase ("to the left of", "right of", "on top of", "above" after
-a copula) is one relation between the noun phrases around it, as Visual Genome writes them, where
-SceneGraphParser makes "the left" an entity, "of" the relation, "right" an attribute or no relation
-at all; colour words before the noun are attributes whatever spaCy tags them ("a small orange
-cross"), as are adjectives that modify adjectives ("a big dotted cross"); noun phrases spaCy did not
-chunk are added. Without them, every horizontal relation of the synthetic world was lost; with them,
-the world's captions parse as the world says (tests/test_parse.py). Graphs are built by
+order. Repairs, on by default (`REPAIRS`; `repairs=False` gives sng's graph exactly), fix what
+SceneGraphParser misreads: `spatial` (stages/graph_repair.py) makes a spatial phrase ("to the left
+of", "right of", "on top of", "above" after a copula) one relation between the noun phrases around
+it, as Visual Genome writes them, makes colour words before the noun attributes and adds noun
+phrases spaCy did not chunk (without it, every horizontal relation of the synthetic world was
+lost); the repairs of stages/caption_repair.py fix real captions: relative pronouns, quantity and
+framing nouns ("a group of people"), compounds, predicative adjectives, and relations read from the
+dependency tree (a verb with its spatial phrase, passives, a copula after a long subject,
+coordination). docs/parse_quality.md scores each on hand-annotated gold graphs. Graphs are built by
 SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in batches (optionally in worker
 processes), so they equal one-at-a-time parsing, only faster.
 """
