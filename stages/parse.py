@@ -1,6 +1,6 @@
 """parse: caption -> text scene graph (MosaiCLIP §3.3), with SceneGraphParser (`sng_parser`).
 
-Reads `text_key` (default `caption`); writes `graph`, exactly what
+Reads `text_key` (default `caption`); writes `graph`, in the format of what
 `sng_parser.Parser('spacy', model=M).parse(caption)` returns for the same spaCy model M:
 
     graph.entities[]:  span, lemma_span, head, lemma_head, span_bounds [start, end) in spaCy tokens,
@@ -8,14 +8,15 @@ Reads `text_key` (default `caption`); writes `graph`, exactly what
     graph.relations[]: subject, object (indices into entities), relation, lemma_relation
 
 plus one derived field per entity, `attributes`: the lower-cased text of its `amod` modifiers, in
-order. Repairs, on by default (`spatial_compounds`), for the phrases SceneGraphParser misreads
-(stages/graph_repair.py): a spatial phrase ("to the left of", "right of", "on top of", "above" after
-a copula) is one relation between the noun phrases around it, as Visual Genome writes them, where
-SceneGraphParser makes "the left" an entity, "of" the relation, "right" an attribute or no relation
-at all; colour words before the noun are attributes whatever spaCy tags them ("a small orange
-cross"), as are adjectives that modify adjectives ("a big dotted cross"); noun phrases spaCy did not
-chunk are added. Without them, every horizontal relation of the synthetic world was lost; with them,
-the world's captions parse as the world says (tests/test_parse.py). Graphs are built by
+order. Repairs, on by default (`REPAIRS`; `repairs=False` gives sng's graph exactly), fix what
+SceneGraphParser misreads: `spatial` (stages/graph_repair.py) makes a spatial phrase ("to the left
+of", "right of", "on top of", "above" after a copula) one relation between the noun phrases around
+it, as Visual Genome writes them, makes colour words before the noun attributes and adds noun
+phrases spaCy did not chunk (without it, every horizontal relation of the synthetic world was
+lost); the repairs of stages/caption_repair.py fix real captions: relative pronouns, quantity and
+framing nouns ("a group of people"), compounds, predicative adjectives, and relations read from the
+dependency tree (a verb with its spatial phrase, passives, a copula after a long subject,
+coordination). docs/parse_quality.md scores each on hand-annotated gold graphs. Graphs are built by
 SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in batches (optionally in worker
 processes), so they equal one-at-a-time parsing, only faster.
 """
@@ -25,14 +26,18 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from itertools import islice
 
-from mosaictool.errors import RecordError
+from mosaictool.errors import MosaicError, RecordError
 from mosaictool.nlp import load_nlp, resolve_model
-from mosaictool.stages.graph_repair import repair
+from mosaictool.stages import caption_repair
+from mosaictool.stages.graph_repair import _Graph, repair
 
 MAX_CHARS = 2000
+# The repairs `parse` applies to sng's graph, in this order: the spatial phrases and colour words of
+# graph_repair (and merge_spatial_compounds), then those of caption_repair for real captions.
+REPAIRS = ("spatial", *caption_repair.REPAIRS)
 
 
 class _GraphBuilder:
@@ -146,12 +151,35 @@ def _init_worker(model: str) -> None:
         _WORKER = (model, load_nlp(model), _GraphBuilder())
 
 
-def _parse_texts(texts: list[str], batch_size: int, spatial_compounds: bool = True) -> list[dict]:
+def repaired(graph: dict, doc, repairs: frozenset[str]) -> dict:
+    """sng's `graph` of `doc` with the named repairs (`REPAIRS`) applied, in `REPAIRS` order."""
+    if "spatial" in repairs:
+        graph = merge_spatial_compounds(repair(graph, doc))
+    steps = [fn for name, fn in caption_repair.REPAIRS.items() if name in repairs]
+    if not steps:
+        return graph
+    g = _Graph(graph, doc)
+    for fn in steps:
+        fn(g)
+    return g.record() if g.changed else graph
+
+
+def repair_names(repairs: bool | Collection[str]) -> frozenset[str]:
+    """The repairs `parse(repairs=...)` applies: all for True, none for False, else those named."""
+    if repairs is True:
+        return frozenset(REPAIRS)
+    if repairs is False:
+        return frozenset()
+    unknown = sorted(set(repairs) - set(REPAIRS))
+    if unknown:
+        raise MosaicError(f"unknown parse repair(s) {', '.join(unknown)}; known: {', '.join(REPAIRS)}")
+    return frozenset(repairs)
+
+
+def _parse_texts(texts: list[str], batch_size: int, repairs: frozenset[str] = frozenset(REPAIRS)) -> list[dict]:
     _, nlp, builder = _WORKER
     docs = nlp.pipe(texts, batch_size=batch_size)
-    if not spatial_compounds:
-        return [builder.graph(doc) for doc in docs]
-    return [merge_spatial_compounds(repair(builder.graph(doc), doc)) for doc in docs]
+    return [repaired(builder.graph(doc), doc, repairs) for doc in docs]
 
 
 def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:
@@ -167,12 +195,16 @@ def parse(
     model: str | None = None,
     batch_size: int = 256,
     workers: int = 1,
+    repairs: bool | Collection[str] = True,
     spatial_compounds: bool = True,
     memo: int = 100_000,
 ) -> Iterator[dict]:
     """Add `graph` to every record, in input order whatever `workers` and `batch_size` are. A text
     among the last `memo` distinct ones is parsed once (the demo's 38,022 captions are 24,336
-    texts); every record gets a graph of its own."""
+    texts); every record gets a graph of its own. `repairs`: True (all of `REPAIRS`), False
+    (SceneGraphParser's graph exactly) or the names of those to apply; `spatial_compounds=False`
+    is `repairs=False` (its older name)."""
+    chosen = repair_names(repairs if spatial_compounds else False)
     name = resolve_model(model)
     _init_worker(name)  # load once here: a bad model fails before any work, and forks share it
     known = _Graphs(max(memo, 8 * batch_size * max(1, workers)))
@@ -180,7 +212,7 @@ def parse(
     if workers <= 1:
         for batch in batches:
             texts = known.new_texts(batch, text_key)
-            known.add(texts, _parse_texts(texts, batch_size, spatial_compounds))
+            known.add(texts, _parse_texts(texts, batch_size, chosen))
             yield from known.merge(batch, text_key)
         return
 
@@ -192,7 +224,7 @@ def parse(
         pending: deque = deque()
         for batch in batches:
             texts = known.new_texts(batch, text_key)  # also not those of the batches in flight
-            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, spatial_compounds))))
+            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, chosen))))
             if len(pending) >= window:
                 batch, texts, result = pending.popleft()
                 known.add(texts, result.get())

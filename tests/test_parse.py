@@ -59,7 +59,7 @@ def test_equals_scenegraphparser_on_real_captions_sample(sng, real_captions):
 def test_spatial_compounds_become_one_relation(sng):
     caps = ["a red circle to the left of a blue square", "a cat at the bottom of the stairs",
             "a dog on top of a car", "the left side of the road"]
-    graphs = [r["graph"] for r in parse(records(caps))]
+    graphs = [r["graph"] for r in parse(records(caps), repairs=("spatial",))]  # the later repairs drop "side": test_place_nouns
 
     def triples(g):
         spans = [e["span"] for e in g["entities"]]
@@ -349,3 +349,98 @@ def test_quiet_exit_when_stdout_closes(tmp_path):
     assert proc.returncode == 0
     assert len(proc.stdout.splitlines()) == 1
     assert proc.stderr == ""
+
+
+# --- repairs for real captions (stages/caption_repair.py; docs/parse_quality.md) -------------------
+
+
+def read(caption: str, repairs=True) -> tuple[list, list]:
+    """(head, attributes + counts) per entity and (head, relation, head) per relation of a caption's graph."""
+    (rec,) = parse(records([caption]), repairs=repairs)
+    g = rec["graph"]
+    ents = [(e["head"].lower(), e["attributes"] + [m["span"].lower() for m in e["modifiers"] if m["dep"] == "nummod"])
+            for e in g["entities"]]
+    return ents, sorted(triples(g))
+
+
+def without(name: str) -> tuple[str, ...]:
+    from mosaictool.stages.parse import REPAIRS
+
+    return tuple(r for r in REPAIRS if r != name)
+
+
+# (repair, caption, what the full parse reads: entities or relations, as `read` gives them)
+REAL_CAPTION_REPAIRS = [
+    ("relations", "A cat is sitting on top of a wooden table.", {"relations": [("cat", "sitting on top of", "table")]}),
+    ("relations", "A man standing in front of a bus.", {"relations": [("man", "standing in front of", "bus")]}),
+    ("relations", "A car parked next to a fire hydrant.", {"relations": [("car", "parked next to", "fire hydrant")]}),
+    ("relations", "A car is parked in a field.", {"relations": [("car", "parked in", "field")]}),
+    ("relations", "A train carrying coal is on the tracks.",
+     {"relations": [("train", "carrying", "coal"), ("train", "on", "tracks")]}),
+    ("relations", "A cat and a dog on a bed.", {"relations": [("cat", "on", "bed"), ("dog", "on", "bed")]}),
+    ("relations", "a plate with bananas, peanut butter and a drink",
+     {"relations": [("plate", "with", "bananas"), ("plate", "with", "drink"), ("plate", "with", "peanut butter")]}),
+    ("relations", "A man and a woman standing next to each other.",
+     {"relations": [("man", "standing next to", "woman"), ("woman", "standing next to", "man")]}),
+    ("relations", "giraffe standing on green grass", {"relations": [("giraffe", "standing on", "grass")]}),
+    ("relations", "A hand spraying water into a white toilet bowl.",
+     {"relations": [("hand", "spraying", "water"), ("water", "into", "toilet bowl")]}),
+    ("relations", "A man holding his cell phone.", {"relations": [("cell phone", "of", "man"), ("man", "holding", "cell phone")]}),
+    ("relations", "a man plays tennis in front of a large audience", {"relations": [("man", "in front of", "audience")]}),
+    ("pronouns", "a woman that is standing next to a cow",
+     {"entities": [("woman", []), ("cow", [])], "relations": [("woman", "standing next to", "cow")]}),
+    ("pronouns", "A brown chair with a blue umbrella on top of it.",
+     {"relations": [("chair", "with", "umbrella"), ("umbrella", "on top of", "chair")]}),
+    ("pronouns", "A bathroom has a shower and toilet in it.",
+     {"relations": [("bathroom", "has", "shower"), ("bathroom", "has", "toilet"), ("shower", "in", "bathroom"),
+                    ("toilet", "in", "bathroom")]}),
+    ("framing", "A group of people standing on a beach.",
+     {"entities": [("people", []), ("beach", [])], "relations": [("people", "standing on", "beach")]}),
+    ("framing", "A pair of scissors on a desk.", {"entities": [("scissors", []), ("desk", [])]}),
+    ("framing", "A picture of a dog on a couch.", {"relations": [("dog", "on", "couch")]}),
+    ("framing", "Two bikes in the picture.", {"entities": [("bikes", ["two"])], "relations": []}),
+    ("framing", "A cat in the corner of a room.", {"relations": [("cat", "in the corner of", "room")]}),
+    ("framing", "a man plays tennis in front of a large audience", {"entities": [("man", ["plays tennis"]), ("audience", ["large"])]}),
+    ("compounds", "A light pole next to a street.", {"entities": [("light pole", []), ("street", [])]}),
+    ("compounds", "A snow covered field with men skiing.", {"entities": [("field", ["snow covered"]), ("men", ["skiing"])]}),
+    ("compounds", "A grey motorcycle on dirt road next to a building.",
+     {"entities": [("motorcycle", ["grey"]), ("road", ["dirt"]), ("building", [])]}),
+    ("compounds", "three strange looking birds walking on the grass",
+     {"entities": [("birds", ["strange looking", "three"]), ("grass", [])]}),
+    ("predicates", "The bus is red.", {"entities": [("bus", ["red"])]}),
+    ("predicates", "The water bottle on the counter is not visible.",
+     {"entities": [("water bottle", ["not visible"]), ("counter", [])]}),
+    ("predicates", "A man is sitting.", {"entities": [("man", ["sitting"])]}),
+]
+
+
+@pytest.mark.parametrize("repair, caption, expected", REAL_CAPTION_REPAIRS, ids=[f"{r}: {c}" for r, c, _ in REAL_CAPTION_REPAIRS])
+def test_real_caption_repairs(repair, caption, expected):
+    """Each repair on a real caption (COCO-style, as SugarCrepe's): the full parse reads what the
+    caption says, and without that one repair it does not."""
+    ents, rels = read(caption)
+    got = {"entities": ents, "relations": rels}
+    for kind, want in expected.items():
+        assert got[kind] == sorted(want) if kind == "relations" else got[kind] == want, (kind, got[kind])
+    ents_off, rels_off = read(caption, repairs=without(repair))
+    off = {"entities": ents_off, "relations": rels_off}
+    assert any(off[kind] != got[kind] for kind in expected), f"{caption!r} reads the same without {repair}"
+
+
+def test_no_repairs_is_scenegraphparsers_graph_on_real_repairs(sng, runner):
+    captions = [c for _, c, _ in REAL_CAPTION_REPAIRS[:6]]
+    (api_graphs) = [r["graph"] for r in parse(records(captions), repairs=False)]
+    result = runner.invoke(app, ["parse", "-q", "--no-repairs"], input=jsonl(*records(captions)))
+    assert result.exit_code == 0, result.stderr
+    for line, graph, caption in zip(result.stdout.splitlines(), api_graphs, captions):
+        assert without_derived(orjson.loads(line)["graph"]) == without_derived(graph) == reference_graph(sng, caption)
+
+
+def test_repairs_by_name():
+    from mosaictool.errors import MosaicError
+    from mosaictool.stages.parse import REPAIRS, repair_names
+
+    assert repair_names(True) == frozenset(REPAIRS) and repair_names(False) == frozenset()
+    assert repair_names(["pronouns"]) == {"pronouns"}
+    with pytest.raises(MosaicError, match="unknown parse repair"):
+        repair_names(["pronoun"])

@@ -22,10 +22,15 @@ def parse_cli(
     batch_size: Annotated[int, typer.Option(help="Captions per spaCy nlp.pipe batch.")] = 256,
     workers: Annotated[int, typer.Option(help="Worker processes; output order never depends on it.")] = 1,
     max_chars: Annotated[int, typer.Option(help="Reject (or with --skip-bad, skip) longer captions.")] = 2000,
+    repairs: Annotated[bool, typer.Option(
+        help="Repair what SceneGraphParser misreads (on by default): spatial phrases ('to the left of', 'right of') "
+             "are one relation; verbs keep their spatial phrase ('sitting on top of', 'parked next to'); 'a group of "
+             "people' is person; 'that'/'who' are the noun they stand for; compounds stay whole ('light pole', 'snow "
+             "covered'); 'the bus is red' gives bus: red; passives, a copula after a long subject and coordinated "
+             "subjects get their relations (docs/parse_quality.md). --no-repairs: SceneGraphParser's graph exactly, "
+             "e.g. `mosaictool parse caps.jsonl --no-repairs`.")] = True,
     spatial_compounds: Annotated[bool, typer.Option(
-        help="Repair what SceneGraphParser misreads: a spatial phrase ('to the left of', 'right of', 'on top of', "
-             "'above' after 'is') becomes one relation between the noun phrases around it, colour words before a noun "
-             "are attributes ('a small orange cross'). --no-spatial-compounds: sng's graph exactly.")] = True,
+        hidden=True, help="Older name of --repairs: --no-spatial-compounds is --no-repairs.")] = True,
     caption_field: Annotated[Optional[str], typer.Option(
         help="Where the caption is in WebDataset tars (a field of each sample's .json; default: its .txt) or in a CSV, "
              "TSV or Parquet table (a column; default: the --text-key column). It is written as --text-key. "
@@ -41,9 +46,8 @@ def parse_cli(
 
     Reads records with an `id` and a caption; writes each record with a `graph` field added:
     entities (span, head, lemma_head, modifiers, attributes, ...) and relations (subject, object,
-    relation). The graphs equal `sng_parser.Parser('spacy', model=M).parse(caption)`, except that
-    spatial phrases ("X right of Y") become one relation and colour words are attributes (see
-    --spatial-compounds).
+    relation). The graphs are `sng_parser.Parser('spacy', model=M).parse(caption)`'s, repaired
+    where it misreads captions (see --repairs; --no-repairs gives its graphs exactly).
 
     Examples:
 
@@ -56,7 +60,7 @@ def parse_cli(
       mosaictool parse laion-part-00000.parquet --caption-field TEXT --id-field SAMPLE_ID -o graphs.parquet
     """
     graphs = api.parse(input, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
-                       spatial_compounds=spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
+                       repairs=repairs and spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
                        caption_field=caption_field, id_field=id_field, quiet=quiet)
     write_stage(graphs, input=input, output=output, reads=read_path("--model", model))
 

@@ -1,0 +1,584 @@
+"""Repairs of SceneGraphParser's graph for real captions (COCO-style), after `graph_repair`.
+
+SceneGraphParser (sng; Wu et al. 2019, the parser of MosaiCLIP, Singh et al. 2023 Sec. 3.3) reads a
+relation only where a preposition hangs off a noun or a verb it expects, and takes every noun
+phrase for an object, so real captions lose much of what they say. On hand-annotated gold graphs
+(tests/data/gold_graphs, scored by mosaictool.analysis.graph_score; docs/parse_quality.md, which
+gives each repair's F1) the regular misses, and the repair of each:
+
+- `pronouns`: a relative pronoun is an entity of its own ("a woman that is standing next to a cow"
+  gives "that" the relation); it stands for the noun its clause modifies, "it"/"them" after a
+  preposition for the noun the phrase hangs off, a subject "he"/"she" for the last subject before
+  it. Other pronouns ("each other", "one") name no object and go with their relations.
+- `framing`: quantity and framing nouns become the object ("a group of people" -> group); the
+  object is what they measure or frame (person), which takes over their relations. Place nouns
+  ("the corner" of a room) join the relation or go; pictures that frame ("in the picture"),
+  activities ("plays tennis") and idioms ("for sale") are no objects.
+- `compounds`: compound nouns whose first word spaCy reads as an adjective ("light pole", "hot dog")
+  keep it in the noun; material nouns before a head are attributes ("dirt road"); attributes of
+  several words stay whole ("snow covered", "nice looking").
+- `predicates`: an adjective after a copula is an attribute of the subject ("the bus is red"); a
+  verb with no object is an attribute of its subject ("a man is sitting", "men skiing").
+- `relations`: relations read from the dependency tree where sng drops or splits them: a verb
+  with its spatial phrase ("sitting on top of", "standing in front of", "parked next to"), passives
+  ("a car is parked in a field"), a copula after a long subject ("a train carrying coal is on the
+  tracks"), coordinated subjects and objects ("a cat and a dog on a bed"), objects of verbs in
+  relative and participle clauses, possessives. A relation sng has between the same two entities
+  is kept unless the one read here extends it ("next to" becomes "parked next to").
+
+Each is a function of the `graph_repair._Graph` being repaired, applied in `REPAIRS` order.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from mosaictool.stages.graph_repair import _Graph
+
+RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
+# Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
+PRONOUNS = frozenset({"it", "its", "they", "them", "he", "him", "she", "her", "this", "these", "those", "itself",
+                      "themselves", "himself", "herself", "other", "another", "one", "each", "something"})
+# Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
+FRAMING_NOUNS = frozenset({
+    "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
+    "piece", "slice", "variety", "assortment", "collection", "selection", "array", "bundle", "cluster", "crowd",
+    "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
+    "interior",
+    "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
+})
+PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",
+                           "view", "closeup", "close-up"})
+# Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display".
+IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
+                    ("at", "night")})
+# Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
+POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
+                            "centre", "end", "rear", "corner", "foreground", "background"})
+# Events and activities named by a noun: not depicted objects ("a man plays tennis", "taking a swing").
+EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "football", "volleyball", "hockey",
+                         "polo", "cricket", "rugby", "swing", "fight", "selfie", "look", "kiss", "pitch", "game", "match",
+                         "ride", "break", "turn", "nap", "walk", "jump", "trick", "bite", "sip", "color", "colour",
+                         "pose", "stroll", "lunch", "dinner", "breakfast"})
+# Compound nouns whose first word spaCy tags as an adjective, besides the shipped vocabulary's.
+ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
+                                 "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
+                                 "french fries", "french fry", "red light", "green light"})
+MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
+                            "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
+                            "baby", "adult", "plaid", "round"})
+SUBJECT_DEPS = ("nsubj", "nsubjpass")
+# Words spaCy reads as adjectives that say nothing about the object (gold schema: "other" is no attribute).
+NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "very", "some"})
+# Participles that make one attribute with the adjective before them ("nice looking", "various colored").
+COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
+INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
+# Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
+TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
+# Prepositions of a path: after a verb's object they say where the object goes or comes from.
+PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
+# Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
+PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
+# Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
+FRAMING_VERBS = frozenset({"shown", "seen", "pictured", "photographed", "depicted", "captured", "displayed", "visible"})
+
+
+@functools.cache
+def material_words() -> frozenset[str]:
+    """Nouns of material or food that make an attribute, not a compound noun, before a noun ("dirt
+    road": a road, dirt): the shipped vocabulary's material attributes and MATERIAL_NOUNS."""
+    from mosaictool.vocab import load
+
+    return frozenset(w for w, category in load().attributes.items() if category == "material") | MATERIAL_NOUNS
+
+
+@functools.cache
+def compound_nouns() -> frozenset[str]:
+    """Compound nouns kept whole: the shipped vocabulary's multi-word objects and ADJECTIVE_COMPOUNDS."""
+    from mosaictool.vocab import load
+
+    return frozenset(w for w in load().objects if " " in w) | ADJECTIVE_COMPOUNDS
+
+
+def _entity_at(g: _Graph, i: int) -> int | None:
+    """The entity whose span holds token i (its head last: the one that ends at i + 1 first)."""
+    hits = [k for k in range(len(g.entities)) if g.bounds(k)[0] <= i < g.bounds(k)[1]]
+    return next((k for k in hits if g.bounds(k)[1] == i + 1), hits[0] if hits else None)
+
+
+def _head_token(g: _Graph, k: int):
+    return g.doc[g.bounds(k)[1] - 1]
+
+
+def _is_relative_pronoun(tok) -> bool:
+    return tok.lower_ in RELATIVE_PRONOUNS and tok.head.dep_ in ("relcl", "acl") and tok.head.head.i != tok.head.i
+
+
+def _measured(tok):
+    """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
+    if tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree]):
+        return None
+    for prep in tok.children:
+        if prep.dep_ == "prep" and prep.lower_ == "of":
+            obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+            if obj is not None:
+                return _measured(obj) or obj
+    return None
+
+
+def _redirect(g: _Graph, old: int, new: int) -> None:
+    """Relations of entity `old` become `new`'s (self-relations and repeats dropped); `old` goes."""
+    moved = [{**r, "subject": new if r["subject"] == old else r["subject"], "object": new if r["object"] == old else r["object"]}
+             for r in g.relations]
+    g.relations = [r for n, r in enumerate(moved) if r["subject"] != r["object"] and r not in moved[:n]]
+    g.drop({old})
+
+
+# --- the repairs ---------------------------------------------------------------------------------
+
+
+def pronouns(g: _Graph) -> None:
+    """A pronoun's entity becomes the noun it stands for (a relative pronoun: the noun its clause
+    modifies; "it"/"them" after a preposition: `_object_pronoun_antecedent`; a subject "he"/"she": the
+    last subject before it); pronouns that stand for none go, with their relations."""
+    k = 0
+    while k < len(g.entities):
+        tok = _head_token(g, k)
+        if tok.pos_ != "PRON" and tok.lower_ not in PRONOUNS | RELATIVE_PRONOUNS:
+            k += 1
+            continue
+        if _is_relative_pronoun(tok):
+            antecedent = _entity_at(g, tok.head.head.i)
+        elif tok.dep_ in SUBJECT_DEPS and tok.lower_ in SUBJECT_PRONOUNS:
+            # "a dog looks interested as he sits in the front seat": the last subject before it
+            antecedent = next((n for n in reversed(range(k)) if _head_token(g, n).dep_ in (*SUBJECT_DEPS, "ROOT")
+                               and _head_token(g, n).pos_ in ("NOUN", "PROPN")), None)
+        else:
+            noun = _object_pronoun_antecedent(tok)
+            antecedent = _entity_at(g, noun.i) if noun is not None else None
+        if antecedent is not None and antecedent != k:
+            _redirect(g, k, antecedent)
+        elif tok.lower_ in PRONOUNS | RELATIVE_PRONOUNS or tok.pos_ == "PRON" and tok.lower_ not in ("someone", "somebody"):
+            g.drop({k})
+        else:
+            k += 1
+            continue
+        k = 0  # indices moved
+
+
+OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
+SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
+
+
+def _object_pronoun_antecedent(tok):
+    """The noun "it"/"them" after a preposition stands for: in "a chair with an umbrella on top of it"
+    the noun the with-phrase hangs off (chair); in "a bathroom has a shower in it" the verb's subject."""
+    if tok.lower_ not in OBJECT_PRONOUNS or tok.dep_ != "pobj":
+        return None
+    chain = [a for a in tok.ancestors if a.pos_ != "ADP" and a.lower_ not in POSITION_NOUNS]
+    if not chain:
+        return None
+    governor = chain[0]
+    if governor.pos_ in ("VERB", "AUX"):
+        subjects = _subjects(governor)
+        return subjects[0] if subjects else None
+    return next((a for a in chain[1:] if a.pos_ in ("NOUN", "PROPN")), None)
+
+
+def framing(g: _Graph) -> None:
+    """A framing noun's entity ("a group" of people) gives its relations to the measured noun's and goes;
+    place nouns join the relation or go (`_position`); pictures, activities and idioms go (`_not_an_object`)."""
+    k = 0
+    while k < len(g.entities):
+        tok = _head_token(g, k)
+        if _position(g, k):
+            k = 0
+            continue
+        if _not_an_object(tok) and not (tok.lemma_.lower() in PICTURE_NOUNS and any(r["subject"] == k for r in g.relations)):
+            g.drop({k})
+            k = 0
+            continue
+        measured = _measured(tok)
+        target = _entity_at(g, measured.i) if measured is not None else None
+        if target is None or target == k:
+            k += 1
+            continue
+        _redirect(g, k, target)
+        k = 0
+
+
+def _not_an_object(tok) -> bool:
+    """A picture that frames ("pose for a picture", "the scene is shadowy"; kept by `framing` as the
+    subject of a relation: "a picture on the wall"), an event or activity as an object ("plays
+    tennis", "taking a swing"), or the noun of an idiom ("for sale")."""
+    lemma = tok.lemma_.lower()
+    return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS)
+
+
+def _position(g: _Graph, k: int) -> bool:
+    """Entity k, a place noun ("the corner" of a room, "the middle"), is no object: S -p-> corner -of-> X
+    becomes S -"p the corner of"-> X, corner -of-> X alone gives its relations to X, and a place noun
+    with no "of" goes. Returns whether the graph changed."""
+    tok = _head_token(g, k)
+    if tok.lemma_.lower() not in POSITION_NOUNS or g.entities[k]["head"].lower() != tok.lower_:
+        return False
+    of = [n for n, r in enumerate(g.relations) if r["subject"] == k and r["relation"].lower() == "of"]
+    into = [n for n, r in enumerate(g.relations) if r["object"] == k]
+    if not of:
+        g.drop({k})
+        return True
+    whole = g.relations[of[0]]["object"]
+    if len(into) == 1 and len(of) == 1:
+        r = g.relations[into[0]]
+        det = [c.lower_ for c in tok.children if c.dep_ == "det"]
+        text = " ".join([r["relation"], *det, tok.lower_, "of"])
+        g.relations[into[0]] = {**r, "object": whole, "relation": text, "lemma_relation": text}
+        del g.relations[of[0]]
+    _redirect(g, k, whole)
+    return True
+
+
+def compounds(g: _Graph) -> None:
+    """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
+    noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
+    a head are attributes ("dirt road": road, dirt; "baby elephant"); a head that ends in a participle
+    spaCy took for a noun ("giraffe standing") ends before it."""
+    for k in range(len(g.entities)):
+        ent = g.entities[k]
+        head = _head_token(g, k)
+        mods = list(ent["modifiers"])
+        changed = False
+        prev = g.doc[head.i - 1] if head.i > 0 else None
+        if (prev is not None and f"{prev.lower_} {ent['lemma_head'].lower()}" in compound_nouns()
+                and any(m["span"] == prev.text and m["dep"] == "amod" for m in mods)):
+            mods = [m for m in mods if not (m["span"] == prev.text and m["dep"] == "amod")]
+            ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
+            changed = True
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        if len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed:
+            words, lemmas = words[:-1], lemmas[:-1]
+            ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
+            changed = True
+        if len(words) > 1 and len(words) == len(lemmas) and ent["lemma_head"].lower() not in compound_nouns():
+            lead = 0
+            while lead < len(words) - 1 and lemmas[lead].lower() in material_words():
+                lead += 1
+            if lead:
+                mods += [{"dep": "amod", "span": w, "lemma_span": w_l} for w, w_l in zip(words[:lead], lemmas[:lead])]
+                ent = {**ent, "head": " ".join(words[lead:]), "lemma_head": " ".join(lemmas[lead:])}
+                changed = True
+        joined, inside = [], set()
+        for m in mods:
+            tok = _modifier_token(g, k, m)
+            start = _attribute_start(tok) if m["dep"] == "amod" and tok is not None else None
+            if start is not None:
+                span = g.doc[start:tok.i + 1]
+                m = {**m, "span": span.text, "lemma_span": span.lemma_}
+                inside |= set(range(start, tok.i))
+                changed = True
+            elif m["dep"] == "amod" and m["span"].lower() in NOT_ATTRIBUTES:
+                changed = True
+                continue
+            joined.append((tok, m))
+        joined = [m for tok, m in joined if tok is None or tok.i not in inside]
+        if changed:
+            g.entities[k] = {**ent, "modifiers": joined,
+                             "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
+            g.changed = True
+
+
+def _attribute_start(tok) -> int | None:
+    """Where an attribute that is more than its word starts: a noun before it ("snow covered", "brand
+    new"), or an adjective or adverb before a participle ("nice looking", "different colored",
+    "tree-lined"); None when it is one word."""
+    if tok.i == 0:
+        return None
+    before = tok.doc[tok.i - 1]
+    if (tok.lower_ in COMPOUND_PARTICIPLES and before.pos_ == "ADJ" and before.head.i == tok.head.i
+            and before.dep_ == tok.dep_ == "amod"):
+        return before.i  # "a nice looking cake": spaCy hangs both words off the noun
+    lefts = [c for c in tok.lefts if c.dep_ in ("npadvmod", "compound", "nmod", "advmod", "amod", "punct")]
+    if not lefts:
+        return None
+    if before.pos_ in ("NOUN", "PROPN") and before.head.i == tok.i and before.dep_ in ("npadvmod", "compound", "nmod"):
+        return before.i
+    if tok.tag_ in ("VBN", "VBG") and before.head.i == tok.i and before.lower_ not in INTENSIFIERS and (
+            before.pos_ in ("ADJ", "ADV", "NOUN") and tok.lower_ in COMPOUND_PARTICIPLES or before.text == "-"):
+        start = min(c.left_edge.i for c in lefts if c.i >= before.i - 1)
+        return start if start < tok.i else None
+    return None
+
+
+def _modifier_token(g: _Graph, k: int, m: dict):
+    start, end = g.bounds(k)
+    head = g.doc[end - 1]
+    candidates = [t for t in g.doc[start:end] if t.text == m["span"]] + [t for t in head.children if t.text == m["span"]]
+    return candidates[0] if candidates else None
+
+
+def predicates(g: _Graph) -> None:
+    """Adjectives after a copula ("the bus is red", "is not visible"), verbs with no object ("a man is
+    sitting", "kneeling down") and verbs whose object is an activity ("plays tennis") are attributes
+    of their subject."""
+    for tok in g.doc:
+        words: list[str] = []
+        if tok.lemma_ == "be" and tok.dep_ == "ROOT":
+            # not a word of a spatial phrase: "the cross is right of the circle"
+            neg = "not " if any(c.dep_ == "neg" for c in tok.children) else ""
+            words = [neg + a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ"
+                     for a in (c, *(x for x in c.children if x.dep_ == "conj" and x.pos_ == "ADJ")) if a.i not in g.in_phrases]
+        elif tok.pos_ == "VERB" and tok.dep_ != "amod" and tok.lower_ not in FRAMING_VERBS:
+            words = _verb_attribute(tok)
+        if not words:
+            continue
+        for subj in _subjects(tok):
+            k = _entity_of(g, subj)
+            if k is None:
+                continue
+            have = g.entities[k]["attributes"]
+            new = [w for w in words if w not in have]
+            if new:
+                ent = g.entities[k]
+                mods = ent["modifiers"] + [{"dep": "amod", "span": w, "lemma_span": w} for w in new]
+                g.entities[k] = {**ent, "modifiers": mods, "attributes": have + new}
+                g.changed = True
+
+
+def _verb_attribute(verb) -> list[str]:
+    """The attribute a verb gives its subject: the verb (with its particle) when it has no object,
+    complement or prepositional phrase; the verb and its object when that is an activity."""
+    kids = list(verb.children)
+    objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
+    if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
+        return [verb.doc[verb.i:objects[0].i + 1].text.lower()]
+    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
+        return []
+    particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
+    if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
+        return []
+    return [" ".join([verb.lower_, *(c.lower_ for c in particles)])]
+
+
+def _subjects(verb) -> list:
+    """The subject tokens of a verb or copula: its nsubj (and their conjuncts), the noun a participle
+    or relative clause modifies, or the subject of the verb it is coordinated with."""
+    subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
+    if subjects:  # the nearest before the verb: spaCy may give a clause before a semicolon's subject too
+        c = max((c for c in subjects if c.i < verb.i), key=lambda c: c.i, default=subjects[0])
+        return [c, *_conjuncts(c)]
+    if (verb.dep_ in ("acl", "relcl") or verb.dep_ == "xcomp" and verb.head.pos_ in ("NOUN", "PROPN")) and verb.head.i != verb.i:
+        noun = verb.head
+        if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
+            noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
+        return [noun, *(t for t in _conjuncts(noun) if t.i < noun.i)]
+    if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
+        return _subjects(verb.head)
+    if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
+        return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
+    return []
+
+
+def _entity_of(g: _Graph, tok) -> int | None:
+    """The entity a token names: its own, or for a relative pronoun or a framing noun without one,
+    the noun it stands for."""
+    seen = set()
+    while tok.i not in seen:
+        seen.add(tok.i)
+        k = _entity_at(g, tok.i)
+        if k is not None:
+            return k
+        if _is_relative_pronoun(tok):
+            tok = tok.head.head
+        elif (noun := _object_pronoun_antecedent(tok)) is not None:
+            tok = noun
+        elif (measured := _measured(tok)) is not None:
+            tok = measured
+    return None
+
+
+def _new_entity(g: _Graph, tok) -> None:
+    """A new entity of a subject noun that has none, with the words before it that modify it (spaCy
+    chunks no noun phrase in "giraffe standing on green grass")."""
+    if tok.pos_ not in ("NOUN", "PROPN"):
+        return
+    start = min([tok.i, *(c.i for c in tok.lefts if c.dep_ in ("det", "amod", "compound", "nummod"))])
+    if all(_entity_at(g, i) is None for i in range(start, tok.i + 1)):
+        g.add(start, tok.i + 1)
+
+
+def _objects(tok) -> list:
+    return [tok, *_conjuncts(tok)]
+
+
+def _conjuncts(tok) -> list:
+    """The nouns coordinated with `tok` by "and"/"or" ("a cat and a dog"); none where spaCy joins two
+    clauses without one ("a cross left of a box; the star is ...")."""
+    chain = [tok, *tok.conjuncts]
+    if not any(c.dep_ == "cc" for t in chain for c in t.children):
+        return []
+    return list(tok.conjuncts)
+
+
+def _prepositional(prep) -> tuple[list[str], object] | None:
+    """The words of a spatial phrase that starts with preposition `prep` and its object token:
+    "on" + "top" + "of" + O -> (["on", "top", "of"], O); "next" + "to" + O; else ([prep], pobj)."""
+    obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+    if obj is None:
+        return None
+    if obj.lower_ in POSITION_NOUNS:
+        of = next((c for c in obj.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        inner = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+        if inner is not None:
+            det = [c.lower_ for c in obj.children if c.dep_ == "det" and c.lower_ in ("the", "a", "an")]
+            return [prep.lower_, *det, obj.lower_, "of"], inner
+    return [prep.lower_], obj
+
+
+def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
+    """(subject entity, relation, object entity) for every verb object and every preposition under a
+    verb or copula, as the caption words them (the verb, then its spatial phrase)."""
+    found = []
+    for tok in g.doc:
+        if tok.pos_ == "VERB" and tok.dep_ != "amod":
+            for c in tok.children:
+                if c.dep_ == "dobj":
+                    found += [(s, [tok.lower_], o) for s in _subjects(tok) for o in _objects(c)]
+        if tok.dep_ not in ("prep", "agent") or tok.pos_ != "ADP":
+            continue
+        read = _prepositional(tok)
+        if read is None:
+            continue
+        words, obj = read
+        gov = tok.head
+        if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
+            words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
+        if gov.pos_ == "VERB" and gov.dep_ != "amod":
+            # the verb is part of the relation unless it has an object of its own ("a man plays tennis
+            # in front of an audience": man "in front of" audience) or only frames ("is shown in")
+            if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
+                words = [gov.lower_, *words]
+        elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
+            continue
+        subjects = _subjects(gov)
+        dobjs = [d for c in gov.children if c.dep_ == "dobj" for d in _objects(c)]
+        if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
+            # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
+            found += [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+        elif gov.pos_ == "VERB" and dobjs and dobjs[0].i < tok.i and tok.lower_ in PATH_PREPOSITIONS:
+            # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
+            found += [(dobjs[0], words, o) for o in _objects(obj)]
+        elif obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
+            found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
+        else:
+            found += [(s, words, o) for s in subjects for o in _objects(obj)]
+    for s, _, _ in found:  # first every new entity (adding one renumbers those after it), then the indices
+        if s.pos_ != "PRON" and _entity_of(g, s) is None:
+            _new_entity(g, s)
+    out = []
+    for s, words, o in found:
+        ks, ko = _entity_of(g, s), _entity_of(g, o)
+        if ks is not None and ko is not None and ks != ko:
+            out.append((ks, " ".join(words), ko))
+    return out + _possessives(g) + _trailing_spatial_words(g)
+
+
+def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
+    """(Y, word, X) for "X with Y above" / "X with a Y underneath": a spatial word with no object after
+    the noun of a with-phrase places that noun against the noun the phrase hangs off."""
+    out = []
+    for tok in g.doc:
+        if tok.lower_ not in TRAILING_SPATIAL or any(c.dep_ == "pobj" for c in tok.children):
+            continue
+        noun = tok.head
+        if noun.pos_ not in ("NOUN", "PROPN") or noun.dep_ != "pobj" or noun.head.lower_ != "with":
+            continue
+        ky, kx = _entity_of(g, noun), _entity_of(g, noun.head.head)
+        if ky is not None and kx is not None and ky != kx:
+            out.append((ky, tok.lower_, kx))
+    return out
+
+
+def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
+    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"its"/"their" + noun, the owner of a
+    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man)."""
+    out = []
+    for tok in g.doc:
+        if tok.dep_ != "poss":
+            continue
+        owner = tok
+        if tok.pos_ == "PRON":
+            verb = next((a for a in tok.ancestors if a.pos_ in ("VERB", "AUX")), None)
+            subjects = _subjects(verb) if verb is not None else []
+            if not subjects:
+                continue
+            owner = subjects[0]
+        kt, ko = _entity_of(g, tok.head), _entity_of(g, owner)
+        if kt is not None and ko is not None and kt != ko:
+            out.append((kt, "of", ko))
+    return out
+
+
+def relations(g: _Graph) -> None:
+    """Relations read from the dependency tree (`_read_relations`) join sng's: one that extends sng's
+    relation between the same two entities ("parked next to" for "next to") replaces it, one between
+    two entities sng does not relate is added; coordinated subjects share a relation on a noun
+    ("a cat and a dog on a bed")."""
+    read = _read_relations(g)
+    if any(not r["relation"].strip() for r in g.relations):  # sng's relation without words
+        g.relations, g.changed = [r for r in g.relations if r["relation"].strip()], True
+    # a preposition has one governor: sng's relation through the same preposition to the same
+    # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
+    governed = {(o, rel.split()[-1]): s for s, rel, o in read}
+    kept = [r for r in g.relations if governed.get((r["object"], _last_word(r["relation"])), r["subject"]) == r["subject"]]
+    if len(kept) != len(g.relations):
+        g.relations, g.changed = kept, True
+    read += _coordinated(g)
+    for s, rel, o in read:
+        between = [n for n, r in enumerate(g.relations) if (r["subject"], r["object"]) == (s, o)]
+        if not between:
+            g.relations.append({"subject": s, "object": o, "relation": rel, "lemma_relation": _lemma(g, rel)})
+            g.changed = True
+            continue
+        for n in between:
+            r = g.relations[n]
+            old = r["relation"].lower()
+            if r["subject"] == s and rel != old and rel.endswith(" " + old):
+                g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
+                g.changed = True
+
+
+def _last_word(relation: str) -> str:
+    words = relation.lower().split()
+    return words[-1] if words else ""
+
+
+def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
+    """Relations that coordination shares: a relation of a noun coordinated with an earlier one ("a cat
+    and a dog on a bed": the dog's "on" is the cat's too) when the preposition hangs off the noun, and
+    a relation into a noun is one into every noun coordinated with it ("a bathroom with a sink, tub
+    and toilet": sng stops after the second)."""
+    out = []
+    for r in g.relations:
+        head = _head_token(g, r["subject"])
+        obj_head = _head_token(g, r["object"])
+        # not "of": "a tube of toothpaste and two toothbrushes" says nothing of toothbrushes of toothpaste
+        if r["relation"].lower() != "of" and head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and _conjuncts(head) and any(
+                p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
+            first = _entity_at(g, head.head.i)
+            if first is not None and first not in (r["subject"], r["object"]):
+                out.append((first, r["relation"], r["object"]))
+        for tok in _conjuncts(obj_head):
+            k = _entity_at(g, tok.i)
+            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN"):
+                out.append((r["subject"], r["relation"], k))
+    return out
+
+
+def _lemma(g: _Graph, rel: str) -> str:
+    lemmas = {t.lower_: t.lemma_ for t in g.doc}
+    return " ".join(lemmas.get(w, w) for w in rel.split())
+
+
+REPAIRS = {"pronouns": pronouns, "framing": framing, "compounds": compounds, "predicates": predicates,
+           "relations": relations}
