@@ -89,7 +89,8 @@ def material_words() -> frozenset[str]:
     road": a road, dirt): the shipped vocabulary's material attributes and MATERIAL_NOUNS."""
     from mosaictool.vocab import load
 
-    return frozenset(w for w, category in load().attributes.items() if category == "material") | MATERIAL_NOUNS
+    # the vocabulary's materials and ground covers ("dirt road", "gravel path"; "ground" was part of "material")
+    return frozenset(w for w, category in load().attributes.items() if category in ("material", "ground")) | MATERIAL_NOUNS
 
 
 @functools.cache
