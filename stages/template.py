@@ -16,9 +16,11 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
 - Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories;
   unknown adjectives rank with "state"; adjacent colours joined by "and": "a black and white
-  shirt"), then the noun; "a"/"an" before a singular noun, the count word ("two") or nothing
-  before a plural, "the" where the caption had a definite or possessive determiner, nothing
-  before a noun the caption used bare ("water").
+  shirt"), then the noun, then participial phrases ("a girl playing a video game", not "a playing
+  a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
+  a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
+  used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
+  drops articles, a phrase without one reads as broken), except mass nouns ("water", MASS_NOUNS).
 - Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
   paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
   {relation} {np3}"; objects outside any relation are joined with "and".
@@ -44,6 +46,15 @@ ATTRIBUTE_ORDER = (
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 UNKNOWN_RANK = ATTRIBUTE_RANK["state"]
 STYLES = ("plain", "varied")
+# Nouns COCO captions use without an article because they are uncountable: left bare ("on grass", "water")
+MASS_NOUNS = frozenset({
+    "water", "grass", "snow", "sand", "dirt", "mud", "ice", "food", "hay", "rice", "meat", "milk", "coffee", "tea",
+    "wine", "beer", "juice", "bread", "cheese", "broccoli", "lettuce", "spinach", "pasta", "cereal", "chocolate",
+    "candy", "frosting", "icing", "sauce", "cream", "soup", "traffic", "furniture", "luggage", "equipment", "gear",
+    "clothing", "foliage", "greenery", "vegetation", "smoke", "fog", "steam", "rain", "air", "sunlight", "daylight",
+    "money", "trash", "garbage", "debris", "gravel", "concrete", "wood", "metal", "plastic", "fabric", "hair", "fur",
+    "wool", "paint", "graffiti", "pavement", "asphalt", "fruit", "produce", "dessert", "lunch", "dinner", "breakfast",
+})
 # Frames for "varied"; {be} agrees with the first noun phrase.
 FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
 
@@ -56,10 +67,17 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     return pairs
 
 
+def participial(attribute: str) -> bool:
+    """A verb phrase the parser kept as an attribute ("playing a video game"): it follows the noun."""
+    first, _, rest = attribute.partition(" ")
+    return bool(rest) and first.endswith("ing")
+
+
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
-    attributes = node["attributes"]
+    after = [a for a in node["attributes"] if participial(a)]
+    attributes = [a for a in node["attributes"] if not participial(a)]
     if not attributes:
         body = node["noun"]
     elif len(attributes) == 1:
@@ -74,11 +92,13 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
             previous = category
         words.append(node["noun"])
         body = " ".join(words)
+    if after:
+        body = " ".join([body, *after])
     if node.get("count"):
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
         return f"the {body}"
-    if node["plural"] or node.get("determiner") is None:
+    if node["plural"] or (node.get("determiner") is None and node["noun"].lower() in MASS_NOUNS):
         return body
     return f"{indefinite_article(body)} {body}"
 

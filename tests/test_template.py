@@ -44,7 +44,15 @@ def test_noun_phrases():
     assert noun_phrase(node("elephant", ["old"]), VOCAB) == "an old elephant"
     assert noun_phrase(node("poles", ["tall"], plural=True, count="two"), VOCAB) == "two tall poles"
     assert noun_phrase(node("dogs", plural=True), VOCAB) == "dogs"
-    assert noun_phrase(node("water", determiner=None), VOCAB) == "water"
+    assert noun_phrase(node("water", determiner=None), VOCAB) == "water"  # a mass noun used bare stays bare
+    # a count noun a headline-style caption used bare gets its article ("Man in black shirt")
+    assert noun_phrase(node("shirt", ["black"], determiner=None), VOCAB) == "a black shirt"
+    assert noun_phrase(node("plane", ["grey"], determiner=None), VOCAB) == "a grey plane"
+    # a verb phrase the parser kept as an attribute follows the noun
+    assert noun_phrase(node("girl", ["cute", "playing a video game"]), VOCAB) == "a cute girl playing a video game"
+    assert noun_phrase(node("men", ["young", "eating breakfast"], plural=True, count="three"), VOCAB) == (
+        "three young men eating breakfast")
+    assert noun_phrase(node("slope", ["snow covered"]), VOCAB) == "a snow covered slope"  # a compound attribute stays before
     assert noun_phrase(node("beach", determiner="the"), VOCAB) == "the beach"
 
 
