@@ -1,4 +1,4 @@
-"""One writer per output folder: `train`, `shard`, `wise-ft` and `demo` hold a lock on the folder they
+"""One writer per output folder: `train`, `shard`, `wise-ft`, `world` and `demo` hold a lock on the folder they
 write (the demo also one per cached artifact) for as long as they write it.
 
 The lock is filelock's: flock(2) on `FOLDER/.mosaictool.lock`, which the kernel releases when its
