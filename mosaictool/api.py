@@ -36,6 +36,7 @@ from typing import Union
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
+from mosaictool.records import check_workers
 
 Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
@@ -229,6 +230,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
 
     if batch_size < 1 or workers < 1 or max_chars < 1:
         raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
+    check_workers(workers)
     return _records(
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
@@ -284,6 +286,7 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     check_flags(SeedFlag(seed))
     if max_negatives < 0 or batch_size < 1 or workers < 1:
         raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
+    check_workers(workers)
     category_probs = parse_probs(_csv(probs))
     methods = parse_text_methods(_csv(text))
     return _records(
@@ -375,12 +378,12 @@ def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = Fal
     >>> manifest["counts"]["train"]["records"]
     40
     """
-    from mosaictool.world.generate import check_noise, check_settings, generate_world, total_items
+    from mosaictool.world.generate import check_noise, check_settings, check_size, generate_world, total_items
     from mosaictool.world.noise import NOISE_KINDS
 
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
+    check_workers(workers)
     check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
+    check_size(Path(out), train=train, eval_scale=eval_scale, twins=twins + binding_twins + shape_twins)
     if noise_kinds is not None and not caption_noise:
         raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
     kinds = NOISE_KINDS if noise_kinds is None else [k.strip() for k in _csv(noise_kinds).split(",") if k.strip()]
@@ -597,8 +600,9 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     if not bench:
         raise MosaicError("choose benchmarks with --bench (e.g. --bench aro,sugarcrepe); `--list` shows them")
     parsed = parse_bench_spec(bench)
-    if limit is not None and limit < 1 or batch_size < 1 or workers < 0:
-        raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
+    if limit is not None and limit < 1 or batch_size < 1:
+        raise MosaicError("--limit and --batch-size must be at least 1")
+    check_workers(workers, least=0)
     data_root = os.fspath(data_root)
     if not os.path.isdir(os.path.expanduser(data_root)):
         raise MosaicError(f"--data-root {data_root}: no such folder")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -49,6 +50,28 @@ from mosaictool.errors import RecordError
 Index = Annotated[int, Field(ge=0)]
 Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 1, and each rank adds its own
 NonEmpty = Annotated[str, Field(min_length=1)]
+# Worker processes: more than a few per CPU only adds forks that wait for a core (and their memory)
+WORKERS_PER_CPU = 4
+MAX_WORKERS = WORKERS_PER_CPU * (os.cpu_count() or 1)
+_PER_CPU = f"at most {WORKERS_PER_CPU} per CPU: this machine has {os.cpu_count() or 1}"
+Workers = Annotated[int, Field(ge=0, le=MAX_WORKERS, description=_PER_CPU)]  # 0: in the main process
+Processes = Annotated[int, Field(ge=1, le=MAX_WORKERS, description=_PER_CPU)]
+
+
+def check_workers(value: int, flag: str = "--workers", least: int = 1) -> None:
+    """A stage's worker count against its bounds (Workers' for TrainConfig and DemoConfig), one line naming the flag."""
+    from mosaictool.errors import MosaicError
+
+    if isinstance(value, int) and not isinstance(value, bool) and not least <= value <= MAX_WORKERS:
+        raise MosaicError(f"{flag} {value}: must be a whole number >= {least} and <= {MAX_WORKERS} ({_PER_CPU})")
+
+
+def machine_memory() -> int | None:
+    """Bytes of this machine's physical memory (None where the OS does not say): what a size must fit in."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def rule_error(message: str, at: str = "") -> PydanticCustomError:

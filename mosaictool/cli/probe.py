@@ -13,6 +13,7 @@ import typer
 
 from mosaictool.cli.common import handles_errors
 from mosaictool.errors import MosaicError
+from mosaictool.records import check_workers
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Data root to write into (the --data-root of `evaluate`).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of every random draw; same inputs + seed + flags = same output.")]
@@ -97,8 +98,9 @@ def build_c(
     """
     from mosaictool.stages.probe_build import Counts, build_probe_c
 
-    if pairs_per_composition < 1 or workers < 1:
-        raise MosaicError("--pairs-per-composition and --workers must be at least 1")
+    if pairs_per_composition < 1:
+        raise MosaicError("--pairs-per-composition must be at least 1")
+    check_workers(workers)
     _output_check("probe_c", out, [("--coco-captions", coco_captions), ("--antonyms", antonyms)], [("--images", images)])
     counts = Counts()
     records = build_probe_c(coco_captions, images, out / "probe_c", antonyms=antonyms, seed=seed,
@@ -140,8 +142,7 @@ def build_b(
         raise MosaicError("need 0 <= --min-object <= --max-object <= 1, 0 < --patch < 1, 0 <= --min-removed < 1")
     if image_format not in ("png", "jpg"):
         raise MosaicError("--image-format: png or jpg")
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
+    check_workers(workers)
     _output_check("probe_b", out, [("--coco-instances", coco_instances)], [("--images", images), ("--scenes", scenes)])
     counts = Counts()
     target = out / "probe_b"

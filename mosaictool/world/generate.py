@@ -18,6 +18,7 @@ the number of workers.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -210,6 +211,36 @@ def check_settings(*, train: int, image_size: int, eval_scale: float) -> None:
         raise MosaicError(f"--eval-scale {eval_scale}: must be a finite number > 0")
 
 
+# What a world needs at least, measured on mosaic-world/4 at 64 px: a train record is ~1.1 KB of JSON,
+# kept in memory until captions.jsonl is written; every item (train scene, twin or benchmark image)
+# is a file of ~2.6 KB on disk.
+TRAIN_RECORD_BYTES, ITEM_FILE_BYTES = 1000, 2000
+
+
+def check_size(out: Path, *, train: int, eval_scale: float, twins: int = 0) -> None:
+    """MosaicError naming the flag when the world could not fit in this machine's memory or on the disk
+    of `out`, estimated before anything is made (`twins`: how many twin kinds each train scene adds)."""
+    from mosaictool.records import machine_memory
+
+    records = train * (1 + twins)
+    items = records + len(EVAL_SPLITS) * _split_items_at_scale_1() * eval_scale
+    memory = machine_memory()
+    if memory is not None and records * TRAIN_RECORD_BYTES > memory:
+        raise MosaicError(f"--train {train}: ~{records:,} train records need ~{records * TRAIN_RECORD_BYTES / 2**30:,.0f} GiB of "
+                          f"memory at least, more than this machine's {memory / 2**30:,.0f} GiB; make fewer")
+    above = next((p for p in [out, *out.parents] if p.exists()), None)
+    free = shutil.disk_usage(above).free if above is not None else None
+    if free is not None and items * ITEM_FILE_BYTES > free:
+        flag = f"--eval-scale {eval_scale:g}" if len(EVAL_SPLITS) * _split_items_at_scale_1() * eval_scale > records else f"--train {train}"
+        raise MosaicError(f"{flag}: ~{items:,.0f} images need ~{items * ITEM_FILE_BYTES / 2**30:,.0f} GiB on disk at least, more "
+                          f"than the {free / 2**30:,.0f} GiB free under {above}; make fewer or choose another --out")
+
+
+@functools.cache
+def _split_items_at_scale_1() -> int:
+    return sum(len(j) for j in _eval_jobs(0, "val", 64, eval_sizes(1.0)).values())
+
+
 def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
                    shape_twins: bool = False, image_size: int = 64,
                    eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None,
@@ -226,6 +257,7 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     above = next((p for p in out.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         raise MosaicError(f"--out {out}: {above} is a file, not a folder; choose another --out")
+    check_size(out, train=train, eval_scale=eval_scale, twins=twins + binding_twins + shape_twins)
     _check_target(out, overwrite)  # before hours of rendering; again under the lock right before the swap
     progress = progress or (lambda n: None)
     with folder_lock(out, "mosaictool world"):
