@@ -340,7 +340,7 @@ class Shards:
 
 @_typed
 def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_size: int = 1000, image_key: str = "image",
-          skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False) -> Shards:
+          skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False, allow_outside_root: bool = False) -> Shards:
     """Pack records and their images into WebDataset tar shards for `train` (OUT/000000.tar, ...,
     OUT/sizes.json), as `mosaictool shard`.
 
@@ -355,7 +355,7 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
     records = read_records(source, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
     sizes = write_shards(
         records, out=out, image_root=image_root, shard_size=shard_size, image_key=image_key, skips=skips,
-        source=source if isinstance(source, str) else None,
+        source=source if isinstance(source, str) else None, allow_outside_root=allow_outside_root,
         progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
     )
     return Shards(Path(out), sizes, skips)
@@ -427,7 +427,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
           merge_equal_texts: bool | None = None, seed: int = 0, device: str | None = None, num_workers: int = 0,
           save_every: int = 0, log_every: int = 1, report_to: str | None = None, eval_bench: str | None = None,
           eval_data_root: PathLike | None = None, resume: PathLike | None = None, skip_bad: bool = False,
-          quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
+          allow_outside_root: bool = False, quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
     """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
     `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
     The method's own options are keywords too (`max_pos=3` is --max-pos). With `recipe`, the
@@ -455,8 +455,8 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings = dict(
-        image_root=image_root, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
-        force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
+        image_root=image_root, allow_outside_root=allow_outside_root, skip_bad=skip_bad, model=model, pretrained=pretrained,
+        model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
         batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
         warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
         grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
@@ -578,7 +578,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
              detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,
              device: str | None = None, batch_size: int = 64, workers: int = 0, cache_dir: PathLike | None = None,
-             quiet: bool = False) -> list[dict]:
+             quiet: bool = False, allow_outside_root: bool = False) -> list[dict]:
     """Score models on compositionality benchmarks with each one's official metric; returns one
     row per (model, benchmark, subtask, metric), as `mosaictool evaluate` (`checkpoints` is its
     repeated --checkpoint). `output` also writes the rows as they come, `report` the Markdown
@@ -621,7 +621,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     _output_check(specs, benches, data_root, [("-o", output), ("--report", report), ("--plot", plot)])
     options = EngineOptions(batch_size=batch_size, device=device, workers=workers,
                             cache_dir=None if cache_dir is None else os.fspath(cache_dir), skip_missing=skip_missing,
-                            limit=limit, quiet=quiet)
+                            limit=limit, quiet=quiet, allow_outside_root=allow_outside_root)
     rows = []
     results = score(benches, _load_models(specs, device), data_root, options)
     if output is None:

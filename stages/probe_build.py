@@ -51,6 +51,7 @@ from pathlib import Path
 import orjson
 
 from mosaictool.errors import MosaicError
+from mosaictool.images import ImageError, image_path
 from mosaictool.stages.source_formats import (
     COCO_ANNOTATION,
     COCO_CATEGORY,
@@ -661,6 +662,7 @@ class _BOptions:
     max_object: float
     patch: float
     ext: str
+    allow_outside_root: bool = False
 
 
 def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
@@ -672,7 +674,10 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     iid, meta, objs, o = job
     kept, skipped = Counter(), Counter()
     out_dir = Path(o.out_dir)
-    src = Path(o.images) / meta["file_name"]
+    try:
+        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
+    except ImageError as e:
+        raise MosaicError(f"image id {iid}: {e}") from None
     if not src.is_file():
         skipped["images missing"] += 1
         return [], kept, skipped
@@ -748,7 +753,8 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
 def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path, *, fillers=("black", "gray", "noise"),
                   scenes: str | Path | None = None, splits=("MR", "R"), seed: int = 0, max_images: int | None = None,
                   min_removed: float = 0.2, min_object: float = 0.05, max_object: float = 0.5, patch: float = 0.2,
-                  image_format: str = "png", workers: int = 1, counts: Counts | None = None) -> Iterator[dict]:
+                  image_format: str = "png", workers: int = 1, counts: Counts | None = None,
+                  allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-B records in image-id order; writes the modified images under out_dir/images/<filler>/
     (<image id>_patch, _nobg: shared by MR and R; _one: R's x1~).
     Images are independent (each its own random stream), so `workers` processes give the same output."""
@@ -771,7 +777,7 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "classes.txt").write_text("\n".join(classes) + "\n", encoding="utf-8")  # the prompts' classes
     opts = _BOptions(str(images), str(out_dir), tuple(fillers), tuple(map(str, scene_files)), tuple(splits), seed, min_removed,
-                     min_object, max_object, patch, "jpg" if image_format in ("jpg", "jpeg") else "png")
+                     min_object, max_object, patch, "jpg" if image_format in ("jpg", "jpeg") else "png", allow_outside_root)
 
     def jobs():
         made = 0

@@ -215,3 +215,22 @@ def test_retrieval_with_perturbations(world, checkpoints):
         "coco", "coco/shuffle_allbut_nouns_and_adj", "coco/shuffle_nouns_and_adj", "coco/shuffle_trigrams",
         "coco/shuffle_within_trigrams"]
     assert {r["metric"] for r in rows} == {f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)}
+
+
+def test_an_image_linked_out_of_the_data_root_is_refused_unless_allowed(tmp_path):
+    from mosaictool.bench import get
+    from mosaictool.bench.engine import EngineOptions, prepare
+    from mosaictool.errors import MosaicError
+    from mosaictool.world import generate_world
+
+    world = tmp_path / "world"
+    generate_world(world, train=1, eval_scale=0.01)
+    for split in ("val", "test"):
+        image = sorted((world / split / "aro" / "images").glob("relation_*.png"))[0]
+        outside = tmp_path / f"outside-{split}.png"
+        outside.write_bytes(image.read_bytes())
+        image.unlink()
+        image.symlink_to(outside)
+    with pytest.raises(MosaicError, match=r"^world: image '.*relation_\d+\.png' leads outside --data-root .*--allow-outside-root"):
+        prepare(get("world"), world, None, EngineOptions())
+    assert prepare(get("world"), world, None, EngineOptions(allow_outside_root=True)).items

@@ -44,6 +44,7 @@ class EngineOptions:
     workers: int = 0  # DataLoader processes decoding and preprocessing images
     cache_dir: str | None = None
     skip_missing: bool = False
+    allow_outside_root: bool = False  # read images that lead out of --data-root (images.image_path)
     # also a row per subtask with every case's outcome ("hits": a string of 0/1 in the file's order)
     # where the benchmark can say (Bench.item_hits): the input of paired tests over cases
     item_hits: bool = False
@@ -111,6 +112,21 @@ class Missing:
     items_skipped: int = 0
     items_total: int = 0
     paths: list[str] = field(default_factory=list)
+
+
+def _check_inside(items: list[Item], root: str | os.PathLike, where: str) -> None:
+    """MosaicError when an image of the benchmark leads out of --data-root once links are resolved."""
+    from mosaictool.images import ImageError, image_path
+
+    seen: set[str] = set()
+    for item in items:
+        for ref in item.images:
+            if ref.data is None and ref.path not in seen:
+                seen.add(ref.path)
+                try:
+                    image_path(root, os.path.relpath(ref.path, root), flag="--data-root")
+                except ImageError as e:
+                    raise MosaicError(f"{where}: {e}") from None
 
 
 def drop_missing(items: list[Item], *, skip: bool, where: str) -> tuple[list[Item], Missing]:
@@ -405,6 +421,8 @@ class Prepared:
 
 def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOptions) -> Prepared:
     items = load_items(bench, root, limit=options.limit, subtasks=subtasks)
+    if not (options.allow_outside_root or getattr(bench, "images_outside_root", False)):
+        _check_inside(items, root, bench.name)
     items, missing = drop_missing(items, skip=options.skip_missing, where=bench.name)
     if missing.items_skipped:
         shown = ", ".join(missing.paths[:MISSING_SHOWN])

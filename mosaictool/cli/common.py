@@ -27,6 +27,12 @@ SkipBadOpt = Annotated[
     bool, typer.Option("--skip-bad", help="Skip bad records (counted and reported on stderr) instead of stopping.")
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+AllowOutsideRootOpt = Annotated[
+    bool, typer.Option("--allow-outside-root",
+                       help="Read images named outside the image root (--image-root, --data-root, --images): an absolute path, "
+                            "'..', a symbolic link leading out. Off by default: records from elsewhere cannot make it read any file "
+                            "you can read. Example: --image-root data/ --allow-outside-root for records naming /mnt/coco/x.jpg.")
+]
 AssignIdsOpt = Annotated[
     bool, typer.Option("--assign-ids", help="Give records without an 'id' their line number as id.")
 ]

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import handles_errors
+from mosaictool.cli.common import AllowOutsideRootOpt, handles_errors
 from mosaictool.errors import MosaicError
 from mosaictool.records import check_workers
 
@@ -123,6 +123,7 @@ def build_b(
     patch: Annotated[float, typer.Option(help="Side of the filler patch, as a fraction of the shorter image side.")] = 0.2,
     image_format: Annotated[str, typer.Option(help="png or jpg (quality 95, about 5x faster to write) for the written images.")] = "png",
     workers: Annotated[int, typer.Option(help="Worker processes (output never depends on it).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-B from COCO instances: x0, x0 + a non-occluding filler patch, background (and other objects) replaced by a filler.
@@ -148,7 +149,8 @@ def build_b(
     target = out / "probe_b"
     records = build_probe_b(coco_instances, images, target, fillers=fill, scenes=scenes, splits=split_list, seed=seed,
                             max_images=max_images, min_removed=min_removed, min_object=min_object, max_object=max_object,
-                            patch=patch, image_format=image_format, workers=workers, counts=counts)
+                            patch=patch, image_format=image_format, workers=workers, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_b", out, records, counts)
 
 

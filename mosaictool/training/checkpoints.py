@@ -52,8 +52,8 @@ def check_run_outputs(cfg: TrainConfig) -> None:
 
 
 # Fields a resumed run may hold otherwise than its last.pt: where its files are, and how this session runs.
-MAY_DIFFER = frozenset({"out", "data", "image_root", "eval_data_root", "pretrained", "model_config", "num_workers", "quiet",
-                        "device", "report_to"})
+MAY_DIFFER = frozenset({"out", "data", "image_root", "allow_outside_root", "eval_data_root", "pretrained", "model_config",
+                        "num_workers", "quiet", "device", "report_to"})
 RESTORE = "restore it, or start a new run"
 
 

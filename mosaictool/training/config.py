@@ -37,6 +37,7 @@ class TrainConfig:
     method_options: dict = field(default_factory=dict)  # the method's own flags (Method.options), by name
     recipe: str | None = None  # the method's named recipe these settings came from (with_recipe), if any
     image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
+    allow_outside_root: bool = False  # read images named outside image_root (images.image_path)
     skip_bad: bool = False
     # model
     model: str = "mosaic-tiny"

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.images import ImageError, open_image
+from mosaictool.images import ImageError, image_path, open_image
 from mosaictool.io import Skips, is_parquet, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 from mosaictool.training.batch import Batch, normalize_images
@@ -332,6 +332,7 @@ class TrainData:
         method,
         image_root: str | None = None,
         skip_bad: bool = False,
+        allow_outside_root: bool = False,
         shards: ShardCache | None = None,
     ) -> "TrainData":
         """`method`: a mosaictool.methods.Method; its check_record says which records are usable.
@@ -346,8 +347,8 @@ class TrainData:
             root = Path(image_root) if image_root else Path(spec).resolve().parent
             check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
-                path = root / rec["image"]
-                try:  # a regular file whose declared size is within bounds (its header read, no pixel decoded)
+                try:  # inside the root, a regular file whose declared size is within bounds (header read, no pixel decoded)
+                    path = image_path(root, rec["image"], allow_outside=allow_outside_root)
                     open_image(path).close()
                 except ImageError as e:
                     hint = " (check --image-root)" if str(e).startswith("image not found") else ""
@@ -731,7 +732,8 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
     `shards`: the process's ShardCache, if it has one. `said`: notes already printed (by the other runs
     of a train_many), not printed again."""
     out = Path(cfg.out)
-    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards)
+    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards,
+                          allow_outside_root=cfg.allow_outside_root)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
         _say_once(note, said)
