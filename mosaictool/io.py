@@ -17,6 +17,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import orjson
@@ -314,6 +315,53 @@ def write_error(name: str, e: OSError) -> MosaicError:
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     with RecordWriter(path) as w:
         return w.write_all(records)
+
+
+JSON_DEPTH = 1024  # orjson's nesting limit; no file mosaictool reads nests a hundredth as deep
+
+
+def parse_json(data: bytes | str, where: str, *, label: str = "invalid JSON", hint: str = "", pairs_hook=None) -> Any:
+    """The value of the JSON text `data` (bytes must be UTF-8; a leading BOM is skipped). Every JSON
+    file mosaictool reads goes through here, so text that is not UTF-8, not JSON, or nested deeper
+    than JSON_DEPTH (which overflows the standard library's recursive parser: a RecursionError
+    traceback) is one MosaicError line, `WHERE: LABEL: line L column C: what; HINT`. NaN and Infinity
+    are read as the standard library reads them: judging values is the schemas' job. `pairs_hook`:
+    json's object_pairs_hook (a ValueError it raises becomes the message)."""
+    def error(detail: str) -> MosaicError:
+        return MosaicError(f"{where}: {label}: {detail}" + (f"; {hint}" if hint else ""))
+
+    def at(e) -> str:
+        return f"line {e.lineno} column {e.colno}" if "\n" in text else f"column {e.colno}"
+
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise error(f"not UTF-8 text (byte {e.start})") from None
+    else:
+        text = data
+    text = text.removeprefix("\ufeff")
+    try:
+        value = orjson.loads(text)  # bounded depth, and the fast path
+        if pairs_hook is None:
+            return value
+    except orjson.JSONDecodeError as e:
+        if "depth" in str(e) or "recursion" in str(e):
+            raise error(f"{at(e)}: nested deeper than {JSON_DEPTH} levels") from None
+    try:  # what orjson refuses and the standard library reads (NaN), and the hook's checks
+        return json.loads(text, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError as e:
+        raise error(f"{at(e)}: {e.msg}") from None
+    except RecursionError:
+        raise error(f"nested deeper than Python's parser can follow ({JSON_DEPTH} levels at most)") from None
+    except ValueError as e:
+        raise error(str(e)) from None
+
+
+def read_json(path: str | os.PathLike, *, label: str = "invalid JSON", hint: str = "", where: str | None = None,
+              pairs_hook=None) -> Any:
+    """parse_json of the file at `path` (an OSError is the caller's)."""
+    return parse_json(Path(path).read_bytes(), where or str(path), label=label, hint=hint, pairs_hook=pairs_hook)
 
 
 def write_json(path: str | os.PathLike, value) -> None:

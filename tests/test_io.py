@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
+from pathlib import Path
 
 import orjson
 import polars as pl
@@ -110,3 +112,102 @@ def test_reading_is_streaming(tmp_path):
     path = write_lines(tmp_path / "c.jsonl", ['{"id": 1}', '{"id": 2}', "bad"])
     it = read_records(path)
     assert next(it) == {"id": 1}
+
+
+# --- one JSON reader (io.parse_json) for every JSON file: depth, UTF-8, one line naming file and position ------
+
+DEEP = "[" * 100_000 + "]" * 100_000  # 10^5 levels: the standard library's parser overflows Python's stack
+
+
+def _deep_tar(path: Path) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, data in (("000000000.json", DEEP.encode()), ("000000000.png", b"png")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _read_deep(kind: str, tmp_path: Path):
+    """Read a deep JSON file the way one reader of mosaictool does."""
+    from mosaictool.bench import _files, _probe
+
+    f = tmp_path / {"model-config": "m.json", "config.json": "config.json", "mined": "mined_hard_images.json",
+                    "aro": "visual_genome_relation.json", "probe_c": "probe_c.jsonl", "manifest": "manifest.json",
+                    "shard": "000000.tar", "metrics": "metrics.jsonl"}[kind]
+    if kind == "shard":
+        _deep_tar(f)
+    elif kind == "metrics":
+        f.write_text('{"step": 1}\n' + DEEP + "\n" + '{"step": 2}\n')
+    else:
+        f.write_text(DEEP + ("\n" if kind == "probe_c" else ""))
+    if kind == "model-config":
+        from mosaictool.model import openclip
+
+        return f, lambda: openclip.create("m", model_config_file=f)
+    if kind == "config.json":
+        from mosaictool.training.checkpoints import read_stored_config
+
+        return f, lambda: read_stored_config(f)
+    if kind == "mined":
+        from mosaictool.training.data import read_mined
+
+        return f, lambda: read_mined(f, 3)
+    if kind == "aro":
+        return f, lambda: _files.read_json(f, "aro")
+    if kind == "probe_c":
+        return f, lambda: _probe.read_jsonl(f, "probe_c", ("image",))
+    if kind == "manifest":
+        from mosaictool.world import load_manifest
+
+        return f, lambda: load_manifest(tmp_path)
+    if kind == "metrics":
+        from mosaictool.training.reporting import _truncate_jsonl
+
+        return f, lambda: _truncate_jsonl(f, 5)
+    from mosaictool.training.data import ShardCache
+
+    return f, lambda: ShardCache().samples(str(f))
+
+
+@pytest.mark.parametrize("kind", ["model-config", "config.json", "mined", "aro", "probe_c", "manifest", "shard", "metrics"])
+def test_deeply_nested_json_is_one_line_naming_the_file_and_position(kind, tmp_path):
+    f, read = _read_deep(kind, tmp_path)
+    with pytest.raises(MosaicError) as e:
+        read()
+    message = str(e.value)
+    assert "\n" not in message and str(f) in message and "nested deeper than 1024 levels" in message, message
+    assert "column 1026" in message
+
+
+def test_the_json_reader_says_where(tmp_path):
+    from mosaictool.io import parse_json, read_json
+
+    assert parse_json(b"\xef\xbb\xbf[1, NaN]", "a.json")[0] == 1  # a BOM skipped, NaN left to the schemas
+    for data, words in [(b'{"a": "\xff"}', "a.json: invalid JSON: not UTF-8 text (byte 7)"),
+                        ('{"a": 1,\n "b": }', "a.json: invalid JSON: line 2 column 7: Expecting value"),
+                        ("[1,", "a.json: invalid JSON: column 4: Expecting value")]:
+        with pytest.raises(MosaicError, match=re.escape(words)):
+            parse_json(data, "a.json")
+    (tmp_path / "b.json").write_text("[" * 2000)
+    with pytest.raises(MosaicError, match=r"b\.json: bad: column 1026: nested deeper than 1024 levels; fix it$"):
+        read_json(tmp_path / "b.json", label="bad", hint="fix it")
+
+
+def test_a_lock_holder_record_nested_deep_is_another_process(tmp_path):
+    from mosaictool.locks import holder
+
+    (tmp_path / "lock").write_text(DEEP)
+    assert holder(tmp_path / "lock") == "another process"
+
+
+def test_a_demo_cache_entry_whose_manifest_nests_deep_is_discarded(tmp_path):
+    from mosaictool.demo import cache
+
+    entry = tmp_path / "cache" / "data-x"
+    entry.mkdir(parents=True)
+    (entry / cache.MANIFEST).write_text(DEEP)
+    problem = cache.restore(entry, tmp_path / "out")
+    assert "its manifest is unreadable" in problem and "nested deeper" in problem and not entry.exists()

@@ -89,13 +89,15 @@ def read_stored_config(config_file: Path) -> TrainConfig:
     is not JSON (truncated), names a field TrainConfig lacks, lacks one, or holds a value of the
     wrong type or out of its declared bounds."""
     from mosaictool import methods
+    from mosaictool.io import parse_json
     from mosaictool.records import config_errors, kind_of
 
     try:
-        text = config_file.read_text()
-        stored = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        text = config_file.read_bytes()
+    except OSError as e:
         raise MosaicError(f"{config_file}: not a readable JSON file ({e}): truncated or edited; {RESTORE}") from None
+    stored = parse_json(text, str(config_file), label="not a readable JSON file", hint=f"truncated or edited; {RESTORE}")
+    text = text.decode("utf-8")
     if not isinstance(stored, dict):
         raise MosaicError(f"{config_file}: expected a JSON object of the run's settings, got {kind_of(stored)}; {RESTORE}")
     known = {f.name for f in dataclasses.fields(TrainConfig)}

@@ -24,7 +24,6 @@ import dataclasses
 import functools
 import glob
 import hashlib
-import json
 import math
 import os
 import random
@@ -39,7 +38,7 @@ import torch
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, image_path, open_image
-from mosaictool.io import Skips, is_parquet, read_records, write_json
+from mosaictool.io import Skips, is_parquet, parse_json, read_json, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 from mosaictool.training.batch import Batch, normalize_images
 
@@ -116,10 +115,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                     entry = pending[key] = {}
                     order.append(key)
                 if ext == "json":
-                    try:
-                        entry["json"] = json.loads(tar.extractfile(member).read())
-                    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-                        raise MosaicError(f"{path}: {member.name}: invalid JSON ({e}); {redo}") from None
+                    entry["json"] = parse_json(tar.extractfile(member).read(), f"{path}: {member.name}", hint=redo)
                 elif ext.lower() in IMAGE_EXTENSIONS:
                     entry["image"] = ImageLocation(path, member.offset_data, member.size)
             # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
@@ -765,9 +761,9 @@ def read_mined(path: Path, n: int) -> list[list[int]]:
     from mosaictool.records import MINED_HARD_IMAGES, check
 
     try:
-        neighbours = json.loads(path.read_text())
+        neighbours = read_json(path, label="not readable JSON", hint="delete it to mine them again")
         check(MINED_HARD_IMAGES, {"neighbours": neighbours})
-    except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, RecordError
+    except (OSError, RecordError) as e:
         what = str(e).removeprefix("neighbours").lstrip(": ") if isinstance(e, RecordError) else f"not readable JSON ({e})"
         raise MosaicError(f"{path}: {what}; delete it to mine them again") from None
     bad = next((i for i, row in enumerate(neighbours) if any(j >= n for j in row)), None)

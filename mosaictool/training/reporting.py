@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mosaictool.atomic import append_line, write_text
 from mosaictool.errors import MosaicError
+from mosaictool.io import parse_json
 
 TARGETS = ("tensorboard", "wandb")
 _NOT_SCALARS = {"step", "epoch"}  # the x axis, not a curve
@@ -122,6 +123,9 @@ def _wandb_id(out: Path) -> str:
     return hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:16]
 
 
+EDITED = "the file was edited: restore it, or remove the line"
+
+
 def _truncate_jsonl(path: Path, step: int) -> None:
     """Drop the lines of steps after `step`."""
     if not path.exists():
@@ -130,14 +134,15 @@ def _truncate_jsonl(path: Path, step: int) -> None:
     keep = []
     for k, (n, line) in enumerate(lines):
         try:
-            logged = json.loads(line)["step"]
+            logged = parse_json(line, f"{path}:{n}", label="not a metrics line", hint=EDITED)["step"]
             if not isinstance(logged, int):
                 raise TypeError(f"step {logged!r}")
-        except (ValueError, KeyError, TypeError) as e:
+        except (MosaicError, KeyError, TypeError) as e:
             if k == len(lines) - 1:  # the line a killed run was writing: torn, and after its last checkpoint
                 break
-            raise MosaicError(f"{path}:{n}: not a metrics line ({type(e).__name__}: {e}); the file was edited: "
-                              "restore it, or remove the line") from None
+            if isinstance(e, MosaicError):
+                raise
+            raise MosaicError(f"{path}:{n}: not a metrics line ({type(e).__name__}: {e}); {EDITED}") from None
         if logged <= step:
             keep.append(line)
     write_text(path, "".join(line + "\n" for line in keep), flag="--out")

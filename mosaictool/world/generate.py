@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import json
 import math
 import multiprocessing
 import os
@@ -390,4 +389,6 @@ def load_manifest(world: str | os.PathLike) -> dict:
     path = Path(world) / "manifest.json"
     if not path.is_file():
         raise MosaicError(f"{path} not found: make a world with `mosaictool world --out {world}`")
-    return json.loads(path.read_text())
+    from mosaictool.io import read_json
+
+    return read_json(path, hint=f"make the world again with `mosaictool world --out {world} --overwrite`")
