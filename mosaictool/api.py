@@ -154,11 +154,12 @@ def _source(source: Source) -> str | Iterable[dict]:
 
 def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
              transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
-             unit: str = "caption", quiet: bool = False) -> Records:
+             unit: str = "caption", quiet: bool = False, text_key: str = "caption") -> Records:
     inputs = tuple(getattr(source, "inputs", ()))
     source = _source(source)
     skips = Skips(enabled=skip_bad)
-    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids)
+    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids,
+                                           captions=tuple(dict.fromkeys(("caption", text_key))))
     if transform is not None:
         records = _lazy_progress(transform(records), desc=desc, unit=unit, quiet=quiet)
     return Records(records, skips, (source,) if isinstance(source, str) else inputs)
@@ -233,6 +234,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     check_workers(workers)
     return _records(
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
+        text_key=text_key,
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
                                              spatial_compounds=spatial_compounds),
     )
@@ -260,7 +262,7 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
         raise MosaicError("--max-keys must be at least 1")
     loaded = load(vocab)
     return _records(
-        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose",
+        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
         transform=lambda recs: decompose_records(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed,
                                                  text_key=text_key, vocab=loaded, max_keys=max_keys),
     )
@@ -290,7 +292,7 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     category_probs = parse_probs(_csv(probs))
     methods = parse_text_methods(_csv(text))
     return _records(
-        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate",
+        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
         transform=lambda recs: negate_records(
             recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
             seed=seed, type_aware=not uniform, text_methods=methods, text_key=text_key, model=model,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import math
 import os
 import sys
 import tempfile
@@ -28,6 +30,7 @@ from mosaictool.atomic import write_text as _write_text
 from mosaictool.errors import MosaicError, RecordError
 
 STDIO = "-"
+logger = logging.getLogger(__name__)
 PARQUET_BATCH = 4096
 
 
@@ -120,7 +123,7 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
                 return
             for rec in batch.to_pylist():
                 row += 1
-                yield f"{name}:row {row}", row, rec, None
+                yield f"{name}:row {row}", row, rec, non_finite_error(rec, dumps(rec))
     stream = _open_binary_in(path)
     try:
         for lineno, line in _lines(stream, name):
@@ -141,9 +144,39 @@ def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, 
     lists) and never changes the caller's dicts."""
     for number, rec in enumerate(records, start=1):
         try:
-            yield f"record {number}", number, orjson.loads(dumps(rec)), None
+            line = dumps(rec)
         except orjson.JSONEncodeError as e:  # a value JSON cannot hold (a set, an object)
             yield f"record {number}", number, None, f"not JSON: {e}"
+            continue
+        yield f"record {number}", number, orjson.loads(line), non_finite_error(rec, line)
+
+
+def non_finite(value: Any, at: str = "") -> tuple[str, Any] | None:
+    """(field path, value) of the first NaN or infinite number in a record (`scores[2]`), or None."""
+    import numpy as np
+
+    if isinstance(value, (float, np.floating)):
+        return None if math.isfinite(value) else (at, value)
+    if isinstance(value, dict):
+        items = ((f"{at}.{k}" if at else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{at}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        bad = np.argwhere(~np.isfinite(value))
+        return None if not len(bad) else (f"{at}[{']['.join(map(str, bad[0]))}]", value[tuple(bad[0])].item())
+    else:
+        return None
+    return next((found for k, v in items if (found := non_finite(v, k)) is not None), None)
+
+
+def non_finite_error(record: Any, line: bytes) -> str | None:
+    """Why `record` (written as `line`) cannot be JSON: a NaN or infinity, which JSON lacks and
+    orjson writes as null. Only a line holding null is searched."""
+    found = non_finite(record) if b"null" in line else None
+    if found is None:
+        return None
+    return (f"{found[0]}: {found[1]} is not a finite number (JSON has no NaN or infinity; it would be written as null): "
+            "fix the value or drop the field")
 
 
 def read_records(
@@ -153,6 +186,7 @@ def read_records(
     check: Callable[[dict], None] | None = None,
     assign_ids: bool = False,
     unique_ids: bool = True,
+    captions: tuple[str, ...] = ("caption",),
 ) -> Iterator[dict]:
     """Stream the records of `path` (a file, "-" for stdin, or an iterable of dicts), validated.
 
@@ -160,7 +194,14 @@ def read_records(
     input; with `assign_ids` a record without one gets its line (or row, or record) number.
     `check(record)` is the stage's own validation: it raises `RecordError`, which becomes
     `path:line: message` (`record N: message` for records in memory).
+
+    The string fields named in `captions` enter as records.clean_caption makes them (NFC, no
+    invisible format characters), before `check`: a caption of zero-width characters alone is blank.
+    Removed characters are said once per input, in one log line.
     """
+    from mosaictool.records import clean_caption
+
+    cleaned, first = 0, ""
     skips = skips or Skips()
     seen: set[Any] = set()
     raw = _raw_records(str(path)) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
@@ -181,6 +222,13 @@ def read_records(
                     error = f"duplicate id {rid!r}"
                 else:
                     seen.add(rid)
+        if error is None:
+            for key in captions:
+                if isinstance(rec.get(key), str):
+                    rec[key], removed = clean_caption(rec[key])
+                    if removed:
+                        cleaned += 1
+                        first = first or f"{where} ({key!r})"
         if error is None and check is not None:
             try:
                 check(rec)
@@ -190,6 +238,10 @@ def read_records(
             skips.handle(where, error)
             continue
         yield rec
+    if cleaned:
+        name = display_name(path) if isinstance(path, (str, os.PathLike)) else "records"
+        logger.warning(f"{name}: removed invisible format characters (zero-width, bidi controls) from {cleaned} "
+                       f"caption(s), first at {first}")
 
 
 def dumps(record: dict) -> bytes:
@@ -256,6 +308,9 @@ class RecordWriter:
     def write(self, record: dict) -> None:
         assert self._stream is not None, "RecordWriter used outside `with`"
         line = dumps(record) + b"\n"
+        problem = non_finite_error(record, line)
+        if problem is not None:
+            raise MosaicError(f"{self.path if self.path != STDIO else '<stdout>'}: record {self.count + 1}: {problem}")
         if self._types is not None:
             self._types.add(record, self.count + 1)
         self._guard(lambda: self._stream.write(line))

@@ -58,6 +58,30 @@ Workers = Annotated[int, Field(ge=0, le=MAX_WORKERS, description=_PER_CPU)]  # 0
 Processes = Annotated[int, Field(ge=1, le=MAX_WORKERS, description=_PER_CPU)]
 
 
+_PICTOGRAPH = None
+
+
+def clean_caption(text: str) -> tuple[str, bool]:
+    """A caption as mosaictool reads it: Unicode NFC, without invisible format characters (category
+    Cf: zero-width spaces and joiners, bidi overrides and isolates, BOMs, soft hyphens), which would
+    reach the texts unseen or make a blank caption look non-empty. A grapheme cluster holding a
+    pictograph (an emoji ZWJ sequence such as 👩‍💻, a flag's tag sequence) is kept whole: its
+    joiners are part of one symbol. Returns the text and whether a character was removed."""
+    import unicodedata
+
+    global _PICTOGRAPH
+    text = unicodedata.normalize("NFC", text)
+    if text.isascii() or not any(unicodedata.category(c) == "Cf" for c in text):
+        return text, False
+    import regex
+
+    if _PICTOGRAPH is None:
+        _PICTOGRAPH = regex.compile(r"\p{Extended_Pictographic}")
+    kept = "".join(cluster if _PICTOGRAPH.search(cluster) else "".join(c for c in cluster if unicodedata.category(c) != "Cf")
+                   for cluster in regex.findall(r"\X", text))
+    return kept, kept != text
+
+
 def check_workers(value: int, flag: str = "--workers", least: int = 1) -> None:
     """A stage's worker count against its bounds (Workers' for TrainConfig and DemoConfig), one line naming the flag."""
     from mosaictool.errors import MosaicError

@@ -211,3 +211,82 @@ def test_a_demo_cache_entry_whose_manifest_nests_deep_is_discarded(tmp_path):
     (entry / cache.MANIFEST).write_text(DEEP)
     problem = cache.restore(entry, tmp_path / "out")
     assert "its manifest is unreadable" in problem and "nested deeper" in problem and not entry.exists()
+
+
+# --- NaN and infinity have no JSON: refused where records are read or written, never written as null --------
+
+
+@pytest.mark.parametrize("record, field", [({"id": 1, "x": float("nan")}, "x: nan"),
+                                           ({"id": 1, "v": [1.0, float("inf")]}, "v[1]: inf"),
+                                           ({"id": 1, "g": {"s": [{"w": -float("inf")}]}}, "g.s[0].w: -inf"),
+                                           ({"id": 1, "a": __import__("numpy").array([[1.0, 2.0], [3.0, float("nan")]])},
+                                            "a[1][1]: nan")])
+def test_write_refuses_nan_and_infinity(tmp_path, record, field):
+    import mosaictool
+
+    for name in ("out.jsonl", "out.parquet"):
+        with pytest.raises(MosaicError, match=rf"{name}: record 2: {re.escape(field)} is not a finite number \(JSON has no NaN"):
+            mosaictool.write([{"id": 0}, record], tmp_path / name)
+        assert not (tmp_path / name).exists()
+    with pytest.raises(MosaicError, match=rf"record 1: {re.escape(field)} is not a finite number"):
+        list(mosaictool.read([record]))
+
+
+def test_parquet_rows_with_nan_are_refused_and_skippable(tmp_path):
+    src = tmp_path / "t.parquet"
+    pl.DataFrame({"id": [1, 2, 3], "caption": ["a", "b", "c"], "score": [0.5, float("nan"), float("inf")]}).write_parquet(src)
+    with pytest.raises(MosaicError, match=r"t\.parquet:row 2: score: nan is not a finite number"):
+        list(read_records(str(src)))
+    skips = Skips(enabled=True)
+    assert [r["id"] for r in read_records(str(src), skips=skips)] == [1] and skips.count == 2
+
+
+def test_parse_refuses_parquet_nan_instead_of_writing_null(tmp_path):
+    from typer.testing import CliRunner
+
+    from mosaictool.cli import app
+
+    src = tmp_path / "t.parquet"
+    pl.DataFrame({"id": [1, 2], "caption": ["a red cube", "a blue ball"], "score": [0.5, float("nan")]}).write_parquet(src)
+    result = CliRunner().invoke(app, ["parse", str(src), "-o", str(tmp_path / "g.jsonl")])
+    assert result.exit_code == 1 and not (tmp_path / "g.jsonl").exists()
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {src}:row 2: score: nan is not a finite number (JSON has no NaN or infinity; it would be written as null): "
+        "fix the value or drop the field (use --skip-bad to skip bad records)"]
+
+
+# --- captions enter normalised: NFC, no invisible format characters, emoji sequences whole -------------------
+
+ZWJ, ZWSP, RLO, PDF = "\u200d", "\u200b", "\u202e", "\u202c"
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one emoji: man ZWJ woman ZWJ girl
+
+
+@pytest.mark.parametrize("caption, expected", [
+    ("a dog", "a dog"),
+    (ZWSP * 3, ""),
+    (ZWJ, ""),
+    (f"a red{ZWJ} cube", "a red cube"),
+    (f"a {RLO}red cube{PDF}", "a red cube"),
+    ("caf\u0065\u0301", "caf\u00e9"),  # NFD -> NFC
+    (f"a family {FAMILY} on a bench", f"a family {FAMILY} on a bench"),
+    (f"a coder \U0001f469\U0001f3fd{ZWJ}\U0001f4bb{ZWSP}", f"a coder \U0001f469\U0001f3fd{ZWJ}\U0001f4bb"),
+])
+def test_captions_are_read_normalised(caption, expected):
+    assert [r["caption"] for r in read_records([{"id": 1, "caption": caption}])] == [expected]
+
+
+def test_removed_characters_are_said_once_per_file(tmp_path, caplog):
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(orjson.dumps({"id": i, "caption": c}).decode() + "\n"
+                           for i, c in enumerate(["a dog", f"a{ZWSP} cat", f"{RLO}a cow", "a hen"])))
+    with caplog.at_level("WARNING", logger="mosaictool.io"):
+        assert [r["caption"] for r in read_records(str(src))] == ["a dog", "a cat", "a cow", "a hen"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{src}: removed invisible format characters (zero-width, bidi controls) from 2 caption(s), first at {src}:2 ('caption')"]
+
+
+def test_a_caption_of_zero_width_characters_alone_is_refused_as_blank():
+    import mosaictool
+
+    with pytest.raises(MosaicError, match=r"record 2: 'caption' is empty"):
+        list(mosaictool.parse([{"id": 1, "caption": "a red cube"}, {"id": 2, "caption": ZWSP + ZWJ + RLO}]))
