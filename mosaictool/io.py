@@ -82,6 +82,8 @@ def check_input_file(path: str) -> None:
 
 def _open_binary_in(path: str) -> IO[bytes]:
     if path == STDIO:
+        if sys.stdin is None:  # started with `<&-`: Python has no sys.stdin at all
+            raise MosaicError("<stdin>: standard input is closed; give an input file, or pipe records in")
         return sys.stdin.buffer
     check_input_file(path)
     if path.endswith(".gz"):
@@ -121,9 +123,9 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
                 raise MosaicError(f"{path}: corrupt Parquet data after row {row}: {e}; re-create the file") from e
             if batch is None:
                 return
-            for rec in batch.to_pylist():
+            for rec, error in _parquet_rows(batch):
                 row += 1
-                yield f"{name}:row {row}", row, rec, non_finite_error(rec, dumps(rec))
+                yield f"{name}:row {row}", row, rec, error or non_finite_error(rec, dumps(rec))
     stream = _open_binary_in(path)
     try:
         for lineno, line in _lines(stream, name):
@@ -134,8 +136,29 @@ def _raw_records(path: str) -> Iterator[tuple[str, int, Any, str | None]]:
             except orjson.JSONDecodeError as e:
                 yield f"{name}:{lineno}", lineno, None, f"invalid JSON: {e}"
     finally:
-        if stream is not sys.stdin.buffer:
+        if sys.stdin is None or stream is not sys.stdin.buffer:
             stream.close()
+
+
+def _parquet_rows(batch) -> Iterator[tuple[Any, str | None]]:
+    """(row, None) per row of a Parquet record batch; a row whose string column holds bytes that are
+    not UTF-8 (pyarrow checks them only when converting) is (None, the column and byte)."""
+    try:
+        yield from ((rec, None) for rec in batch.to_pylist())
+        return
+    except UnicodeDecodeError:
+        pass
+    for i in range(batch.num_rows):
+        row = batch.slice(i, 1)
+        try:
+            yield row.to_pylist()[0], None
+        except UnicodeDecodeError:
+            for column in row.column_names:
+                try:
+                    row.column(column).to_pylist()
+                except UnicodeDecodeError as e:
+                    yield None, f"column {column!r}: not UTF-8 text (byte {e.start}); re-create the file with UTF-8 strings"
+                    break
 
 
 def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, str | None]]:
@@ -268,6 +291,8 @@ class RecordWriter:
 
     def __enter__(self) -> "RecordWriter":
         if self.path == STDIO:
+            if sys.stdout is None:  # started with `>&-`
+                raise MosaicError("<stdout>: standard output is closed; give -o a file, or redirect the output")
             self._stream = sys.stdout.buffer
             self._raw = None
             return self

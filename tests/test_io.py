@@ -290,3 +290,35 @@ def test_a_caption_of_zero_width_characters_alone_is_refused_as_blank():
 
     with pytest.raises(MosaicError, match=r"record 2: 'caption' is empty"):
         list(mosaictool.parse([{"id": 1, "caption": "a red cube"}, {"id": 2, "caption": ZWSP + ZWJ + RLO}]))
+
+
+# --- closed standard streams and Parquet strings that are not UTF-8: one line -------------------------------
+
+
+@pytest.mark.parametrize("closed, args, words", [
+    (0, ["parse", "-", "-o", "{tmp}/o.jsonl"], "Error: <stdin>: standard input is closed; give an input file, or pipe records in"),
+    (1, ["parse", "{tmp}/c.jsonl"], "Error: <stdout>: standard output is closed; give -o a file, or redirect the output"),
+])
+def test_a_closed_stdin_or_stdout_is_one_line(tmp_path, closed, args, words):
+    import subprocess
+
+    from clirun import argv
+
+    (tmp_path / "c.jsonl").write_text('{"id": 1, "caption": "a red cube"}\n')
+    result = subprocess.run(argv(*[a.replace("{tmp}", str(tmp_path)) for a in args]), preexec_fn=lambda: os.close(closed),
+                            stdout=subprocess.DEVNULL if closed != 1 else None, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert result.returncode == 1 and result.stderr.strip().splitlines() == [words], result.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_parquet_string_that_is_not_utf8_is_a_bad_record(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "t.parquet"
+    captions = pa.array([b"a red cube", b"a bad \xff byte", b"a blue ball"], type=pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"id": [1, 2, 3], "caption": captions}), src)
+    with pytest.raises(MosaicError, match=r"t\.parquet:row 2: column 'caption': not UTF-8 text \(byte 6\)"):
+        list(read_records(str(src)))
+    skips = Skips(enabled=True)
+    assert [r["id"] for r in read_records(str(src), skips=skips)] == [1, 3] and skips.count == 1

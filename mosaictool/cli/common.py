@@ -47,6 +47,8 @@ def fail(message: str) -> None:
 def _drop_unwritable_stdout() -> None:
     # stdout on a full disk (`> /dev/full`) fails again when Python flushes it at exit, with a
     # second, traceback-like message; the error has been reported once already.
+    if sys.stdout is None:  # closed from the start (`>&-`): nothing to flush
+        return
     try:
         sys.stdout.flush()
     except OSError:
