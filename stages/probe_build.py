@@ -174,22 +174,29 @@ def vg_image_files(image_data_path: str | Path | None) -> dict:
 
 
 class ImageFinder:
-    """Where an image file is (or None), looked up under `root`, remembered per name."""
+    """Where an image file is (or None), looked up under `root`, remembered per name. A file found outside
+    the root (a name with `..`, a link leading out) is a MosaicError unless `allow_outside` (images.image_path)."""
 
-    def __init__(self, root: str | Path, candidates):
-        self.root, self.candidates, self.seen = Path(root), candidates, {}
+    def __init__(self, root: str | Path, candidates, allow_outside: bool = False):
+        self.root, self.candidates, self.seen, self.allow_outside = Path(root), candidates, {}, allow_outside
 
     def __call__(self, key) -> Path | None:
         if key not in self.seen:
-            self.seen[key] = next((p for p in (self.root / c for c in self.candidates(key)) if p.is_file()), None)
+            found = next((c for c in self.candidates(key) if (self.root / c).is_file()), None)
+            if found is not None:
+                try:
+                    image_path(self.root, found, allow_outside=self.allow_outside, flag="--images")
+                except ImageError as e:
+                    raise MosaicError(f"image id {key}: {e}") from None
+            self.seen[key] = None if found is None else self.root / found
         return self.seen[key]
 
 
-def vg_image_finder(images: str | Path, image_data: str | Path | None) -> ImageFinder:
+def vg_image_finder(images: str | Path, image_data: str | Path | None, allow_outside: bool = False) -> ImageFinder:
     """A VG image's path under `images`: image_data.json's url file name, else <id>.jpg in the usual folders."""
     files = vg_image_files(image_data)
     return ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
-                       + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
+                       + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS], allow_outside)
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -337,14 +344,14 @@ def probe_r_record(iid, anchor: Path, group: tuple, picked: list[tuple], out_dir
 def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | Path, *, objects: str | Path | None = None,
                   image_data: str | Path | None = None, aliases: str | Path | None = None, seed: int = 0,
                   max_groups: int | None = 100_000, subject_images: int = MAX_SUBJECT_IMAGES, min_count: int = 1,
-                  counts: Counts | None = None) -> Iterator[dict]:
+                  counts: Counts | None = None, allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-R records (see the module docstring); image paths relative to `out_dir`. Pass 1 indexes the
     files, pass 2 makes one group per anchor image."""
     counts = counts if counts is not None else Counts()
     data = need_list(read_json(relationships, VG_RELATIONSHIPS, "--vg-relationships"), relationships, "top level",
                      VG_RELATIONSHIPS)
     alias_map = read_aliases(aliases) if aliases else {}
-    finder = vg_image_finder(images, image_data)
+    finder = vg_image_finder(images, image_data, allow_outside_root)
     index = index_vg_relationships(data, relationships, alias_map, counts)
     del data
     if objects is not None:
@@ -540,7 +547,7 @@ def probe_c_record(split: str, k: int, pair: tuple, category: dict[str, str], ou
 
 def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path, *, antonyms: str | Path | None = None,
                   seed: int = 0, pairs_per_composition: int = 5, model: str | None = None, workers: int = 1,
-                  batch_size: int = 256, counts: Counts | None = None, parsed=None) -> Iterator[dict]:
+                  batch_size: int = 256, counts: Counts | None = None, parsed=None, allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-C records: the composition split, then the object split. `parsed` (records with image_id and
     graph) replaces parsing the captions, for callers that parsed them already."""
     counts = counts if counts is not None else Counts()
@@ -551,7 +558,7 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
 
         parsed = parse(recs, text_key="caption", model=model, batch_size=batch_size, workers=workers)
     comps, nouns = compositions(parsed, ant)
-    exists = _ExistingImages(ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")]), counts)
+    exists = _ExistingImages(ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")], allow_outside_root), counts)
     present = images_by_composition(comps)
     out_dir = Path(out_dir)
     splits = (("composition", composition_pairs(present, comps, ant, seed, pairs_per_composition, exists)),

@@ -494,3 +494,16 @@ def test_probe_b_refuses_an_image_linked_out_of_images_unless_allowed(coco_inst,
     recs = list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", coco_inst / "d2", fillers=("black",), min_object=0.01,
                                  allow_outside_root=True))
     assert {r["image_id"] for r in recs} == {1, 2}
+
+
+def test_probe_c_refuses_an_image_linked_out_of_images_unless_allowed(coco_caps, tmp_path_factory):
+    from mosaictool.errors import MosaicError
+
+    outside = tmp_path_factory.mktemp("elsewhere") / "2.jpg"
+    (coco_caps / "val" / "000000000002.jpg").rename(outside)
+    (coco_caps / "val" / "000000000002.jpg").symlink_to(outside)
+    with pytest.raises(MosaicError, match=r"image id 2: image '000000000002.jpg' leads outside --images .*--allow-outside-root"):
+        list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "o1", parsed=PARSED))
+    recs = list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "o2", parsed=PARSED,
+                                 allow_outside_root=True))
+    assert [r["image_ids"] for r in recs if r["split"] == "composition"] == [[2, 1]]

@@ -56,6 +56,7 @@ def build_r(
     max_groups: Annotated[int, typer.Option(help="Groups (anchor images) to build; the paper's 100,000.")] = 100_000,
     subject_images: Annotated[int, typer.Option(help="Subject-only images per group (at most).")] = 10,
     min_count: Annotated[int, typer.Option(help="Swap candidates must occur at least this often in the file (drops typos).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-R from Visual Genome: anchor image, R1 <s,r,o>, predicate swap R2, subject swap R3, O1 <s>, subject-only images.
@@ -74,7 +75,8 @@ def build_r(
     counts = Counts()
     target = out / "probe_r"
     records = build_probe_r(vg_relationships, images, target, objects=vg_objects, image_data=vg_image_data, aliases=relation_aliases,
-                            seed=seed, max_groups=max_groups, subject_images=subject_images, min_count=min_count, counts=counts)
+                            seed=seed, max_groups=max_groups, subject_images=subject_images, min_count=min_count, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_r", out, records, counts)
 
 
@@ -88,6 +90,7 @@ def build_c(
     pairs_per_composition: Annotated[int, typer.Option(help="Image pairs per (attribute, antonym, noun) and per (attribute, noun).")] = 5,
     model: Annotated[Optional[str], typer.Option(help="spaCy model for `parse` (default as in `mosaictool parse`).")] = None,
     workers: Annotated[int, typer.Option(help="Parse worker processes (output never depends on it).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-C from COCO captions (parsed with `parse`): antonym-composition pairs and same-composition/other-object pairs.
@@ -104,7 +107,8 @@ def build_c(
     _output_check("probe_c", out, [("--coco-captions", coco_captions), ("--antonyms", antonyms)], [("--images", images)])
     counts = Counts()
     records = build_probe_c(coco_captions, images, out / "probe_c", antonyms=antonyms, seed=seed,
-                            pairs_per_composition=pairs_per_composition, model=model, workers=workers, counts=counts)
+                            pairs_per_composition=pairs_per_composition, model=model, workers=workers, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_c", out, records, counts)
 
 
