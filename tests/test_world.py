@@ -437,3 +437,24 @@ def test_overwrite_keeps_the_folder_and_what_a_killed_run_left_is_taken_over(tmp
     generate_world(out, seed=1, overwrite=True, **TINY)
     assert out.stat().st_ino == inode and json.loads((out / "manifest.json").read_text())["seed"] == 1
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "test", "train", "val"]
+
+
+def test_a_file_put_into_the_old_world_after_the_last_check_is_kept(tmp_path, monkeypatch):
+    from mosaictool.world import generate
+
+    out = tmp_path / "w2"
+    generate_world(out, **TINY)
+    original, calls = generate._check_target, []
+
+    def check(folder, overwrite):
+        original(folder, overwrite)
+        calls.append(folder)
+        if len(calls) == 2:  # the check right before the swap: the file comes just after it
+            (out / "train" / "notes.txt").write_text("mine")
+
+    monkeypatch.setattr(generate, "_check_target", check)
+    generate_world(out, seed=1, overwrite=True, **TINY)
+    (kept,) = out.glob(".world-kept-*")
+    assert (kept / "old" / "train" / "notes.txt").read_text() == "mine"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) == ["old/train/notes.txt"]
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import logging
 import math
 import multiprocessing
 import os
@@ -49,6 +50,7 @@ from mosaictool.world.vocab import (
     TEXTURES,
 )
 
+logger = logging.getLogger(__name__)
 GENERATOR_VERSION = "mosaic-world/4"  # 2: copular relation sentences ("the X is above the Y"); 3: placement priors;
 # 4: twice the order images (the first 1200 unchanged: each item is drawn from its own index)
 EVAL_SPLITS = ("val", "test")
@@ -327,14 +329,28 @@ def _check_target(out: Path, overwrite: bool) -> None:
 
 
 def _swap_in(tmp: Path, out: Path) -> None:
-    """Move the staged world into `out`: an old world's folders are moved aside into the staging folder
-    (removed with it), then the new ones moved in, manifest.json last (replaced in one rename)."""
+    """Move the staged world into `out`: an old world's folders are moved aside into the staging folder,
+    then the new ones moved in, manifest.json last (replaced in one rename). Of the old folders only
+    the files a world writes are deleted: anything put there since the last check is kept, in a
+    folder named in one log line."""
     old = tmp / ".old"
     old.mkdir()
     for name in _TOP:
         if name != "manifest.json" and (out / name).exists():
             os.replace(out / name, old / name)
         os.replace(tmp / name, out / name)
+    for root, dirs, files in os.walk(old, topdown=False):
+        rel = Path(root).relative_to(old)
+        for name in files:
+            if _WORLD_FILES.fullmatch((rel / name).as_posix()):
+                os.unlink(Path(root) / name)
+        if root != str(old) and not os.listdir(root):
+            os.rmdir(root)
+    if any(old.iterdir()):
+        kept = Path(tempfile.mkdtemp(prefix=".world-kept-", dir=out))
+        os.replace(old, kept / "old")
+        logger.warning(f"{out}: files that no world writes appeared in the old world while the new one was moved in; "
+                       f"kept in {kept / 'old'}")
 
 
 # Every file a world writes, by its path in the world folder (digits as \\d+): --overwrite deletes only these.
