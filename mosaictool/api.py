@@ -36,6 +36,7 @@ from typing import Union
 
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
+from mosaictool.records import check_workers
 
 Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
@@ -154,13 +155,14 @@ def _source(source: Source) -> str | Iterable[dict]:
 
 def _records(source: Source, *, check=None, skip_bad: bool = False, assign_ids: bool = False,
              transform: Callable[[Iterable[dict]], Iterable[dict]] | None = None, desc: str = "records",
-             unit: str = "caption", quiet: bool = False, fields=None) -> Records:
+             unit: str = "caption", quiet: bool = False, fields=None, text_key: str = "caption") -> Records:
     from mosaictool import sources
 
     inputs = tuple(getattr(source, "inputs", ()))
     source = _source(source)
     skips = Skips(enabled=skip_bad)
-    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids, fields=fields)
+    records: Iterable[dict] = read_records(source, skips=skips, check=check, assign_ids=assign_ids, fields=fields,
+                                           captions=tuple(dict.fromkeys(("caption", text_key))))
     if transform is not None:
         records = _lazy_progress(transform(records), desc=desc, unit=unit, quiet=quiet)
     return Records(records, skips, tuple(sources.input_files(source)) if isinstance(source, str) else inputs)
@@ -250,9 +252,10 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
 
     if batch_size < 1 or workers < 1 or max_chars < 1:
         raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
+    check_workers(workers)
     return _records(
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
-        fields=_fields(source, caption_field, id_field, text_key),
+        fields=_fields(source, caption_field, id_field, text_key), text_key=text_key,
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
                                              repairs=repairs and spatial_compounds),
     )
@@ -280,7 +283,7 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
         raise MosaicError("--max-keys must be at least 1")
     loaded = load(vocab)
     return _records(
-        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose",
+        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
         transform=lambda recs: decompose_records(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed,
                                                  text_key=text_key, vocab=loaded, max_keys=max_keys),
     )
@@ -309,10 +312,11 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
         raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
     if not 0 <= unseen_rate <= 1:  # NaN too
         raise MosaicError(f"--unseen-rate must be between 0 and 1, got {unseen_rate}")
+    check_workers(workers)
     category_probs = parse_probs(_csv(probs))
     methods = parse_text_methods(_csv(text))
     return _records(
-        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate",
+        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
         transform=lambda recs: negate_records(
             recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
             seed=seed, type_aware=not uniform, unseen_rate=unseen_rate, text_methods=methods, text_key=text_key, model=model,
@@ -421,7 +425,7 @@ class Shards:
 
 @_typed
 def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_size: int = 1000, image_key: str = "image",
-          skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False) -> Shards:
+          skip_bad: bool = False, assign_ids: bool = False, quiet: bool = False, allow_outside_root: bool = False) -> Shards:
     """Pack records and their images into WebDataset tar shards for `train` (OUT/000000.tar, ...,
     OUT/sizes.json), as `mosaictool shard`.
 
@@ -436,7 +440,7 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
     records = read_records(source, skips=skips, check=make_check(image_key), assign_ids=assign_ids)
     sizes = write_shards(
         records, out=out, image_root=image_root, shard_size=shard_size, image_key=image_key, skips=skips,
-        source=source if isinstance(source, str) else None,
+        source=source if isinstance(source, str) else None, allow_outside_root=allow_outside_root,
         progress=lambda it: progress(it, desc="shard", unit="sample", quiet=quiet),
     )
     return Shards(Path(out), sizes, skips)
@@ -459,12 +463,12 @@ def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = Fal
     >>> manifest["counts"]["train"]["records"]
     40
     """
-    from mosaictool.world.generate import check_noise, check_settings, generate_world, total_items
+    from mosaictool.world.generate import check_noise, check_settings, check_size, generate_world, total_items
     from mosaictool.world.noise import NOISE_KINDS
 
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
+    check_workers(workers)
     check_settings(train=train, image_size=image_size, eval_scale=eval_scale)  # total_items needs them
+    check_size(Path(out), train=train, eval_scale=eval_scale, twins=twins + binding_twins + shape_twins)
     if noise_kinds is not None and not caption_noise:
         raise MosaicError("--noise-kinds chooses the kinds of noise: give --caption-noise too (a fraction above 0)")
     kinds = NOISE_KINDS if noise_kinds is None else [k.strip() for k in _csv(noise_kinds).split(",") if k.strip()]
@@ -508,7 +512,7 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
           merge_equal_texts: bool | None = None, seed: int = 0, device: str | None = None, num_workers: int = 0,
           save_every: int = 0, log_every: int = 1, report_to: str | None = None, eval_bench: str | None = None,
           eval_data_root: PathLike | None = None, resume: PathLike | None = None, skip_bad: bool = False,
-          quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
+          allow_outside_root: bool = False, quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
     """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
     `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
     The method's own options are keywords too (`max_pos=3` is --max-pos). With `recipe`, the
@@ -536,8 +540,9 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings = dict(
-        image_root=image_root, texts=texts, skip_bad=skip_bad, model=model, pretrained=pretrained, model_config=model_config,
-        force_quick_gelu=force_quick_gelu, hard_images=hard_images, record_hard_images=record_hard_images,
+        image_root=image_root, texts=texts, allow_outside_root=allow_outside_root, skip_bad=skip_bad, model=model,
+        pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images,
+        record_hard_images=record_hard_images,
         batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
         warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
         grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
@@ -659,7 +664,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
              detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,
              device: str | None = None, batch_size: int = 64, workers: int = 0, cache_dir: PathLike | None = None,
-             quiet: bool = False) -> list[dict]:
+             quiet: bool = False, allow_outside_root: bool = False) -> list[dict]:
     """Score models on compositionality benchmarks with each one's official metric; returns one
     row per (model, benchmark, subtask, metric), as `mosaictool evaluate` (`checkpoints` is its
     repeated --checkpoint). `output` also writes the rows as they come, `report` the Markdown
@@ -681,8 +686,9 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     if not bench:
         raise MosaicError("choose benchmarks with --bench (e.g. --bench aro,sugarcrepe); `--list` shows them")
     parsed = parse_bench_spec(bench)
-    if limit is not None and limit < 1 or batch_size < 1 or workers < 0:
-        raise MosaicError("--limit and --batch-size must be at least 1, --workers at least 0")
+    if limit is not None and limit < 1 or batch_size < 1:
+        raise MosaicError("--limit and --batch-size must be at least 1")
+    check_workers(workers, least=0)
     data_root = os.fspath(data_root)
     if not os.path.isdir(os.path.expanduser(data_root)):
         raise MosaicError(f"--data-root {data_root}: no such folder")
@@ -701,7 +707,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
     _output_check(specs, benches, data_root, [("-o", output), ("--report", report), ("--plot", plot)])
     options = EngineOptions(batch_size=batch_size, device=device, workers=workers,
                             cache_dir=None if cache_dir is None else os.fspath(cache_dir), skip_missing=skip_missing,
-                            limit=limit, quiet=quiet)
+                            limit=limit, quiet=quiet, allow_outside_root=allow_outside_root)
     rows = []
     results = score(benches, _load_models(specs, device), data_root, options)
     if output is None:

@@ -2,6 +2,10 @@
 
 - Only regular files are opened: reading a named pipe (FIFO) blocks until a writer comes, a device
   streams without end, and a folder is no image; `os.stat` tells them apart without opening them.
+- An image named by a record is read from inside its root (--image-root, --images) unless the user
+  says otherwise (--allow-outside-root): an absolute path, `..` or a symbolic link leading out of the
+  root is refused, so records from elsewhere cannot make `shard` pack (and pass on) any file the user
+  can read. Links are resolved before the check.
 - An image's declared size is checked before a pixel is decoded: a 370-byte PNG may declare
   30000 x 30000 pixels (2.7 GB decoded). The limit is Pillow's own default (`MAX_PIXELS`), enforced
   as an error rather than Pillow's warning, so that `--skip-bad` can skip the file.
@@ -13,6 +17,7 @@ import io
 import os
 import stat
 import warnings
+from pathlib import Path
 
 from mosaictool.errors import RecordError
 
@@ -39,6 +44,22 @@ def check_regular(path: str | os.PathLike) -> None:
     if not stat.S_ISREG(mode):
         what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
         raise ImageError(f"{path} is {what}, not an image file")
+
+
+ALLOW_OUTSIDE_ROOT = "--allow-outside-root"
+
+
+def image_path(root: str | os.PathLike, name: str, *, allow_outside: bool = False, flag: str = "--image-root") -> Path:
+    """`root / name`; ImageError when it leads out of `root` once links are resolved (an absolute
+    `name`, `..`, a link), unless `allow_outside`."""
+    path = Path(root) / name
+    if allow_outside:
+        return path
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise ImageError(f"image {name!r} leads outside {flag} {root} (to {real}); pass {ALLOW_OUTSIDE_ROOT} "
+                         "to read images from anywhere")
+    return path
 
 
 def open_image(source: bytes | str | os.PathLike, name: str | os.PathLike | None = None):

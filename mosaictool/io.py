@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import math
 import os
 import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import orjson
@@ -28,6 +31,7 @@ from mosaictool.atomic import write_text as _write_text
 from mosaictool.errors import MosaicError, RecordError
 
 STDIO = "-"
+logger = logging.getLogger(__name__)
 
 
 def is_parquet(path: str | os.PathLike) -> bool:
@@ -78,6 +82,8 @@ def check_input_file(path: str) -> None:
 
 def _open_binary_in(path: str) -> IO[bytes]:
     if path == STDIO:
+        if sys.stdin is None:  # started with `<&-`: Python has no sys.stdin at all
+            raise MosaicError("<stdin>: standard input is closed; give an input file, or pipe records in")
         return sys.stdin.buffer
     check_input_file(path)
     if path.endswith(".gz"):
@@ -116,7 +122,7 @@ def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | 
             except orjson.JSONDecodeError as e:
                 yield f"{name}:{lineno}", lineno, None, f"invalid JSON: {e}"
     finally:
-        if stream is not sys.stdin.buffer:
+        if sys.stdin is None or stream is not sys.stdin.buffer:
             stream.close()
 
 
@@ -126,9 +132,39 @@ def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, 
     lists) and never changes the caller's dicts."""
     for number, rec in enumerate(records, start=1):
         try:
-            yield f"record {number}", number, orjson.loads(dumps(rec)), None
+            line = dumps(rec)
         except orjson.JSONEncodeError as e:  # a value JSON cannot hold (a set, an object)
             yield f"record {number}", number, None, f"not JSON: {e}"
+            continue
+        yield f"record {number}", number, orjson.loads(line), non_finite_error(rec, line)
+
+
+def non_finite(value: Any, at: str = "") -> tuple[str, Any] | None:
+    """(field path, value) of the first NaN or infinite number in a record (`scores[2]`), or None."""
+    import numpy as np
+
+    if isinstance(value, (float, np.floating)):
+        return None if math.isfinite(value) else (at, value)
+    if isinstance(value, dict):
+        items = ((f"{at}.{k}" if at else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{at}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        bad = np.argwhere(~np.isfinite(value))
+        return None if not len(bad) else (f"{at}[{']['.join(map(str, bad[0]))}]", value[tuple(bad[0])].item())
+    else:
+        return None
+    return next((found for k, v in items if (found := non_finite(v, k)) is not None), None)
+
+
+def non_finite_error(record: Any, line: bytes) -> str | None:
+    """Why `record` (written as `line`) cannot be JSON: a NaN or infinity, which JSON lacks and
+    orjson writes as null. Only a line holding null is searched."""
+    found = non_finite(record) if b"null" in line else None
+    if found is None:
+        return None
+    return (f"{found[0]}: {found[1]} is not a finite number (JSON has no NaN or infinity; it would be written as null): "
+            "fix the value or drop the field")
 
 
 def read_records(
@@ -139,6 +175,7 @@ def read_records(
     assign_ids: bool = False,
     unique_ids: bool = True,
     fields=None,
+    captions: tuple[str, ...] = ("caption",),
 ) -> Iterator[dict]:
     """Stream the records of `path` (a file, "-" for stdin, or an iterable of dicts), validated.
 
@@ -147,7 +184,14 @@ def read_records(
     `check(record)` is the stage's own validation: it raises `RecordError`, which becomes
     `path:line: message` (`record N: message` for records in memory). `fields` (sources.Fields): where
     the caption and id of a WebDataset tar's samples or a table's rows are.
+
+    The string fields named in `captions` enter as records.clean_caption makes them (NFC, no
+    invisible format characters), before `check`: a caption of zero-width characters alone is blank.
+    Removed characters are said once per input, in one log line.
     """
+    from mosaictool.records import clean_caption
+
+    cleaned, first = 0, ""
     skips = skips or Skips()
     seen: set[Any] = set()
     raw = _raw_records(str(path), fields) if isinstance(path, (str, os.PathLike)) else _in_memory_records(path)
@@ -168,6 +212,13 @@ def read_records(
                     error = f"duplicate id {rid!r}"
                 else:
                     seen.add(rid)
+        if error is None:
+            for key in captions:
+                if isinstance(rec.get(key), str):
+                    rec[key], removed = clean_caption(rec[key])
+                    if removed:
+                        cleaned += 1
+                        first = first or f"{where} ({key!r})"
         if error is None and check is not None:
             try:
                 check(rec)
@@ -177,6 +228,10 @@ def read_records(
             skips.handle(where, error)
             continue
         yield rec
+    if cleaned:
+        name = display_name(path) if isinstance(path, (str, os.PathLike)) else "records"
+        logger.warning(f"{name}: removed invisible format characters (zero-width, bidi controls) from {cleaned} "
+                       f"caption(s), first at {first}")
 
 
 def dumps(record: dict) -> bytes:
@@ -203,6 +258,8 @@ class RecordWriter:
 
     def __enter__(self) -> "RecordWriter":
         if self.path == STDIO:
+            if sys.stdout is None:  # started with `>&-`
+                raise MosaicError("<stdout>: standard output is closed; give -o a file, or redirect the output")
             self._stream = sys.stdout.buffer
             self._raw = None
             return self
@@ -243,6 +300,9 @@ class RecordWriter:
     def write(self, record: dict) -> None:
         assert self._stream is not None, "RecordWriter used outside `with`"
         line = dumps(record) + b"\n"
+        problem = non_finite_error(record, line)
+        if problem is not None:
+            raise MosaicError(f"{self.path if self.path != STDIO else '<stdout>'}: record {self.count + 1}: {problem}")
         if self._types is not None:
             self._types.add(record, self.count + 1)
         self._guard(lambda: self._stream.write(line))
@@ -302,6 +362,53 @@ def write_error(name: str, e: OSError) -> MosaicError:
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     with RecordWriter(path) as w:
         return w.write_all(records)
+
+
+JSON_DEPTH = 1024  # orjson's nesting limit; no file mosaictool reads nests a hundredth as deep
+
+
+def parse_json(data: bytes | str, where: str, *, label: str = "invalid JSON", hint: str = "", pairs_hook=None) -> Any:
+    """The value of the JSON text `data` (bytes must be UTF-8; a leading BOM is skipped). Every JSON
+    file mosaictool reads goes through here, so text that is not UTF-8, not JSON, or nested deeper
+    than JSON_DEPTH (which overflows the standard library's recursive parser: a RecursionError
+    traceback) is one MosaicError line, `WHERE: LABEL: line L column C: what; HINT`. NaN and Infinity
+    are read as the standard library reads them: judging values is the schemas' job. `pairs_hook`:
+    json's object_pairs_hook (a ValueError it raises becomes the message)."""
+    def error(detail: str) -> MosaicError:
+        return MosaicError(f"{where}: {label}: {detail}" + (f"; {hint}" if hint else ""))
+
+    def at(e) -> str:
+        return f"line {e.lineno} column {e.colno}" if "\n" in text else f"column {e.colno}"
+
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise error(f"not UTF-8 text (byte {e.start})") from None
+    else:
+        text = data
+    text = text.removeprefix("\ufeff")
+    try:
+        value = orjson.loads(text)  # bounded depth, and the fast path
+        if pairs_hook is None:
+            return value
+    except orjson.JSONDecodeError as e:
+        if "depth" in str(e) or "recursion" in str(e):
+            raise error(f"{at(e)}: nested deeper than {JSON_DEPTH} levels") from None
+    try:  # what orjson refuses and the standard library reads (NaN), and the hook's checks
+        return json.loads(text, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError as e:
+        raise error(f"{at(e)}: {e.msg}") from None
+    except RecursionError:
+        raise error(f"nested deeper than Python's parser can follow ({JSON_DEPTH} levels at most)") from None
+    except ValueError as e:
+        raise error(str(e)) from None
+
+
+def read_json(path: str | os.PathLike, *, label: str = "invalid JSON", hint: str = "", where: str | None = None,
+              pairs_hook=None) -> Any:
+    """parse_json of the file at `path` (an OSError is the caller's)."""
+    return parse_json(Path(path).read_bytes(), where or str(path), label=label, hint=hint, pairs_hook=pairs_hook)
 
 
 def write_json(path: str | os.PathLike, value) -> None:

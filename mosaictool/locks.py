@@ -1,4 +1,4 @@
-"""One writer per output folder: `train`, `shard`, `wise-ft` and `demo` hold a lock on the folder they
+"""One writer per output folder: `train`, `shard`, `wise-ft`, `world` and `demo` hold a lock on the folder they
 write (the demo also one per cached artifact) for as long as they write it.
 
 The lock is filelock's: flock(2) on `FOLDER/.mosaictool.lock`, which the kernel releases when its
@@ -32,10 +32,12 @@ def _holder_record(what: str) -> bytes:
 
 def holder(lock_file: str | os.PathLike) -> str:
     """Who holds `lock_file`, as its holder wrote it ('another process' when it cannot be read)."""
+    from mosaictool.io import read_json
+
     try:
-        rec = json.loads(Path(lock_file).read_text())
+        rec = read_json(lock_file)
         return f"{rec['what']} (pid {rec['pid']} on {rec['host']}, since {rec['since']}: {rec['command']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, MosaicError, KeyError, TypeError):
         return "another process"
 
 

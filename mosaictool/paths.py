@@ -21,7 +21,8 @@ from mosaictool.errors import MosaicError
 
 STDIO = "-"
 # what `train` writes in its run folder (mosaictool.training.loop): a checkpoint's folder keeps these
-RUN_FILES = ("config.json", "metrics.jsonl", "last.pt", "last.prev.pt", "final.pt", "mined_hard_images.json", "tensorboard/")
+RUN_FILES = ("config.json", "metrics.jsonl", "metrics.*.jsonl",  # metrics.N.jsonl: an earlier attempt's (reporting)
+             "last.pt", "last.prev.pt", "final.pt", "mined_hard_images.json", "tensorboard/")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -49,6 +50,52 @@ from mosaictool.errors import RecordError
 Index = Annotated[int, Field(ge=0)]
 Seed = Annotated[int, Field(ge=0, lt=2**31)]  # numpy takes seeds up to 2**32 - 1, and each rank adds its own
 NonEmpty = Annotated[str, Field(min_length=1)]
+# Worker processes: more than a few per CPU only adds forks that wait for a core (and their memory)
+WORKERS_PER_CPU = 4
+MAX_WORKERS = WORKERS_PER_CPU * (os.cpu_count() or 1)
+_PER_CPU = f"at most {WORKERS_PER_CPU} per CPU: this machine has {os.cpu_count() or 1}"
+Workers = Annotated[int, Field(ge=0, le=MAX_WORKERS, description=_PER_CPU)]  # 0: in the main process
+Processes = Annotated[int, Field(ge=1, le=MAX_WORKERS, description=_PER_CPU)]
+
+
+_PICTOGRAPH = None
+
+
+def clean_caption(text: str) -> tuple[str, bool]:
+    """A caption as mosaictool reads it: Unicode NFC, without invisible format characters (category
+    Cf: zero-width spaces and joiners, bidi overrides and isolates, BOMs, soft hyphens), which would
+    reach the texts unseen or make a blank caption look non-empty. A grapheme cluster holding a
+    pictograph (an emoji ZWJ sequence such as 👩‍💻, a flag's tag sequence) is kept whole: its
+    joiners are part of one symbol. Returns the text and whether a character was removed."""
+    import unicodedata
+
+    global _PICTOGRAPH
+    text = unicodedata.normalize("NFC", text)
+    if text.isascii() or not any(unicodedata.category(c) == "Cf" for c in text):
+        return text, False
+    import regex
+
+    if _PICTOGRAPH is None:
+        _PICTOGRAPH = regex.compile(r"\p{Extended_Pictographic}")
+    kept = "".join(cluster if _PICTOGRAPH.search(cluster) else "".join(c for c in cluster if unicodedata.category(c) != "Cf")
+                   for cluster in regex.findall(r"\X", text))
+    return kept, kept != text
+
+
+def check_workers(value: int, flag: str = "--workers", least: int = 1) -> None:
+    """A stage's worker count against its bounds (Workers' for TrainConfig and DemoConfig), one line naming the flag."""
+    from mosaictool.errors import MosaicError
+
+    if isinstance(value, int) and not isinstance(value, bool) and not least <= value <= MAX_WORKERS:
+        raise MosaicError(f"{flag} {value}: must be a whole number >= {least} and <= {MAX_WORKERS} ({_PER_CPU})")
+
+
+def machine_memory() -> int | None:
+    """Bytes of this machine's physical memory (None where the OS does not say): what a size must fit in."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def rule_error(message: str, at: str = "") -> PydanticCustomError:

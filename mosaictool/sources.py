@@ -42,7 +42,7 @@ from typing import Any, Optional
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import check_input_file
+from mosaictool.io import check_input_file, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -341,12 +341,37 @@ def _parquet(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None,
             raise MosaicError(f"{path}: corrupt Parquet data after row {row}: {e}; re-create the file") from e
         if batch is None:
             return before + row
-        rows = batch.to_pylist() if batch.num_columns else [{} for _ in range(batch.num_rows)]
-        for rec in rows:
+        rows = _parquet_rows(batch) if batch.num_columns else (({}, None) for _ in range(batch.num_rows))
+        for rec, error in rows:
             row += 1
+            if error is not None:
+                yield f"{path}:row {row}", before + row, None, error
+                continue
             for name in binary:
                 rec[name] = f"{path}#{row - 1}"
-            yield f"{path}:row {row}", before + row, _row(rec, before + row, id_column, caption_column, fields.target), None
+            rec = _row(rec, before + row, id_column, caption_column, fields.target)
+            yield f"{path}:row {row}", before + row, rec, non_finite_error(rec, dumps(rec))
+
+
+def _parquet_rows(batch) -> Iterator[tuple[Any, str | None]]:
+    """(row, None) per row of a Parquet record batch; a row whose string column holds bytes that are
+    not UTF-8 (pyarrow checks them only when converting) is (None, the column and byte)."""
+    try:
+        yield from ((rec, None) for rec in batch.to_pylist())
+        return
+    except UnicodeDecodeError:
+        pass
+    for i in range(batch.num_rows):
+        row = batch.slice(i, 1)
+        try:
+            yield row.to_pylist()[0], None
+        except UnicodeDecodeError:
+            for column in row.column_names:
+                try:
+                    row.column(column).to_pylist()
+                except UnicodeDecodeError as e:
+                    yield None, f"column {column!r}: not UTF-8 text (byte {e.start}); re-create the file with UTF-8 strings"
+                    break
 
 
 def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None, int]:

@@ -51,6 +51,7 @@ from pathlib import Path
 import orjson
 
 from mosaictool.errors import MosaicError
+from mosaictool.images import ImageError, image_path
 from mosaictool.stages.source_formats import (
     COCO_ANNOTATION,
     COCO_CATEGORY,
@@ -173,22 +174,29 @@ def vg_image_files(image_data_path: str | Path | None) -> dict:
 
 
 class ImageFinder:
-    """Where an image file is (or None), looked up under `root`, remembered per name."""
+    """Where an image file is (or None), looked up under `root`, remembered per name. A file found outside
+    the root (a name with `..`, a link leading out) is a MosaicError unless `allow_outside` (images.image_path)."""
 
-    def __init__(self, root: str | Path, candidates):
-        self.root, self.candidates, self.seen = Path(root), candidates, {}
+    def __init__(self, root: str | Path, candidates, allow_outside: bool = False):
+        self.root, self.candidates, self.seen, self.allow_outside = Path(root), candidates, {}, allow_outside
 
     def __call__(self, key) -> Path | None:
         if key not in self.seen:
-            self.seen[key] = next((p for p in (self.root / c for c in self.candidates(key)) if p.is_file()), None)
+            found = next((c for c in self.candidates(key) if (self.root / c).is_file()), None)
+            if found is not None:
+                try:
+                    image_path(self.root, found, allow_outside=self.allow_outside, flag="--images")
+                except ImageError as e:
+                    raise MosaicError(f"image id {key}: {e}") from None
+            self.seen[key] = None if found is None else self.root / found
         return self.seen[key]
 
 
-def vg_image_finder(images: str | Path, image_data: str | Path | None) -> ImageFinder:
+def vg_image_finder(images: str | Path, image_data: str | Path | None, allow_outside: bool = False) -> ImageFinder:
     """A VG image's path under `images`: image_data.json's url file name, else <id>.jpg in the usual folders."""
     files = vg_image_files(image_data)
     return ImageFinder(images, lambda iid: ([files[iid]] if iid in files else [])
-                       + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS])
+                       + [f"{d}/{iid}.jpg" if d else f"{iid}.jpg" for d in VG_IMAGE_DIRS], allow_outside)
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -336,14 +344,14 @@ def probe_r_record(iid, anchor: Path, group: tuple, picked: list[tuple], out_dir
 def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | Path, *, objects: str | Path | None = None,
                   image_data: str | Path | None = None, aliases: str | Path | None = None, seed: int = 0,
                   max_groups: int | None = 100_000, subject_images: int = MAX_SUBJECT_IMAGES, min_count: int = 1,
-                  counts: Counts | None = None) -> Iterator[dict]:
+                  counts: Counts | None = None, allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-R records (see the module docstring); image paths relative to `out_dir`. Pass 1 indexes the
     files, pass 2 makes one group per anchor image."""
     counts = counts if counts is not None else Counts()
     data = need_list(read_json(relationships, VG_RELATIONSHIPS, "--vg-relationships"), relationships, "top level",
                      VG_RELATIONSHIPS)
     alias_map = read_aliases(aliases) if aliases else {}
-    finder = vg_image_finder(images, image_data)
+    finder = vg_image_finder(images, image_data, allow_outside_root)
     index = index_vg_relationships(data, relationships, alias_map, counts)
     del data
     if objects is not None:
@@ -539,7 +547,7 @@ def probe_c_record(split: str, k: int, pair: tuple, category: dict[str, str], ou
 
 def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path, *, antonyms: str | Path | None = None,
                   seed: int = 0, pairs_per_composition: int = 5, model: str | None = None, workers: int = 1,
-                  batch_size: int = 256, counts: Counts | None = None, parsed=None) -> Iterator[dict]:
+                  batch_size: int = 256, counts: Counts | None = None, parsed=None, allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-C records: the composition split, then the object split. `parsed` (records with image_id and
     graph) replaces parsing the captions, for callers that parsed them already."""
     counts = counts if counts is not None else Counts()
@@ -550,7 +558,7 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
 
         parsed = parse(recs, text_key="caption", model=model, batch_size=batch_size, workers=workers)
     comps, nouns = compositions(parsed, ant)
-    exists = _ExistingImages(ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")]), counts)
+    exists = _ExistingImages(ImageFinder(images, lambda iid: [files.get(iid, f"{iid}.jpg")], allow_outside_root), counts)
     present = images_by_composition(comps)
     out_dir = Path(out_dir)
     splits = (("composition", composition_pairs(present, comps, ant, seed, pairs_per_composition, exists)),
@@ -661,6 +669,7 @@ class _BOptions:
     max_object: float
     patch: float
     ext: str
+    allow_outside_root: bool = False
 
 
 def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
@@ -672,7 +681,10 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     iid, meta, objs, o = job
     kept, skipped = Counter(), Counter()
     out_dir = Path(o.out_dir)
-    src = Path(o.images) / meta["file_name"]
+    try:
+        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
+    except ImageError as e:
+        raise MosaicError(f"image id {iid}: {e}") from None
     if not src.is_file():
         skipped["images missing"] += 1
         return [], kept, skipped
@@ -748,7 +760,8 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
 def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path, *, fillers=("black", "gray", "noise"),
                   scenes: str | Path | None = None, splits=("MR", "R"), seed: int = 0, max_images: int | None = None,
                   min_removed: float = 0.2, min_object: float = 0.05, max_object: float = 0.5, patch: float = 0.2,
-                  image_format: str = "png", workers: int = 1, counts: Counts | None = None) -> Iterator[dict]:
+                  image_format: str = "png", workers: int = 1, counts: Counts | None = None,
+                  allow_outside_root: bool = False) -> Iterator[dict]:
     """Probe-B records in image-id order; writes the modified images under out_dir/images/<filler>/
     (<image id>_patch, _nobg: shared by MR and R; _one: R's x1~).
     Images are independent (each its own random stream), so `workers` processes give the same output."""
@@ -771,7 +784,7 @@ def build_probe_b(instances: str | Path, images: str | Path, out_dir: str | Path
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "classes.txt").write_text("\n".join(classes) + "\n", encoding="utf-8")  # the prompts' classes
     opts = _BOptions(str(images), str(out_dir), tuple(fillers), tuple(map(str, scene_files)), tuple(splits), seed, min_removed,
-                     min_object, max_object, patch, "jpg" if image_format in ("jpg", "jpeg") else "png")
+                     min_object, max_object, patch, "jpg" if image_format in ("jpg", "jpeg") else "png", allow_outside_root)
 
     def jobs():
         made = 0

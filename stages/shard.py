@@ -87,10 +87,12 @@ def write_shards(
     skips: Skips | None = None,
     progress=lambda it: it,
     source: str | None = None,
+    allow_outside_root: bool = False,
 ) -> dict[str, int]:
     """Write the shards; returns {shard file name: sample count} (also saved as sizes.json).
     `source` (the records' file) prefixes the location of a bad image. The folder is locked while
-    they are written (one writer), and may not be the image root or hold `source` under a shard's name."""
+    they are written (one writer), and may not be the image root or hold `source` under a shard's name.
+    An image path leading out of `image_root` is a bad record unless `allow_outside_root` (images.image_path)."""
     if shard_size < 1:
         raise MosaicError("--shard-size must be at least 1")
     out = Path(out)
@@ -98,12 +100,15 @@ def write_shards(
     check_outputs([Write("--out", out, ("*.tar", SIZES_FILE))],
                   [*([Read("INPUT", source)] if source else []), Read("--image-root", image_root, ())])
     with folder_lock(out, "mosaictool shard"):
-        return _write_shards(records, out, Path(image_root), shard_size, image_key, skips or Skips(), progress, source)
+        return _write_shards(records, out, Path(image_root), shard_size, image_key, skips or Skips(), progress, source,
+                             allow_outside_root)
 
 
 def _write_shards(records, out: Path, root: Path, shard_size: int, image_key: str, skips: Skips, progress,
-                  source: str | None) -> dict[str, int]:
+                  source: str | None, allow_outside_root: bool) -> dict[str, int]:
     import webdataset as wds
+
+    from mosaictool.images import image_path
 
     if any(out.glob("*.tar")) or (out / SIZES_FILE).exists():
         raise MosaicError(f"{out}: already holds shards; choose another --out or delete them first")
@@ -114,7 +119,7 @@ def _write_shards(records, out: Path, root: Path, shard_size: int, image_key: st
         count = 0
         for record in progress(records):
             try:
-                data, ext = read_image(root / record[image_key])
+                data, ext = read_image(image_path(root, record[image_key], allow_outside=allow_outside_root))
             except RecordError as e:
                 hint = f" ({IN_TAR_HINT})" if in_tar(record[image_key]) else ""
                 skips.handle(f"{source}: record {record['id']!r}" if source else f"record {record['id']!r}", f"{e}{hint}")

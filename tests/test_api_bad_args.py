@@ -164,3 +164,46 @@ def test_a_generator_that_raises_midway_leaves_nothing(tmp_path):
         mosaictool.shard(records(), out=tmp_path / "shards", image_root=tmp_path)
     assert sorted(p.name for p in tmp_path.rglob("*") if p.name != "x.png") in ([], ["shards"])
     assert not list((tmp_path / "shards").glob("*")) if (tmp_path / "shards").exists() else True
+
+
+# Worker counts and sizes beyond what the machine holds: refused before a process is forked or a byte
+# allocated (the memory is fixed at 8 GiB so that the cases do not depend on the machine running them).
+TOO_BIG = [
+    ("parse", ["captions"], {}, "workers", 10000, "--workers 10000: must be a whole number >= 1 and <= "),
+    ("negate", [[]], {}, "workers", 10000, "--workers 10000: must be a whole number >= 1 and <= "),
+    ("world", ["{tmp}/w"], {}, "workers", 10000, "--workers 10000: must be a whole number >= 1 and <= "),
+    ("evaluate", ["world"], {"checkpoints": ["a.pt"]}, "workers", 10000, "--workers 10000: must be a whole number >= 0 and <= "),
+    ("train", ["captions"], {}, "num_workers", 10000, "--num-workers 10000: must be a whole number >= 0 and <= "),
+    ("demo", [], {}, "workers", 10000, "--workers 10000: must be a whole number >= 1 and <= "),
+    ("demo", [], {}, "loader_workers", 10000, "--loader-workers 10000: must be a whole number >= 0 and <= "),
+    ("world", ["{tmp}/w"], {}, "train", 10**12, "--train 1000000000000: ~1,000,000,000,000 train records need"),
+    ("world", ["{tmp}/w"], {}, "eval_scale", 1e6, "--eval-scale 1e+06: ~"),
+    ("train", ["captions"], {"method": "mosaiclip"}, "max_pos", 10**6, "--max-pos/--max-neg (1000000 positive and 6 negative"),
+    ("train", ["captions"], {"method": "mosaiclip"}, "max_neg", 10**6, "(3 positive and 1000000 negative texts per image)"),
+    ("train", ["captions"], {"method": "fsc-clip"}, "hn_per_image", 10**6, "--hn-per-image (1 positive and 1000000 negative"),
+    ("train", ["captions"], {}, "accum_freq", 10**6, "--accum-freq 1000000 x --batch-size 32: the micro-batches of one step"),
+    ("train", ["captions"], {}, "lora", 10**6, "--lora 1000000: above the width of this model's attention layers"),
+]
+
+
+@pytest.mark.parametrize("fn, args, extra, name, value, words", TOO_BIG, ids=[f"{c[0]}-{c[3]}={c[4]!r}" for c in TOO_BIG])
+def test_too_many_workers_or_more_than_the_machine_holds_is_refused_naming_the_flag(tmp_path, monkeypatch, fn, args, extra,
+                                                                                  name, value, words):
+    import mosaictool.demo
+    from mosaictool import records
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: pytest.fail("the demo ran"))
+    monkeypatch.setattr(records, "machine_memory", lambda: 8 * 2**30, raising=False)
+    captions = tmp_path / "captions.jsonl"
+    captions.write_text((REPO / "examples" / "captions.jsonl").read_text().splitlines()[0] + "\n")
+    kwargs = {k: _fill(v, tmp_path, captions) for k, v in {**NEEDS.get(fn, {}), **extra}.items()}
+    kwargs[name] = value
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(MosaicError) as e:
+        result = getattr(api, fn)(*[_fill(a, tmp_path, captions) for a in args], **kwargs)
+        if isinstance(result, api.Records):
+            list(result)
+    assert words in str(e.value)
+    assert "\n" not in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing written"

@@ -215,3 +215,52 @@ def test_retrieval_with_perturbations(world, checkpoints):
         "coco", "coco/shuffle_allbut_nouns_and_adj", "coco/shuffle_nouns_and_adj", "coco/shuffle_trigrams",
         "coco/shuffle_within_trigrams"]
     assert {r["metric"] for r in rows} == {f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)}
+
+
+def test_an_image_linked_out_of_the_data_root_is_refused_unless_allowed(tmp_path):
+    from mosaictool.bench import get
+    from mosaictool.bench.engine import EngineOptions, prepare
+    from mosaictool.errors import MosaicError
+    from mosaictool.world import generate_world
+
+    world = tmp_path / "world"
+    generate_world(world, train=1, eval_scale=0.01)
+    for split in ("val", "test"):
+        image = sorted((world / split / "aro" / "images").glob("relation_*.png"))[0]
+        outside = tmp_path / f"outside-{split}.png"
+        outside.write_bytes(image.read_bytes())
+        image.unlink()
+        image.symlink_to(outside)
+    with pytest.raises(MosaicError, match=r"^world: image '.*relation_\d+\.png' leads outside --data-root .*--allow-outside-root"):
+        prepare(get("world"), world, None, EngineOptions())
+    assert prepare(get("world"), world, None, EngineOptions(allow_outside_root=True)).items
+
+
+@pytest.mark.parametrize("damage", ["nan", "random", "width", "edited", "old-format"])
+def test_a_damaged_embedding_cache_is_discarded_with_one_line_and_scores_stay(checkpoints, data, tmp_path, damage):
+    import numpy as np
+
+    cache = tmp_path / "cache"
+    args = ["evaluate", "--bench", "sugarcrepe:add_att", "-c", checkpoints[0], "--data-root", str(data), "--cache-dir",
+            str(cache), "-q", "-o"]
+    first = CliRunner().invoke(app, [*args, str(tmp_path / "a.jsonl")])
+    assert first.exit_code == 0, first.stderr
+    (npz,) = cache.glob("*/image.npz")
+    with np.load(npz) as z:
+        keys, vectors = z["keys"], z["vectors"]
+        kept = {} if damage == "old-format" or "checksum" not in z else {"checksum": z["checksum"]}
+    if damage == "nan":
+        vectors[0] = np.nan
+    elif damage == "random":
+        vectors = np.random.default_rng(0).normal(size=vectors.shape).astype(np.float32)
+    elif damage == "width":
+        vectors = vectors[:, :-1]
+    elif damage == "edited":  # unit length and finite, but not what the model computed
+        vectors = vectors[::-1].copy()
+    np.savez(npz, keys=keys, vectors=vectors, **kept)
+    again = CliRunner().invoke(app, [*args, str(tmp_path / "b.jsonl")])
+    assert again.exit_code == 0, again.stderr
+    notes = [line for line in again.stderr.splitlines() if line.startswith("cache:")]
+    assert len(notes) == 1 and str(npz) in notes[0] and "discarded" in notes[0], again.stderr
+    assert _rows(tmp_path / "b.jsonl") == _rows(tmp_path / "a.jsonl")
+

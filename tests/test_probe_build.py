@@ -481,3 +481,29 @@ def test_probe_r_subject_swap_is_never_an_object_of_the_anchor_image(tmp_path):
                 if rec["image_id"] == 1 and rec["relation"][1] == "riding":
                     drawn.add(rec["subject_swap"])
         assert drawn == {"cat", "table", "boy", "apple"} - in_image, extra
+
+
+def test_probe_b_refuses_an_image_linked_out_of_images_unless_allowed(coco_inst, tmp_path_factory):
+    from mosaictool.errors import MosaicError
+
+    outside = tmp_path_factory.mktemp("elsewhere") / "a.jpg"
+    (coco_inst / "img" / "a.jpg").rename(outside)
+    (coco_inst / "img" / "a.jpg").symlink_to(outside)
+    with pytest.raises(MosaicError, match=r"image id 1: image 'a.jpg' leads outside --images .*--allow-outside-root"):
+        list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", coco_inst / "d1", fillers=("black",), min_object=0.01))
+    recs = list(pb.build_probe_b(coco_inst / "inst.json", coco_inst / "img", coco_inst / "d2", fillers=("black",), min_object=0.01,
+                                 allow_outside_root=True))
+    assert {r["image_id"] for r in recs} == {1, 2}
+
+
+def test_probe_c_refuses_an_image_linked_out_of_images_unless_allowed(coco_caps, tmp_path_factory):
+    from mosaictool.errors import MosaicError
+
+    outside = tmp_path_factory.mktemp("elsewhere") / "2.jpg"
+    (coco_caps / "val" / "000000000002.jpg").rename(outside)
+    (coco_caps / "val" / "000000000002.jpg").symlink_to(outside)
+    with pytest.raises(MosaicError, match=r"image id 2: image '000000000002.jpg' leads outside --images .*--allow-outside-root"):
+        list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "o1", parsed=PARSED))
+    recs = list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "o2", parsed=PARSED,
+                                 allow_outside_root=True))
+    assert [r["image_ids"] for r in recs if r["split"] == "composition"] == [[2, 1]]

@@ -160,3 +160,50 @@ def test_missing_and_corrupt_images(sharded, tmp_path, runner):
     assert json.loads((tmp_path / "y" / "sizes.json").read_text()) == {"000000.tar": 2}
     no_image = runner.invoke(app, ["shard", str(broken), "--out", str(tmp_path / "z"), "--image-key", "picture"])
     assert no_image.exit_code == 1 and "missing 'picture'" in no_image.stderr
+
+
+# --- images named outside --image-root: refused by default (one line), packed with --allow-outside-root ---------
+
+
+def _pointing_out(tmp_path: Path, how: str) -> tuple[Path, bytes]:
+    """A 4-record world whose first record names an image outside its root (`how`); -> the captions and that file's bytes."""
+    data = make_world(tmp_path / "w", n=4)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes((data.parent / "images" / "001.png").read_bytes())
+    (data.parent / "images" / "link.png").symlink_to(secret)
+    name = {"absolute": str(secret), "dotdot": "../secret.png", "link": "images/link.png"}[how]
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    records[0]["image"] = name
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return data, secret.read_bytes()
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "link"])
+def test_shard_refuses_an_image_outside_the_root_unless_allowed(tmp_path, how):
+    from typer.testing import CliRunner
+
+    data, secret = _pointing_out(tmp_path, how)
+    args = ["shard", str(data), "--image-root", str(data.parent), "-q", "--out"]
+    refused = CliRunner().invoke(app, [*args, str(tmp_path / "s1")])
+    assert refused.exit_code == 1
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "record 'img-0'" in lines[0] and "leads outside --image-root" in lines[0], refused.stderr
+    assert "--allow-outside-root" in lines[0] and not (tmp_path / "s1").exists()
+    skipped = CliRunner().invoke(app, [*args, str(tmp_path / "s2"), "--skip-bad"])
+    assert skipped.exit_code == 0 and json.loads((tmp_path / "s2" / "sizes.json").read_text()) == {"000000.tar": 3}
+    allowed = CliRunner().invoke(app, [*args, str(tmp_path / "s3"), "--allow-outside-root"])
+    assert allowed.exit_code == 0, allowed.stderr
+    with tarfile.open(tmp_path / "s3" / "000000.tar") as tar:
+        assert tar.extractfile("000000000.png").read() == secret
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "link"])
+def test_train_data_refuses_an_image_outside_the_root_unless_allowed(tmp_path, how):
+    from mosaictool.errors import MosaicError
+
+    data, _ = _pointing_out(tmp_path, how)
+    method = methods.create("clip", {})
+    with pytest.raises(MosaicError, match=r"record 'img-0'.*leads outside --image-root .*--allow-outside-root"):
+        TrainData.load(str(data), method=method)
+    assert len(TrainData.load(str(data), method=method, skip_bad=True)) == 3
+    assert len(TrainData.load(str(data), method=method, allow_outside_root=True)) == 4

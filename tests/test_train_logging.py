@@ -130,3 +130,21 @@ def test_eval_leaves_lora_training_unchanged(world, tmp_path):
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
     assert [m["step"] for m in lines(tmp_path / "eval") if "eval/world-val/headline/accuracy" in m] == [2, 4]
+
+
+def test_a_new_run_moves_the_metrics_of_an_attempt_without_checkpoint_aside(tmp_path, caplog):
+    from mosaictool.training.reporting import Reporter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": "nan"}\n')  # a diverged attempt: no checkpoint
+    with caplog.at_level("WARNING", logger="mosaictool.training.reporting"):
+        reporter = Reporter([], run, metrics_file=True)
+    for step in (1, 2, 3):
+        reporter.write_line({"step": step})
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]  # appended, they read 1, 1, 2, 3
+    assert (run / "metrics.1.jsonl").read_text() == '{"step": 1, "loss": "nan"}\n'
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{run / 'metrics.jsonl'}: an earlier attempt logged there without leaving a checkpoint; its lines moved to "
+        f"{run / 'metrics.1.jsonl'}"]

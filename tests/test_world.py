@@ -370,3 +370,91 @@ def test_relation_prior_accuracy_reads_the_priors_and_the_world_has_them(tmp_pat
     generate_world(world, train=0, seed=0, eval_scale=0.1)
     items = json.loads((world / "val" / "aro" / "visual_genome_relation.json").read_text())
     assert len(items) == 480 and 0.6 < relation_prior_accuracy(items) < 0.85  # a prior for most pairs, not all
+
+
+# --- one writer per world folder, and nothing deleted that a world did not write ----------------------
+
+
+TINY = dict(train=2, eval_scale=0.01)
+
+
+def _while_generating(monkeypatch, action) -> None:
+    """Run `action` once the world's images are made, before it is moved into --out (the window in
+    which another process may write into the folder)."""
+    from mosaictool.world import generate
+
+    original = generate.manifest
+
+    def manifest(*args, **kwargs):
+        action()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(generate, "manifest", manifest)
+
+
+def test_a_file_put_into_out_while_the_world_is_made_is_kept(tmp_path, monkeypatch):
+    out = tmp_path / "w2"
+    _while_generating(monkeypatch, lambda: (out.mkdir(exist_ok=True), (out / "notes.txt").write_text("mine")))
+    with pytest.raises(MosaicError, match=r"w2 exists and is not empty.*--overwrite"):
+        generate_world(out, **TINY)
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # no staging folder, no lock file left
+
+
+def test_overwrite_rechecks_the_folder_before_replacing_it(tmp_path, monkeypatch):
+    out = tmp_path / "w2"
+    generate_world(out, **TINY)
+    _while_generating(monkeypatch, lambda: (out / "train" / "notes.txt").write_text("mine"))
+    with pytest.raises(MosaicError, match=r"train/notes.txt, which no world writes"):
+        generate_world(out, overwrite=True, **TINY)
+    assert (out / "train" / "notes.txt").read_text() == "mine"
+    assert (out / "manifest.json").is_file()  # the old world stays whole
+
+
+def test_a_second_world_into_the_same_folder_is_refused_while_the_first_writes(tmp_path):
+    from mosaictool.locks import folder_lock
+
+    out = tmp_path / "w2"
+    with folder_lock(out, "a test holder"):
+        with pytest.raises(MosaicError, match=r"--out .*w2: another writer is using it: a test holder"):
+            generate_world(out, **TINY)
+        with pytest.raises(MosaicError, match="another writer is using it"):
+            generate_world(out, overwrite=True, **TINY)
+    assert not out.exists()
+
+
+def test_overwrite_keeps_the_folder_and_what_a_killed_run_left_is_taken_over(tmp_path):
+    from mosaictool.locks import LOCK_NAME
+
+    out = tmp_path / "w2"
+    out.mkdir()
+    (out / LOCK_NAME).write_text("{}")  # a killed run's: no longer locked by anyone
+    (out / ".world-partial-x1").mkdir()
+    (out / ".world-partial-x1" / "manifest.json").write_text("{}")
+    generate_world(out, **TINY)
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "test", "train", "val"]
+    inode = out.stat().st_ino
+    generate_world(out, seed=1, overwrite=True, **TINY)
+    assert out.stat().st_ino == inode and json.loads((out / "manifest.json").read_text())["seed"] == 1
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "test", "train", "val"]
+
+
+def test_a_file_put_into_the_old_world_after_the_last_check_is_kept(tmp_path, monkeypatch):
+    from mosaictool.world import generate
+
+    out = tmp_path / "w2"
+    generate_world(out, **TINY)
+    original, calls = generate._check_target, []
+
+    def check(folder, overwrite):
+        original(folder, overwrite)
+        calls.append(folder)
+        if len(calls) == 2:  # the check right before the swap: the file comes just after it
+            (out / "train" / "notes.txt").write_text("mine")
+
+    monkeypatch.setattr(generate, "_check_target", check)
+    generate_world(out, seed=1, overwrite=True, **TINY)
+    (kept,) = out.glob(".world-kept-*")
+    assert (kept / "old" / "train" / "notes.txt").read_text() == "mine"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) == ["old/train/notes.txt"]
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 1

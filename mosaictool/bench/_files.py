@@ -6,7 +6,6 @@ Private (leading underscore), so the registry does not look for a BENCHMARK here
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 
 from mosaictool.bench.base import HEADLINE, row
 from mosaictool.errors import MosaicError
+from mosaictool.io import parse_json as json_value
 
 
 class _RepeatedKey(ValueError):
@@ -40,12 +40,7 @@ def read_text(path: Path, bench: str) -> str:
 
 def parse_json(text: str, path: Path, bench: str):
     """JSON text of `path` (NaN is left to the schemas); a broken file or a repeated key names it."""
-    try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{bench}: {path}: invalid JSON ({e}); download the file again") from None
-    except _RepeatedKey as e:
-        raise MosaicError(f"{bench}: {path}: {e}; the file does not follow the benchmark's format (download it again)") from None
+    return json_value(text, f"{bench}: {path}", hint="download the file again", pairs_hook=_unique_keys)
 
 
 def read_json(path: Path, bench: str):

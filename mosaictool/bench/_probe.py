@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mosaictool.bench._files import parse_json, read_text
+from mosaictool.bench._files import json_value, parse_json, read_text
 from mosaictool.bench._formats import check_entry
 from mosaictool.errors import MosaicError
 
@@ -28,10 +28,7 @@ def read_jsonl(path: Path, bench: str, fields: tuple[str, ...], limit: int | Non
             continue
         if limit is not None and len(out) >= limit:
             break
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MosaicError(f"{bench}: {path}:{lineno}: invalid JSON ({e}); build the file again") from e
+        rec = json_value(line, f"{bench}: {path}:{lineno}", hint="build the file again")
         missing = [k for k in fields if not isinstance(rec, dict) or k not in rec]
         if missing:
             raise MosaicError(f"{bench}: {path}:{lineno}: missing field(s) {', '.join(missing)} "

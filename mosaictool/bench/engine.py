@@ -44,6 +44,7 @@ class EngineOptions:
     workers: int = 0  # DataLoader processes decoding and preprocessing images
     cache_dir: str | None = None
     skip_missing: bool = False
+    allow_outside_root: bool = False  # read images that lead out of --data-root (images.image_path)
     # also a row per subtask with every case's outcome ("hits": a string of 0/1 in the file's order)
     # where the benchmark can say (Bench.item_hits): the input of paired tests over cases
     item_hits: bool = False
@@ -113,6 +114,21 @@ class Missing:
     paths: list[str] = field(default_factory=list)
 
 
+def _check_inside(items: list[Item], root: str | os.PathLike, where: str) -> None:
+    """MosaicError when an image of the benchmark leads out of --data-root once links are resolved."""
+    from mosaictool.images import ImageError, image_path
+
+    seen: set[str] = set()
+    for item in items:
+        for ref in item.images:
+            if ref.data is None and ref.path not in seen:
+                seen.add(ref.path)
+                try:
+                    image_path(root, os.path.relpath(ref.path, root), flag="--data-root")
+                except ImageError as e:
+                    raise MosaicError(f"{where}: {e}") from None
+
+
 def drop_missing(items: list[Item], *, skip: bool, where: str) -> tuple[list[Item], Missing]:
     """Check that every image file exists. Missing ones stop the run (count + first paths), or
     with `skip` their items are dropped and counted."""
@@ -163,12 +179,23 @@ def image_key(ref: ImageRef) -> str:
     return f"{os.path.abspath(ref.path) if ref.data is None else ref.path}|{ref.box}|{stamp}"
 
 
-class EmbeddingCache:
-    """Embeddings of one model on disk: `<dir>/<model id>/{image,text}.npz` (keys + vectors)."""
+def _checksum(keys: np.ndarray, vectors: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update("\0".join(keys.tolist()).encode())
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return h.hexdigest()
 
-    def __init__(self, directory: str | os.PathLike, model_id: str):
+
+class EmbeddingCache:
+    """Embeddings of one model on disk: `<dir>/<model id>/{image,text}.npz` (keys, vectors and their
+    checksum). A file is trusted only when its vectors have the model's width, are finite and unit
+    length (the encoder normalises them) and match the checksum; any other is discarded with one
+    line (`log`) and its embeddings computed again, so an edited or damaged cache never moves a score."""
+
+    def __init__(self, directory: str | os.PathLike, model_id: str, dim: int, log=None):
         self.dir = Path(directory) / model_id
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.dim, self.log = dim, log or (lambda message: None)
 
     def load(self, kind: str) -> dict[str, np.ndarray]:
         path = self.dir / f"{kind}.npz"
@@ -176,9 +203,26 @@ class EmbeddingCache:
             return {}
         try:
             with np.load(path, allow_pickle=False) as z:
-                return dict(zip(z["keys"].tolist(), z["vectors"]))
-        except Exception:  # a damaged cache is recomputed, never trusted
-            return {}
+                keys, vectors, checksum = z["keys"], z["vectors"], str(z["checksum"])
+        except Exception as e:  # not an npz, or one without our arrays (an older mosaictool's has no checksum)
+            return self._discard(path, f"unreadable ({type(e).__name__}: {e})")
+        problem = None
+        if vectors.dtype != np.float32 or vectors.shape != (len(keys), self.dim) or keys.ndim != 1:
+            problem = f"{vectors.dtype} vectors of shape {vectors.shape}, expected float32 ({len(keys)}, {self.dim})"
+        elif not np.isfinite(vectors).all():
+            problem = "it holds NaN or infinite vectors"
+        elif len(vectors) and np.abs(np.linalg.norm(vectors, axis=1) - 1).max() > 1e-2:  # bf16 models: ~1e-3
+            problem = "it holds vectors that are not unit length"
+        elif checksum != _checksum(keys, vectors):
+            problem = "its checksum does not match its vectors (edited or damaged)"
+        if problem:
+            return self._discard(path, problem)
+        return dict(zip(keys.tolist(), vectors))
+
+    def _discard(self, path: Path, problem: str) -> dict:
+        path.unlink(missing_ok=True)
+        self.log(f"cache: {path}: {problem}; discarded, its embeddings are computed again")
+        return {}
 
     def save(self, kind: str, table: dict[str, np.ndarray]) -> None:
         if not table:
@@ -188,7 +232,7 @@ class EmbeddingCache:
         fd, tmp = tempfile.mkstemp(prefix=f".{kind}.", suffix=".npz", dir=self.dir)
         os.close(fd)
         try:
-            np.savez(tmp, keys=keys, vectors=vectors)
+            np.savez(tmp, keys=keys, vectors=vectors, checksum=np.array(_checksum(keys, vectors)))
             os.chmod(tmp, new_file_mode())  # mkstemp's 0600 -> the umask's
             os.replace(tmp, self.dir / f"{kind}.npz")
         finally:
@@ -241,7 +285,7 @@ class Encoder:
         self.model = bundle.model.to(self.device).eval()
         scale = getattr(self.model, "logit_scale", None)
         self.logit_scale = float(scale.exp().item()) if scale is not None else 100.0
-        self.cache = EmbeddingCache(options.cache_dir, model_identity(bundle)) if options.cache_dir else None
+        self.cache = EmbeddingCache(options.cache_dir, model_identity(bundle), self._dim(), options.note) if options.cache_dir else None
 
     def images(self, refs: Sequence[ImageRef], desc: str, memo: dict | None = None) -> np.ndarray:
         import torch
@@ -405,6 +449,8 @@ class Prepared:
 
 def prepare(bench, root: Path, subtasks: list[str] | None, options: EngineOptions) -> Prepared:
     items = load_items(bench, root, limit=options.limit, subtasks=subtasks)
+    if not (options.allow_outside_root or getattr(bench, "images_outside_root", False)):
+        _check_inside(items, root, bench.name)
     items, missing = drop_missing(items, skip=options.skip_missing, where=bench.name)
     if missing.items_skipped:
         shown = ", ".join(missing.paths[:MISSING_SHOWN])

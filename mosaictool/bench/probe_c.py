@@ -123,6 +123,8 @@ def score_rows(items: list[Item], sims, logit_scale: float = metrics.CLIP_LOGIT_
 
 class ProbeC:
     name = "probe_c"
+    # `probe build` links its records to the source images (COCO, VG) where they lie: out of --data-root by design
+    images_outside_root = True
     subtasks = SUBTASKS
     layout = LAYOUT
 

@@ -14,13 +14,12 @@ whichever is present (the jsonl first). RGBA images are converted to RGB by the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from mosaictool.bench import metrics
-from mosaictool.bench._files import bad_record, chosen, read_text
+from mosaictool.bench._files import bad_record, chosen, json_value, read_text
 from mosaictool.bench._formats import WINOGROUND_JSONL, WINOGROUND_PARQUET, check_entry
 from mosaictool.bench.base import HEADLINE, ImageRef, Item, row
 from mosaictool.errors import MosaicError
@@ -41,10 +40,7 @@ def _jsonl_records(path: Path) -> list[dict]:
     for lineno, line in enumerate(read_text(path, "winoground").splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise MosaicError(f"winoground: {path}:{lineno}: invalid JSON ({e}); download examples.jsonl again") from e
+        records.append(json_value(line, f"winoground: {path}:{lineno}", hint="download examples.jsonl again"))
     return records
 
 

@@ -30,6 +30,12 @@ SkipBadOpt = Annotated[
     bool, typer.Option("--skip-bad", help="Skip bad records (counted and reported on stderr) instead of stopping.")
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+AllowOutsideRootOpt = Annotated[
+    bool, typer.Option("--allow-outside-root",
+                       help="Read images named outside the image root (--image-root, --data-root, --images): an absolute path, "
+                            "'..', a symbolic link leading out. Off by default: records from elsewhere cannot make it read any file "
+                            "you can read. Example: --image-root data/ --allow-outside-root for records naming /mnt/coco/x.jpg.")
+]
 AssignIdsOpt = Annotated[
     bool, typer.Option("--assign-ids", help="Give records without an 'id' their line number as id.")
 ]
@@ -44,6 +50,8 @@ def fail(message: str) -> None:
 def _drop_unwritable_stdout() -> None:
     # stdout on a full disk (`> /dev/full`) fails again when Python flushes it at exit, with a
     # second, traceback-like message; the error has been reported once already.
+    if sys.stdout is None:  # closed from the start (`>&-`): nothing to flush
+        return
     try:
         sys.stdout.flush()
     except OSError:

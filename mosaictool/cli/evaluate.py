@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import OutputOpt, QuietOpt, handles_errors
+from mosaictool.cli.common import AllowOutsideRootOpt, OutputOpt, QuietOpt, handles_errors
 
 
 def list_text() -> str:
@@ -43,6 +43,7 @@ def evaluate_cli(
     perturb: Annotated[bool, typer.Option(
         "--perturb", help="Retrieval also with ARO's four order perturbations of every caption.")] = False,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", help="Skip (and report) cases whose image files are missing.")] = False,
+    allow_outside_root: AllowOutsideRootOpt = False,
     device: Annotated[Optional[str], typer.Option(
         help="torch device: cpu, cuda or cuda:N (default: the GPU when CUDA is visible, cuda:<LOCAL_RANK> under torchrun; "
              "else cpu).")] = None,
@@ -79,7 +80,7 @@ def evaluate_cli(
     rows = api.evaluate(
         bench, checkpoints=checkpoint or [], model=model, pretrained=pretrained, model_config=model_config, data_root=data_root,
         output=output, report=report, plot=plot, detail=detail, limit=limit, perturb=perturb, skip_missing=skip_missing,
-        device=device, batch_size=batch_size, workers=workers, cache_dir=cache_dir, quiet=quiet,
+        device=device, batch_size=batch_size, workers=workers, cache_dir=cache_dir, quiet=quiet, allow_outside_root=allow_outside_root,
     )
     if not report:
         sys.stderr.write(markdown(rows, detail=detail))

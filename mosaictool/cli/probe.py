@@ -11,8 +11,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.cli.common import handles_errors
+from mosaictool.cli.common import AllowOutsideRootOpt, handles_errors
 from mosaictool.errors import MosaicError
+from mosaictool.records import check_workers
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Data root to write into (the --data-root of `evaluate`).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of every random draw; same inputs + seed + flags = same output.")]
@@ -55,6 +56,7 @@ def build_r(
     max_groups: Annotated[int, typer.Option(help="Groups (anchor images) to build; the paper's 100,000.")] = 100_000,
     subject_images: Annotated[int, typer.Option(help="Subject-only images per group (at most).")] = 10,
     min_count: Annotated[int, typer.Option(help="Swap candidates must occur at least this often in the file (drops typos).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-R from Visual Genome: anchor image, R1 <s,r,o>, predicate swap R2, subject swap R3, O1 <s>, subject-only images.
@@ -73,7 +75,8 @@ def build_r(
     counts = Counts()
     target = out / "probe_r"
     records = build_probe_r(vg_relationships, images, target, objects=vg_objects, image_data=vg_image_data, aliases=relation_aliases,
-                            seed=seed, max_groups=max_groups, subject_images=subject_images, min_count=min_count, counts=counts)
+                            seed=seed, max_groups=max_groups, subject_images=subject_images, min_count=min_count, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_r", out, records, counts)
 
 
@@ -87,6 +90,7 @@ def build_c(
     pairs_per_composition: Annotated[int, typer.Option(help="Image pairs per (attribute, antonym, noun) and per (attribute, noun).")] = 5,
     model: Annotated[Optional[str], typer.Option(help="spaCy model for `parse` (default as in `mosaictool parse`).")] = None,
     workers: Annotated[int, typer.Option(help="Parse worker processes (output never depends on it).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-C from COCO captions (parsed with `parse`): antonym-composition pairs and same-composition/other-object pairs.
@@ -97,12 +101,14 @@ def build_c(
     """
     from mosaictool.stages.probe_build import Counts, build_probe_c
 
-    if pairs_per_composition < 1 or workers < 1:
-        raise MosaicError("--pairs-per-composition and --workers must be at least 1")
+    if pairs_per_composition < 1:
+        raise MosaicError("--pairs-per-composition must be at least 1")
+    check_workers(workers)
     _output_check("probe_c", out, [("--coco-captions", coco_captions), ("--antonyms", antonyms)], [("--images", images)])
     counts = Counts()
     records = build_probe_c(coco_captions, images, out / "probe_c", antonyms=antonyms, seed=seed,
-                            pairs_per_composition=pairs_per_composition, model=model, workers=workers, counts=counts)
+                            pairs_per_composition=pairs_per_composition, model=model, workers=workers, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_c", out, records, counts)
 
 
@@ -121,6 +127,7 @@ def build_b(
     patch: Annotated[float, typer.Option(help="Side of the filler patch, as a fraction of the shorter image side.")] = 0.2,
     image_format: Annotated[str, typer.Option(help="png or jpg (quality 95, about 5x faster to write) for the written images.")] = "png",
     workers: Annotated[int, typer.Option(help="Worker processes (output never depends on it).")] = 1,
+    allow_outside_root: AllowOutsideRootOpt = False,
     seed: SeedOpt = 0,
 ) -> None:
     """Probe-B from COCO instances: x0, x0 + a non-occluding filler patch, background (and other objects) replaced by a filler.
@@ -140,14 +147,14 @@ def build_b(
         raise MosaicError("need 0 <= --min-object <= --max-object <= 1, 0 < --patch < 1, 0 <= --min-removed < 1")
     if image_format not in ("png", "jpg"):
         raise MosaicError("--image-format: png or jpg")
-    if workers < 1:
-        raise MosaicError("--workers must be at least 1")
+    check_workers(workers)
     _output_check("probe_b", out, [("--coco-instances", coco_instances)], [("--images", images), ("--scenes", scenes)])
     counts = Counts()
     target = out / "probe_b"
     records = build_probe_b(coco_instances, images, target, fillers=fill, scenes=scenes, splits=split_list, seed=seed,
                             max_images=max_images, min_removed=min_removed, min_object=min_object, max_object=max_object,
-                            patch=patch, image_format=image_format, workers=workers, counts=counts)
+                            patch=patch, image_format=image_format, workers=workers, counts=counts,
+                            allow_outside_root=allow_outside_root)
     _finish("probe_b", out, records, counts)
 
 

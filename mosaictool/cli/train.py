@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import QuietOpt, SkipBadOpt, handles_errors
+from mosaictool.cli.common import AllowOutsideRootOpt, QuietOpt, SkipBadOpt, handles_errors
 
 
 @handles_errors
@@ -91,6 +91,7 @@ def train_cli(
         help="Folder holding the --eval-bench benchmarks (evaluate's --data-root).")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue the run in this folder with its stored config.")] = None,
     skip_bad: SkipBadOpt = False,
+    allow_outside_root: AllowOutsideRootOpt = False,
     quiet: QuietOpt = False,
     **method_flags,
 ) -> None:
@@ -137,7 +138,8 @@ def train_cli(
         grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
         images_on_device=images_on_device, crop_scale=crop_scale, local_loss=local_loss, merge_equal_texts=merge_equal_texts,
         seed=seed, device=device, num_workers=num_workers, save_every=save_every, log_every=log_every, report_to=report_to,
-        eval_bench=eval_bench, eval_data_root=eval_data_root, resume=resume, skip_bad=skip_bad, quiet=quiet, given=given,
+        eval_bench=eval_bench, eval_data_root=eval_data_root, resume=resume, skip_bad=skip_bad,
+        allow_outside_root=allow_outside_root, quiet=quiet, given=given,
         **method_flags,
     )
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from mosaictool.demo import cache
 from mosaictool.demo.config import DemoConfig, digest, file_digest, log
 from mosaictool.errors import MosaicError
+from mosaictool.io import read_json
 
 
 def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *, twins: bool = True,
@@ -28,7 +28,7 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *
     # the shards' bytes, not only their sizes: captions that change without a new world version
     # (a code change) must not find the base trained on the old ones
     data = digest([file_digest(tar) for tar in sorted(plain_shards.glob("*.tar"))])
-    recipe = {"world": load_manifest(world), "shards": json.loads((plain_shards / "sizes.json").read_text()), "data": data,
+    recipe = {"world": load_manifest(world), "shards": read_json(plain_shards / "sizes.json"), "data": data,
               "model": cfg.model, "model_config": model_config(cfg.model), "steps": cfg.pretrain_steps, "lr": cfg.pretrain_lr,
               "batch": cfg.pretrain_batch,
               "twins_in_batch": twins, "ranks": ranks}

@@ -17,6 +17,8 @@ import shutil
 from pathlib import Path
 
 from mosaictool.demo.config import log
+from mosaictool.errors import MosaicError
+from mosaictool.io import read_json
 from mosaictool.locks import LOCK_NAME, cache_lock
 
 MANIFEST = "cache-manifest.json"
@@ -113,10 +115,12 @@ def restore(entry: Path, out: Path, rename: dict[str, str] | None = None) -> str
     it first)."""
     rename = rename or {}
     try:
-        manifest = json.loads((entry / MANIFEST).read_text())
+        manifest = read_json(entry / MANIFEST)
         files: dict[str, list] = manifest["files"]
         dirs: list[str] = manifest["dirs"]
         present = _files(entry)
+    except MosaicError as e:
+        return _discard(entry, f"its manifest is unreadable ({e})")
     except ValueError as e:
         return _discard(entry, str(e) if "is a link" in str(e) else f"its manifest is unreadable ({e})")
     except (OSError, KeyError, TypeError) as e:

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mosaictool.errors import MosaicError
-from mosaictool.records import check_flags
+from mosaictool.records import Processes, Workers, check_flags
 from mosaictool.training.config import AtLeastOne, Count, PositiveNumber
 
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a fraction of the captions
@@ -122,19 +122,19 @@ class DemoConfig:
     audit_batches: Count = 150
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left
     # the GPU idle for the text stages' ~4 min)
-    workers: AtLeastOne = field(default_factory=lambda: os.cpu_count() or 1)
+    workers: Processes = field(default_factory=lambda: os.cpu_count() or 1)
     # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
     # mosaictool.training.device) and the DataLoader processes that decode shards for train and
     # evaluate (None: 0 on CPU, where they would compete with the step for the cores; on a GPU
     # up to 8, so that decoding overlaps the GPU's step)
     device: str | None = None
-    loader_workers: Count | None = None
+    loader_workers: Workers | None = None
     # processes that fine-tune on a CPU, each with one torch thread and its share of the runs, which
     # take their steps together (training.train_many; the tiny model keeps two threads ~70% busy: two
     # processes of one thread do twice the work in the same time on 2 cores). None: one per core, at
     # most 8; 1: every run in this process (torch's default threads). On a GPU, every run in this
     # process. The thread setting is part of a run's name.
-    parallel_runs: AtLeastOne | None = None
+    parallel_runs: Processes | None = None
 
     @classmethod
     def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from mosaictool.atomic import write_text
 from mosaictool.demo import cache
 from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
+from mosaictool.io import read_json
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.data import ShardCache
@@ -114,7 +115,7 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     recipe_file = out / "texts.recipe.json"
     recipe = {"world": load_manifest(world), "vocab_min_count": 20, "vocab_base": "world", "max_subgraphs": 3,
               "max_negatives": 6, "text_methods": list(TEXT_METHODS)}
-    if texts.is_file() and recipe_file.is_file() and json.loads(recipe_file.read_text()) == recipe:
+    if texts.is_file() and recipe_file.is_file() and read_json(recipe_file) == recipe:
         log(f"texts: reusing {texts}")
         return texts
     recipe_file.unlink(missing_ok=True)
@@ -158,7 +159,7 @@ def make_shards(records, world: Path, shards: Path, source: Path | None = None) 
 
     recipe_file = shards.with_name(shards.name + ".recipe.json")
     recipe = {"world": load_manifest(world), "source": file_digest(source) if source else None, "fields": list(TRAIN_FIELDS)}
-    if (shards / "sizes.json").is_file() and recipe_file.is_file() and json.loads(recipe_file.read_text()) == recipe:
+    if (shards / "sizes.json").is_file() and recipe_file.is_file() and read_json(recipe_file) == recipe:
         log(f"shards: reusing {shards}")
         return shards
     recipe_file.unlink(missing_ok=True)
@@ -216,7 +217,7 @@ def audit_kept(out: Path, key: dict) -> str | None:
     """The audit's markdown kept in OUT/audit.json under `key` (the texts' digest and the batches), else None."""
     kept = out / "audit.json"
     if kept.is_file():
-        old = json.loads(kept.read_text())
+        old = read_json(kept)
         if old.get("key") == key:
             return old["markdown"]
     return None

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from mosaictool.demo.config import COLUMNS, digest, file_digest
+from mosaictool.io import parse_json
 
 
 def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0,
@@ -35,7 +36,8 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
     for label, path in models:
         hit = cache / f"{keys[label]}.jsonl" if cache else None
         if hit is not None and hit.is_file():
-            rows += [{**json.loads(line), "model": label} for line in hit.read_text().splitlines()]
+            rows += [{**parse_json(line, f"{hit}:{n}", hint="delete it to score again"), "model": label}
+                     for n, line in enumerate(hit.read_text().splitlines(), 1)]
         else:
             todo.append((label, path))
     if todo:

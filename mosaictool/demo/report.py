@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from mosaictool.demo.significance import (
     power_by_column,
     power_markdown,
 )
+from mosaictool.io import read_json
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
@@ -186,7 +186,7 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
     cases = {col: r.cases for by_col in found.values() for col, r in by_col.items()}
     power = power_markdown(mde, cfg.seeds, cases)
     versus = {m: r for m, r in comparisons(rows, groups, reference=CONTROL_TREATED).items() if m == HEADLINE_METHOD}
-    relation_items = json.loads((world / cfg.split / "aro" / "visual_genome_relation.json").read_text())
+    relation_items = read_json(world / cfg.split / "aro" / "visual_genome_relation.json")
     blind = relation_prior_accuracy(relation_items)
     cases_table = comparisons_markdown(found, adjusted=holm_family(found))
     versus_table = comparisons_markdown(versus, reference=CONTROL_TREATED, adjusted=holm_family(versus))

@@ -17,6 +17,7 @@ from mosaictool.demo.evaluation import column_value, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import build_report
 from mosaictool.errors import MosaicError
+from mosaictool.io import read_json
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.data import ShardCache
@@ -94,8 +95,8 @@ def _settings_differ(config_file: Path, cfg: DemoConfig) -> bool:
     """Whether the demo that last wrote OUT (its demo_config.json) ran other settings than `cfg`; its
     experiments aside: a report of another experiment at the same settings still holds."""
     try:
-        earlier = json.loads(config_file.read_text())
-    except (OSError, ValueError):
+        earlier = read_json(config_file)
+    except (OSError, MosaicError):
         return True
     now = json.loads(json.dumps(dataclasses.asdict(cfg)))
     return not isinstance(earlier, dict) or {**earlier, "experiments": None} != {**now, "experiments": None}

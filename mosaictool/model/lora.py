@@ -46,6 +46,10 @@ def add_lora(model, rank: int, *, dropout: float = 0.0):
         raise MosaicError(f"--lora {rank}: the rank must be at least 1 (leave --lora out for full fine-tuning)")
     if is_lora(model):
         return model
+    widths = [m.embed_dim for m in model.modules() if isinstance(m, torch.nn.MultiheadAttention)]
+    if widths and rank > min(widths):  # B A of a w-wide layer has rank w at most: a larger one only costs memory
+        raise MosaicError(f"--lora {rank}: above the width of this model's attention layers ({min(widths)}), which bounds "
+                          f"an adapter's rank; choose 1..{min(widths)}")
     config = LoraConfig(r=rank, lora_alpha=1, lora_dropout=dropout, target_modules=TARGETS, bias="none")
     config._register_custom_module({torch.nn.Conv2d: patch_conv_lora_class(),
                                     torch.nn.MultiheadAttention: attention_lora_class()})

@@ -65,12 +65,9 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
     path = Path(extra_config)
     if not path.is_file():
         raise MosaicError(f"{path}: model config not found" + (" (a folder; give its .json file)" if path.is_dir() else ""))
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON: {e}") from e
-    except UnicodeDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON: not UTF-8 text (byte {e.start}); a model config is a JSON file") from None
+    from mosaictool.io import read_json
+
+    cfg = read_json(path, hint="a model config is a JSON file (open_clip's schema)")
     missing = [k for k in ("embed_dim", "vision_cfg", "text_cfg") if not isinstance(cfg, dict) or k not in cfg]
     if missing:
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")

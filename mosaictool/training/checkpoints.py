@@ -53,8 +53,8 @@ def check_run_outputs(cfg: TrainConfig) -> None:
 
 
 # Fields a resumed run may hold otherwise than its last.pt: where its files are, and how this session runs.
-MAY_DIFFER = frozenset({"out", "data", "texts", "image_root", "eval_data_root", "pretrained", "model_config", "num_workers", "quiet",
-                        "device", "report_to"})
+MAY_DIFFER = frozenset({"out", "data", "texts", "image_root", "allow_outside_root", "eval_data_root", "pretrained", "model_config",
+                        "num_workers", "quiet", "device", "report_to"})
 RESTORE = "restore it, or start a new run"
 
 
@@ -90,13 +90,15 @@ def read_stored_config(config_file: Path) -> TrainConfig:
     is not JSON (truncated), names a field TrainConfig lacks, lacks one, or holds a value of the
     wrong type or out of its declared bounds."""
     from mosaictool import methods
+    from mosaictool.io import parse_json
     from mosaictool.records import config_errors, kind_of
 
     try:
-        text = config_file.read_text()
-        stored = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        text = config_file.read_bytes()
+    except OSError as e:
         raise MosaicError(f"{config_file}: not a readable JSON file ({e}): truncated or edited; {RESTORE}") from None
+    stored = parse_json(text, str(config_file), label="not a readable JSON file", hint=f"truncated or edited; {RESTORE}")
+    text = text.decode("utf-8")
     if not isinstance(stored, dict):
         raise MosaicError(f"{config_file}: expected a JSON object of the run's settings, got {kind_of(stored)}; {RESTORE}")
     known = {f.name for f in dataclasses.fields(TrainConfig)}

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mosaictool.errors import MosaicError
-from mosaictool.records import Seed, check_flags
+from mosaictool.records import Seed, Workers, check_flags
 
 # Each numeric field declares what it accepts (mosaictool.records checks flags and config.json by it).
 Count = Annotated[int, Field(ge=0)]
@@ -38,6 +38,7 @@ class TrainConfig:
     recipe: str | None = None  # the method's named recipe these settings came from (with_recipe), if any
     image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
     texts: str | None = None  # records joined by key to the samples of image shards (img2dataset's) in `data`
+    allow_outside_root: bool = False  # read images named outside image_root (images.image_path)
     skip_bad: bool = False
     # model
     model: str = "mosaic-tiny"
@@ -74,7 +75,7 @@ class TrainConfig:
     seed: Seed = 0
     # runtime
     device: str | None = None  # default: cuda if available
-    num_workers: Count = 0
+    num_workers: Workers = 0
     save_every: Count = 0  # write last.pt every N steps (0: only at the end)
     log_every: AtLeastOne = 1
     quiet: bool = False
@@ -145,3 +146,34 @@ def with_recipe(cfg: TrainConfig, name: str, given: Collection[str] = ()) -> Tra
         raise MosaicError(f"recipe {cfg.method}:{name} sets unknown TrainConfig fields {unknown}")
     chosen = {k: v for k, v in recipe.items() if k not in given}
     return dataclasses.replace(cfg, **chosen, method_options=options, recipe=name)
+
+
+def check_step_fits(cfg: TrainConfig, method, model_cfg: dict, device: str) -> None:
+    """MosaicError naming the flags when one optimizer step cannot fit in memory, estimated from below
+    before anything is allocated: the --accum-freq micro-batches of images (uint8) and token ids the
+    loop holds at once, and one micro-batch's text slots (--max-pos/--max-neg/--hn-per-image each:
+    a feature of embed_dim floats and its row of logits against the batch, forward and gradient)."""
+    from mosaictool.records import machine_memory
+
+    vision, text = model_cfg.get("vision_cfg") or {}, model_cfg.get("text_cfg") or {}
+    size = vision.get("image_size", 224)
+    pixels = size * size if isinstance(size, int) else size[0] * size[1]
+    context, embed = text.get("context_length", 77), model_cfg.get("embed_dim", 512)
+    kp, kn = method.slots(1, 1)  # the full slots (a curriculum's first stage has fewer)
+    held = cfg.accum_freq * cfg.batch_size * (3 * pixels + 8 * context)
+    slots = 2 * cfg.batch_size * (kp + kn) * (embed + cfg.batch_size) * 4
+    memory, where = machine_memory(), "this machine's memory"
+    if device.startswith("cuda"):
+        import torch
+
+        memory, where = torch.cuda.get_device_properties(torch.device(device)).total_memory, f"{device}'s memory"
+    if memory is None:
+        return
+    if held > memory:
+        raise MosaicError(f"--accum-freq {cfg.accum_freq} x --batch-size {cfg.batch_size}: the micro-batches of one step hold "
+                          f"{held / 2**30:,.0f} GiB at least, more than {where} ({memory / 2**30:,.0f} GiB); lower them")
+    if slots > memory:
+        names = "/".join(o.flag for o in method.options if o.type is int and o.name in ("max_pos", "max_neg", "hn_per_image"))
+        raise MosaicError(f"{names or '--method'} ({kp} positive and {kn} negative texts per image) x --batch-size {cfg.batch_size}: "
+                          f"one micro-batch's text slots need {slots / 2**30:,.0f} GiB at least, more than {where} "
+                          f"({memory / 2**30:,.0f} GiB); lower them")

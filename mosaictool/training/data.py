@@ -24,7 +24,6 @@ import dataclasses
 import functools
 import glob
 import hashlib
-import json
 import math
 import os
 import random
@@ -38,8 +37,8 @@ import numpy as np
 import torch
 
 from mosaictool.errors import MosaicError, RecordError
-from mosaictool.images import ImageError, open_image
-from mosaictool.io import Skips, is_parquet, read_records, write_json
+from mosaictool.images import ImageError, image_path, open_image
+from mosaictool.io import Skips, is_parquet, parse_json, read_json, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 from mosaictool.sources import IMAGE_MEMBERS, IN_TAR_HINT, in_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
@@ -114,10 +113,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                     entry = pending[key] = {}
                     order.append(key)
                 if ext == "json":
-                    try:
-                        entry["json"] = json.loads(tar.extractfile(member).read())
-                    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-                        raise MosaicError(f"{path}: {member.name}: invalid JSON ({e}); {redo}") from None
+                    entry["json"] = parse_json(tar.extractfile(member).read(), f"{path}: {member.name}", hint=redo)
                 elif ext.lower() in IMAGE_MEMBERS:
                     entry["image"] = ImageLocation(path, member.offset_data, member.size)
             # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
@@ -330,6 +326,7 @@ class TrainData:
         method,
         image_root: str | None = None,
         skip_bad: bool = False,
+        allow_outside_root: bool = False,
         shards: ShardCache | None = None,
         texts: str | None = None,
     ) -> "TrainData":
@@ -353,8 +350,8 @@ class TrainData:
             root = Path(image_root) if image_root else Path(spec).resolve().parent
             check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
             for rec in read_records(spec, skips=skips, check=check):
-                path = root / rec["image"]
-                try:  # a regular file whose declared size is within bounds (its header read, no pixel decoded)
+                try:  # inside the root, a regular file whose declared size is within bounds (header read, no pixel decoded)
+                    path = image_path(root, rec["image"], allow_outside=allow_outside_root)
                     open_image(path).close()
                 except ImageError as e:
                     hint = " (check --image-root)" if str(e).startswith("image not found") else ""
@@ -772,7 +769,7 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
     of a train_many), not printed again."""
     out = Path(cfg.out)
     data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards,
-                          texts=cfg.texts)
+                          texts=cfg.texts, allow_outside_root=cfg.allow_outside_root)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
         _say_once(note, said)
@@ -804,9 +801,9 @@ def read_mined(path: Path, n: int) -> list[list[int]]:
     from mosaictool.records import MINED_HARD_IMAGES, check
 
     try:
-        neighbours = json.loads(path.read_text())
+        neighbours = read_json(path, label="not readable JSON", hint="delete it to mine them again")
         check(MINED_HARD_IMAGES, {"neighbours": neighbours})
-    except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, RecordError
+    except (OSError, RecordError) as e:
         what = str(e).removeprefix("neighbours").lstrip(": ") if isinstance(e, RecordError) else f"not readable JSON ({e})"
         raise MosaicError(f"{path}: {what}; delete it to mine them again") from None
     bad = next((i for i, row in enumerate(neighbours) if any(j >= n for j in row)), None)

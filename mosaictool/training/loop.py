@@ -40,7 +40,7 @@ from mosaictool.model.openclip import ModelBundle
 from mosaictool.training import distributed as dist
 from mosaictool.training.batch import Batch, make_forward_backward
 from mosaictool.training.checkpoints import Checkpoints, prepare_run
-from mosaictool.training.config import TrainConfig
+from mosaictool.training.config import TrainConfig, check_step_fits
 from mosaictool.training.data import BatchPlan, ImagePrep, SamplerConfig, ShardCache, load_run_data, run_batches
 from mosaictool.training.distributed import DistInfo
 from mosaictool.training.evaluation import EpochEval
@@ -146,6 +146,7 @@ def setup(cfg: TrainConfig, resume: bool, shards: ShardCache | None = None, *, n
 
     bundle = openclip.create(cfg.model, cfg.pretrained, model_config_file=cfg.model_config,
                              force_quick_gelu=cfg.force_quick_gelu, device=info.device, seed=cfg.seed)
+    check_step_fits(cfg, method, bundle.meta["model_cfg"], info.device)
     if cfg.lora:  # before the locks: a locked tower freezes its adapters too
         lora.add_lora(bundle.model, cfg.lora)
     _lock_and_checkpoint(bundle.model, cfg)

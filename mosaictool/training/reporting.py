@@ -14,12 +14,16 @@ that evaluate. TensorBoard event files go to `RUN/tensorboard/`; wandb runs are 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from pathlib import Path
 
 from mosaictool.atomic import append_line, write_text
 from mosaictool.errors import MosaicError
+from mosaictool.io import parse_json
+
+logger = logging.getLogger(__name__)
 
 TARGETS = ("tensorboard", "wandb")
 _NOT_SCALARS = {"step", "epoch"}  # the x axis, not a curve
@@ -47,6 +51,8 @@ class Reporter:
         self.metrics_file = self.out / "metrics.jsonl" if metrics_file else None
         if self.metrics_file is not None and resumed:  # lines logged after the checkpoint (or before none) come again
             _truncate_jsonl(self.metrics_file, start_step)
+        elif self.metrics_file is not None:
+            _move_aside(self.metrics_file)
         self._tb = None
         self._wandb = None
         if "tensorboard" in self.targets:
@@ -122,6 +128,22 @@ def _wandb_id(out: Path) -> str:
     return hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:16]
 
 
+def _move_aside(path: Path) -> None:
+    """A new run in a folder whose earlier attempt left metrics but no checkpoint (it diverged, or was
+    killed before its first save): the earlier lines move to metrics.N.jsonl, said once, so that the
+    run's metrics.jsonl holds its own steps only (appended, they read 1, 1, 2, 3)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    n = 1
+    while (aside := path.with_name(f"metrics.{n}.jsonl")).exists():
+        n += 1
+    os.replace(path, aside)
+    logger.warning(f"{path}: an earlier attempt logged there without leaving a checkpoint; its lines moved to {aside}")
+
+
+EDITED = "the file was edited: restore it, or remove the line"
+
+
 def _truncate_jsonl(path: Path, step: int) -> None:
     """Drop the lines of steps after `step`."""
     if not path.exists():
@@ -130,14 +152,15 @@ def _truncate_jsonl(path: Path, step: int) -> None:
     keep = []
     for k, (n, line) in enumerate(lines):
         try:
-            logged = json.loads(line)["step"]
+            logged = parse_json(line, f"{path}:{n}", label="not a metrics line", hint=EDITED)["step"]
             if not isinstance(logged, int):
                 raise TypeError(f"step {logged!r}")
-        except (ValueError, KeyError, TypeError) as e:
+        except (MosaicError, KeyError, TypeError) as e:
             if k == len(lines) - 1:  # the line a killed run was writing: torn, and after its last checkpoint
                 break
-            raise MosaicError(f"{path}:{n}: not a metrics line ({type(e).__name__}: {e}); the file was edited: "
-                              "restore it, or remove the line") from None
+            if isinstance(e, MosaicError):
+                raise
+            raise MosaicError(f"{path}:{n}: not a metrics line ({type(e).__name__}: {e}); {EDITED}") from None
         if logged <= step:
             keep.append(line)
     write_text(path, "".join(line + "\n" for line in keep), flag="--out")

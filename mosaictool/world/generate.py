@@ -1,4 +1,5 @@
-"""`generate_world`: the whole world directory, written atomically (built beside, then moved in place).
+"""`generate_world`: the whole world directory, built in a hidden staging folder inside it and moved
+into place at the end, under the folder's lock (mosaictool.locks: one writer at a time).
 
     W/manifest.json
     W/train/captions.jsonl, W/train/images/*.png
@@ -17,8 +18,9 @@ the number of workers.
 from __future__ import annotations
 
 import csv
+import functools
 import io
-import json
+import logging
 import math
 import multiprocessing
 import os
@@ -30,8 +32,8 @@ from pathlib import Path
 
 import orjson
 
-from mosaictool.atomic import umask
 from mosaictool.errors import MosaicError
+from mosaictool.locks import LOCK_NAME, folder_lock
 from mosaictool.world import splits
 from mosaictool.world.noise import NOISE_KINDS
 from mosaictool.world.vocab import (
@@ -48,6 +50,7 @@ from mosaictool.world.vocab import (
     TEXTURES,
 )
 
+logger = logging.getLogger(__name__)
 GENERATOR_VERSION = "mosaic-world/4"  # 2: copular relation sentences ("the X is above the Y"); 3: placement priors;
 # 4: twice the order images (the first 1200 unchanged: each item is drawn from its own index)
 EVAL_SPLITS = ("val", "test")
@@ -209,6 +212,36 @@ def check_settings(*, train: int, image_size: int, eval_scale: float) -> None:
         raise MosaicError(f"--eval-scale {eval_scale}: must be a finite number > 0")
 
 
+# What a world needs at least, measured on mosaic-world/4 at 64 px: a train record is ~1.1 KB of JSON,
+# kept in memory until captions.jsonl is written; every item (train scene, twin or benchmark image)
+# is a file of ~2.6 KB on disk.
+TRAIN_RECORD_BYTES, ITEM_FILE_BYTES = 1000, 2000
+
+
+def check_size(out: Path, *, train: int, eval_scale: float, twins: int = 0) -> None:
+    """MosaicError naming the flag when the world could not fit in this machine's memory or on the disk
+    of `out`, estimated before anything is made (`twins`: how many twin kinds each train scene adds)."""
+    from mosaictool.records import machine_memory
+
+    records = train * (1 + twins)
+    items = records + len(EVAL_SPLITS) * _split_items_at_scale_1() * eval_scale
+    memory = machine_memory()
+    if memory is not None and records * TRAIN_RECORD_BYTES > memory:
+        raise MosaicError(f"--train {train}: ~{records:,} train records need ~{records * TRAIN_RECORD_BYTES / 2**30:,.0f} GiB of "
+                          f"memory at least, more than this machine's {memory / 2**30:,.0f} GiB; make fewer")
+    above = next((p for p in [out, *out.parents] if p.exists()), None)
+    free = shutil.disk_usage(above).free if above is not None else None
+    if free is not None and items * ITEM_FILE_BYTES > free:
+        flag = f"--eval-scale {eval_scale:g}" if len(EVAL_SPLITS) * _split_items_at_scale_1() * eval_scale > records else f"--train {train}"
+        raise MosaicError(f"{flag}: ~{items:,.0f} images need ~{items * ITEM_FILE_BYTES / 2**30:,.0f} GiB on disk at least, more "
+                          f"than the {free / 2**30:,.0f} GiB free under {above}; make fewer or choose another --out")
+
+
+@functools.cache
+def _split_items_at_scale_1() -> int:
+    return sum(len(j) for j in _eval_jobs(0, "val", 64, eval_sizes(1.0)).values())
+
+
 def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: bool = False, binding_twins: bool = False,
                    shape_twins: bool = False, image_size: int = 64,
                    eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False, progress=None,
@@ -225,51 +258,99 @@ def generate_world(out: str | os.PathLike, *, train: int, seed: int = 0, twins: 
     above = next((p for p in out.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         raise MosaicError(f"--out {out}: {above} is a file, not a folder; choose another --out")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
-        if not (out / "manifest.json").is_file():
-            raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in ("manifest.json", "train", *EVAL_SPLITS))
-        if foreign:  # --overwrite replaces the whole folder: what else was put there would go with it
-            raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
-                              "it: move it out, or choose another --out")
-        foreign = _not_written_by_a_world(out)
-        if foreign:
-            raise MosaicError(f"{out} holds {', '.join(foreign[:3])}, which no world writes; --overwrite would delete "
-                              "it: move it out, or choose another --out")
+    check_size(out, train=train, eval_scale=eval_scale, twins=twins + binding_twins + shape_twins)
+    _check_target(out, overwrite)  # before hours of rendering; again under the lock right before the swap
     progress = progress or (lambda n: None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 would follow the world to its final place
-    try:
-        jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins, caption_noise, noise_kinds) for k in range(train)]
-        train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
-        (tmp / "train").mkdir(parents=True, exist_ok=True)
-        with open(tmp / "train" / "captions.jsonl", "wb") as f:
-            for r in train_records:
-                f.write(orjson.dumps(r) + b"\n")
-        counts = {"train": {"records": len(train_records), "scenes": train,
-                            "twins": sum(r["twin_kind"] == "arrangement" for r in train_records),
-                            "binding_twins": sum(r["twin_kind"] == "binding" for r in train_records),
-                            "shape_twins": sum(r["twin_kind"] == "shape" for r in train_records)}}
-        if caption_noise:
-            counts["train"]["noisy"] = sum(bool(r["noise"]) for r in train_records)
-            counts["train"]["noise_kinds"] = {k: sum(any(e["kind"] == k for e in r["noise"]) for r in train_records) for k in noise_kinds}
-        n = eval_sizes(eval_scale)
-        for split in EVAL_SPLITS:
-            root = tmp / split
-            results = {name: _run_jobs(jobs, root, workers, progress) for name, jobs in _eval_jobs(seed, split, image_size, n).items()}
-            counts[split] = _write_eval_split(root, results)
-        info = manifest(seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, counts, caption_noise, noise_kinds)
-        _write_json(tmp / "manifest.json", info)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with folder_lock(out, "mosaictool world"):
+        for stale in out.glob(f"{STAGING}*"):  # a killed run's: under the lock, nobody else is writing it
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))  # its folders (made with the umask's mode) move out of it
+        try:
+            info = _generate(tmp, seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, workers, progress,
+                             caption_noise, noise_kinds)
+            _check_target(out, overwrite)  # what was put into the folder while the world was made
+            _swap_in(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return info
+
+
+def _generate(tmp: Path, seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, workers, progress,
+              caption_noise, noise_kinds) -> dict:
+    """Write the whole world into the staging folder `tmp`; returns its manifest."""
+    jobs = [("train_item", seed, k, image_size, twins, binding_twins, shape_twins, caption_noise, noise_kinds) for k in range(train)]
+    train_records = [r for pair in _run_jobs(jobs, tmp / "train", workers, progress) for r in pair]
+    (tmp / "train").mkdir(parents=True, exist_ok=True)
+    with open(tmp / "train" / "captions.jsonl", "wb") as f:
+        for r in train_records:
+            f.write(orjson.dumps(r) + b"\n")
+    counts = {"train": {"records": len(train_records), "scenes": train,
+                        "twins": sum(r["twin_kind"] == "arrangement" for r in train_records),
+                        "binding_twins": sum(r["twin_kind"] == "binding" for r in train_records),
+                        "shape_twins": sum(r["twin_kind"] == "shape" for r in train_records)}}
+    if caption_noise:
+        counts["train"]["noisy"] = sum(bool(r["noise"]) for r in train_records)
+        counts["train"]["noise_kinds"] = {k: sum(any(e["kind"] == k for e in r["noise"]) for r in train_records) for k in noise_kinds}
+    n = eval_sizes(eval_scale)
+    for split in EVAL_SPLITS:
+        root = tmp / split
+        results = {name: _run_jobs(jobs, root, workers, progress) for name, jobs in _eval_jobs(seed, split, image_size, n).items()}
+        counts[split] = _write_eval_split(root, results)
+    info = manifest(seed, train, twins, binding_twins, shape_twins, image_size, eval_scale, counts, caption_noise, noise_kinds)
+    _write_json(tmp / "manifest.json", info)
+    return info
+
+
+STAGING = ".world-partial-"  # the staging folder inside --out; a killed run's is removed by the next run
+_TOP = ("train", *EVAL_SPLITS, "manifest.json")  # manifest.json last: it is what makes the folder a world
+
+
+def _ours(name: str) -> bool:
+    """A top-level entry of --out that a world run keeps there while it writes (the lock, staging)."""
+    return name == LOCK_NAME or name.startswith(STAGING)
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    """MosaicError unless `out` is missing or empty, or (with --overwrite) holds a world and nothing else."""
+    if not out.is_dir() or not any(not _ours(p.name) for p in out.iterdir()):
+        return
+    if not overwrite:
+        raise MosaicError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    if not (out / "manifest.json").is_file():
+        raise MosaicError(f"{out} is not a world (no manifest.json); refusing to overwrite it")
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in _TOP and not _ours(p.name))
+    if foreign:  # --overwrite replaces the world: what else was put there would go with it
+        raise MosaicError(f"{out} holds {', '.join(foreign[:3])} besides the world; --overwrite would delete "
+                          "it: move it out, or choose another --out")
+    foreign = _not_written_by_a_world(out)
+    if foreign:
+        raise MosaicError(f"{out} holds {', '.join(foreign[:3])}, which no world writes; --overwrite would delete "
+                          "it: move it out, or choose another --out")
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """Move the staged world into `out`: an old world's folders are moved aside into the staging folder,
+    then the new ones moved in, manifest.json last (replaced in one rename). Of the old folders only
+    the files a world writes are deleted: anything put there since the last check is kept, in a
+    folder named in one log line."""
+    old = tmp / ".old"
+    old.mkdir()
+    for name in _TOP:
+        if name != "manifest.json" and (out / name).exists():
+            os.replace(out / name, old / name)
+        os.replace(tmp / name, out / name)
+    for root, dirs, files in os.walk(old, topdown=False):
+        rel = Path(root).relative_to(old)
+        for name in files:
+            if _WORLD_FILES.fullmatch((rel / name).as_posix()):
+                os.unlink(Path(root) / name)
+        if root != str(old) and not os.listdir(root):
+            os.rmdir(root)
+    if any(old.iterdir()):
+        kept = Path(tempfile.mkdtemp(prefix=".world-kept-", dir=out))
+        os.replace(old, kept / "old")
+        logger.warning(f"{out}: files that no world writes appeared in the old world while the new one was moved in; "
+                       f"kept in {kept / 'old'}")
 
 
 # Every file a world writes, by its path in the world folder (digits as \\d+): --overwrite deletes only these.
@@ -293,6 +374,9 @@ def _not_written_by_a_world(out: Path) -> list[str]:
     found = []
     for root, dirs, files in os.walk(out):
         rel = Path(root).relative_to(out)
+        if root == str(out):  # the lock and the staging folder are this run's own
+            dirs[:] = [d for d in dirs if not _ours(d)]
+            files = [f for f in files if not _ours(f)]
         found += [(rel / name).as_posix() for name in files if not _WORLD_FILES.fullmatch((rel / name).as_posix())]
         found += [(rel / d).as_posix() + " (a link)" for d in dirs if (Path(root) / d).is_symlink()]
     return sorted(found)
@@ -321,4 +405,6 @@ def load_manifest(world: str | os.PathLike) -> dict:
     path = Path(world) / "manifest.json"
     if not path.is_file():
         raise MosaicError(f"{path} not found: make a world with `mosaictool world --out {world}`")
-    return json.loads(path.read_text())
+    from mosaictool.io import read_json
+
+    return read_json(path, hint=f"make the world again with `mosaictool world --out {world} --overwrite`")
