@@ -33,6 +33,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+from scipy import stats
+
 from mosaictool.analysis.stats import Paired, minimal_detectable_effect
 from mosaictool.demo.significance import CONTROL_ALPHA, CONTROL_COLUMNS, compare
 
@@ -105,17 +108,23 @@ def informative(claim: Claim) -> bool:
     return all(control[c] for c in own) and (all(control.values()) if others else True)
 
 
-def verdict(interval: tuple[float, float], test: str, margin: float) -> str:
-    """holds / contradicted / not detectable, read off an interval (paper's side) for a claim of `test`."""
-    lo, hi = interval
+def simultaneous_interval(diff, se, df: float, alpha: float):
+    """The two-sided 1 − alpha t interval (vectorised): with alpha = ALPHA/m, Bonferroni-simultaneous."""
+    half = stats.t.ppf(1 - alpha / 2, df) * np.asarray(se, dtype=np.float64)
+    return np.asarray(diff) - half, np.asarray(diff) + half
+
+
+def verdict(lo, hi, test: str, margin):
+    """holds / contradicted / not detectable, read off an interval [lo, hi] (the paper's side) for a claim
+    of `test` at `margin` (vectorised: arrays give an array of words)."""
+    lo, hi, margin = np.asarray(lo), np.asarray(hi), np.asarray(margin)
     if test == "equivalence":
-        if -margin < lo and hi < margin:
-            return HOLDS
-        return CONTRADICTED if lo >= margin or hi <= -margin else UNDETECTED
-    threshold = margin if test == "superiority" else -margin
-    if lo > threshold:
-        return HOLDS
-    return CONTRADICTED if hi < threshold else UNDETECTED
+        holds, against = (-margin < lo) & (hi < margin), (lo >= margin) | (hi <= -margin)
+    else:
+        threshold = margin if test == "superiority" else -margin
+        holds, against = lo > threshold, hi < threshold
+    out = np.where(holds, HOLDS, np.where(against, CONTRADICTED, UNDETECTED))
+    return str(out) if out.ndim == 0 else out
 
 
 def judge(claims: list[Claim]) -> list[Judged]:
@@ -129,7 +138,7 @@ def judge(claims: list[Claim]) -> list[Judged]:
         if r.seeds < 2:
             out.append(Judged(c, ONE_SEED, 1 - alpha, None, None))
             continue
-        lo, hi = r.ci(1 - alpha)
+        lo, hi = (float(x) for x in simultaneous_interval(r.diff, r.se, r.df, alpha))
         interval = (lo, hi) if c.sign > 0 else (-hi, -lo)
         mde = minimal_detectable_effect(r.noisy_part, r.case_part, r.df, alpha)
         if c.role == "control":
@@ -137,7 +146,7 @@ def judge(claims: list[Claim]) -> list[Judged]:
         elif not informative(c):
             word = UNINFORMATIVE
         else:
-            word = verdict(interval, c.test, c.margin)
+            word = verdict(*interval, c.test, c.margin)
         out.append(Judged(c, word, 1 - alpha, interval, mde))
     return out
 
