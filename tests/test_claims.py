@@ -169,3 +169,28 @@ def test_seed_paired_claims_take_the_same_rules():
     r = seed_paired([0.70, 0.72, 0.71, 0.73, 0.70], [0.60, 0.61, 0.60, 0.62, 0.60])
     judged = cl.judge([_claim(r, columns=("productivity",)), _claim(r, {"relation": True, "order": False}, columns=("productivity",))])
     assert [j.verdict for j in judged] == [cl.HOLDS, cl.UNINFORMATIVE]
+
+
+def test_the_regimes_hand_their_control_to_their_claims():
+    """The teaching regime's control (NegCLIP above the base and above CLIP) failed on relation: its
+    relation and attribute claims are uninformative, its order claim is judged; its NegCLIP − CLIP rows
+    are controls. Scratch's control failed on both columns: every claim of it is uninformative."""
+    from mosaictool.demo.experiments import scratch, teach
+    from test_significance import _rows
+
+    accuracy = {teach.BASE: (0.7, 0.6, 0.3), "CLIP": (0.7, 0.6, 0.3), "NegCLIP": (0.7, 0.6, 0.5), "MosaiCLIP": (0.7, 0.6, 0.4)}
+    rows, groups = _rows(np.random.default_rng(3), accuracy)
+    control = teach.shaped_control(rows, groups)
+    passed = cl.passed_by_column((col, r) for (_, col), r in control["checks"].items())
+    assert passed == {"relation": False, "order": True}
+    found = cl.control_claims(rows, groups, "teaching") + cl.table1_claims(rows, groups, "teaching", teach.FAMILY, passed)
+    judged = {(j.claim.role, j.claim.comparison.split(", ")[-1]): j.verdict for j in cl.judge(found)}
+    assert judged == {("control", "relation"): "control FAILED", ("control", "order"): "control passed",
+                      ("finding", "relation"): cl.UNINFORMATIVE, ("finding", "attribute"): cl.UNINFORMATIVE,
+                      ("finding", "order"): cl.CONTRADICTED}
+    rows += [{"model": m, "subtask": "crepe/syst/unseen_compounds_in_laion/comp", "metric": "R@1", "value": 0.3 + 0.01 * k}
+             for row in ("MosaiCLIP", "NegCLIP") for k, m in enumerate(groups[row])]
+    claims = scratch.scratch_claims(rows, groups, {"relation": False, "order": False})
+    assert [c.columns for c in claims] == [("relation",), ("attribute",), ("unseen",)]
+    assert claims and all(j.verdict == cl.UNINFORMATIVE for j in cl.judge(claims))
+    assert {c.family for c in claims} == {scratch.FAMILY}
