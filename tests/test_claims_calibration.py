@@ -127,7 +127,7 @@ def family_wise(rng, reps: int, seeds: int, seed_sd: float, item_sd: float) -> t
     for start in range(0, reps, CHUNK):
         findings = simulate_findings(rng, min(CHUNK, reps - start), seeds, seed_sd, item_sd)
         m = len(findings)
-        new.append(decisive(findings, cl.ALPHA / m))
+        new.append(decisive(findings, cl.finding_alpha(m)))
         old.append(decisive(findings, 0.05))
     new, old = np.concatenate(new), np.concatenate(old)
     return float(new.any(axis=1).mean()), float(old.any(axis=1).mean()), new.mean(axis=0), m

@@ -127,14 +127,19 @@ def verdict(lo, hi, test: str, margin):
     return str(out) if out.ndim == 0 else out
 
 
+def finding_alpha(m: int) -> float:
+    """Each finding's share of ALPHA when the file holds m findings (Bonferroni)."""
+    return ALPHA / max(1, m)
+
+
 def judge(claims: list[Claim]) -> list[Judged]:
     """Every claim's interval and verdict: findings at the simultaneous level 1 − ALPHA/m (m findings),
     controls at 1 − CONTROL_ALPHA with their own rule (positive and p < CONTROL_ALPHA)."""
-    m = max(1, sum(c.role == "finding" for c in claims))
+    alpha_each = finding_alpha(sum(c.role == "finding" for c in claims))
     out = []
     for c in claims:
         r = c.result
-        alpha = ALPHA / m if c.role == "finding" else CONTROL_ALPHA
+        alpha = alpha_each if c.role == "finding" else CONTROL_ALPHA
         if r.seeds < 2:
             out.append(Judged(c, ONE_SEED, 1 - alpha, None, None))
             continue
@@ -192,7 +197,7 @@ def _ours(j: Judged) -> str:
         return f"{diff}{unit} (1 seed: the training noise is not measured; no interval, no p)"
     lo, hi = j.interval
     cases = "" if r.cases == 1 else f" × {r.cases} cases"
-    return (f"{diff}{unit} [{_num(c, lo)}, {_num(c, hi)}] ({100 * j.level:.2f}% interval; MDE {_num(c, j.mde, False)}; "
+    return (f"{diff}{unit} [{_num(c, lo)}, {_num(c, hi)}] ({100 * j.level:.4g}% interval; MDE {_num(c, j.mde, False)}; "
             f"{r.seeds} seeds{cases})")
 
 
@@ -203,7 +208,7 @@ def claims_markdown(claims: list[Claim], minutes: dict[str, float] | None = None
     wall time of each regime."""
     judged = judge(claims)
     findings = [j for j in judged if j.claim.role == "finding"]
-    m = len(findings)
+    m = max(1, len(findings))
     families = family_verdicts(judged)
     counts = {w: sum(v == w for v in families.values()) for w in VERDICTS}
     seeds = {j.claim.result.seeds for j in findings}
@@ -220,7 +225,7 @@ def claims_markdown(claims: list[Claim], minutes: dict[str, float] | None = None
             "Controls are listed apart and are not findings. Claims measuring one effect form a family, counted once.\n\n")
     if seeds and max(seeds) < 2:
         head += "**One seed: the training noise is not measured, so no claim is tested (no interval, no p).**\n\n"
-    head += (f"Totals ({len(families)} families of {m} findings): {counts[HOLDS]} hold, {counts[CONTRADICTED]} contradicted, "
+    head += (f"Totals ({len(families)} families of {len(findings)} findings): {counts[HOLDS]} hold, {counts[CONTRADICTED]} contradicted, "
              f"{counts[MIXED]} mixed, {counts[UNDETECTED]} not detectable at this power, {counts[UNINFORMATIVE]} "
              f"uninformative (control failed)" + (f", {counts[ONE_SEED]} not tested (one seed)" if counts[ONE_SEED] else "")
              + ".\n\n")
