@@ -158,11 +158,11 @@ def test_one_seed_gets_no_interval_no_p_and_no_verdict():
     a, b = rng.integers(0, 2, (1, 300)), rng.integers(0, 2, (1, 300))
     one = paired(a, b)
     assert one.seeds == 1
-    text = cl.claims_markdown([_claim(one), _claim(one, role="control")])
+    text = cl.claims_markdown([_claim(one), _claim(one, role="control")], controls={"r": "control passed (p = 0.001)"})
     assert _verdicts(text) == [cl.ONE_SEED]
     assert "no interval, no p" in text and "1 seeds" not in text and "[" not in text.split("| # |")[1].split("\n", 2)[2]
     assert "MDE" not in text.split("| # |")[1] and "p =" not in text
-    assert "no claim is tested" in text and "1 not tested (one seed)" in text
+    assert "no claim is tested" in text and "1 not tested (one seed)" in text and "- **r**: not tested: one seed" in text
 
 
 def test_seed_paired_claims_take_the_same_rules():
