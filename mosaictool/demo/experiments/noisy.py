@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mosaictool.analysis.stats import paired
 from mosaictool.atomic import write_text
-from mosaictool.demo.claims import Claim
+from mosaictool.demo.claims import ARO_COLUMNS, Claim
 from mosaictool.demo.config import METHODS, log
 from mosaictool.demo.data import make_shards, make_texts, make_world, train_fields
 from mosaictool.demo.experiments import Context, Section
@@ -29,6 +29,8 @@ from mosaictool.demo.significance import case_matrix
 NAME = "noisy"
 FILES = ("noisy.md",)  # what it writes in the demo folder
 ROWS = ("NegCLIP", "MosaiCLIP")
+HIT = 0.10  # Sec. 4.3's "> 10% hit", relative (see run)
+FAMILY = "MosaiCLIP robust to noisy captions, NegCLIP not (Sec. 4.3)"
 
 
 def varied_shards(texts: Path, world: Path, folder: Path) -> Path:
@@ -70,14 +72,22 @@ def run(ctx: Context) -> Section:
     aro = {name: case_matrix(results, groups, name) for name in runs}
     claims = []
     if all(m is not None for m in aro.values()):
-        drop = {row: aro[f"{row} clean"] - aro[f"{row} noisy"] for row in ROWS}
+        # "a > 10% hit": relative to the clean arm's accuracy (Table 1: NegCLIP's attribute drop, 72.7 -> 63.1, is 9.6
+        # points and 13% of it, so the paper's 10% is relative); "similar performance" is the same sentence's other
+        # side, a drop within 10% (MosaiCLIP's ARO drops in Table 1 average 9% of its COCO accuracy). The margin is
+        # measured on the clean arm (its SE is a tenth of the clean mean's, small beside the drop's).
+        margin = {row: HIT * float(aro[f"{row} clean"].mean()) for row in ROWS}
+        words = f"{HIT:.0%} of the clean arm's ARO accuracy"
         claims.append(Claim("NegCLIP takes a > 10% hit in performance across various ARO datasets when the fine-tuning "
                             "dataset is changed from COCO to YFCC", "Sec. 4.3, Table 1", "relation 81.7 -> 57.8, order "
                             "85.7 -> 52.1", "NegCLIP clean − NegCLIP noisy, ARO cases", "noisy",
-                            paired(drop["NegCLIP"], 0 * drop["NegCLIP"])))
+                            paired(aro["NegCLIP clean"], aro["NegCLIP noisy"]), margin=margin["NegCLIP"],
+                            margin_words=f"\"> 10% hit\": {words}", family=FAMILY, columns=ARO_COLUMNS))
         claims.append(Claim("whereas, MosaiCLIP achieves similar performance using both datasets", "Sec. 4.3, Table 1",
-                            "drop 8.3 vs NegCLIP's 23.9 (relation)", "NegCLIP's drop − MosaiCLIP's drop, ARO cases", "noisy",
-                            paired(drop["NegCLIP"], drop["MosaiCLIP"])))
+                            "relation 82.6 -> 74.3, order 87.1 -> 84.4", "MosaiCLIP clean − MosaiCLIP noisy, ARO cases", "noisy",
+                            paired(aro["MosaiCLIP clean"], aro["MosaiCLIP noisy"]), test="equivalence",
+                            margin=margin["MosaiCLIP"], margin_words=f"\"similar\": no 10% hit, {words}", family=FAMILY,
+                            columns=ARO_COLUMNS))
     text = "\n".join([
         f"NegCLIP and MosaiCLIP fine-tuned on the varied captions, clean and with noise {cfg.noise_rate:g} (mosaictool.world."
         f"noise), from the same base, {cfg.seeds} seeds; **{cfg.split}** split.", "",

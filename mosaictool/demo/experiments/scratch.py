@@ -12,7 +12,7 @@ import dataclasses
 
 from mosaictool.analysis.stats import seed_paired
 from mosaictool.atomic import write_text
-from mosaictool.demo.claims import Claim
+from mosaictool.demo.claims import Claim, control_claims, passed_by_column
 from mosaictool.demo.config import COLUMNS, METHODS
 from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section
@@ -30,6 +30,7 @@ from mosaictool.demo.significance import (
 NAME = "scratch"
 FILES = ("scratch.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
+FAMILY = "MosaiCLIP over NegCLIP, pretrained from scratch"
 
 
 def run(ctx: Context) -> Section:
@@ -41,32 +42,33 @@ def run(ctx: Context) -> Section:
     runs = {label.removeprefix("scratch "): finals for label, finals in runs.items()}
     results, groups = score(ctx, runs, "scratch", cfg.split)
     table = table_markdown(summarise(results, groups))
-    control = positive_control(results, groups)["verdict"]
+    control = positive_control(results, groups)
     versus = {m: r for m, r in comparisons(results, groups, reference="NegCLIP").items() if m == "MosaiCLIP"}
     cases = comparisons_markdown(versus, reference="NegCLIP", adjusted=holm_family(versus))
     by_seed = paired_markdown(results, groups, reference="NegCLIP")
     text = "\n".join([
         f"{', '.join(ROWS)} each pretrained from a random initialisation, {trial.finetune_steps} steps of "
         f"{trial.finetune_batch} images (NegCLIP: half as many, each with its twin), lr {trial.finetune_lr:g}, "
-        f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", f"**{control}**", "", table, "",
+        f"{trial.seeds} seeds, on the fine-tuning captions; **{cfg.split}** split.", "", f"**{control['verdict']}**", "", table, "",
         "MosaiCLIP − NegCLIP on the case columns, paired by seed and test case:", "", cases, "",
         "Every column, paired by seed (Holm-adjusted over the table):", "", by_seed, ""])
     write_text(ctx.out / FILES[0], text)
-    return Section("Pretraining from scratch", text, [ctx.out / FILES[0]], claims=scratch_claims(results, groups),
-                   control=control)
+    claims = control_claims(results, groups, NAME) + scratch_claims(results, groups, passed_by_column(control["columns"].items()))
+    return Section("Pretraining from scratch", text, [ctx.out / FILES[0]], claims=claims, control=control["verdict"])
 
 
-def scratch_claims(results: list[dict], groups: dict[str, list[str]]) -> list[Claim]:
+def scratch_claims(results: list[dict], groups: dict[str, list[str]], control: dict[str, bool]) -> list[Claim]:
     """Table 3: MosaiCLIP over NegCLIP on CREPE's unseen compounds (HN-Comp, R@1 per seed) and on
-    relation and attribute (paired by seed and case)."""
+    relation and attribute (paired by seed and case); `control`: this regime's control per column."""
     words = ("Across pre-training settings, MosaiCLIP improves over NegCLIP by up to 42.5%, 4.9% [...] HN-Comp (CU), "
              "HN-Atom (AU) [...] gains of up to 8.3%, 12.0% [attribute, relation]")
     versus = compare(results, groups, "MosaiCLIP", "NegCLIP")
-    out = [Claim(words, "Sec. 4.1, Table 3", paper, f"MosaiCLIP − NegCLIP, {col}", "scratch", versus[col])
+    out = [Claim(words, "Sec. 4.1, Table 3", paper, f"MosaiCLIP − NegCLIP, {col}", "scratch", versus[col], family=FAMILY,
+                 columns=(col,), control=control)
            for col, paper in (("relation", "up to +12.0"), ("attribute", "up to +8.3")) if col in versus]
     sub, metric = next((s, m) for c, s, m in COLUMNS if c == "unseen")
     values = [[column_value(results, m, sub, metric) for m in groups[row]] for row in ("MosaiCLIP", "NegCLIP")]
     if len(values[0]) > 1:
         out.append(Claim(words, "Sec. 4.1, Table 3", "up to +42.5 (CU)", "MosaiCLIP − NegCLIP, CREPE unseen compounds R@1",
-                         "scratch", seed_paired(*values)))
+                         "scratch", seed_paired(*values), family=FAMILY, columns=("unseen",), control=control))
     return out

@@ -20,7 +20,7 @@ import dataclasses
 from mosaictool.analysis.stats import format_p
 from mosaictool.atomic import write_text
 from mosaictool.demo.base import pretrain_base
-from mosaictool.demo.claims import table1_claims
+from mosaictool.demo.claims import control_claims, passed_by_column, table1_claims
 from mosaictool.demo.config import METHODS
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
@@ -38,6 +38,7 @@ NAME = "teach"
 FILES = ("teach.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
 BASE = "base (no arrangement taught)"
+FAMILY = "MosaiCLIP over NegCLIP, fine-tuned from a base that knows no arrangement"
 
 
 def teaching_base(ctx: Context):
@@ -64,7 +65,9 @@ def run(ctx: Context) -> Section:
         "Each row minus CLIP fine-tuning, paired by seed and test case (exploratory, Holm-adjusted):", "", versus, ""])
     write_text(ctx.out / FILES[0], text)
     return Section("The teaching regime: a base that must be taught", text, [ctx.out / FILES[0]],
-                   claims=table1_claims(results, groups, "teaching"), control=control["verdict"])
+                   claims=control_claims(results, groups, "teaching") + table1_claims(
+                       results, groups, "teaching", FAMILY, passed_by_column((col, r) for (_, col), r in control["checks"].items())),
+                   control=control["verdict"])
 
 
 def shaped_control(results: list[dict], groups: dict[str, list[str]]) -> dict:
