@@ -500,14 +500,19 @@ def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
 
 
 def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
-    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"its"/"their" + noun, the owner of a
-    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man)."""
+    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"their" + noun, the owner of such a
+    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man), the
+    owner of "its" the nearest noun before it."""
     out = []
     for tok in g.doc:
         if tok.dep_ != "poss":
             continue
         owner = tok
-        if tok.pos_ == "PRON":
+        if tok.lower_ == "its":  # a thing's: the nearest noun before it ("a red pot and its handle")
+            owner = next((t for t in reversed(g.doc[:tok.i]) if t.pos_ in ("NOUN", "PROPN") and _entity_of(g, t) is not None), None)
+            if owner is None:
+                continue
+        elif tok.pos_ == "PRON":
             verb = next((a for a in tok.ancestors if a.pos_ in ("VERB", "AUX")), None)
             subjects = _subjects(verb) if verb is not None else []
             if not subjects:
@@ -525,8 +530,9 @@ def relations(g: _Graph) -> None:
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
     read = _read_relations(g)
-    if any(not r["relation"].strip() for r in g.relations):  # sng's relation without words
-        g.relations, g.changed = [r for r in g.relations if r["relation"].strip()], True
+    # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
+    if any(not _says_something(r["relation"]) for r in g.relations):
+        g.relations, g.changed = [r for r in g.relations if _says_something(r["relation"])], True
     # a preposition has one governor: sng's relation through the same preposition to the same
     # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
     governed = {(o, rel.split()[-1]): s for s, rel, o in read}
@@ -546,6 +552,10 @@ def relations(g: _Graph) -> None:
             if r["subject"] == s and rel != old and rel.endswith(" " + old):
                 g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
                 g.changed = True
+
+
+def _says_something(relation: str) -> bool:
+    return any(w not in ("is", "are", "was", "were", "be", "'s") for w in relation.lower().split())
 
 
 def _last_word(relation: str) -> str:
