@@ -63,7 +63,8 @@ EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "
 # Compound nouns whose first word spaCy tags as an adjective, besides the shipped vocabulary's.
 ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
                                  "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
-                                 "french fries", "french fry", "red light", "green light"})
+                                 "french fries", "french fry", "red light", "green light", "top hat", "double decker bus",
+                                 "golden retriever"})
 MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
                             "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
                             "baby", "adult", "plaid", "round"})
