@@ -168,6 +168,7 @@ def pronouns(g: _Graph) -> None:
 
 
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
+POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their", "my", "your", "our"})
 SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
 
 
@@ -441,11 +442,12 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
     verb or copula, as the caption words them (the verb, then its spatial phrase)."""
     found = []
     for tok in g.doc:
-        if tok.pos_ == "VERB" and tok.dep_ != "amod":
+        dep, pos = tok.dep_, tok.pos_
+        if pos == "VERB" and dep != "amod":
             for c in tok.children:
                 if c.dep_ == "dobj":
                     found += [(s, [tok.lower_], o) for s in _subjects(tok) for o in _objects(c)]
-        if tok.dep_ not in ("prep", "agent") or tok.pos_ != "ADP":
+        if pos != "ADP" or dep not in ("prep", "agent"):
             continue
         read = _prepositional(tok)
         if read is None:
@@ -488,6 +490,8 @@ def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
     """(Y, word, X) for "X with Y above" / "X with a Y underneath": a spatial word with no object after
     the noun of a with-phrase places that noun against the noun the phrase hangs off."""
     out = []
+    if TRAILING_SPATIAL.isdisjoint(g.doc.text.lower().split()):  # the usual case, without a pass over the tokens
+        return out
     for tok in g.doc:
         if tok.lower_ not in TRAILING_SPATIAL or any(c.dep_ == "pobj" for c in tok.children):
             continue
@@ -505,6 +509,9 @@ def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
     pronoun being the subject of the clause it is in ("a man holding his phone": phone of man), the
     owner of "its" the nearest noun before it."""
     out = []
+    text = g.doc.text.lower()
+    if "'" not in text and POSSESSIVE_PRONOUNS.isdisjoint(text.split()):
+        return out
     for tok in g.doc:
         if tok.dep_ != "poss":
             continue
