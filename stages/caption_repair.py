@@ -373,9 +373,16 @@ def _subjects(verb) -> list:
         noun = verb.head
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
+        elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
+            # "a woman sits on a park bench wearing a hat": the woman wears it, not the bench
+            governor = noun.head.head
+            if governor.pos_ in ("VERB", "AUX") and governor.i != verb.i:
+                return _subjects(governor)
+            if governor.pos_ in ("NOUN", "PROPN"):
+                noun = governor
         return [noun, *(t for t in _conjuncts(noun) if t.i < noun.i)]
-    if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
-        return _subjects(verb.head)
+    if verb.dep_ in ("conj", "advcl", "xcomp") and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
+        return _subjects(verb.head)  # "a dog sitting in a car looking out the window": the dog looks
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
         return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
