@@ -63,7 +63,8 @@ EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "
 # Compound nouns whose first word spaCy tags as an adjective, besides the shipped vocabulary's.
 ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
                                  "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
-                                 "french fries", "french fry", "red light", "green light"})
+                                 "french fries", "french fry", "red light", "green light", "top hat", "double decker bus",
+                                 "golden retriever"})
 MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
                             "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
                             "baby", "adult", "plaid", "round"})
@@ -168,6 +169,7 @@ def pronouns(g: _Graph) -> None:
 
 
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
+POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their", "my", "your", "our"})
 SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
 
 
@@ -372,9 +374,16 @@ def _subjects(verb) -> list:
         noun = verb.head
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
+        elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
+            # "a woman sits on a park bench wearing a hat": the woman wears it, not the bench
+            governor = noun.head.head
+            if governor.pos_ in ("VERB", "AUX") and governor.i != verb.i:
+                return _subjects(governor)
+            if governor.pos_ in ("NOUN", "PROPN"):
+                noun = governor
         return [noun, *(t for t in _conjuncts(noun) if t.i < noun.i)]
-    if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
-        return _subjects(verb.head)
+    if verb.dep_ in ("conj", "advcl", "xcomp") and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
+        return _subjects(verb.head)  # "a dog sitting in a car looking out the window": the dog looks
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
         return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
@@ -441,11 +450,12 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
     verb or copula, as the caption words them (the verb, then its spatial phrase)."""
     found = []
     for tok in g.doc:
-        if tok.pos_ == "VERB" and tok.dep_ != "amod":
+        dep, pos = tok.dep_, tok.pos_
+        if pos == "VERB" and dep != "amod":
             for c in tok.children:
                 if c.dep_ == "dobj":
                     found += [(s, [tok.lower_], o) for s in _subjects(tok) for o in _objects(c)]
-        if tok.dep_ not in ("prep", "agent") or tok.pos_ != "ADP":
+        if pos != "ADP" or dep not in ("prep", "agent"):
             continue
         read = _prepositional(tok)
         if read is None:
@@ -488,6 +498,8 @@ def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
     """(Y, word, X) for "X with Y above" / "X with a Y underneath": a spatial word with no object after
     the noun of a with-phrase places that noun against the noun the phrase hangs off."""
     out = []
+    if TRAILING_SPATIAL.isdisjoint(g.doc.text.lower().split()):  # the usual case, without a pass over the tokens
+        return out
     for tok in g.doc:
         if tok.lower_ not in TRAILING_SPATIAL or any(c.dep_ == "pobj" for c in tok.children):
             continue
@@ -501,14 +513,22 @@ def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:
 
 
 def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
-    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"its"/"their" + noun, the owner of a
-    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man)."""
+    """(thing, "of", owner) for "a man's hat" and for "his"/"her"/"their" + noun, the owner of such a
+    pronoun being the subject of the clause it is in ("a man holding his phone": phone of man), the
+    owner of "its" the nearest noun before it."""
     out = []
+    text = g.doc.text.lower()
+    if "'" not in text and POSSESSIVE_PRONOUNS.isdisjoint(text.split()):
+        return out
     for tok in g.doc:
         if tok.dep_ != "poss":
             continue
         owner = tok
-        if tok.pos_ == "PRON":
+        if tok.lower_ == "its":  # a thing's: the nearest noun before it ("a red pot and its handle")
+            owner = next((t for t in reversed(g.doc[:tok.i]) if t.pos_ in ("NOUN", "PROPN") and _entity_of(g, t) is not None), None)
+            if owner is None:
+                continue
+        elif tok.pos_ == "PRON":
             verb = next((a for a in tok.ancestors if a.pos_ in ("VERB", "AUX")), None)
             subjects = _subjects(verb) if verb is not None else []
             if not subjects:
@@ -526,8 +546,9 @@ def relations(g: _Graph) -> None:
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
     read = _read_relations(g)
-    if any(not r["relation"].strip() for r in g.relations):  # sng's relation without words
-        g.relations, g.changed = [r for r in g.relations if r["relation"].strip()], True
+    # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
+    if any(not _says_something(r["relation"]) for r in g.relations):
+        g.relations, g.changed = [r for r in g.relations if _says_something(r["relation"])], True
     # a preposition has one governor: sng's relation through the same preposition to the same
     # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
     governed = {(o, rel.split()[-1]): s for s, rel, o in read}
@@ -547,6 +568,10 @@ def relations(g: _Graph) -> None:
             if r["subject"] == s and rel != old and rel.endswith(" " + old):
                 g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
                 g.changed = True
+
+
+def _says_something(relation: str) -> bool:
+    return any(w not in ("is", "are", "was", "were", "be", "'s") for w in relation.lower().split())
 
 
 def _last_word(relation: str) -> str:
