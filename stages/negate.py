@@ -80,6 +80,16 @@ NEGCLIP_CATEGORY = {
 }
 
 
+# Relations whose subject holds many objects at once ("a table with a plate and a cup", "a man wearing a hat
+# and a scarf", "a dog next to a car and a bike"): replacing their object adds an object the caption leaves
+# open instead of contradicting it (blind review of COCO negatives: the commonest "not false" kind), so the
+# type-aware sampler replaces only their subject. --uniform keeps the paper's replacement of either end.
+OPEN_OBJECT_RELATIONS = frozenset({
+    "with", "has", "have", "having", "topped with", "covered in", "covered with", "filled with", "full of",
+    "wearing", "near", "next to", "beside", "by", "around", "sitting next to", "standing next to", "sitting with",
+    "standing with", "holding",
+})
+
 def parse_probs(text: str) -> tuple[float, float, float]:
     """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425', summing to 1 (to within rounding of
     the last digit given, 1e-3; then normalised exactly)."""
@@ -338,6 +348,8 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
     lemmas = {x["lemma"] for x in objects}
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()
     for i, node in enumerate(objects):
+        if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS:
+            continue  # "a table with a plate" -> "a table with a basket": the table may hold both, nothing is contradicted
         if i == si:
             other = objects[oi]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731

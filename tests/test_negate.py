@@ -439,6 +439,15 @@ def test_symmetric_relations_are_never_swapped():
     assert [c for c in _transforms(sg) if c["transform"] == "f_rel:swap"]
 
 
+def test_the_object_of_a_relation_that_holds_many_is_not_replaced():
+    """"a table with a plate" -> "a table with a basket" is not false (the table may hold both); the
+    subject of such a relation is still replaced, and "on" (one support) replaces its object too."""
+    replaced = lambda sg: {c["slot"] for c in _transforms(sg) if c["transform"] == "f_rel:replace_object"}  # noqa: E731
+    assert replaced(rel_graph(node("table"), node("plate"), "with")) <= {"objects[0].noun"}
+    assert replaced(rel_graph(node("man"), node("hat"), "wearing")) <= {"objects[0].noun"}
+    assert "objects[1].noun" in replaced(rel_graph(node("cat"), node("table"), "on"))
+
+
 def test_an_attribute_replacement_contradicts_and_fits_the_object():
     draws = lambda attr, obj: {_Sampler(VOCAB, random.Random(s), True).attribute(attr, {attr}, obj) for s in range(60)}  # noqa: E731
     # colour for colour, and one a dog can have ("a brown dog" -> "a black dog", never "a burgundy dog")
