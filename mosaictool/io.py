@@ -68,6 +68,10 @@ class Skips:
 
 
 BOM = b"\xef\xbb\xbf"
+# Byte-order marks of the wider Unicode encodings (Notepad's "Unicode", PowerShell's `>`), UTF-32's
+# first: its little-endian mark begins with UTF-16's
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+             (b"\xfe\xff", "UTF-16"))
 
 
 def check_input_file(path: str) -> None:
@@ -93,11 +97,18 @@ def _open_binary_in(path: str) -> IO[bytes]:
 
 def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
     """Physical lines, numbered from 1; a leading UTF-8 BOM (Windows tools, spreadsheet exports) is
-    skipped, and a truncated or corrupt .gz becomes one clear error naming the file."""
+    skipped, and a truncated or corrupt .gz becomes one clear error naming the file. A file in UTF-16
+    or UTF-32 (a byte-order mark says so) is one error whatever --skip-bad says: every line of it
+    would be a bad record, and skipping them all gave an empty output."""
     try:
         for lineno, line in enumerate(stream, start=1):
             if lineno == 1 and line.startswith(BOM):
                 line = line[len(BOM):]
+            elif lineno == 1:
+                mark, wide = next(((mark, enc) for mark, enc in WIDE_BOMS if line.startswith(mark)), (b"", ""))
+                if wide:
+                    raise MosaicError(f"{name}: the file is {wide} text (byte-order mark {mark.hex(' ')}), not UTF-8; "
+                                      f"convert it: iconv -f {wide} -t UTF-8 {name} > {name}.utf8")
             yield lineno, line
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e

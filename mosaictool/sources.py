@@ -36,7 +36,7 @@ import posixpath
 import tarfile
 import zlib
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import orjson
@@ -152,6 +152,7 @@ class _Sample:
     image: str | None = None  # the member name of its first image
     image_at: tuple[int, int] | None = None  # its bytes' (offset, size) in the tar
     error: str | None = None
+    members: set[str] = field(default_factory=set)  # its member names so far
 
 
 def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dict | None, str | None, tuple[int, int] | None]]:
@@ -188,6 +189,10 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 if not stem or not dot:
                     sample.error = f"member {member.name!r} is not named <key>.<extension> (not a WebDataset sample)"
                     continue
+                if member.name in sample.members:  # two captions or two images: neither is guessed to be the sample's
+                    sample.error = f"{member.name} twice in the sample (a tar's member names are unique)"
+                    continue
+                sample.members.add(member.name)
                 ext = ext.lower()
                 if ext in ("txt", "json"):
                     if member.size > TEXT_MEMBER_LIMIT:

@@ -322,3 +322,18 @@ def test_a_parquet_string_that_is_not_utf8_is_a_bad_record(tmp_path):
         list(read_records(str(src)))
     skips = Skips(enabled=True)
     assert [r["id"] for r in read_records(str(src), skips=skips)] == [1, 3] and skips.count == 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_utf16_input_is_one_line_naming_the_encoding_even_with_skip_bad(tmp_path, encoding):
+    """A JSONL saved as UTF-16 (Windows Notepad, PowerShell's `>`) is not records to skip one by one:
+    --skip-bad read it as an empty input and exited 0."""
+    path = tmp_path / "c.jsonl"
+    text = '{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a cat"}\n'
+    path.write_bytes(("\ufeff" + text).encode(encoding) if encoding != "utf-16" else text.encode("utf-16"))
+    for skip in (False, True):
+        with pytest.raises(MosaicError) as e:
+            list(read_records(path, skips=Skips(enabled=skip)))
+        line = str(e.value)
+        assert str(path) in line and encoding.split("-")[0].upper().replace("UTF", "UTF-") in line and "UTF-8" in line
+        assert "\n" not in line

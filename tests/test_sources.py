@@ -164,6 +164,16 @@ def test_repeated_key_and_missing_id_field(tmp_path):
     assert "b.tar#k1: k1.json has no 'sample_id' field (--id-field; it has 'url')" in line
 
 
+def test_a_member_twice_in_a_sample_is_one_line_naming_tar_and_key(tmp_path):
+    """Two k1.txt (or two k1.jpg) in one sample: the second replaced the first's caption unsaid."""
+    tar = raw_tar(tmp_path / "a.tar", [("k0.txt", b"a dog"), ("k1.txt", b"a cat"), ("k1.jpg", jpeg()), ("k1.txt", b"a cow")])
+    assert "a.tar#k1: k1.txt twice in the sample" in refused(tar)
+    tar = raw_tar(tmp_path / "b.tar", [("k1.txt", b"a cat"), ("k1.jpg", jpeg()), ("k1.jpg", jpeg((0, 0, 0)))])
+    assert "b.tar#k1: k1.jpg twice in the sample" in refused(tar)
+    skips = mosaictool.read(tmp_path / "a.tar", skip_bad=True)
+    assert [r["id"] for r in skips] == ["k0"] and skips.skips.count == 1
+
+
 @pytest.mark.parametrize("damage", ["cut-in-image", "cut-header", "garbage-header", "not-a-tar"])
 def test_a_corrupt_tar_is_one_line_naming_it_and_the_last_sample(tmp_path, damage):
     tar = img2dataset_shards(tmp_path, CAPTIONS[:3])[0]

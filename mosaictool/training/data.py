@@ -99,6 +99,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
     with tar:
         pending: dict[str, dict] = {}
         order: list[str] = []
+        names: set[str] = set()
         try:
             for member in tar:
                 if not member.isfile():
@@ -112,6 +113,9 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                 if entry is None:
                     entry = pending[key] = {}
                     order.append(key)
+                if member.name in names:  # which of the two is the sample's? neither is guessed
+                    raise MosaicError(f"{path}: sample {key!r} has {member.name} twice; {redo}")
+                names.add(member.name)
                 if ext == "json":
                     entry["json"] = parse_json(tar.extractfile(member).read(), f"{path}: {member.name}", hint=redo)
                 elif ext.lower() in IMAGE_MEMBERS:
