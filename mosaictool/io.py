@@ -95,23 +95,52 @@ def _open_binary_in(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
-    """Physical lines, numbered from 1; a leading UTF-8 BOM (Windows tools, spreadsheet exports) is
-    skipped, and a truncated or corrupt .gz becomes one clear error naming the file. A file in UTF-16
-    or UTF-32 (a byte-order mark says so) is one error whatever --skip-bad says: every line of it
-    would be a bad record, and skipping them all gave an empty output."""
+# The longest line read as a record: a caption record with its graph and texts is kilobytes; a longer
+# line (a file with no newlines, a 2 GB caption) is a bad record, read past without holding it
+LINE_LIMIT = 16 << 20
+
+
+def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes | None]]:
+    """Physical lines, numbered from 1, each None when longer than LINE_LIMIT; a leading UTF-8 BOM
+    (Windows tools, spreadsheet exports) is skipped, and a truncated or corrupt .gz becomes one clear
+    error naming the file. A file in UTF-16 or UTF-32 (a byte-order mark, or NUL bytes in its first
+    line, which JSON text never holds) is one error whatever --skip-bad says: every line of it would
+    be a bad record, and skipping them all gave an empty output."""
     try:
-        for lineno, line in enumerate(stream, start=1):
-            if lineno == 1 and line.startswith(BOM):
-                line = line[len(BOM):]
-            elif lineno == 1:
-                mark, wide = next(((mark, enc) for mark, enc in WIDE_BOMS if line.startswith(mark)), (b"", ""))
-                if wide:
-                    raise MosaicError(f"{name}: the file is {wide} text (byte-order mark {mark.hex(' ')}), not UTF-8; "
-                                      f"convert it: iconv -f {wide} -t UTF-8 {name} > {name}.utf8")
+        lineno = 0
+        while line := stream.readline(LINE_LIMIT + 1):
+            lineno += 1
+            if len(line) > LINE_LIMIT and not line.endswith(b"\n"):
+                del line
+                while (rest := stream.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                    pass
+                yield lineno, None
+                continue
+            if lineno == 1:
+                line = _first_line(line, name)
             yield lineno, line
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e
+
+
+def check_not_wide(head: bytes, name: str) -> None:
+    """MosaicError when `head`, a file's first bytes, starts with a UTF-16 or UTF-32 byte-order mark."""
+    for mark, wide in WIDE_BOMS:
+        if head.startswith(mark):
+            raise MosaicError(f"{name}: the file is {wide} text (byte-order mark {mark.hex(' ')}), not UTF-8; "
+                              f"convert it: iconv -f {wide} -t UTF-8 {name} > {name}.utf8")
+
+
+def _first_line(line: bytes, name: str) -> bytes:
+    """`line` without a UTF-8 BOM; MosaicError for a file whose first line shows it is not UTF-8."""
+    if line.startswith(BOM):
+        return line[len(BOM):]
+    check_not_wide(line, name)
+    if b"\x00" in line:
+        convert = f"convert it: iconv -f {{}} -t UTF-8 {name} > {name}.utf8"
+        raise MosaicError(f"{name}: line 1 holds NUL bytes: UTF-16 or UTF-32 text without a byte-order mark, or not "
+                          "text at all; records are UTF-8 JSON lines (" + convert.format("UTF-16LE") + ")")
+    return line
 
 
 def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | None]]:
@@ -126,6 +155,9 @@ def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | 
     stream = _open_binary_in(path)
     try:
         for lineno, line in _lines(stream, name):
+            if line is None:
+                yield f"{name}:{lineno}", lineno, None, f"line longer than {LINE_LIMIT >> 20} MiB (not a record)"
+                continue
             if not line.strip():
                 continue
             try:

@@ -42,7 +42,7 @@ from typing import Any, Optional
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import check_input_file, dumps, non_finite_error
+from mosaictool.io import check_input_file, check_not_wide, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -385,6 +385,11 @@ def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, Non
     check_input_file(path)
     lower = path.lower()
     raw = gzip.open(path, "rb") if lower.endswith(".gz") else open(path, "rb")
+    try:
+        head = raw.peek(4)[:4]
+    except (OSError, EOFError, zlib.error):  # a corrupt .gz: said below, where it is read
+        head = b""
+    check_not_wide(head, path)
     text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")  # -sig: a spreadsheet's BOM is no part of the first column
     reader = csv.reader(text, delimiter="\t", quoting=csv.QUOTE_NONE) if ".tsv" in lower else csv.reader(text)
     try:

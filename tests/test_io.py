@@ -337,3 +337,51 @@ def test_utf16_input_is_one_line_naming_the_encoding_even_with_skip_bad(tmp_path
         line = str(e.value)
         assert str(path) in line and encoding.split("-")[0].upper().replace("UTF", "UTF-") in line and "UTF-8" in line
         assert "\n" not in line
+
+
+def test_utf16_without_a_byte_order_mark_is_refused_not_skipped_line_by_line(tmp_path):
+    """Without a mark the NUL bytes between ASCII letters give it away (JSON text holds no raw NUL)."""
+    path = tmp_path / "c.jsonl"
+    path.write_bytes('{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a cat"}\n'.encode("utf-16-le"))
+    with pytest.raises(MosaicError) as e:
+        list(read_records(path, skips=Skips(enabled=True)))
+    assert f"{path}: line 1 holds NUL bytes" in str(e.value) and "UTF-16" in str(e.value)
+
+
+class _EndlessLine:
+    """A binary stream of `size` bytes `x` without a newline, then one short record: a 2 GB caption
+    line that is never in memory."""
+
+    def __init__(self, size: int):
+        self.left, self.tail = size, b'\n{"id": 2, "caption": "a cat"}\n'
+
+    def readline(self, limit: int = -1) -> bytes:
+        if self.left:
+            n = min(self.left, limit if limit > 0 else self.left)
+            self.left -= n
+            return b"x" * n
+        line, _, self.tail = self.tail.partition(b"\n")
+        return line + b"\n" if line or self.tail else line
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_2gb_line_is_one_bad_record_read_in_bounded_memory(monkeypatch):
+    import tracemalloc
+
+    from mosaictool import io as mio
+
+    monkeypatch.setattr(mio, "_open_binary_in", lambda path: _EndlessLine(2 << 30))
+    tracemalloc.start()
+    try:
+        with pytest.raises(MosaicError) as e:
+            list(read_records("big.jsonl"))
+        assert "big.jsonl:1: line longer than" in str(e.value) and "\n" not in str(e.value)
+        monkeypatch.setattr(mio, "_open_binary_in", lambda path: _EndlessLine(2 << 30))
+        skips = Skips(enabled=True)
+        assert [r["id"] for r in read_records("big.jsonl", skips=skips)] == [2] and skips.count == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * mio.LINE_LIMIT, peak  # a few buffers of the limit, never the line's 2 GB

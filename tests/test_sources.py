@@ -308,6 +308,16 @@ def test_csv_and_tsv_tables(tmp_path):
     assert refused(latin).startswith(f"{latin}: not UTF-8 text")
 
 
+@pytest.mark.parametrize("name", ["c.csv", "c.tsv", "c.csv.gz"])
+def test_a_utf16_table_is_one_line_naming_utf16_even_with_skip_bad(tmp_path, name):
+    import gzip
+
+    data = "id,caption\n1,a dog\n".replace(",", "\t" if ".tsv" in name else ",").encode("utf-16")
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    line = refused(tmp_path / name, skip_bad=True)
+    assert f"{tmp_path / name}: the file is UTF-16 text" in line and "not UTF-8" in line
+
+
 def test_flags_name_fields_of_tars_and_tables_only(tmp_path):
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text('{"id": 1, "caption": "a dog"}\n')
@@ -408,3 +418,15 @@ def test_import_coco_refuses_a_bad_karpathy_file_and_split(tmp_path):
     assert f"{karpathy}: images[1]: split: expected one of 'train', 'val', 'test', 'restval', got 'dev'" in line
     assert "--split 'tran'" in error_line(invoke(["import", "coco", captions, "--karpathy", karpathy, "--split", "tran"]))
     assert "give it with --karpathy" in error_line(invoke(["import", "coco", captions, "--split", "train"]))
+
+
+def test_import_coco_refuses_two_annotations_with_one_id_on_different_images(tmp_path):
+    """COCO's annotation ids are unique in a file: two alike are a merged or edited file (the records'
+    ids, image-annotation, differed, so both were written unsaid)."""
+    captions, _ = coco_files(tmp_path)
+    data = json.loads(captions.read_text())
+    data["annotations"][1]["id"] = data["annotations"][0]["id"]
+    captions.write_text(json.dumps(data))
+    line = error_line(invoke(["import", "coco", captions, "-o", tmp_path / "c.jsonl"]))
+    assert f"{captions}: annotations[1] (id 100): annotation id 100 is also annotations[0]'s" in line
+    assert not (tmp_path / "c.jsonl").exists()
