@@ -42,7 +42,7 @@ from typing import Any, Optional
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import check_input_file, check_not_wide, dumps, non_finite_error
+from mosaictool.io import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -379,6 +379,17 @@ def _parquet_rows(batch) -> Iterator[tuple[Any, str | None]]:
                     break
 
 
+def _bounded_lines(text: io.TextIOWrapper, path: str) -> Iterator[str]:
+    """`text`'s lines for the csv module, which would hold a line of any length (a 200 MB line: 443 MB
+    of memory) before refusing its field; a line over io.LINE_LIMIT characters is refused unread."""
+    number = 0
+    while line := text.readline(LINE_LIMIT + 1):
+        number += 1
+        if len(line) > LINE_LIMIT and not line.endswith(("\n", "\r")):
+            raise MosaicError(f"{path}:{number}: line longer than {LINE_LIMIT >> 20} MiB characters (not a table row)")
+        yield line
+
+
 def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None, int]:
     """A CSV or TSV file with a header row (a TSV has no quoting: tabs and newlines cannot be in a field),
     its rows numbered from `before` + 1; returns the last number."""
@@ -391,7 +402,8 @@ def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, Non
         head = b""
     check_not_wide(head, path)
     text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")  # -sig: a spreadsheet's BOM is no part of the first column
-    reader = csv.reader(text, delimiter="\t", quoting=csv.QUOTE_NONE) if ".tsv" in lower else csv.reader(text)
+    lines = _bounded_lines(text, path)
+    reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if ".tsv" in lower else csv.reader(lines)
     try:
         header = next(reader, None)
         if header is None:

@@ -430,3 +430,26 @@ def test_import_coco_refuses_two_annotations_with_one_id_on_different_images(tmp
     line = error_line(invoke(["import", "coco", captions, "-o", tmp_path / "c.jsonl"]))
     assert f"{captions}: annotations[1] (id 100): annotation id 100 is also annotations[0]'s" in line
     assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_a_table_line_longer_than_the_limit_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    """The csv module holds a whole line before it judges a field (200 MB: 443 MB of memory)."""
+    import tracemalloc
+
+    from mosaictool import sources
+
+    monkeypatch.setattr(sources, "LINE_LIMIT", 1 << 20)
+    path = tmp_path / "big.csv"
+    with path.open("w") as f:
+        f.write("id,caption\n1,")
+        for _ in range(64):
+            f.write("x" * (1 << 20))
+        f.write("\n2,a cat\n")
+    tracemalloc.start()
+    try:
+        line = refused(path, skip_bad=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert f"{path}:2: line longer than 1 MiB" in line
+    assert peak < 16 << 20, peak
