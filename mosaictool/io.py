@@ -427,7 +427,9 @@ def parse_json(data: bytes | str, where: str, *, label: str = "invalid JSON", hi
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise error(f"not UTF-8 text (byte {e.start})") from None
+            wide = next((f"{enc} text (byte-order mark {mark.hex(' ')}), not UTF-8" for mark, enc in WIDE_BOMS
+                         if bytes(data[:4]).startswith(mark)), None)
+            raise error(wide or f"not UTF-8 text (byte {e.start})") from None
     else:
         text = data
     text = text.removeprefix("\ufeff")

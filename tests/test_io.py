@@ -385,3 +385,12 @@ def test_a_2gb_line_is_one_bad_record_read_in_bounded_memory(monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 5 * mio.LINE_LIMIT, peak  # a few buffers of the limit, never the line's 2 GB
+
+
+def test_a_utf16_json_file_is_named_utf16():
+    """config.json, annotation files: the one JSON reader says what the bytes are, not only 'byte 0'."""
+    from mosaictool.io import parse_json
+
+    with pytest.raises(MosaicError) as e:
+        parse_json('{"a": 1}'.encode("utf-16"), "x.json")
+    assert str(e.value).startswith("x.json: invalid JSON: UTF-16 text (byte-order mark ff fe), not UTF-8")
