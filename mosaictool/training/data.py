@@ -468,10 +468,13 @@ def _joined(spec: str, texts: str, check, skips: Skips) -> tuple[list[dict], lis
     by_key = {rec["id"]: _slim(rec) for rec in read_records(texts, skips=skips, check=check)}
     records: list[dict] = []
     images: list[ImageLocation] = []
+    seen: dict = {}  # key -> its tar: a key in two tars (a tar copied twice) would train twice, once without its texts
     for tar in expand_shards(spec):
         for where, sample, error, image_at in tar_samples(tar):
             if error is None and image_at is None:
                 error = "the sample has no image member"
+            if error is None and seen.setdefault(sample["id"], tar) != tar:
+                error = f"key {sample['id']!r} is also a sample of {seen[sample['id']]} (a key names one sample)"
             if error is not None:
                 skips.handle(where, error)
                 continue
