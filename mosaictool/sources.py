@@ -333,6 +333,10 @@ def _parquet(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None,
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
         raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
     schema = pf.schema_arrow
+    repeated = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if repeated:  # Arrow allows it; as a record, the last column of the name would replace the others unsaid
+        raise MosaicError(f"{path}: column {repeated[0]!r} appears {schema.names.count(repeated[0])} times in the schema; "
+                          "rename or drop the copies")
     binary = [f.name for f in schema if _holds_bytes(f.type)]
     id_column, caption_column = _columns(path, schema.names, fields)
     if id_column in binary or caption_column in binary:

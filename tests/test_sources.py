@@ -453,3 +453,12 @@ def test_a_table_line_longer_than_the_limit_is_refused_without_reading_it_whole(
         tracemalloc.stop()
     assert f"{path}:2: line longer than 1 MiB" in line
     assert peak < 16 << 20, peak
+
+
+def test_a_parquet_column_name_twice_is_refused(tmp_path):
+    """Arrow writes two columns of one name; as a record the second replaced the first's captions unsaid."""
+    table = pa.Table.from_arrays([pa.array(["a", "b"]), pa.array(["a dog", "a cat"]), pa.array(["x", "y"])],
+                                 names=["id", "caption", "caption"])
+    pq.write_table(table, tmp_path / "t.parquet")
+    line = refused(tmp_path / "t.parquet", skip_bad=True)
+    assert f"{tmp_path / 't.parquet'}: column 'caption' appears 2 times in the schema" in line
