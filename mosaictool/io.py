@@ -68,6 +68,10 @@ class Skips:
 
 
 BOM = b"\xef\xbb\xbf"
+# Byte-order marks of the wider Unicode encodings (Notepad's "Unicode", PowerShell's `>`), UTF-32's
+# first: its little-endian mark begins with UTF-16's
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+             (b"\xfe\xff", "UTF-16"))
 
 
 def check_input_file(path: str) -> None:
@@ -91,16 +95,52 @@ def _open_binary_in(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
-    """Physical lines, numbered from 1; a leading UTF-8 BOM (Windows tools, spreadsheet exports) is
-    skipped, and a truncated or corrupt .gz becomes one clear error naming the file."""
+# The longest line read as a record: a caption record with its graph and texts is kilobytes; a longer
+# line (a file with no newlines, a 2 GB caption) is a bad record, read past without holding it
+LINE_LIMIT = 16 << 20
+
+
+def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes | None]]:
+    """Physical lines, numbered from 1, each None when longer than LINE_LIMIT; a leading UTF-8 BOM
+    (Windows tools, spreadsheet exports) is skipped, and a truncated or corrupt .gz becomes one clear
+    error naming the file. A file in UTF-16 or UTF-32 (a byte-order mark, or NUL bytes in its first
+    line, which JSON text never holds) is one error whatever --skip-bad says: every line of it would
+    be a bad record, and skipping them all gave an empty output."""
     try:
-        for lineno, line in enumerate(stream, start=1):
-            if lineno == 1 and line.startswith(BOM):
-                line = line[len(BOM):]
+        lineno = 0
+        while line := stream.readline(LINE_LIMIT + 1):
+            lineno += 1
+            if len(line) > LINE_LIMIT and not line.endswith(b"\n"):
+                del line
+                while (rest := stream.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                    pass
+                yield lineno, None
+                continue
+            if lineno == 1:
+                line = _first_line(line, name)
             yield lineno, line
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e
+
+
+def check_not_wide(head: bytes, name: str) -> None:
+    """MosaicError when `head`, a file's first bytes, starts with a UTF-16 or UTF-32 byte-order mark."""
+    for mark, wide in WIDE_BOMS:
+        if head.startswith(mark):
+            raise MosaicError(f"{name}: the file is {wide} text (byte-order mark {mark.hex(' ')}), not UTF-8; "
+                              f"convert it: iconv -f {wide} -t UTF-8 {name} > {name}.utf8")
+
+
+def _first_line(line: bytes, name: str) -> bytes:
+    """`line` without a UTF-8 BOM; MosaicError for a file whose first line shows it is not UTF-8."""
+    if line.startswith(BOM):
+        return line[len(BOM):]
+    check_not_wide(line, name)
+    if b"\x00" in line:
+        convert = f"convert it: iconv -f {{}} -t UTF-8 {name} > {name}.utf8"
+        raise MosaicError(f"{name}: line 1 holds NUL bytes: UTF-16 or UTF-32 text without a byte-order mark, or not "
+                          "text at all; records are UTF-8 JSON lines (" + convert.format("UTF-16LE") + ")")
+    return line
 
 
 def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | None]]:
@@ -115,6 +155,9 @@ def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | 
     stream = _open_binary_in(path)
     try:
         for lineno, line in _lines(stream, name):
+            if line is None:
+                yield f"{name}:{lineno}", lineno, None, f"line longer than {LINE_LIMIT >> 20} MiB (not a record)"
+                continue
             if not line.strip():
                 continue
             try:
@@ -384,7 +427,9 @@ def parse_json(data: bytes | str, where: str, *, label: str = "invalid JSON", hi
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise error(f"not UTF-8 text (byte {e.start})") from None
+            wide = next((f"{enc} text (byte-order mark {mark.hex(' ')}), not UTF-8" for mark, enc in WIDE_BOMS
+                         if bytes(data[:4]).startswith(mark)), None)
+            raise error(wide or f"not UTF-8 text (byte {e.start})") from None
     else:
         text = data
     text = text.removeprefix("\ufeff")

@@ -290,10 +290,20 @@ NegateRecord = Contract("NegateRecord", _fields(
 TemplateRecord = Contract("TemplateRecord", _fields(
     "TemplateRecord", subgraphs=list[Subgraph], negatives=NotRequired[list[Negative] | None], graph=NotRequired[Graph | None],
 ), rules=(AfterValidator(_negatives_index_subgraphs),), hints={"subgraphs": DECOMPOSE_FIRST})
+def _hard_images_are_others(value: dict) -> dict:
+    """A record's hard images are other records' images (NegCLIP's hard negative images, Yuksekgonul
+    et al. 2023: an image's nearest neighbours); its own id there is a mistake training dropped unsaid."""
+    for i, hid in enumerate(value.get("hard_images") or ()):
+        if hid == value["id"] and type(hid) is type(value["id"]):
+            raise rule_error(f"{hid!r} is the record's own id (a hard image is another record's image); remove it",
+                             f"hard_images[{i}]")
+    return value
+
+
 TrainRecord = Contract("TrainRecord", _fields(
     "TrainRecord", id=str | int, caption=NotRequired[str | None], texts=NotRequired[Texts | None],
     hard_images=NotRequired[list[str | int] | None], subgraph_keys=NotRequired[list[str] | None],
-))
+), rules=(AfterValidator(_hard_images_are_others),))
 ParseRecord = Contract("ParseRecord", _fields("ParseRecord"))  # the caption: see `with_key`
 
 # A run's mined_hard_images.json, wrapped as {"neighbours": ...}: per record, its hard images' indices.

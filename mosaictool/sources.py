@@ -36,13 +36,13 @@ import posixpath
 import tarfile
 import zlib
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import check_input_file, dumps, non_finite_error
+from mosaictool.io import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -152,6 +152,7 @@ class _Sample:
     image: str | None = None  # the member name of its first image
     image_at: tuple[int, int] | None = None  # its bytes' (offset, size) in the tar
     error: str | None = None
+    members: set[str] = field(default_factory=set)  # its member names so far
 
 
 def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dict | None, str | None, tuple[int, int] | None]]:
@@ -188,6 +189,10 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 if not stem or not dot:
                     sample.error = f"member {member.name!r} is not named <key>.<extension> (not a WebDataset sample)"
                     continue
+                if member.name in sample.members:  # two captions or two images: neither is guessed to be the sample's
+                    sample.error = f"{member.name} twice in the sample (a tar's member names are unique)"
+                    continue
+                sample.members.add(member.name)
                 ext = ext.lower()
                 if ext in ("txt", "json"):
                     if member.size > TEXT_MEMBER_LIMIT:
@@ -328,6 +333,10 @@ def _parquet(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None,
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
         raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
     schema = pf.schema_arrow
+    repeated = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if repeated:  # Arrow allows it; as a record, the last column of the name would replace the others unsaid
+        raise MosaicError(f"{path}: column {repeated[0]!r} appears {schema.names.count(repeated[0])} times in the schema; "
+                          "rename or drop the copies")
     binary = [f.name for f in schema if _holds_bytes(f.type)]
     id_column, caption_column = _columns(path, schema.names, fields)
     if id_column in binary or caption_column in binary:
@@ -374,14 +383,31 @@ def _parquet_rows(batch) -> Iterator[tuple[Any, str | None]]:
                     break
 
 
+def _bounded_lines(text: io.TextIOWrapper, path: str) -> Iterator[str]:
+    """`text`'s lines for the csv module, which would hold a line of any length (a 200 MB line: 443 MB
+    of memory) before refusing its field; a line over io.LINE_LIMIT characters is refused unread."""
+    number = 0
+    while line := text.readline(LINE_LIMIT + 1):
+        number += 1
+        if len(line) > LINE_LIMIT and not line.endswith(("\n", "\r")):
+            raise MosaicError(f"{path}:{number}: line longer than {LINE_LIMIT >> 20} MiB characters (not a table row)")
+        yield line
+
+
 def _delimited(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None, int]:
     """A CSV or TSV file with a header row (a TSV has no quoting: tabs and newlines cannot be in a field),
     its rows numbered from `before` + 1; returns the last number."""
     check_input_file(path)
     lower = path.lower()
     raw = gzip.open(path, "rb") if lower.endswith(".gz") else open(path, "rb")
+    try:
+        head = raw.peek(4)[:4]
+    except (OSError, EOFError, zlib.error):  # a corrupt .gz: said below, where it is read
+        head = b""
+    check_not_wide(head, path)
     text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")  # -sig: a spreadsheet's BOM is no part of the first column
-    reader = csv.reader(text, delimiter="\t", quoting=csv.QUOTE_NONE) if ".tsv" in lower else csv.reader(text)
+    lines = _bounded_lines(text, path)
+    reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if ".tsv" in lower else csv.reader(lines)
     try:
         header = next(reader, None)
         if header is None:

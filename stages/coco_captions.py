@@ -136,9 +136,12 @@ def _coco_records(path: str, data: object, keep: set[int] | None) -> Iterator[tu
         check_entry(COCO_CAPTION_IMAGE, image, path, f"images[{i}]", COCO_WHAT)
         if files.setdefault(image["id"], image["file_name"]) != image["file_name"]:
             raise MosaicError(f"{path}: images[{i}]: image id {image['id']!r} is also {files[image['id']]!r} (not {COCO_WHAT})")
+    first: dict = {}  # annotation id -> its first index: COCO's ids are unique in a file
     for i, ann in enumerate(data["annotations"]):
         where = f"{path}: annotations[{i}]" + (f" (id {ann['id']!r})" if isinstance(ann, dict) and "id" in ann else "")
         check_entry(COCO_CAPTION, ann, path, where.removeprefix(f"{path}: "), COCO_WHAT)
+        if first.setdefault(ann["id"], i) != i:
+            raise MosaicError(f"{where}: annotation id {ann['id']!r} is also annotations[{first[ann['id']]}]'s (not {COCO_WHAT})")
         if ann["image_id"] not in files:
             raise MosaicError(f"{where}: image_id {ann['image_id']!r} is not among the file's images (not {COCO_WHAT})")
         if keep is not None and ann["image_id"] not in keep:

@@ -322,3 +322,75 @@ def test_a_parquet_string_that_is_not_utf8_is_a_bad_record(tmp_path):
         list(read_records(str(src)))
     skips = Skips(enabled=True)
     assert [r["id"] for r in read_records(str(src), skips=skips)] == [1, 3] and skips.count == 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_utf16_input_is_one_line_naming_the_encoding_even_with_skip_bad(tmp_path, encoding):
+    """A JSONL saved as UTF-16 (Windows Notepad, PowerShell's `>`) is not records to skip one by one:
+    --skip-bad read it as an empty input and exited 0."""
+    path = tmp_path / "c.jsonl"
+    text = '{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a cat"}\n'
+    path.write_bytes(("\ufeff" + text).encode(encoding) if encoding != "utf-16" else text.encode("utf-16"))
+    for skip in (False, True):
+        with pytest.raises(MosaicError) as e:
+            list(read_records(path, skips=Skips(enabled=skip)))
+        line = str(e.value)
+        assert str(path) in line and encoding.split("-")[0].upper().replace("UTF", "UTF-") in line and "UTF-8" in line
+        assert "\n" not in line
+
+
+def test_utf16_without_a_byte_order_mark_is_refused_not_skipped_line_by_line(tmp_path):
+    """Without a mark the NUL bytes between ASCII letters give it away (JSON text holds no raw NUL)."""
+    path = tmp_path / "c.jsonl"
+    path.write_bytes('{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a cat"}\n'.encode("utf-16-le"))
+    with pytest.raises(MosaicError) as e:
+        list(read_records(path, skips=Skips(enabled=True)))
+    assert f"{path}: line 1 holds NUL bytes" in str(e.value) and "UTF-16" in str(e.value)
+
+
+class _EndlessLine:
+    """A binary stream of `size` bytes `x` without a newline, then one short record: a 2 GB caption
+    line that is never in memory."""
+
+    def __init__(self, size: int):
+        self.left, self.tail = size, b'\n{"id": 2, "caption": "a cat"}\n'
+
+    def readline(self, limit: int = -1) -> bytes:
+        if self.left:
+            n = min(self.left, limit if limit > 0 else self.left)
+            self.left -= n
+            return b"x" * n
+        line, _, self.tail = self.tail.partition(b"\n")
+        return line + b"\n" if line or self.tail else line
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_2gb_line_is_one_bad_record_read_in_bounded_memory(monkeypatch):
+    import tracemalloc
+
+    from mosaictool import io as mio
+
+    monkeypatch.setattr(mio, "_open_binary_in", lambda path: _EndlessLine(2 << 30))
+    tracemalloc.start()
+    try:
+        with pytest.raises(MosaicError) as e:
+            list(read_records("big.jsonl"))
+        assert "big.jsonl:1: line longer than" in str(e.value) and "\n" not in str(e.value)
+        monkeypatch.setattr(mio, "_open_binary_in", lambda path: _EndlessLine(2 << 30))
+        skips = Skips(enabled=True)
+        assert [r["id"] for r in read_records("big.jsonl", skips=skips)] == [2] and skips.count == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * mio.LINE_LIMIT, peak  # a few buffers of the limit, never the line's 2 GB
+
+
+def test_a_utf16_json_file_is_named_utf16():
+    """config.json, annotation files: the one JSON reader says what the bytes are, not only 'byte 0'."""
+    from mosaictool.io import parse_json
+
+    with pytest.raises(MosaicError) as e:
+        parse_json('{"a": 1}'.encode("utf-16"), "x.json")
+    assert str(e.value).startswith("x.json: invalid JSON: UTF-16 text (byte-order mark ff fe), not UTF-8")

@@ -207,3 +207,70 @@ def test_train_data_refuses_an_image_outside_the_root_unless_allowed(tmp_path, h
         TrainData.load(str(data), method=method)
     assert len(TrainData.load(str(data), method=method, skip_bad=True)) == 3
     assert len(TrainData.load(str(data), method=method, allow_outside_root=True)) == 4
+
+
+def _copy_shards(shards: Path, to: Path) -> Path:
+    import shutil
+
+    shutil.copytree(shards, to)
+    return to
+
+
+def test_a_lying_sizes_json_is_said_in_one_line_and_the_tars_counted(sharded, tmp_path, caplog):
+    """sizes.json is what `shard` wrote; training counts the tars, and says where the file disagrees."""
+    _, shards = sharded
+    folder = _copy_shards(shards, tmp_path / "s")
+    (folder / "sizes.json").write_text(json.dumps({"000000.tar": 7, "000001.tar": 5, "000002.tar": 2}))
+    with caplog.at_level("WARNING"):
+        loaded = TrainData.load(str(folder), method=methods.create("mosaiclip"))
+    assert len(loaded) == 12
+    lines = [r.getMessage() for r in caplog.records if "sizes.json" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert "000000.tar" in lines[0] and "7" in lines[0] and "5" in lines[0]
+
+
+def test_a_shard_that_sizes_json_lists_but_the_folder_lacks_is_refused(sharded, tmp_path):
+    from mosaictool.errors import MosaicError
+
+    _, shards = sharded
+    folder = _copy_shards(shards, tmp_path / "s")
+    (folder / "000001.tar").unlink()
+    with pytest.raises(MosaicError) as e:
+        TrainData.load(str(folder), method=methods.create("mosaiclip"))
+    assert "sizes.json" in str(e.value) and "000001.tar" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_repeated_member_in_a_shard_is_one_line_naming_shard_and_key(sharded, tmp_path):
+    """Two 000000001.png in one tar: which image is the sample's? Neither is guessed."""
+    import io
+
+    from mosaictool.errors import MosaicError
+
+    _, shards = sharded
+    with tarfile.open(shards / "000000.tar") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    dup = next((m, b) for m, b in members if m.name == "000000001.png")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    with tarfile.open(folder / "000000.tar", "w") as out:
+        for m, b in [*members, dup]:
+            out.addfile(m, io.BytesIO(b))
+    with pytest.raises(MosaicError) as e:
+        TrainData.load(str(folder), method=methods.create("mosaiclip"))
+    line = str(e.value)
+    assert str(folder / "000000.tar") in line and "000000001" in line and "twice" in line and "\n" not in line
+
+
+def test_a_record_naming_itself_as_its_hard_image_is_a_bad_record(tmp_path):
+    from mosaictool.errors import MosaicError
+
+    data = make_world(tmp_path / "w", n=4)
+    lines = data.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["hard_images"] = [first["id"]]
+    data.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(MosaicError) as e:
+        TrainData.load(str(data), method=methods.create("negclip"))
+    assert f"{data}:1" in str(e.value) and "hard_images[0]" in str(e.value) and "own id" in str(e.value)
+    kept = TrainData.load(str(data), method=methods.create("negclip"), skip_bad=True)
+    assert [r["id"] for r in kept.records] == ["img-1", "img-2", "img-3"]

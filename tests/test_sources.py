@@ -164,6 +164,16 @@ def test_repeated_key_and_missing_id_field(tmp_path):
     assert "b.tar#k1: k1.json has no 'sample_id' field (--id-field; it has 'url')" in line
 
 
+def test_a_member_twice_in_a_sample_is_one_line_naming_tar_and_key(tmp_path):
+    """Two k1.txt (or two k1.jpg) in one sample: the second replaced the first's caption unsaid."""
+    tar = raw_tar(tmp_path / "a.tar", [("k0.txt", b"a dog"), ("k1.txt", b"a cat"), ("k1.jpg", jpeg()), ("k1.txt", b"a cow")])
+    assert "a.tar#k1: k1.txt twice in the sample" in refused(tar)
+    tar = raw_tar(tmp_path / "b.tar", [("k1.txt", b"a cat"), ("k1.jpg", jpeg()), ("k1.jpg", jpeg((0, 0, 0)))])
+    assert "b.tar#k1: k1.jpg twice in the sample" in refused(tar)
+    skips = mosaictool.read(tmp_path / "a.tar", skip_bad=True)
+    assert [r["id"] for r in skips] == ["k0"] and skips.skips.count == 1
+
+
 @pytest.mark.parametrize("damage", ["cut-in-image", "cut-header", "garbage-header", "not-a-tar"])
 def test_a_corrupt_tar_is_one_line_naming_it_and_the_last_sample(tmp_path, damage):
     tar = img2dataset_shards(tmp_path, CAPTIONS[:3])[0]
@@ -298,6 +308,16 @@ def test_csv_and_tsv_tables(tmp_path):
     assert refused(latin).startswith(f"{latin}: not UTF-8 text")
 
 
+@pytest.mark.parametrize("name", ["c.csv", "c.tsv", "c.csv.gz"])
+def test_a_utf16_table_is_one_line_naming_utf16_even_with_skip_bad(tmp_path, name):
+    import gzip
+
+    data = "id,caption\n1,a dog\n".replace(",", "\t" if ".tsv" in name else ",").encode("utf-16")
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    line = refused(tmp_path / name, skip_bad=True)
+    assert f"{tmp_path / name}: the file is UTF-16 text" in line and "not UTF-8" in line
+
+
 def test_flags_name_fields_of_tars_and_tables_only(tmp_path):
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text('{"id": 1, "caption": "a dog"}\n')
@@ -398,3 +418,47 @@ def test_import_coco_refuses_a_bad_karpathy_file_and_split(tmp_path):
     assert f"{karpathy}: images[1]: split: expected one of 'train', 'val', 'test', 'restval', got 'dev'" in line
     assert "--split 'tran'" in error_line(invoke(["import", "coco", captions, "--karpathy", karpathy, "--split", "tran"]))
     assert "give it with --karpathy" in error_line(invoke(["import", "coco", captions, "--split", "train"]))
+
+
+def test_import_coco_refuses_two_annotations_with_one_id_on_different_images(tmp_path):
+    """COCO's annotation ids are unique in a file: two alike are a merged or edited file (the records'
+    ids, image-annotation, differed, so both were written unsaid)."""
+    captions, _ = coco_files(tmp_path)
+    data = json.loads(captions.read_text())
+    data["annotations"][1]["id"] = data["annotations"][0]["id"]
+    captions.write_text(json.dumps(data))
+    line = error_line(invoke(["import", "coco", captions, "-o", tmp_path / "c.jsonl"]))
+    assert f"{captions}: annotations[1] (id 100): annotation id 100 is also annotations[0]'s" in line
+    assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_a_table_line_longer_than_the_limit_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    """The csv module holds a whole line before it judges a field (200 MB: 443 MB of memory)."""
+    import tracemalloc
+
+    from mosaictool import sources
+
+    monkeypatch.setattr(sources, "LINE_LIMIT", 1 << 20)
+    path = tmp_path / "big.csv"
+    with path.open("w") as f:
+        f.write("id,caption\n1,")
+        for _ in range(64):
+            f.write("x" * (1 << 20))
+        f.write("\n2,a cat\n")
+    tracemalloc.start()
+    try:
+        line = refused(path, skip_bad=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert f"{path}:2: line longer than 1 MiB" in line
+    assert peak < 16 << 20, peak
+
+
+def test_a_parquet_column_name_twice_is_refused(tmp_path):
+    """Arrow writes two columns of one name; as a record the second replaced the first's captions unsaid."""
+    table = pa.Table.from_arrays([pa.array(["a", "b"]), pa.array(["a dog", "a cat"]), pa.array(["x", "y"])],
+                                 names=["id", "caption", "caption"])
+    pq.write_table(table, tmp_path / "t.parquet")
+    line = refused(tmp_path / "t.parquet", skip_bad=True)
+    assert f"{tmp_path / 't.parquet'}: column 'caption' appears 2 times in the schema" in line

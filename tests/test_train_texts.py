@@ -73,3 +73,18 @@ def test_training_on_joined_shards_equals_training_on_the_jsonl(img2dataset_worl
     wa, wb = openclip.read_checkpoint(a)["state_dict"], openclip.read_checkpoint(b)["state_dict"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert json.loads((tmp_path / "a" / "config.json").read_text())["texts"] == str(texts)
+
+
+def test_a_key_in_two_shards_is_one_line_naming_both(img2dataset_world, tmp_path):
+    """A tar copied twice into --data: its samples trained twice, the second time without their texts."""
+    import shutil
+
+    captions, shards = img2dataset_world
+    records = [json.loads(line) for line in captions.read_text().splitlines()]
+    shutil.copy(shards / "00000.tar", shards / "00003.tar")
+    texts = texts_file(tmp_path / "texts.jsonl", records)
+    with pytest.raises(MosaicError) as e:
+        TrainData.load(str(shards), method=methods.create("negclip"), texts=str(texts))
+    assert f"{shards / '00003.tar'}#img-0: key 'img-0' is also a sample of {shards / '00000.tar'}" in str(e.value)
+    data = TrainData.load(str(shards), method=methods.create("negclip"), texts=str(texts), skip_bad=True)
+    assert len(data) == 12

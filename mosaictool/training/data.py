@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import glob
 import hashlib
+import logging
 import math
 import os
 import random
@@ -42,6 +43,8 @@ from mosaictool.io import Skips, is_parquet, parse_json, read_json, read_records
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
 from mosaictool.sources import IMAGE_MEMBERS, IN_TAR_HINT, in_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
+
+logger = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------------------------
 # Sources: which records, and where each one's image bytes live
@@ -99,6 +102,7 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
     with tar:
         pending: dict[str, dict] = {}
         order: list[str] = []
+        names: set[str] = set()
         try:
             for member in tar:
                 if not member.isfile():
@@ -112,6 +116,9 @@ def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
                 if entry is None:
                     entry = pending[key] = {}
                     order.append(key)
+                if member.name in names:  # which of the two is the sample's? neither is guessed
+                    raise MosaicError(f"{path}: sample {key!r} has {member.name} twice; {redo}")
+                names.add(member.name)
                 if ext == "json":
                     entry["json"] = parse_json(tar.extractfile(member).read(), f"{path}: {member.name}", hint=redo)
                 elif ext.lower() in IMAGE_MEMBERS:
@@ -367,7 +374,9 @@ class TrainData:
             seen: set = set()
             shards = shards if shards is not None else ShardCache()
             check = _checks(contracts.checker(contracts.TrainRecord), method.check_record)
-            for tar in expand_shards(spec):
+            tars = expand_shards(spec)
+            listed = _listed_sizes(spec, tars)
+            for tar in tars:
                 for rec, loc, slim in shards.samples(tar):
                     where = f"{tar}: record {rec.get('id')!r}"
                     try:
@@ -384,6 +393,8 @@ class TrainData:
                     seen.add(rec["id"])
                     records.append(rec if slim else _slim(rec))
                     images.append(loc)
+            if listed is not None:
+                _compare_sizes(listed, {os.path.basename(tar): len(shards.samples(tar)) for tar in tars})
         skips.report()
         if not records:
             raise MosaicError(f"{spec}: no usable training records")
@@ -411,6 +422,44 @@ class TrainData:
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
 
 
+def _listed_sizes(spec: str, tars: list[str]) -> tuple[Path, dict] | None:
+    """A shard folder's sizes.json (`shard`'s: tar name -> samples), or None when `spec` is not a
+    folder holding one. Training counts the tars themselves; the file is read to find a shard it lists
+    that the folder lacks (MosaicError: the samples would be lost unsaid). A file that is no such list is
+    said in one line and left aside."""
+    from mosaictool.stages.shard import SIZES_FILE
+
+    path = Path(spec) / SIZES_FILE
+    if not Path(spec).is_dir() or not path.is_file():
+        return None
+    try:
+        sizes = read_json(path)
+    except (OSError, MosaicError) as e:
+        logger.warning(f"{path}: not readable ({e}); the tars are counted instead")
+        return None
+    if not isinstance(sizes, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes.values()):
+        logger.warning(f"{path}: not a map of tar name to sample count; the tars are counted instead")
+        return None
+    present = {os.path.basename(tar) for tar in tars}
+    missing = [name for name in sizes if name not in present]
+    if missing:
+        raise MosaicError(f"{path}: lists {len(missing)} shard(s) the folder lacks ({', '.join(missing[:3])}): their "
+                          "samples would be missing from training; restore them, or give the tars present as a pattern "
+                          f"('{spec}/*.tar')")
+    return path, sizes
+
+
+def _compare_sizes(listed: tuple[Path, dict], counted: dict[str, int]) -> None:
+    """One line where a folder's sizes.json disagrees with the samples its tars hold (the tars count)."""
+    path, sizes = listed
+    wrong = [f"{name} holds {n}, listed as {sizes[name] if name in sizes else 'absent'}" for name, n in counted.items()
+             if sizes.get(name) != n]
+    if wrong:
+        more = f" and {len(wrong) - 1} more" if len(wrong) > 1 else ""
+        logger.warning(f"{path}: disagrees with the tars ({wrong[0]}{more}); the tars' counts are used (write the folder "
+                       "again with `mosaictool shard` to mend it)")
+
+
 def _joined(spec: str, texts: str, check, skips: Skips) -> tuple[list[dict], list[ImageLocation]]:
     """`--data SHARDS --texts FILE`: the records of FILE (`template`'s, from `parse SHARDS`: their ids
     are the samples' keys) with the images of the shards' samples of the same key. The tars are read
@@ -419,10 +468,13 @@ def _joined(spec: str, texts: str, check, skips: Skips) -> tuple[list[dict], lis
     by_key = {rec["id"]: _slim(rec) for rec in read_records(texts, skips=skips, check=check)}
     records: list[dict] = []
     images: list[ImageLocation] = []
+    seen: dict = {}  # key -> its tar: a key in two tars (a tar copied twice) would train twice, once without its texts
     for tar in expand_shards(spec):
         for where, sample, error, image_at in tar_samples(tar):
             if error is None and image_at is None:
                 error = "the sample has no image member"
+            if error is None and seen.setdefault(sample["id"], tar) != tar:
+                error = f"key {sample['id']!r} is also a sample of {seen[sample['id']]} (a key names one sample)"
             if error is not None:
                 skips.handle(where, error)
                 continue
