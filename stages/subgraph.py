@@ -31,6 +31,9 @@ PRONOUNS = frozenset(
     "it they them this that these those he she him her we us you i me which who whom what something "
     "one itself themselves himself herself there here".split()
 )
+# A determiner left as an entity's head is debris ("a view from the inside": the framing noun taken out,
+# "the" stayed): it is no object, as a pronoun is none.
+DETERMINERS = frozenset("the a an some each every all both another any no".split())
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
 SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
@@ -62,7 +65,8 @@ def normalize_text(text: str) -> str:
 
 
 def is_pronoun(entity: dict) -> bool:
-    return str(entity.get("head") or "").lower() in PRONOUNS
+    head = str(entity.get("head") or "").lower()
+    return head in PRONOUNS or head in DETERMINERS
 
 
 def object_node(entity: dict, index: int | None) -> dict:

@@ -20,7 +20,8 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
   a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
   used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
-  drops articles, a phrase without one reads as broken), except mass nouns ("water", MASS_NOUNS).
+  drops articles, a phrase without one reads as broken); a mass noun ("water", MASS_NOUNS) never
+  gets "a"/"an".
 - Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
   paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
   {relation} {np3}"; objects outside any relation are joined with "and".
@@ -54,6 +55,7 @@ MASS_NOUNS = frozenset({
     "clothing", "foliage", "greenery", "vegetation", "smoke", "fog", "steam", "rain", "air", "sunlight", "daylight",
     "money", "trash", "garbage", "debris", "gravel", "concrete", "wood", "metal", "plastic", "fabric", "hair", "fur",
     "wool", "paint", "graffiti", "pavement", "asphalt", "fruit", "produce", "dessert", "lunch", "dinner", "breakfast",
+    "bacon", "ham", "pepperoni", "toast", "butter", "salt", "sugar", "flour", "yogurt", "ice cream", "whipped cream",
 })
 # Frames for "varied"; {be} agrees with the first noun phrase.
 FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
@@ -98,7 +100,7 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
         return f"the {body}"
-    if node["plural"] or (node.get("determiner") is None and node["noun"].lower() in MASS_NOUNS):
+    if node["plural"] or node["noun"].lower() in MASS_NOUNS:  # "the" was handled above: "some water" -> "water"
         return body
     return f"{indefinite_article(body)} {body}"
 

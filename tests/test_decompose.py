@@ -75,6 +75,12 @@ def test_duplicates_pronouns_and_self_loops_are_left_out():
         ("object", ["dog"]), ("object", ["ball"]), ("relation", ["dog", "ball"])]
 
 
+def test_a_determiner_left_as_an_entity_is_no_object():
+    # "A view from the inside of a train": the framing noun taken out, "the" stayed as a head
+    rec = record(1, [entity("the", det=None), entity("train")], [(0, 1, "of")])
+    assert [[o["noun"] for o in s["objects"]] for s in candidate_subgraphs(rec["graph"])] == [["train"]]
+
+
 def test_caption_first_and_max_sample_is_deterministic_and_ordered():
     ents = [entity(h) for h in ("cat", "dog", "ball", "mat", "sofa")]
     rec = record("x", ents, [(0, 2, "near"), (1, 3, "on")], caption="A cat near a ball, a dog on a mat, a sofa.")

@@ -45,6 +45,7 @@ def test_noun_phrases():
     assert noun_phrase(node("poles", ["tall"], plural=True, count="two"), VOCAB) == "two tall poles"
     assert noun_phrase(node("dogs", plural=True), VOCAB) == "dogs"
     assert noun_phrase(node("water", determiner=None), VOCAB) == "water"  # a mass noun used bare stays bare
+    assert noun_phrase(node("bacon", determiner="some"), VOCAB) == "bacon"  # and never gets "a" ("a bacon")
     # a count noun a headline-style caption used bare gets its article ("Man in black shirt")
     assert noun_phrase(node("shirt", ["black"], determiner=None), VOCAB) == "a black shirt"
     assert noun_phrase(node("plane", ["grey"], determiner=None), VOCAB) == "a grey plane"
