@@ -378,23 +378,37 @@ class RecordWriter:
     def _jsonl_to_parquet(self) -> None:
         import polars as pl
 
-        tmp_parquet = self._tmp + ".parquet"
+        tmp_polars, tmp_parquet = self._tmp + ".polars.parquet", self._tmp + ".parquet"
         try:
             try:
                 if self.count == 0:
-                    pl.DataFrame({"id": []}).write_parquet(tmp_parquet)
+                    pl.DataFrame({"id": []}).write_parquet(tmp_polars)
                 else:
-                    pl.scan_ndjson(self._tmp, infer_schema_length=None).sink_parquet(tmp_parquet)
+                    pl.scan_ndjson(self._tmp, infer_schema_length=None).sink_parquet(tmp_polars)
             except pl.exceptions.PolarsError as e:  # a full disk is "(os error 28)" in polars' message
                 cause = os_error_of(e)
                 if cause is None:
                     raise
                 raise cause from e
+            _with_page_checksums(tmp_polars, tmp_parquet)
             os.chmod(tmp_parquet, new_file_mode())
             os.replace(tmp_parquet, self._target)
         finally:
-            if os.path.exists(tmp_parquet):
-                os.unlink(tmp_parquet)
+            for tmp in (tmp_polars, tmp_parquet):
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+
+def _with_page_checksums(source: str, target: str) -> None:
+    """`source` rewritten to `target` batch by batch with a CRC of every data page (polars cannot
+    write them): a flipped byte in a page is then an error on read (sources reads Parquet with
+    page_checksum_verification), not a changed caption."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(source)
+    with pq.ParquetWriter(target, pf.schema_arrow, write_page_checksum=True) as writer:
+        for i in range(pf.num_row_groups):
+            writer.write_table(pf.read_row_group(i))
 
 
 def write_error(name: str, e: OSError) -> MosaicError:

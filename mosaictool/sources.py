@@ -329,7 +329,7 @@ def _parquet(path: str, fields: Fields, before: int = 0) -> Generator[Raw, None,
 
     check_input_file(path)
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, page_checksum_verification=True)  # pages written with a CRC are checked
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
         raise MosaicError(f"{path}: not a readable Parquet file: {e}") from e
     schema = pf.schema_arrow

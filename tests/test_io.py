@@ -394,3 +394,20 @@ def test_a_utf16_json_file_is_named_utf16():
     with pytest.raises(MosaicError) as e:
         parse_json('{"a": 1}'.encode("utf-16"), "x.json")
     assert str(e.value).startswith("x.json: invalid JSON: UTF-16 text (byte-order mark ff fe), not UTF-8")
+
+
+def test_a_flipped_byte_in_a_parquet_page_is_an_error_not_a_changed_caption(tmp_path):
+    """Parquet written by mosaictool carries a CRC per data page, checked on read: a byte flipped
+    inside a caption's page is one line naming the file, never a silently different caption."""
+    path = tmp_path / "caps.parquet"
+    write_records(path, [{"id": i, "caption": f"a red square number {i} beside a blue circle"} for i in range(50)])
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(path).metadata.num_rows == 50
+    data = bytearray(path.read_bytes())
+    at = data.find(b"beside a blue circle")
+    assert at > 0  # the page is stored plain: the flip lands in a caption
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(MosaicError, match="caps.parquet"):
+        list(read_records(path))
