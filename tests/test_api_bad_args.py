@@ -101,6 +101,18 @@ def _fill(value, tmp: Path, captions: Path):
     return value.replace("{tmp}", str(tmp)) if isinstance(value, str) else value
 
 
+def assert_refused(tmp_path: Path, captions: Path, fn: str, args: list, kwargs: dict, words: str) -> None:
+    """api.<fn>(*args, **kwargs) raises one MosaicError line holding `words`, writing nothing."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(MosaicError) as e:
+        result = getattr(api, fn)(*[_fill(a, tmp_path, captions) for a in args], **kwargs)
+        if isinstance(result, api.Records):
+            list(result)
+    assert words in str(e.value)
+    assert "\n" not in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing written"
+
+
 @pytest.mark.parametrize("fn, args, name, value, words", CASES,
                          ids=[f"{c[0]}-{c[2]}={c[3]!r}" for c in CASES])
 def test_a_wrong_type_or_value_is_refused_naming_the_flag(tmp_path, monkeypatch, fn, args, name, value, words):
@@ -114,15 +126,7 @@ def test_a_wrong_type_or_value_is_refused_naming_the_flag(tmp_path, monkeypatch,
         NEEDS["train"]["method"] = "mosaiclip"
     kwargs = {k: _fill(v, tmp_path, captions) for k, v in NEEDS.get(fn, {}).items()}
     NEEDS["train"]["method"] = "clip"
-    kwargs[name] = value
-    before = sorted(p.name for p in tmp_path.iterdir())
-    with pytest.raises(MosaicError) as e:
-        result = getattr(api, fn)(*[_fill(a, tmp_path, captions) for a in args], **kwargs)
-        if isinstance(result, api.Records):
-            list(result)
-    assert words in str(e.value)
-    assert "\n" not in str(e.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing written"
+    assert_refused(tmp_path, captions, fn, args, {**kwargs, name: value}, words)
 
 
 @pytest.mark.parametrize("fn", ["parse", "shard", "evaluate", "world"])
@@ -198,12 +202,4 @@ def test_too_many_workers_or_more_than_the_machine_holds_is_refused_naming_the_f
     captions = tmp_path / "captions.jsonl"
     captions.write_text((REPO / "examples" / "captions.jsonl").read_text().splitlines()[0] + "\n")
     kwargs = {k: _fill(v, tmp_path, captions) for k, v in {**NEEDS.get(fn, {}), **extra}.items()}
-    kwargs[name] = value
-    before = sorted(p.name for p in tmp_path.iterdir())
-    with pytest.raises(MosaicError) as e:
-        result = getattr(api, fn)(*[_fill(a, tmp_path, captions) for a in args], **kwargs)
-        if isinstance(result, api.Records):
-            list(result)
-    assert words in str(e.value)
-    assert "\n" not in str(e.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing written"
+    assert_refused(tmp_path, captions, fn, args, {**kwargs, name: value}, words)
