@@ -333,7 +333,7 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
 
     >>> texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")))))
     >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
-    ('a red jacket', 'a vintage woman walks the small brown dog')
+    ('a red jacket', 'an old woman in a red jacket')
     """
     from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.template import STYLES, make_check
@@ -384,7 +384,7 @@ def texts_report(source: Source, *, vocab: PathLike | None = None, sample: int =
 
     >>> report = mosaictool.texts_report("texts.jsonl", sample=2)
     >>> [(row["transform"], row["n"]) for row in report.figures["rows"]][:2]
-    [('positive:caption', 60), ('positive:object', 85)]
+    [('positive:caption', 60), ('positive:object', 86)]
     """
     from mosaictool import records as contracts
     from mosaictool.records import SeedFlag, check_flags

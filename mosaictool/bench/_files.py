@@ -79,7 +79,7 @@ def bad_record(bench: str, path: Path, where: str, problem: str) -> MosaicError:
 
 def mean_row(subtask: str, metric: str, parts: Sequence[dict]) -> dict:
     """A macro average of rows (plain mean of their values; n = total cases)."""
-    return row(subtask, metric, float(np.mean([p["value"] for p in parts])), sum(p["n"] for p in parts))
+    return row(subtask, metric, float(np.mean(np.asarray([p["value"] for p in parts], dtype=np.float64))), sum(p["n"] for p in parts))
 
 
 def headline(metric: str, parts: Sequence[dict | None]) -> list[dict]:

@@ -25,6 +25,7 @@ Accuracies are fractions in [0, 1] (the report prints percent).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 HEADLINE = "headline"
@@ -60,8 +61,11 @@ def xywh_box(x: float, y: float, w: float, h: float) -> tuple[float, float, floa
 
 def row(subtask: str, metric: str, value: float, n: int, *, detail: bool = False) -> dict:
     """A result row; `detail` marks a breakdown (per relation, per complexity) that the Markdown
-    report and the plot leave out (the JSONL keeps it)."""
-    out = {"subtask": subtask, "metric": metric, "value": float(value), "n": int(n)}
+    report and the plot leave out (the JSONL keeps it). A metric that is undefined (NaN: no item
+    scored, as with a small --limit) is `value: null`, said by the row itself: JSON has no NaN, and
+    records refuse one rather than let it become null unseen."""
+    value = float("nan") if value is None else float(value)
+    out = {"subtask": subtask, "metric": metric, "value": None if math.isnan(value) else value, "n": int(n)}
     if detail:
         out["detail"] = True
     return out

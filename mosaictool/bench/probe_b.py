@@ -259,7 +259,7 @@ def score_rows(items: list[Item], sims, logit_scale: float = metrics.CLIP_LOGIT_
     for split, parts in per_split.items():
         for k in range(len(parts[0])):
             # a NaN (an underflowed confidence of 0 in a robustness ratio) is left out of the split's mean
-            values = [p[k]["value"] for p in parts if not np.isnan(p[k]["value"])]
+            values = [p[k]["value"] for p in parts if p[k]["value"] is not None]
             rows.append(row(split, parts[0][k]["metric"], float(np.mean(values)) if values else float("nan"),
                             sum(p[k]["n"] for p in parts)))
     head = [r for r in rows if r["subtask"] == "MR" and r["metric"] == "mAP_x1"]

@@ -68,7 +68,7 @@ def plot(rows: Sequence[dict], path: str | os.PathLike) -> None:
     for j, model in enumerate(models):
         ys = [i + j * height for i in range(len(keys))]
         vals = [100 * (table.get((model, *k)) or 0.0) for k in keys]
-        ax.barh(ys, [0 if math.isnan(v) else v for v in vals], height=height, label=model)
+        ax.barh(ys, [0 if v is None or math.isnan(v) else v for v in vals], height=height, label=model)
     ax.set_yticks([i + 0.4 - height / 2 for i in range(len(keys))])
     ax.set_yticklabels([f"{b} · {s} · {m}" for b, s, m in keys], fontsize=7)
     ax.invert_yaxis()

@@ -17,7 +17,6 @@ what a model keeps (forgetting), not composition.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def score_split(items: list[Item], sims, logit_scale: float) -> list[dict]:
         rows += [{**r, "subtask": f"{family}/{r['subtask']}"} for r in got]
     # a small world (--eval-scale 0.1) can leave VG-Attribution without a pair of >= 25 cases (NaN):
     # the headline then averages the scores that exist rather than becoming NaN itself
-    scored = [r for r in compositional if not math.isnan(r["value"])]
+    scored = [r for r in compositional if r["value"] is not None]
     if scored:
         rows.append(row(HEADLINE, "accuracy", metrics.macro_mean(r["value"] for r in scored), sum(r["n"] for r in scored)))
     return rows

@@ -49,7 +49,8 @@ class EpochEval:
             for prep in self.prepared:
                 rows = [r for r in score_prepared(prep, encoder) if not r.get("detail")]
                 rows = [r for r in rows if r["subtask"] == HEADLINE] or rows
-                headline.update({f"{prep.bench.name}/{r['subtask']}/{r['metric']}": float(r["value"]) for r in rows})
+                headline.update({f"{prep.bench.name}/{r['subtask']}/{r['metric']}": float(r["value"]) for r in rows
+                                 if r["value"] is not None})
         return headline
 
 
