@@ -27,8 +27,11 @@ def gold_files() -> list[Path]:
 def read_gold(paths: list[Path]) -> list[dict]:
     out = []
     for path in paths:
-        with open(path) as f:
-            out += [json.loads(line) for line in f if line.strip()]
+        try:
+            with open(path, encoding="utf-8") as f:
+                out += [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError) as e:  # not found, not UTF-8, not JSON lines
+            raise SystemExit(f"Error: {path}: cannot read the gold file: {e}") from None
     return out
 
 

@@ -85,6 +85,10 @@ RULES = [
     Rule(r"^python perf/rubric_sample\.py .*--sugarcrepe ~/data/", "error", r"not found",
          "your SugarCrepe download: absent here, so the kit must stop naming the missing file "
          "(tests/test_rubric.py runs it on the vendored SugarCrepe files)"),
+    Rule(r"^python perf/parse_gold\.py$", "rewrite", f"python perf/parse_gold.py --gold {REPO}/tests/data/gold_graphs/coco.jsonl",
+         "the gold set is test data of the repository (not copied to the docs' folder); its COCO half"),
+    Rule(r"^python perf/parse_gold\.py --gold my\.jsonl", "error", r"cannot read the gold file",
+         "your own gold file: none here, so the script must stop naming it"),
     Rule(r"^python perf/rubric_tally\.py review/", "error", r"no such file",
          "a reviewer's labels: none here (tests/test_rubric.py tallies labels it writes)"),
     # sizes: the docs' runs are sized for real training
