@@ -161,12 +161,39 @@ def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | 
             if not line.strip():
                 continue
             try:
-                yield f"{name}:{lineno}", lineno, orjson.loads(line), None
+                value = orjson.loads(line)
             except orjson.JSONDecodeError as e:
                 yield f"{name}:{lineno}", lineno, None, f"invalid JSON: {e}"
+                continue
+            yield f"{name}:{lineno}", lineno, value, repeated_field(line, value)
     finally:
         if sys.stdin is None or stream is not sys.stdin.buffer:
             stream.close()
+
+
+def repeated_field(line: bytes, value: Any) -> str | None:
+    """Why `line` cannot be one record: a field named twice in one object (`{"caption": "a", "caption":
+    "b"}`), which JSON parsers, orjson included, read as the last value without a word. A line as
+    orjson writes it (every mosaictool output) has none and is recognised by one comparison; only
+    other lines (spaces after ':' and ',', escapes) are read again to look."""
+    if not isinstance(value, (dict, list)) or dumps(value) == line.strip():
+        return None
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise KeyError(key)
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(line, object_pairs_hook=pairs)
+    except KeyError as e:
+        return f"field {e.args[0]!r} is given twice in one object (JSON keeps only the last): remove one"
+    except ValueError:  # what orjson accepts and json refuses (none known): orjson's reading stands
+        return None
+    return None
 
 
 def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, str | None]]:

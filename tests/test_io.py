@@ -411,3 +411,19 @@ def test_a_flipped_byte_in_a_parquet_page_is_an_error_not_a_changed_caption(tmp_
     path.write_bytes(bytes(data))
     with pytest.raises(MosaicError, match="caps.parquet"):
         list(read_records(path))
+
+
+def test_a_field_given_twice_in_a_line_is_a_bad_record_not_the_last_value(tmp_path):
+    """JSON parsers keep the last of two equal keys without a word: a record naming its caption twice is
+    one line naming the field, skippable; lines as mosaictool writes them are checked by one comparison."""
+    path = tmp_path / "caps.jsonl"
+    path.write_text('{"id": 1, "caption": "a red cube"}\n{"id": 2, "caption": "a cat", "caption": "a dog"}\n'
+                    '{"id": 3, "texts": {"positives": [{"text": "a"}, {"text": "b"}]}}\n')
+    with pytest.raises(MosaicError, match=r"caps.jsonl:2: field 'caption' is given twice"):
+        list(read_records(path))
+    skips = Skips(enabled=True)
+    assert [r["id"] for r in read_records(path, skips=skips)] == [1, 3]  # the same key in two objects is no repeat
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text('{"id": 1, "graph": {"entities": [{"head": "dog", "head": "cat"}]}}\n')
+    with pytest.raises(MosaicError, match="'head' is given twice"):
+        list(read_records(nested))
