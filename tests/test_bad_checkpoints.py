@@ -223,7 +223,7 @@ MODEL_CONFIGS = [
     ("wide", _sized(vision_cfg={"width": 200_000, "head_width": 1000}), "the model config describes ~"),
     ("long-context", _sized(text_cfg={"context_length": 10**6}), "the model config describes ~"),
     ("huge-image", _sized(vision_cfg={"image_size": 10**6, "patch_size": 1}), "the model config describes ~"),
-    ("not-utf8", b"\xff\xfe{", "invalid JSON: not UTF-8 text (byte 0)"),
+    ("not-utf8", b"\xff\xfe{", "invalid JSON: UTF-16 text (byte-order mark ff fe), not UTF-8"),
     ("folder", None, "model config not found (a folder"),
 ]
 

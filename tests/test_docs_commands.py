@@ -85,6 +85,8 @@ RULES = [
     Rule(r"^python perf/rubric_sample\.py .*--sugarcrepe ~/data/", "error", r"not found",
          "your SugarCrepe download: absent here, so the kit must stop naming the missing file "
          "(tests/test_rubric.py runs it on the vendored SugarCrepe files)"),
+    Rule(r"^mosaictool parse coco_captions\.jsonl", "rewrite", "mosaictool parse world/train/captions.jsonl",
+         "SugarCrepe's COCO captions as records: the world's captions have their format"),
     Rule(r"^python perf/parse_gold\.py$", "rewrite", f"python perf/parse_gold.py --gold {REPO}/tests/data/gold_graphs/coco.jsonl",
          "the gold set is test data of the repository (not copied to the docs' folder); its COCO half"),
     Rule(r"^python perf/parse_gold\.py --gold my\.jsonl", "error", r"cannot read the gold file",
