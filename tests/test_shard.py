@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import mosaictool
 from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
@@ -274,3 +275,45 @@ def test_a_record_naming_itself_as_its_hard_image_is_a_bad_record(tmp_path):
     assert f"{data}:1" in str(e.value) and "hard_images[0]" in str(e.value) and "own id" in str(e.value)
     kept = TrainData.load(str(data), method=methods.create("negclip"), skip_bad=True)
     assert [r["id"] for r in kept.records] == ["img-1", "img-2", "img-3"]
+
+
+class _WorkerTagged:
+    """A loader's collate that also says which worker built the batch (the loader hands each batch to one worker)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, samples):
+        return torch.utils.data.get_worker_info().id, self.collate(samples).indices.tolist()
+
+
+@pytest.mark.parametrize("n", [16, 19])
+def test_every_sample_once_per_epoch_across_2_nodes_2_ranks_2_workers(tmp_path, n):
+    """Shards of 5, 5, 5 and 1 (or 4) samples, read as 2 nodes x 2 ranks (world size 4) with 2 loader workers
+    each. Ranks take slices of one seeded permutation of all the samples, never whole shards, so uneven shards
+    unbalance nothing. The policy for a remainder: each epoch drops the n mod (batch x world) samples at the
+    tail of its permutation (another draw each epoch), as a DataLoader's drop_last does; none is repeated."""
+    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainDataset
+
+    data = make_world(tmp_path / "w", n=n)
+    mosaictool.shard(data, out=tmp_path / "shards", image_root=data.parent, shard_size=5)
+    train_data = TrainData.load(str(tmp_path / "shards"), method=methods.create("mosaiclip"))
+    cfg = SamplerConfig(method=methods.create("mosaiclip"), batch_size=2, seed=3)
+    world, epochs = 4, 2
+    seen: dict[int, list[tuple]] = {epoch: [] for epoch in range(epochs)}  # epoch -> (key, rank, worker) per sample
+    for rank in range(world):
+        plan = BatchPlan(n, cfg, rank=rank, world_size=world, start=0, stop=epochs * (n // 8))
+        dataset = TrainDataset(train_data, cfg, ImageTransform(32, augment=False), lambda texts: torch.zeros(len(texts), 77))
+        loader = torch.utils.data.DataLoader(dataset, batch_sampler=plan, collate_fn=_WorkerTagged(dataset.collate),
+                                             num_workers=2, multiprocessing_context="fork")
+        for g, (worker, indices) in enumerate(loader):
+            seen[g // plan.batches_per_epoch] += [(train_data.records[i]["id"], rank, worker) for i in indices]
+    keys = [rec["id"] for rec in train_data.records]
+    for epoch, samples in seen.items():
+        got = [key for key, _, _ in samples]
+        assert len(got) == len(set(got)) == n - n % 8, epoch  # no sample twice in an epoch
+        assert {(rank, worker) for _, rank, worker in samples} == {(r, w) for r in range(world) for w in range(2)}
+        left_out = [keys[i] for i in plan.permutation(epoch)[n - n % 8:]]
+        assert sorted(got + left_out) == sorted(keys), epoch  # every sample once, or left out by the policy above
+    if n % 8:
+        assert {key for key, _, _ in seen[0]} != {key for key, _, _ in seen[1]}  # another remainder each epoch
