@@ -259,7 +259,8 @@ def test_a_repeated_member_in_a_shard_is_one_line_naming_shard_and_key(sharded, 
     with pytest.raises(MosaicError) as e:
         TrainData.load(str(folder), method=methods.create("mosaiclip"))
     line = str(e.value)
-    assert str(folder / "000000.tar") in line and "000000001" in line and "twice" in line and "\n" not in line
+    assert f"{folder / '000000.tar'}#000000001: key '000000001' again after other samples (000000001.png)" in line
+    assert "mosaictool shard" in line and "\n" not in line
 
 
 def test_a_record_naming_itself_as_its_hard_image_is_a_bad_record(tmp_path):
@@ -317,3 +318,24 @@ def test_every_sample_once_per_epoch_across_2_nodes_2_ranks_2_workers(tmp_path, 
         assert sorted(got + left_out) == sorted(keys), epoch  # every sample once, or left out by the policy above
     if n % 8:
         assert {key for key, _, _ in seen[0]} != {key for key, _, _ in seen[1]}  # another remainder each epoch
+
+
+@pytest.mark.parametrize("cut", ["in-a-member", "in-a-header"])
+def test_training_and_the_text_stages_say_the_same_of_a_broken_tar(sharded, tmp_path, cut):
+    """One tar reader (mosaictool.sources.read_tar): `train --data` and `parse` refuse a cut shard with the
+    same line, up to what to do about it (write it again with `shard`, or leave it out of --data)."""
+    from mosaictool.errors import MosaicError
+    from mosaictool.sources import REDO
+    from mosaictool.training.data import SHARD_REDO
+
+    folder = _copy_shards(sharded[1], tmp_path / "s")
+    tar = folder / "000001.tar"
+    with tarfile.open(tar) as t:
+        last = [m for m in t if m.name.endswith(".png")][-1]
+    tar.write_bytes(tar.read_bytes()[:last.offset_data + 10 if cut == "in-a-member" else last.offset + 256])
+    with pytest.raises(MosaicError) as trained:
+        TrainData.load(str(folder), method=methods.create("mosaiclip"))
+    with pytest.raises(MosaicError) as read:
+        list(mosaictool.read(tar))
+    assert str(trained.value).removesuffix(SHARD_REDO) == str(read.value).removesuffix(REDO)
+    assert str(tar) in str(read.value) and ("truncated" in str(read.value) or "corrupt" in str(read.value))

@@ -29,7 +29,6 @@ import math
 import os
 import random
 import sys
-import tarfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.images import ImageError, image_path, open_image
 from mosaictool.io import Skips, is_parquet, parse_json, read_json, read_records, write_json
 from mosaictool.model.text_ids import key_id, record_key_ids, text_id
-from mosaictool.sources import IMAGE_MEMBERS, IN_TAR_HINT, in_tar, tar_samples
+from mosaictool.sources import IN_TAR_HINT, in_tar, read_tar, tar_samples
 from mosaictool.training.batch import Batch, normalize_images
 
 logger = logging.getLogger(__name__)
@@ -90,53 +89,22 @@ def expand_shards(spec: str) -> list[str]:
     return files
 
 
+SHARD_REDO = "re-create it with `mosaictool shard`, or leave it out of --data"
+
+
 def index_tar(path: str) -> Iterator[tuple[dict, ImageLocation | None]]:
-    """Yield (record, image location) per sample of one tar, in member order; the location is None
-    for a sample without an image member (the caller skips or refuses it)."""
-    redo = "re-create it with `mosaictool shard`, or leave it out of --data"
-    try:
-        tar = tarfile.open(path, "r:")
-    except (tarfile.TarError, OSError) as e:
-        raise MosaicError(f"{path}: not a readable tar shard: {e}; {redo}") from e
-    size = os.path.getsize(path)
-    with tar:
-        pending: dict[str, dict] = {}
-        order: list[str] = []
-        names: set[str] = set()
-        try:
-            for member in tar:
-                if not member.isfile():
-                    continue
-                if member.offset_data + member.size > size:
-                    raise MosaicError(f"{path}: truncated tar shard ({member.name} is cut off at byte {size}); {redo}")
-                base = os.path.basename(member.name)
-                key, _, ext = base.partition(".")
-                key = os.path.join(os.path.dirname(member.name), key)
-                entry = pending.get(key)
-                if entry is None:
-                    entry = pending[key] = {}
-                    order.append(key)
-                if member.name in names:  # which of the two is the sample's? neither is guessed
-                    raise MosaicError(f"{path}: sample {key!r} has {member.name} twice; {redo}")
-                names.add(member.name)
-                if ext == "json":
-                    entry["json"] = parse_json(tar.extractfile(member).read(), f"{path}: {member.name}", hint=redo)
-                elif ext.lower() in IMAGE_MEMBERS:
-                    entry["image"] = ImageLocation(path, member.offset_data, member.size)
-            # tarfile stops quietly at a cut-off header: a whole shard ends with a zero end-of-archive block
-            with open(path, "rb") as f:
-                f.seek(tar.offset)
-                end = f.read(512)
-        except tarfile.TarError as e:
-            raise MosaicError(f"{path}: corrupt tar shard ({e}); {redo}") from None
-        if len(end) < 512 or end.strip(b"\0"):
-            raise MosaicError(f"{path}: truncated or corrupt tar shard (no end-of-archive block after byte {tar.offset}); {redo}")
-        for key in order:
-            entry = pending[key]
-            if not isinstance(entry.get("json"), dict):
-                raise MosaicError(f"{path}: sample {key!r} has no .json member holding a record (was it written by "
-                                  f"`shard`?); {redo}")
-            yield entry["json"], entry.get("image")
+    """Yield (record, image location) per sample of one tar of `shard`'s, in member order (read by
+    mosaictool.sources.read_tar, as the text stages read tars); the location is None for a sample
+    without an image member (the caller skips or refuses it). Any bad sample stops the shard: a
+    `shard` tar holds none."""
+    for sample in read_tar(path, SHARD_REDO):
+        where = f"{path}#{sample.key}"
+        if sample.error is not None:
+            raise MosaicError(f"{where}: {sample.error}; {SHARD_REDO}")
+        record = None if sample.json is None else parse_json(sample.json, f"{where}: {sample.key}.json", hint=SHARD_REDO)
+        if not isinstance(record, dict):
+            raise MosaicError(f"{where}: no .json member holding a record (was it written by `shard`?); {SHARD_REDO}")
+        yield record, None if sample.image_at is None else ImageLocation(path, *sample.image_at)
 
 
 # What Pillow raises for a file that is not an image, truncated or corrupt
