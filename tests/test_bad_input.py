@@ -517,7 +517,7 @@ def train_args(data, out, *extra):
 def test_unusual_images_are_converted(case, world, kind):
     import random
 
-    from mosaictool.training.data import ImageTransform
+    from mosaictool.training.transform import ImageTransform
 
     name = f"odd.{'jpg' if kind == 'cmyk' else 'png'}"
     colour = _odd_image(kind, case.src / name)

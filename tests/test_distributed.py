@@ -30,8 +30,11 @@ def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: boo
     from mosaictool import methods
     from mosaictool.model import openclip
     from mosaictool.training.batch import ContrastiveForward, batch_features
-    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
     from mosaictool.training.distributed import DistInfo, mean_over_ranks
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
 
     bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=0)
     model = ContrastiveForward(bundle.model)

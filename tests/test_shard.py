@@ -14,7 +14,7 @@ from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
-from mosaictool.training.data import TrainData
+from mosaictool.training.traindata import TrainData
 from train_fixtures import make_world, write_tiny_model
 
 
@@ -58,14 +58,14 @@ def test_each_shard_is_indexed_once_per_cache_until_it_changes(sharded, tmp_path
     a load without the cache indexes them itself."""
     import shutil
 
-    from mosaictool.training import data as data_module
+    from mosaictool.training import shards as shards_module
 
     shards = tmp_path / "shards"
     shutil.copytree(sharded[1], shards)
     calls = []
-    real = data_module.index_tar
-    monkeypatch.setattr(data_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
-    cache = data_module.ShardCache()
+    real = shards_module.index_tar
+    monkeypatch.setattr(shards_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
+    cache = shards_module.ShardCache()
     cache.preload(str(shards))
     assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
     first = TrainData.load(str(shards), method=methods.create("mosaiclip"), shards=cache)
@@ -105,7 +105,8 @@ def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
 def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path, monkeypatch):
     """The demo decodes every image once (ShardCache.decode) before forking its runs: a run handed the
     cache then decodes none and trains the same weights as one that decodes its own."""
-    from mosaictool.training import data as data_module
+    from mosaictool.training import loader
+    from mosaictool.training.shards import ShardCache
 
     _, shards = sharded
     model_cfg = write_tiny_model(tmp_path)
@@ -113,15 +114,15 @@ def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path
     common = dict(data=str(shards), model_config=str(model_cfg), method="clip", batch_size=4, steps=3, warmup=1, quiet=True,
                   augment=False)
     own = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "own"), **common)))["state_dict"]
-    cache = data_module.ShardCache()
+    cache = ShardCache()
     assert not cache.decode(str(shards), size, max_bytes=12 * 3 * size * size - 1)  # over the bound
     assert cache.decoded(size) is None
     assert cache.decode(str(shards / "*.tar"), size)  # any spec naming the same tars
     decoded = cache.decoded(size)
     assert decoded.images.shape == (12, 3, size, size) and len(decoded.rows) == 12
     decodes = []
-    real = data_module.TrainDataset._decode
-    monkeypatch.setattr(data_module.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
+    real = loader.TrainDataset._decode
+    monkeypatch.setattr(loader.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
     shared = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "shared"), **common), shards=cache))["state_dict"]
     assert decodes == [] and all(torch.equal(own[k], shared[k]) for k in own)
     # without the cache, or with random crops, the run decodes its own
@@ -294,7 +295,9 @@ def test_every_sample_once_per_epoch_across_2_nodes_2_ranks_2_workers(tmp_path, 
     each. Ranks take slices of one seeded permutation of all the samples, never whole shards, so uneven shards
     unbalance nothing. The policy for a remainder: each epoch drops the n mod (batch x world) samples at the
     tail of its permutation (another draw each epoch), as a DataLoader's drop_last does; none is repeated."""
-    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainDataset
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.transform import ImageTransform
 
     data = make_world(tmp_path / "w", n=n)
     mosaictool.shard(data, out=tmp_path / "shards", image_root=data.parent, shard_size=5)
@@ -326,7 +329,7 @@ def test_training_and_the_text_stages_say_the_same_of_a_broken_tar(sharded, tmp_
     same line, up to what to do about it (write it again with `shard`, or leave it out of --data)."""
     from mosaictool.errors import MosaicError
     from mosaictool.sources import REDO
-    from mosaictool.training.data import SHARD_REDO
+    from mosaictool.training.shards import SHARD_REDO
 
     folder = _copy_shards(sharded[1], tmp_path / "s")
     tar = folder / "000001.tar"
