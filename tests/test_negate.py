@@ -571,3 +571,11 @@ def test_cli_prints_a_summary_line(tmp_path):
     assert len(line) == 1 and f"{n} captions" in line[0] and "no graph negative" in line[0]
     result = runner.invoke(app, ["negate", str(DATA / "input.jsonl"), "-o", str(tmp_path / "m.jsonl"), "--unseen-rate", "2"])
     assert result.exit_code == 1 and "--unseen-rate" in result.output
+
+
+def test_a_pose_is_replaced_by_its_antonym_only():
+    # Reviewers read "two dogs lying on the couch" -> "sleeping on" and "a cat sits on his lap" ->
+    # "laying on" as possibly true: poses are worded loosely, only sitting / standing contradict.
+    sampler = _Sampler(VOCAB, random.Random(0), True)
+    assert {sampler.relation("sitting on", "man", "bench") for _ in range(20)} == {"standing on"}
+    assert sampler.relation("lying on", "dog", "couch") is None
