@@ -10,8 +10,16 @@ k mod n and (k div n + k) mod n, distinct pairs for the first n² = 18.9M, so pa
 repeated texts does not flatter it. Everything is written in a new folder under --work (/tmp by
 default), removed at the end unless --keep.
 
+Memory at a size spaCy would take hours for: `--repeat` takes the 4,345 captions over and over
+instead, so parse's memo parses each once and the run exercises what holds memory per record (the
+readers, the duplicate-id check, the memo, the writers) at 1M records in minutes; `--format jsonl`
+writes JSONL shards (tarfile reads ~1,000 samples a second), `--one-file` writes each stage's output
+to one file (`-o parse.jsonl`) instead of a folder.
+
     python perf/scale_run.py --captions 100000
     python perf/scale_run.py --captions 10000 --stages parse
+    python perf/scale_run.py --captions 1000000 --stages parse --repeat --format jsonl
+    python perf/scale_run.py --captions 1000000 --stages parse --repeat --format jsonl --one-file
 """
 
 from __future__ import annotations
@@ -46,29 +54,38 @@ def real_captions(folder: Path) -> list[str]:
     return list(seen)
 
 
-def caption(k: int, caps: list[str]) -> str:
+def caption(k: int, caps: list[str], repeat: bool = False) -> str:
     n = len(caps)
+    if repeat:
+        return caps[k % n]
     first, second = caps[k % n].split(), caps[(k // n + k) % n].split()
     return " ".join(first[: (len(first) + 1) // 2] + second[len(second) // 2:])
 
 
-def write_corpus(folder: Path, captions: int, per_shard: int, caps: list[str]) -> None:
+def write_corpus(folder: Path, captions: int, per_shard: int, caps: list[str], *, repeat: bool, fmt: str) -> None:
     folder.mkdir(parents=True)
     for shard, start in enumerate(range(0, captions, per_shard)):
+        samples = []
+        for k in range(start, min(start + per_shard, captions)):
+            key = f"{shard:05d}{k - start:04d}"
+            text = caption(k, caps, repeat)
+            samples.append((key, text, {"url": f"https://example.com/{key}.jpg", "caption": text, "key": key, "status": "success"}))
+        if fmt == "jsonl":
+            with open(folder / f"{shard:05d}.jsonl", "w") as f:
+                f.writelines(json.dumps({"id": key, **meta}) + "\n" for key, _, meta in samples)
+            continue
         with tarfile.open(folder / f"{shard:05d}.tar", "w") as tar:
-            for k in range(start, min(start + per_shard, captions)):
-                key = f"{shard:05d}{k - start:04d}"
-                text = caption(k, caps)
-                meta = {"url": f"https://example.com/{key}.jpg", "caption": text, "key": key, "status": "success"}
+            for key, text, meta in samples:
                 for ext, data in (("txt", text.encode()), ("json", json.dumps(meta).encode())):
                     info = tarfile.TarInfo(f"{key}.{ext}")
                     info.size = len(data)
                     tar.addfile(info, io.BytesIO(data))
 
 
-def run_stage(stage: str, source: Path, out: Path) -> tuple[float, float, float]:
-    """(CPU seconds, wall seconds, peak RSS in MB) of `mosaictool STAGE source -o out/`."""
-    cmd = ["nice", "-n", "10", sys.executable, "-m", "mosaictool", stage, str(source), "-o", f"{out}/", "-q", *STAGES[stage]]
+def run_stage(stage: str, source: Path, out: Path, one_file: bool) -> tuple[float, float, float]:
+    """(CPU seconds, wall seconds, peak RSS in MB) of `mosaictool STAGE source -o out/` (or `-o out`)."""
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "mosaictool", stage, str(source), "-o", str(out) if one_file else f"{out}/", "-q",
+           *STAGES[stage]]
     start = time.monotonic()
     proc = subprocess.Popen(cmd)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -87,6 +104,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp"), help="a new folder in it holds the corpus and the outputs")
     ap.add_argument("--keep", action="store_true", help="leave the corpus and outputs in --work")
     ap.add_argument("--sugarcrepe", type=Path, default=SHARED / "benchmarks" / "sugarcrepe" / "data")
+    ap.add_argument("--repeat", action="store_true", help="the real captions over and over, not recombined")
+    ap.add_argument("--format", choices=("tar", "jsonl"), default="tar", help="the corpus's shards")
+    ap.add_argument("--one-file", action="store_true", help="each stage writes one file (-o STAGE.jsonl), not a folder")
     args = ap.parse_args()
     stages = args.stages.split(",")
     if stages != list(STAGES)[: len(stages)]:
@@ -97,16 +117,17 @@ def main() -> None:
         if not caps:
             sys.exit(f"no SugarCrepe captions in {args.sugarcrepe}")
         start = time.monotonic()
-        write_corpus(work / "shards", args.captions, args.per_shard, caps)
+        write_corpus(work / "shards", args.captions, args.per_shard, caps, repeat=args.repeat, fmt=args.format)
         size = sum(p.stat().st_size for p in (work / "shards").iterdir())
-        print(f"corpus: {args.captions} captions in {len(list((work / 'shards').iterdir()))} tars, {size / 2**20:.0f} MiB, "
-              f"written in {time.monotonic() - start:.0f} s ({len(caps)} real captions recombined)")
+        print(f"corpus: {args.captions} captions in {len(list((work / 'shards').iterdir()))} {args.format} shards, "
+              f"{size / 2**20:.0f} MiB, written in {time.monotonic() - start:.0f} s ({len(caps)} real captions "
+              f"{'repeated' if args.repeat else 'recombined'}); outputs: {'one file' if args.one_file else 'a folder'} per stage")
         source, total_cpu = work / "shards", 0.0
         for stage in stages:
-            out = work / stage
-            cpu, wall, rss = run_stage(stage, source, out)
+            out = work / (f"{stage}.jsonl" if args.one_file else stage)
+            cpu, wall, rss = run_stage(stage, source, out, args.one_file)
             total_cpu += cpu
-            lines = sum(1 for p in out.glob("*.jsonl") for _ in p.open("rb"))
+            lines = sum(1 for p in ([out] if args.one_file else out.glob("*.jsonl")) for _ in p.open("rb"))
             assert lines == args.captions, f"{stage} wrote {lines} records of {args.captions}"
             print(f"{stage:9} {args.captions / cpu:8.1f} captions per CPU-second  (CPU {cpu:7.1f} s, wall {wall:7.1f} s, "
                   f"peak RSS {rss:6.0f} MB)")
