@@ -81,22 +81,24 @@ def run_per_shard(stage: Callable[[str], Records], *, name: str, input: str, out
     targets = [folder / output_name(s) for s in mine]
     check_outputs([Write("-o", t) for t in targets], [*(Read("INPUT", s) for s in shards), *reads])
     lock = LOCK_NAME if num_shards == 1 else f".mosaictool-{shard_index}-of-{num_shards}.lock"
-    written = skipped = records = 0
+    written = records = 0
     with folder_lock(folder, f"mosaictool {name} -o {output}", flag="-o", name=lock):
-        bar = progress(zip(mine, targets), desc=name, unit="shard", quiet=quiet, total=len(mine))
-        for shard, target in bar:
-            done = target.with_name(f".{target.name}.done")
-            made = _made_by(name, shard, options)
+        todo = []
+        for shard, target in zip(mine, targets):
             _remove_leftovers(target)
-            if _complete(target, done, made):
-                skipped += 1
-                continue
+            made = _made_by(name, shard, options)
+            if not _complete(target, _done_file(target), made):
+                todo.append((shard, target, made))
+        skipped = len(mine) - len(todo)
+        # the bar counts the shards left, so that its ETA is theirs
+        bar = progress(todo, desc=name, unit="shard", quiet=quiet, total=len(todo))
+        for shard, target, made in bar:
             stage_records = stage(shard)
             with RecordWriter(target) as writer:
                 writer.write_all(stage_records)
             stage_records.skips.report()
-            write_text(done, json.dumps({**made, "records": writer.count, "bytes": target.stat().st_size}, sort_keys=True) + "\n",
-                       flag="-o")
+            record = {**made, "records": writer.count, "bytes": target.stat().st_size}
+            write_text(_done_file(target), json.dumps(record, sort_keys=True) + "\n", flag="-o")
             written += 1
             records += writer.count
             bar.set_postfix_str(f"{records} records")
@@ -110,6 +112,11 @@ def _made_by(name: str, shard: str, options: dict) -> dict:
     st = os.stat(shard)
     return {"stage": name, "version": __version__, "input": os.path.basename(shard), "input_size": st.st_size,
             "input_mtime_ns": st.st_mtime_ns, "options": {k: v for k, v in sorted(options.items()) if k not in NEUTRAL_FLAGS}}
+
+
+def _done_file(target: Path) -> Path:
+    """The record of what made `target` (a dot file: no reader of the folder takes it for a shard)."""
+    return target.with_name(f".{target.name}.done")
 
 
 def _complete(target: Path, done: Path, made: dict) -> bool:
