@@ -174,7 +174,7 @@ def _fields(source: Source, caption_field: str | None, id_field: str | None, tex
     from mosaictool import sources
 
     if (caption_field is not None or id_field is not None) and not (
-            isinstance(source, (str, os.PathLike)) and sources.kind(os.fspath(source))):
+            isinstance(source, (str, os.PathLike)) and sources.kind(os.fspath(source)) not in (None, "jsonl")):
         flag = "--caption-field" if caption_field is not None else "--id-field"
         raise MosaicError(f"{flag} names a field of WebDataset tars and of CSV, TSV or Parquet tables; JSONL records "
                           "(and records in memory) are read as they are: name their caption field with --text-key")

@@ -84,10 +84,11 @@ def _release(lock, path: Path) -> None:
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike, what: str, *, flag: str = "--out",
-                wait: Callable[[str], None] | None = None) -> Iterator[Path]:
+                wait: Callable[[str], None] | None = None, name: str = LOCK_NAME) -> Iterator[Path]:
     """Hold the lock of `folder` (created if missing) for the block. Held by another process: a
     MosaicError naming it, or with `wait` a call `wait(holder)` and then waiting for it. A folder this
-    call created and the block left empty is removed again."""
+    call created and the block left empty is removed again. `name`: the lock file's, for writers that
+    share a folder by writing disjoint parts of it (a stage's --shard-index runs)."""
     from filelock import Timeout
 
     folder = Path(folder)
@@ -98,7 +99,7 @@ def folder_lock(folder: str | os.PathLike, what: str, *, flag: str = "--out",
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise MosaicError(f"{flag} {folder}: cannot create the folder ({e.strerror or e})") from e
-    path = folder / LOCK_NAME
+    path = folder / name
     lock = _lock(path, what)
     try:
         _acquire(lock, 0)

@@ -18,6 +18,8 @@
   {bytes, path}`, any binary column) is never read: each row's value becomes a reference
   `<file as given>#<row index from 0>` (`train.parquet#12`, the index pyarrow's `take` and 🤗's
   `dataset[12]` use), so no image bytes reach a text output.
+- Several JSONL files (a stage's per-shard output, `graphs/`): a folder of .jsonl/.jsonl.gz files
+  (sorted by name), a brace pattern or a glob; read in turn as one input.
 
 Each reader yields io's raw records: (location, number, value, error). A bad sample or row is one
 location (`shards/00000.tar#000000123`, `caps.csv:7`, `caps.parquet:row 3`) with its error, which
@@ -50,6 +52,7 @@ IMAGE_EXTENSIONS = frozenset({"jpg", "jpeg", "png", "webp", "bmp", "gif", "tif",
 IMAGE_MEMBERS = IMAGE_EXTENSIONS | {"img"}  # a tar sample's image: shard stores an image of another format as .img
 TEXT_MEMBER_LIMIT = 64 << 20  # a .txt or .json member above this is no caption or metadata: refused, never read
 TABLE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 ROW = object()  # the id column when a table has none: the row's number
 
 
@@ -66,17 +69,42 @@ class Fields:
 
 
 def kind(path: str) -> str | None:
-    """'tar', 'table' or 'parquet' for what this module reads; None for JSONL (io reads it)."""
+    """'tar', 'table', 'parquet' or 'jsonl' (several JSONL files: a folder of them, a brace pattern or
+    glob) for what this module reads; None for one JSONL file (io reads it). A folder holds shards of
+    one kind: its .tar files (img2dataset's, beside which its .parquet files are metadata), else its
+    .jsonl/.jsonl.gz files (a stage's per-shard output), else its .parquet files."""
     if path == "-":
         return None
+    if os.path.isdir(path):
+        return _folder_kind(path)
     lower = path.lower()
     if lower.endswith(".parquet"):
         return "parquet"
     if lower.endswith(TABLE_SUFFIXES):
         return "table"
-    if lower.endswith(".tar") or os.path.isdir(path):
+    if lower.endswith(".tar"):
         return "tar"
+    if not os.path.exists(path) and any(c in path for c in "{*?["):
+        return "jsonl"
     return None
+
+
+def _folder_kind(folder: str) -> str:
+    names = [n.lower() for n in os.listdir(folder) if not n.startswith(".")]
+    if any(n.endswith(".tar") for n in names):
+        return "tar"
+    if any(n.endswith(JSONL_SUFFIXES) for n in names):
+        return "jsonl"
+    if any(n.endswith(".parquet") for n in names):
+        return "parquet"
+    return "tar"  # tar_paths says the folder holds no shards
+
+
+def _folder_files(folder: str, suffixes: tuple[str, ...]) -> list[str]:
+    """A folder's files of these suffixes, sorted by name; dot files (a writer's temporary files and
+    completion records) are never shards."""
+    return sorted(os.path.join(folder, n) for n in os.listdir(folder)
+                  if n.lower().endswith(suffixes) and not n.startswith(".") and os.path.isfile(os.path.join(folder, n)))
 
 
 IN_TAR_HINT = "an image inside a WebDataset tar, where it stays: train on it with `train --data SHARDS --texts FILE`"
@@ -88,18 +116,41 @@ def in_tar(image: str) -> bool:
 
 
 def input_files(path: str) -> list[str]:
-    """The files `path` stands for (a folder or pattern: each file), for the check that no output replaces one."""
+    """The files `path` stands for (a folder or pattern: each file, in order), for the check that no
+    output replaces one, and as the shards of a per-shard run."""
     what = kind(path)
-    return tar_paths(path) if what == "tar" else expand(path) if what else [path]
+    if what == "tar":
+        return tar_paths(path)
+    if what is None:
+        return [path]
+    if os.path.isdir(path):
+        return _folder_files(path, JSONL_SUFFIXES if what == "jsonl" else (".parquet",))
+    return expand(path)
 
 
 def raw_records(path: str, fields: Fields) -> Iterator[Raw]:
-    """The raw records of a tar spec, or of CSV/TSV or Parquet files (one, or a pattern of them: 🤗's
-    `data/train-*.parquet`), see the module's docstring."""
+    """The raw records of a tar spec, of several JSONL files, or of CSV/TSV or Parquet files (one, or a
+    pattern of them: 🤗's `data/train-*.parquet`), see the module's docstring."""
     what = kind(path)
     if what == "tar":
         return _tars(path, fields)
-    return _tables(expand(path), _parquet if what == "parquet" else _delimited, fields)
+    if what == "jsonl":
+        return _jsonl_files(input_files(path))
+    return _tables(input_files(path), _parquet if what == "parquet" else _delimited, fields)
+
+
+def _jsonl_files(files: list[str]) -> Iterator[Raw]:
+    """The records of several JSONL files in turn (io reads each), numbered on from one file to the
+    next (so that --assign-ids numbers stay unique)."""
+    from mosaictool.io import _raw_records
+
+    before = 0
+    for path in files:
+        check_input_file(path)
+        last = 0
+        for where, last, value, error in _raw_records(path):
+            yield where, before + last, value, error
+        before += last
 
 
 def expand(spec: str) -> list[str]:
@@ -130,8 +181,8 @@ def tar_paths(spec: str) -> list[str]:
     if os.path.isdir(spec):
         tars = sorted(os.path.join(spec, n) for n in os.listdir(spec) if n.lower().endswith(".tar"))
         if not tars:
-            raise MosaicError(f"{spec}: is a directory holding no .tar shards; give the JSONL or Parquet file inside it, "
-                              "or a folder of WebDataset .tar shards")
+            raise MosaicError(f"{spec}: is a directory holding no shards (.tar, .jsonl, .jsonl.gz or .parquet files); give the "
+                              "JSONL or Parquet file inside it, or a folder of shards")
         return tars
     return expand(spec)
 

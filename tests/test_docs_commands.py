@@ -58,6 +58,8 @@ class Rule:
 RULES = [
     Rule(r"^pip install .*", "skip", "", "CI runs the install line itself (.ci/run), in a fresh virtualenv"),
     Rule(r"^python -m pytest\b.*", "skip", "", "the test suite itself: running it here would recurse"),
+    Rule(r"^python perf/scale_run\.py.*", "skip", "",
+         "generates a corpus of 10^4-10^6 captions and measures the text stages on it for many minutes; perf/ prints figures"),
     Rule(r"^python perf/run_all\.py.*", "skip", "",
          "measures for minutes on purpose; perf/ prints figures, nothing in it is a test"),
     Rule(r"^(python perf/gpu_train\.py)$", "rewrite", r"\1 --methods clip --steps 3 --skip 1 --no-open-clip",

@@ -24,7 +24,19 @@ InputArg = Annotated[str, typer.Argument(
 OutputOpt = Annotated[
     str, typer.Option("--output", "-o", help="Output path: .jsonl, .jsonl.gz or .parquet; '-' (default) is stdout JSONL. "
                                             "Written whole or not at all; a symlink's target is replaced (the link stays); "
-                                            "an input of the command is refused.")
+                                            "an input of the command is refused. A folder, ending in '/', gets one JSONL "
+                                            "per input shard (shards/00042.tar -> graphs/00042.jsonl), and a rerun skips "
+                                            "the shards already done: `-o graphs/`.")
+]
+NumShardsOpt = Annotated[
+    int, typer.Option("--num-shards", help="Split the input's shards over N independent runs (a SLURM job array, several "
+                                          "nodes): this run takes the shards at positions --shard-index, +N, +2N, ... of "
+                                          "the input's order (a folder's: by name). Needs -o FOLDER/; the N runs' files "
+                                          "together are the one-run output. Example: --num-shards 8 --shard-index "
+                                          "$SLURM_ARRAY_TASK_ID -o graphs/")
+]
+ShardIndexOpt = Annotated[
+    int, typer.Option("--shard-index", help="Which of the --num-shards runs this is, from 0 to N-1 (e.g. $SLURM_ARRAY_TASK_ID).")
 ]
 SkipBadOpt = Annotated[
     bool, typer.Option("--skip-bad", help="Skip bad records (counted and reported on stderr) instead of stopping.")
@@ -135,6 +147,21 @@ def write_stage(records: Records, *, input: str, output: str, reads: Iterable[Re
         writer.write_all(records)
     records.skips.report()
     return writer.count
+
+
+def run_stage(stage: Callable[[str, bool], Records], *, name: str, input: str, output: str, reads: Iterable[Read] = (),
+              flags: dict, num_shards: int = 1, shard_index: int = 0, quiet: bool = False) -> None:
+    """Run a text stage, `stage(source, quiet)` (a mosaictool.api function), into -o: one file, or a
+    folder of one file per input shard (mosaictool.cli.per_shard) that a rerun continues; `flags`:
+    the command's, which a shard's output is recorded as made with."""
+    from mosaictool.cli.per_shard import check_partition, per_shard_output, run_per_shard
+
+    check_partition(num_shards, shard_index, output)
+    if not per_shard_output(output):
+        write_stage(stage(input, quiet), input=input, output=output, reads=reads)
+        return
+    run_per_shard(lambda shard: stage(shard, True), name=name, input=input, output=output, reads=reads, options=flags,
+                  num_shards=num_shards, shard_index=shard_index, quiet=quiet)
 
 
 def not_implemented(name: str, issue: int) -> Callable:

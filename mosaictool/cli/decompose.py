@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
+from mosaictool.cli.common import InputArg, NumShardsOpt, OutputOpt, QuietOpt, ShardIndexOpt, SkipBadOpt, handles_errors, run_stage
 from mosaictool.paths import read_path
 
 
@@ -30,6 +30,8 @@ def decompose_cli(
     ] = None,
     max_keys: Annotated[int, typer.Option(help="Most sub-graph keys per record (those dropping the fewest words are kept).")] = 256,
     skip_bad: SkipBadOpt = False,
+    num_shards: NumShardsOpt = 1,
+    shard_index: ShardIndexOpt = 0,
     quiet: QuietOpt = False,
 ) -> None:
     """Split each caption's scene graph into positive sub-graphs (MosaiCLIP §3.3).
@@ -50,10 +52,16 @@ def decompose_cli(
       mosaictool decompose --max 5 --no-caption graphs.jsonl -o subgraphs.parquet
 
       mosaictool decompose --vocab worldvocab/ graphs.jsonl -o subgraphs.jsonl
+
+      mosaictool decompose graphs/ -o subgraphs/   # parse's per-shard folder, shard by shard
     """
-    subgraphs = api.decompose(input, max_subgraphs=max_subgraphs, caption=caption, seed=seed, text_key=text_key, vocab=vocab,
-                              max_keys=max_keys, skip_bad=skip_bad, quiet=quiet)
-    write_stage(subgraphs, input=input, output=output, reads=read_path("--vocab", vocab))
+    flags = dict(locals())  # the command line, which a per-shard output records
+    def stage(source: str, quiet: bool):
+        return api.decompose(source, max_subgraphs=max_subgraphs, caption=caption, seed=seed, text_key=text_key, vocab=vocab,
+                             max_keys=max_keys, skip_bad=skip_bad, quiet=quiet)
+
+    run_stage(stage, name="decompose", input=input, output=output, reads=read_path("--vocab", vocab), flags=flags, num_shards=num_shards,
+              shard_index=shard_index, quiet=quiet)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
+from mosaictool.cli.common import InputArg, NumShardsOpt, OutputOpt, QuietOpt, ShardIndexOpt, SkipBadOpt, handles_errors, run_stage
 from mosaictool.paths import read_path
 
 
@@ -39,6 +39,8 @@ def negate_cli(
     batch_size: Annotated[int, typer.Option(help="Captions per batch (spaCy nlp.pipe).")] = 256,
     workers: Annotated[int, typer.Option(help="Worker processes; the output never depends on it.")] = 1,
     skip_bad: SkipBadOpt = False,
+    num_shards: NumShardsOpt = 1,
+    shard_index: ShardIndexOpt = 0,
     quiet: QuietOpt = False,
 ) -> None:
     """Make hard negatives for each caption's positive sub-graphs (MosaiCLIP §3.4, App. B).
@@ -59,14 +61,21 @@ def negate_cli(
       mosaictool negate --max 6 --seed 0 subgraphs.jsonl > negatives.jsonl
 
       mosaictool negate --text negclip,replace --vocab myvocab/ subgraphs.jsonl -o negs.parquet
+
+      mosaictool negate subgraphs/ -o negatives/   # decompose's per-shard folder, shard by shard
     """
+    flags = dict(locals())  # the command line, which a per-shard output records
     from mosaictool.stages.negate import NegateStats
 
     stats = NegateStats()
-    negatives = api.negate(input, max_negatives=max_negatives, probs=probs, text=text, uniform=uniform, vocab=vocab, seed=seed,
-                           text_key=text_key, model=model, batch_size=batch_size, workers=workers, skip_bad=skip_bad,
-                           quiet=quiet, unseen_rate=unseen_rate, stats=stats)
-    write_stage(negatives, input=input, output=output, reads=[*read_path("--vocab", vocab), *read_path("--model", model)])
+
+    def stage(source: str, quiet: bool):
+        return api.negate(source, max_negatives=max_negatives, probs=probs, text=text, uniform=uniform, vocab=vocab, seed=seed,
+                          text_key=text_key, model=model, batch_size=batch_size, workers=workers, skip_bad=skip_bad,
+                          quiet=quiet, unseen_rate=unseen_rate, stats=stats)
+
+    run_stage(stage, name="negate", input=input, output=output, reads=[*read_path("--vocab", vocab), *read_path("--model", model)],
+              flags=flags, num_shards=num_shards, shard_index=shard_index, quiet=quiet)
     if not quiet:
         typer.echo(f"negate: {stats.line()}", err=True)
 

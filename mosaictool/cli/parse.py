@@ -7,7 +7,17 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import AssignIdsOpt, InputArg, OutputOpt, QuietOpt, SkipBadOpt, handles_errors, write_stage
+from mosaictool.cli.common import (
+    AssignIdsOpt,
+    InputArg,
+    NumShardsOpt,
+    OutputOpt,
+    QuietOpt,
+    ShardIndexOpt,
+    SkipBadOpt,
+    handles_errors,
+    run_stage,
+)
 from mosaictool.paths import read_path
 
 
@@ -40,6 +50,8 @@ def parse_cli(
              "(a column; default: 'id', else 'key', else the row number). Example: --id-field SAMPLE_ID (LAION's).")] = None,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
+    num_shards: NumShardsOpt = 1,
+    shard_index: ShardIndexOpt = 0,
     quiet: QuietOpt = False,
 ) -> None:
     """Parse captions into text scene graphs with SceneGraphParser (objects, attributes, relations).
@@ -57,12 +69,20 @@ def parse_cli(
 
       mosaictool parse 'cc3m/{00000..00331}.tar' -o graphs.parquet   # img2dataset's shards: key, .txt caption
 
+      mosaictool parse cc3m/ -o graphs/   # one graphs/NNNNN.jsonl per shard; a rerun skips those done
+
+      mosaictool parse cc3m/ -o graphs/ --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID   # a job array's part
+
       mosaictool parse laion-part-00000.parquet --caption-field TEXT --id-field SAMPLE_ID -o graphs.parquet
     """
-    graphs = api.parse(input, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
-                       repairs=repairs and spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
-                       caption_field=caption_field, id_field=id_field, quiet=quiet)
-    write_stage(graphs, input=input, output=output, reads=read_path("--model", model))
+    flags = dict(locals())  # the command line, which a per-shard output records
+    def stage(source: str, quiet: bool):
+        return api.parse(source, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
+                         repairs=repairs and spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
+                         caption_field=caption_field, id_field=id_field, quiet=quiet)
+
+    run_stage(stage, name="parse", input=input, output=output, reads=read_path("--model", model), flags=flags, num_shards=num_shards,
+              shard_index=shard_index, quiet=quiet)
 
 
 def register(app: typer.Typer) -> None:
