@@ -60,8 +60,9 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None):
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
     true or false, a list for a path, are MosaicError naming the flag, not a traceback
     from deep inside (or a run on a value the command line could not have given). `config`: the
-    dataclass whose declared bounds word the message for its fields (TrainConfig's `--steps`:
-    "a whole number >= 1"). Built on the first call: `import mosaictool` stays cheap."""
+    dataclass whose settings `fn` takes as keywords (**settings), checked by their fields' types, and
+    whose declared bounds word the message (TrainConfig's `--steps`: "a whole number >= 1"). Built
+    on the first call: `import mosaictool` stays cheap."""
     if fn is None:
         return functools.partial(_typed, config=config)
     signature = inspect.signature(fn)
@@ -74,11 +75,13 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None):
 
         hints = typing.get_type_hints(fn)
         declared = typing.get_type_hints(config(), include_extras=True) if config else {}
+        if config:  # its settings, given as keywords (**settings)
+            hints = {**_setting_types(config()), **hints}
         # NaN and inf pass here: each function bounds its numbers, with the message naming the bound
         strict = ConfigDict(strict=True, arbitrary_types_allowed=True)
         return {name: (TypeAdapter(tp, config=strict), FLAGS.get(name, "--" + name.replace("_", "-")),
                        rule(declared[name]) if name in declared and not _takes_str(tp) else _words(tp), _takes_str(tp))
-                for name, tp in hints.items() if name in signature.parameters and name not in _UNCHECKED}
+                for name, tp in hints.items() if (name in signature.parameters or config) and name not in _UNCHECKED}
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -88,8 +91,12 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None):
             bound = signature.bind(*args, **kwargs)
         except TypeError:  # an unknown keyword, a missing argument: Python's own TypeError, raised by the call
             return fn(*args, **kwargs)
-        for name, value in bound.arguments.items():
-            if name not in checks():
+        given = dict(bound.arguments)
+        for name, p in signature.parameters.items():
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                given.update(given.pop(name, {}))
+        for name, value in given.items():
+            if name not in checks() or (config and isinstance(value, config())):  # train(TrainConfig(...)): checked whole
                 continue
             adapter, flag, words, takes_str = checks()[name]
             if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
@@ -500,32 +507,53 @@ def _train_config() -> type:
     return TrainConfig
 
 
+def _setting_types(config: type) -> dict[str, object]:
+    """The type each TrainConfig setting takes from Python: the field's, a path also as os.PathLike,
+    a structured one also as its flag text (crop_scale="0.9,1" or (0.9, 1)); None where the field
+    has no default (data, out: the API's "not given")."""
+    from mosaictool.training.config import flag_fields
+
+    hints = typing.get_type_hints(config)
+    types_ = {}
+    for f in flag_fields(config):
+        tp = hints[f.name]
+        if f.metadata.get("path"):
+            tp = Union[tuple(os.PathLike if t is str else t for t in _options(tp)) + (str,)]
+        if f.metadata.get("text") is not None:
+            tp = Union[str, Sequence[typing.get_args(tp)[0]]]
+        types_[f.name] = Union[tp, None] if f.default is dataclasses.MISSING else tp
+    return types_
+
+
 @_typed(config=_train_config)
-def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
-          image_root: PathLike | None = None, texts: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
-          model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
-          record_hard_images: bool | None = None, batch_size: int = 32, epochs: int = 5, steps: int | None = None,
-          lr: float | None = None, optimizer: str = "adamw", momentum: float = 0.9, wd: float = 0.1, warmup: int = 50,
-          grad_clip: float = 1.0, accum_freq: int = 1, precision: str = "fp32", grad_checkpointing: bool = False,
-          lock_image: bool = False, lock_text: bool = False, lora: int = 0, augment: bool = True,
-          images_on_device: bool = False, crop_scale: str | Sequence[float] = "0.8,1", local_loss: bool = False,
-          merge_equal_texts: bool | None = None, seed: int = 0, device: str | None = None, num_workers: int = 0,
-          save_every: int = 0, log_every: int = 1, report_to: str | None = None, eval_bench: str | None = None,
-          eval_data_root: PathLike | None = None, resume: PathLike | None = None, skip_bad: bool = False,
-          allow_outside_root: bool = False, quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
+def train(data: PathLike | None = None, *, resume: PathLike | None = None, given: Iterable[str] | None = None, **settings) -> Path:
     """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
     `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
-    The method's own options are keywords too (`max_pos=3` is --max-pos). With `recipe`, the
-    recipe fills every setting except those in `given` (default: the ones that differ from their
-    defaults here).
+    The keywords are TrainConfig's settings (`batch_size=8` is --batch-size 8), with their defaults,
+    and the method's own options (`max_pos=3` is --max-pos); `data` may also be a whole TrainConfig
+    (keywords then replace its settings). With `recipe`, the recipe fills every setting except those
+    in `given` (default: the ones that differ from their defaults).
 
     >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
     runs/tiny/final.pt
     """
+    from mosaictool import methods
     from mosaictool.training import TrainConfig, with_recipe
     from mosaictool.training import train as run_training
+    from mosaictool.training.config import flag_fields
 
+    fields = {f.name: f for f in flag_fields(TrainConfig)}
+    if isinstance(data, TrainConfig):
+        settings = {**{name: getattr(data, name) for name in fields}, "method_options": data.method_options, **settings}
+        data = settings.pop("data")
+    method_options = {**settings.pop("method_options", {}), **{k: settings.pop(k) for k in list(settings) if k not in fields}}
+    unknown = sorted(set(method_options) - set(methods.all_options()))
+    if unknown:  # neither a setting nor any method's option: as Python says of any function's unknown keyword
+        raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}")
     method_options = {k: v for k, v in method_options.items() if v is not None}
+    defaults = {name: f.default for name, f in fields.items() if f.default is not dataclasses.MISSING}
+    settings = {**defaults, **settings, "data": data}
+    out, recipe = settings.pop("out", None), settings.pop("recipe")
     if resume:
         resume = os.fspath(resume)
         if out and os.fspath(out) != resume:
@@ -534,32 +562,19 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
         if stored:
             flags = ", ".join("--" + g.replace("_", "-") for g in stored)
             raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
-        cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, device=device, num_workers=num_workers,
-                          quiet=quiet, report_to=report_to)
+        cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, **{k: settings[k] for k in ("device", "num_workers", "quiet",
+                                                                                                       "report_to")})
         return run_training(cfg, resume=True)
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
-    settings = dict(
-        image_root=image_root, texts=texts, allow_outside_root=allow_outside_root, skip_bad=skip_bad, model=model,
-        pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images,
-        record_hard_images=record_hard_images,
-        batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
-        warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
-        grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
-        images_on_device=images_on_device, crop_scale=crop_scale, local_loss=local_loss,
-        merge_equal_texts=merge_equal_texts, seed=seed, device=device, num_workers=num_workers, save_every=save_every,
-        log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
-    )
-    settings["crop_scale"] = _pair(crop_scale, "--crop-scale")
+    settings["crop_scale"] = _pair(settings["crop_scale"], "--crop-scale")
     if given is None:
-        defaults = {name: p.default for name, p in inspect.signature(train).parameters.items()}
-        defaults["crop_scale"] = _pair(defaults["crop_scale"], "--crop-scale")
-        given = [name for name, value in settings.items() if value != defaults[name]]
-    for name in ("image_root", "texts", "model_config", "eval_data_root"):
-        if settings[name] is not None:
+        given = [name for name, value in settings.items() if name in defaults and value != defaults[name]]
+    for name, f in fields.items():
+        if f.metadata.get("path") and settings.get(name) is not None:
             settings[name] = os.fspath(settings[name])
-    settings["grad_clip"] = grad_clip or None
-    cfg = TrainConfig(data=os.fspath(data), out=os.fspath(out), method=method, method_options=method_options, **settings)
+    settings["grad_clip"] = settings["grad_clip"] or None
+    cfg = TrainConfig(out=os.fspath(out), method_options=method_options, **settings)
     if recipe:
         cfg = with_recipe(cfg, recipe, set(given))
     return run_training(cfg)
