@@ -43,9 +43,10 @@ PathLike = Union[str, os.PathLike]
 
 __all__ = [
     "Records", "Shards", "TextsReport", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "texts_report",
-    "shard", "world",
-    "train", "wise_ft", "evaluate", "tree_score", "demo",
+    "world", "shard", "train", "wise_ft", "evaluate", "tree_score", "demo",
 ]
+# The commands that have no function here (tests/test_api.py: with the functions above, the commands of the app)
+COMMANDS_ONLY = ("import", "vocab", "probe")
 
 
 # The flag a keyword stands for, where it is not `--` + its name with dashes

@@ -22,8 +22,8 @@ from train_fixtures import write_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTIONS = REPO / "examples" / "captions.jsonl"
-FUNCTIONS = ["read", "write", "parse", "decompose", "negate", "template", "texts_report", "world", "shard", "train", "wise_ft", "evaluate",
-             "tree_score", "demo"]
+# one function per command that makes or uses data, and read/write; in the order of docs/api.md
+FUNCTIONS = [name for name in api.__all__ if inspect.isfunction(getattr(api, name))]
 
 
 def cli(runner, *args) -> str:
@@ -70,6 +70,19 @@ def test_import_is_cheap_and_exports_the_api():
     exported = set(lines[2].split())
     # world and demo are mosaictool.api.world / .demo: mosaictool.world and mosaictool.demo are packages
     assert exported >= set(FUNCTIONS) - {"world", "demo"} and "MosaicError" in exported
+
+
+def test_the_functions_are_the_apps_commands_in_every_list():
+    """The app's registered commands are the one list: each is an API function (its name with _) or
+    one of api.COMMANDS_ONLY; mosaictool's lazy names are the same functions (world and demo are
+    packages there); docs/api.md has a section per function (checked with FUNCTIONS below)."""
+    from typer.main import get_command
+
+    commands = set(get_command(app).commands)
+    assert commands == {n.replace("_", "-") for n in FUNCTIONS} - {"read", "write"} | set(api.COMMANDS_ONLY)
+    assert set(mosaictool._API) == set(FUNCTIONS) - {"world", "demo"}
+    sections = re.findall(r"^## (\w+)\(", (REPO / "docs" / "api.md").read_text(), flags=re.M)
+    assert sections == FUNCTIONS
 
 
 def test_graph_stages_give_the_cli_bytes(runner, captions, tmp_path):
