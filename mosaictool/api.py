@@ -3,8 +3,11 @@ checks, errors and output, and `read` / `write` for records (`vocab`, `probe bui
 audit` are commands only).
 
 Each function takes what its command takes, by the same names as the command's flags (`--max-chars`
-is `max_chars=`), and raises the same `MosaicError` with the same message where the command would
-print `Error: ...` and exit 1. The command line is a thin layer over these functions: it parses
+is `max_chars=`), and raises the same `MosaicError` where the command would print `Error: ...` and
+exit 1, its message naming the arguments the caller passed where the command's names its flags
+(`decompose(max_subgraphs=0)`: "max_subgraphs must be at least 1", where `decompose --max 0` says
+"--max must be at least 1"). Lists are lists (`probs=[0.15, 0.425, 0.425]`, `alpha=[0, 0.5]`), or
+the command line's comma-separated text. The command line is a thin layer over these functions: it parses
 flags, opens stdin/stdout, shows progress and prints reports.
 
 Record stages (`read`, `parse`, `decompose`, `negate`, `template`, `tree_score`) take a `source`: a
@@ -23,13 +26,16 @@ Each function imports what it needs when it runs, so `mosaictool.read` never loa
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
 import os
+import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -51,22 +57,74 @@ COMMANDS_ONLY = ("import", "vocab", "probe")
 
 # The flag a keyword stands for, where it is not `--` + its name with dashes
 FLAGS = {"max_subgraphs": "--max", "max_negatives": "--max", "checkpoints": "--checkpoint", "source": "INPUT",
-         "caption": "--caption/--no-caption", "path": "path", "augment": "--augment/--no-augment"}
+         "caption": "--caption/--no-caption", "path": "path", "augment": "--augment/--no-augment", "experiments": "--experiment"}
+# True while a command runs (mosaictool.cli): errors keep the flags' words the command line was given
+_FLAG_WORDS = contextvars.ContextVar("mosaictool_flag_words", default=False)
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*(?:/--[a-z][a-z0-9-]*)?")
+
+
+@contextlib.contextmanager
+def flag_words():
+    """Inside, API errors name the command's flags (`--max`), not the arguments (`max_subgraphs`):
+    the CLI's vocabulary, for the command line that calls these functions."""
+    token = _FLAG_WORDS.set(True)
+    try:
+        yield
+    finally:
+        _FLAG_WORDS.reset(token)
+
+
+def _argument_table(names: Iterable[str]) -> dict[str, str]:
+    """flag -> the argument it stands for: --max-chars -> max_chars, --no-augment -> augment=False."""
+    table = {}
+    for name in names:
+        flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+        table["--no-" + name.replace("_", "-")] = f"{name}=False"
+        for part in flag.split("/"):
+            table[part] = f"{name}=False" if part.startswith("--no-") else name
+        table[flag] = name
+    return table
+
+
+def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicError:
+    """`error` with the flags of its message named as the caller's arguments, unless a command runs;
+    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags."""
+    if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
+        parts = error.args[0].split("`")
+        def word(flag: str) -> str:  # --max-pos/--max-neg: each named
+            return table.get(flag) or "/".join(table.get(f, f) for f in flag.split("/"))
+
+        parts[::2] = [_FLAG.sub(lambda m: word(m.group(0)), p) for p in parts[::2]]
+        error.args = ("`".join(parts), *error.args[1:])
+    return error
 # Arguments streamed or checked by the function itself (records, each checked as it is read)
 _UNCHECKED = {"source", "records", "return"}
 
 
-def _typed(fn=None, *, config: Callable[[], type] | None = None):
+def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):
     """Check every argument against `fn`'s annotations before it runs, as the command line's flag
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
     true or false, a list for a path, are MosaicError naming the flag, not a traceback
     from deep inside (or a run on a value the command line could not have given). `config`: the
     dataclass whose settings `fn` takes as keywords (**settings), checked by their fields' types, and
     whose declared bounds word the message (TrainConfig's `--steps`: "a whole number >= 1"). Built
-    on the first call: `import mosaictool` stays cheap."""
+    on the first call: `import mosaictool` stays cheap. Errors name the arguments (_in_argument_words):
+    `fn`'s parameters and `names()`, the keywords it takes as **settings.
+
+    Not pydantic.validate_call (strict, with this ConfigDict): it raises a ValidationError of 4 to 8
+    lines ("1 validation error for f / batch_size / Input should be a valid integer [type=int_type,
+    ...] / For further information visit https://errors.pydantic.dev/..."), not one MosaicError
+    line in the words of the bounds; a wrong path is two errors with pydantic's internal schema
+    ("path.lax-or-strict[lax=union[...]]"); an unknown keyword is a ValidationError, not Python's
+    TypeError. The validation itself is pydantic's (TypeAdapter, strict) here too."""
     if fn is None:
-        return functools.partial(_typed, config=config)
+        return functools.partial(_typed, config=config, names=names)
     signature = inspect.signature(fn)
+
+    @functools.cache
+    def arguments() -> dict[str, str]:
+        own = [n for n, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        return _argument_table([*own, *(names() if names else ())])
 
     @functools.cache
     def checks() -> dict[str, tuple]:
@@ -86,6 +144,15 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None):
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        try:
+            result = check_and_call(*args, **kwargs)
+        except MosaicError as e:
+            raise _in_argument_words(e, arguments()) from e.__cause__
+        if isinstance(result, Records):  # its errors come as it is read
+            result.arguments = arguments()
+        return result
+
+    def check_and_call(*args, **kwargs):
         from pydantic import ValidationError
 
         try:
@@ -143,9 +210,13 @@ class Records(Iterator[dict]):
         self._records = iter(records)
         self.skips = skips
         self.inputs = inputs  # the files read, so that `write` refuses to replace one of them
+        self.arguments: Mapping[str, str] = {}  # flag -> argument of the function that made it (its errors' words)
 
     def __next__(self) -> dict:
-        return next(self._records)
+        try:
+            return next(self._records)
+        except MosaicError as e:
+            raise _in_argument_words(e, self.arguments) from e.__cause__
 
 
 def _lazy_progress(records: Iterable[dict], *, desc: str, unit: str, quiet: bool) -> Iterator[dict]:
@@ -526,7 +597,15 @@ def _setting_types(config: type) -> dict[str, object]:
     return types_
 
 
-@_typed(config=_train_config)
+def _train_keywords() -> list[str]:
+    """train's keywords besides its own parameters: TrainConfig's settings and every method's options."""
+    from mosaictool import methods
+    from mosaictool.training.config import flag_fields
+
+    return [*(f.name for f in flag_fields(_train_config())), *methods.all_options()]
+
+
+@_typed(config=_train_config, names=_train_keywords)
 def train(data: PathLike | None = None, *, resume: PathLike | None = None, given: Iterable[str] | None = None, **settings) -> Path:
     """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
     `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
@@ -637,18 +716,12 @@ def _model_specs(checkpoints: Sequence[str], model: str | None, pretrained: str 
     return specs
 
 
-# What each benchmark reads under data_root (its layout in `evaluate --list`); any other: the folder of its name.
-DATA_NAMES = {"aro": ("aro/", "coco/", "flickr30k/"), "retrieval": ("aro/", "coco/", "flickr30k/"),
-              "sugarcrepe": ("sugarcrepe/", "coco/"), "valse": ("valse/", "coco/"),
-              "world": ("manifest.json", "test/"), "world-val": ("manifest.json", "val/")}
-
-
 def _output_check(specs: list[dict], benches, data_root: str, outputs: list[tuple[str, PathLike | None]]) -> None:
     """No output may be a checkpoint, weights or config read, nor replace a file of the benchmarks."""
+    from mosaictool.bench import data_names
     from mosaictool.paths import Read, Write, check_outputs, checkpoint, read_path
 
-    reads = [Read("--data-root", os.path.expanduser(data_root), DATA_NAMES.get(b.name, (f"{b.name}/",)), exclusive=False)
-             for b, _ in benches]
+    reads = [Read("--data-root", os.path.expanduser(data_root), data_names(b), exclusive=False) for b, _ in benches]
     for spec in specs:
         if spec.get("checkpoint"):
             reads += checkpoint("--checkpoint", spec["checkpoint"])
@@ -859,7 +932,13 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
-@_typed
+def _demo_keywords() -> list[str]:
+    from mosaictool.demo import DemoConfig
+
+    return [f.name for f in dataclasses.fields(DemoConfig)]
+
+
+@_typed(names=_demo_keywords)
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
          experiments: Sequence[str] | None = None, **settings) -> dict:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;

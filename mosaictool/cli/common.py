@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from mosaictool.api import Records
+from mosaictool.api import Records, flag_words
 from mosaictool.errors import MosaicError, Terminated
 from mosaictool.io import RecordWriter
 from mosaictool.paths import Read, Write, check_outputs
@@ -107,7 +107,8 @@ def handles_errors(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         _on_sigterm_unwind()
         try:
-            return fn(*args, **kwargs)
+            with flag_words():  # the API's errors in the command line's words
+                return fn(*args, **kwargs)
         except MosaicError as e:
             fail(str(e))
         except BrokenPipeError:

@@ -8,6 +8,7 @@ import typer
 
 from mosaictool import api
 from mosaictool.cli.common import handles_errors
+from mosaictool.demo import experiments
 
 
 @handles_errors
@@ -36,14 +37,7 @@ def demo_cli(
     ] = False,
     experiment: Annotated[
         Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",
-                                          help="After the table, also run this experiment (repeat for several): ablate "
-                                               "(MosaiCLIP's parts taken away one at a time), ladder (NegCLIP to MosaiCLIP one "
-                                               "change per rung, with the text towers' cosines and tree-scores), towers (each "
-                                               "fine-tuning one tower only), all three on val; teach (a base that knows no "
-                                               "arrangement), scratch (CLIP, NegCLIP, MosaiCLIP from random init), efficiency "
-                                               "(MosaiCLIP on a fraction of the images), noisy (NegCLIP and MosaiCLIP on clean and "
-                                               "web-like noisy captions), on --split; claims (the paper's claims with a verdict "
-                                               "each, claims.md). Each adds a section to report.md.")
+                                          help=experiments.help_text())
     ] = None,
     max_pos: Annotated[Optional[int], typer.Option(
         help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,

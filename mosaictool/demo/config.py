@@ -28,13 +28,20 @@ def demo_rows() -> list[tuple[str, str, dict]]:
     return [(row.label, name, dict(row.options)) for name in methods.names() for row in methods.get(name).demo_rows]
 
 
+def wise_rows() -> tuple[str, ...]:
+    """The labels of the rows whose method declares their WiSE-FT curve (DemoRow.wise)."""
+    from mosaictool import methods
+
+    return tuple(row.label for name in methods.names() for row in methods.get(name).demo_rows if row.wise)
+
+
 METHODS = demo_rows()
 # The caption-level hard negatives `negate --text` writes for the rows: NegCLIP's swaps, and the
 # replace and bigram-shuffle texts FSC-CLIP's three HN kinds need (text negatives come on top of
 # the graph ones, drawn from their own RNGs: adding kinds leaves the others unchanged).
 TEXT_METHODS = ("negclip", "replace", "shuffle")
-# WiSE-FT curves (all weights) of these rows' seed 0; the Probe paper's patching of every seed of PATCH_ROW
-WISE_ROWS = ("MosaiCLIP", "FSC-CLIP")
+# WiSE-FT curves (all weights) of these rows' seed 0 (DemoRow.wise); the Probe paper's patching of every seed of PATCH_ROW
+WISE_ROWS = wise_rows()
 PATCH_ROW, PATCH_ALPHA = "Probe-FT", 0.2
 # the families of the table's columns (the split's other benchmarks are not in the table); the
 # WiSE-FT points are scored on them too
