@@ -48,7 +48,8 @@ Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
 
 __all__ = [
-    "Records", "Shards", "TextsReport", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "texts_report",
+    "Records", "Shards", "TextsReport", "TreeScores", "World", "Evaluation", "DemoResult",
+    "read", "write", "parse", "decompose", "negate", "template", "texts_report",
     "world", "shard", "train", "wise_ft", "evaluate", "tree_score", "demo",
 ]
 # The commands that have no function here (tests/test_api.py: with the functions above, the commands of the app)
@@ -529,17 +530,35 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
 # The synthetic world
 
 
+@dataclass
+class World:
+    """What `world` made: the folder `out` and its `manifest` (as OUT/manifest.json: generator,
+    seed, options, counts, held-out compounds, layout)."""
+
+    out: Path
+    manifest: dict
+
+    @property
+    def counts(self) -> dict:
+        """Records and items per split (`counts["train"]["records"]`, `counts["val"]`, `counts["test"]`)."""
+        return self.manifest["counts"]
+
+    def to_dict(self) -> dict:
+        """The manifest, as OUT/manifest.json holds it."""
+        return self.manifest
+
+
 @_typed
 def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = False, binding_twins: bool = False,
           shape_twins: bool = False, caption_noise: float = 0.0, noise_kinds: str | Sequence[str] | None = None,
           image_size: int = 64, eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False,
-          quiet: bool = False) -> dict:
+          quiet: bool = False) -> World:
     """Generate the synthetic compositional world in `out` (train captions and images, val/test
-    benchmark splits) and return its manifest, as `mosaictool world`. Also `mosaictool.api.world`:
-    `mosaictool.world` is the package of the generator.
+    benchmark splits), as `mosaictool world`; returns a `World` (the folder and its manifest).
+    Also `mosaictool.api.world`: `mosaictool.world` is the package of the generator.
 
-    >>> manifest = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
-    >>> manifest["counts"]["train"]["records"]
+    >>> world = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
+    >>> world.counts["train"]["records"]
     40
     """
     from mosaictool.world.generate import check_noise, check_settings, check_size, generate_world, total_items
@@ -554,9 +573,10 @@ def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = Fal
     kinds = check_noise(caption_noise, kinds)
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
-        return generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
-                              image_size=image_size, eval_scale=eval_scale, workers=workers, overwrite=overwrite,
-                              progress=bar.update, caption_noise=caption_noise, noise_kinds=kinds)
+        return World(Path(out), generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins,
+                                               shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale, workers=workers,
+                                               overwrite=overwrite, progress=bar.update, caption_noise=caption_noise,
+                                               noise_kinds=kinds))
     finally:
         bar.close()
 
@@ -574,7 +594,7 @@ def _pair(value: str | Sequence[float], flag: str) -> tuple[float, float]:
 
 
 def _train_config() -> type:
-    from mosaictool.training import TrainConfig
+    from mosaictool.training.config import TrainConfig
 
     return TrainConfig
 
@@ -618,9 +638,8 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
     runs/tiny/final.pt
     """
     from mosaictool import methods
-    from mosaictool.training import TrainConfig, with_recipe
-    from mosaictool.training import train as run_training
-    from mosaictool.training.config import flag_fields
+    from mosaictool.training import loop
+    from mosaictool.training.config import TrainConfig, flag_fields, with_recipe
 
     fields = {f.name: f for f in flag_fields(TrainConfig)}
     if isinstance(data, TrainConfig):
@@ -644,7 +663,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
             raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
         cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, **{k: settings[k] for k in ("device", "num_workers", "quiet",
                                                                                                        "report_to")})
-        return run_training(cfg, resume=True)
+        return loop.train(cfg, resume=True)
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings["crop_scale"] = _pair(settings["crop_scale"], "--crop-scale")
@@ -657,7 +676,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
     cfg = TrainConfig(out=os.fspath(out), method_options=method_options, **settings)
     if recipe:
         cfg = with_recipe(cfg, recipe, set(given))
-    return run_training(cfg)
+    return loop.train(cfg)
 
 
 def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
@@ -747,19 +766,36 @@ def _present_retrieval(data_root: str) -> list[str]:
     return found
 
 
+@dataclass
+class Evaluation:
+    """What `evaluate` scored: `rows`, one per (model, benchmark, subtask, metric), each a dict with
+    `model`, `benchmark`, `subtask`, `metric`, `value`, `n` (as `-o` writes them)."""
+
+    rows: list[dict]
+
+    def markdown(self, *, detail: bool = False) -> str:
+        """The table `mosaictool evaluate` prints (`detail`: per-group rows too), as `report=` writes it."""
+        from mosaictool.bench.report import markdown
+
+        return markdown(self.rows, detail=detail)
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows}
+
+
 @_typed
 def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
              pretrained: str | None = None, model_config: PathLike | None = None, data_root: PathLike = ".",
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
              detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,
              device: str | None = None, batch_size: int = 64, workers: int = 0, cache_dir: PathLike | None = None,
-             quiet: bool = False, allow_outside_root: bool = False) -> list[dict]:
-    """Score models on compositionality benchmarks with each one's official metric; returns one
-    row per (model, benchmark, subtask, metric), as `mosaictool evaluate` (`checkpoints` is its
-    repeated --checkpoint). `output` also writes the rows as they come, `report` the Markdown
-    table, `plot` a bar chart.
+             quiet: bool = False, allow_outside_root: bool = False) -> Evaluation:
+    """Score models on compositionality benchmarks with each one's official metric, as `mosaictool
+    evaluate` (`checkpoints` is its repeated --checkpoint); returns an `Evaluation`, its `rows` one
+    per (model, benchmark, subtask, metric). `output` also writes the rows as they come, `report`
+    the Markdown table, `plot` a bar chart.
 
-    >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10)
+    >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10).rows
     >>> rows[0]["benchmark"], rows[0]["subtask"], rows[0]["metric"], rows[0]["n"]
     ('world', 'aro/VG-Relation', 'accuracy', 10)
     """
@@ -810,7 +846,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
         write_text(report, markdown(rows, detail=detail))
     if plot:
         plot_png(rows, plot)
-    return rows
+    return Evaluation(rows)
 
 
 class TreeScores(Records):
@@ -932,6 +968,25 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
+@dataclass
+class DemoResult:
+    """What `demo` found: the `summary` table, the WiSE-FT points (`wise`), the result `rows`, the
+    `selection` of each row's lr, the positive `control`, the `headline` comparison, the minimal
+    detectable effects (`mde`) and the `minutes` it took (report.md words them)."""
+
+    summary: dict
+    wise: dict
+    rows: list[dict]
+    minutes: float
+    selection: str | None
+    control: dict
+    headline: dict | None
+    mde: dict
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
 def _demo_keywords() -> list[str]:
     from mosaictool.demo import DemoConfig
 
@@ -940,14 +995,14 @@ def _demo_keywords() -> list[str]:
 
 @_typed(names=_demo_keywords)
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
-         experiments: Sequence[str] | None = None, **settings) -> dict:
+         experiments: Sequence[str] | None = None, **settings) -> DemoResult:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;
-    returns the result (summary table, WiSE-FT points, result rows, minutes). `settings` are the
+    returns a `DemoResult` (summary table, WiSE-FT points, result rows, minutes, ...). `settings` are the
     demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
     Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
 
     >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
-    >>> sorted(result)  # doctest: +SKIP
+    >>> sorted(result.to_dict())  # doctest: +SKIP
     ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
     """
     from mosaictool.demo import DemoConfig, run_demo
@@ -961,4 +1016,4 @@ def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None 
         raise MosaicError(f"unknown demo setting(s) {', '.join(unknown)}; DemoConfig has {', '.join(sorted(known))}")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), out=os.fspath(out),
                             experiments=_experiments(experiments), **settings)
-    return run_demo(cfg)
+    return DemoResult(**run_demo(cfg))

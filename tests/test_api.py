@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import inspect
+import json
 import re
 import shutil
 import subprocess
@@ -112,7 +113,8 @@ def test_bad_records_fail_as_the_cli_does_or_are_counted(runner, captions, tmp_p
     lines = captions.read_text().splitlines()
     bad.write_text("\n".join([lines[0], '{"id": "x"}', *lines[1:3]]) + "\n")
     message = api_error(mosaictool.parse, bad)
-    assert message == cli_error(runner, "parse", bad) and message.startswith(f"{bad}:2: missing 'caption'")
+    assert message.startswith(f"{bad}:2: missing 'caption'") and "use skip_bad to skip" in message
+    assert cli_error(runner, "parse", bad) == message.replace("text_key", "--text-key").replace("skip_bad", "--skip-bad")
     # records in memory are named by their number in the iterable
     records = [*mosaictool.read(captions)][:2] + [{"id": "x"}, {"caption": "no id"}]
     assert api_error(mosaictool.parse, records).startswith("record 3: missing 'caption'")
@@ -170,11 +172,12 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
     import mosaictool.demo
 
     configs = []
-    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or {"rows": []})
+    found = dict(summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={}, headline=None, mde={})
+    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or found)
     cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
         "--cache-dir", tmp_path / "cache", "--teach-steps", "9", "--teach-lr", "0.002", "--scratch-seeds", "2")
     assert api.demo(quick=True, out=tmp_path / "d", seeds=2, experiments=["ablate"], device="cpu",
-                    cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2) == {"rows": []}
+                    cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2).to_dict() == found
     assert configs[0] == configs[1] and configs[0].seeds == 2 and configs[0].experiments == ("ablate",)
     assert (configs[0].teach_steps, configs[0].teach_lr, configs[0].scratch_seeds) == (9, 0.002, 2)
     assert "unknown demo setting(s) sedes" in api_error(api.demo, sedes=2)
@@ -182,8 +185,9 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
 
 def test_world_and_shard_give_the_cli_files(runner, tmp_path):
     cli(runner, "world", "--out", tmp_path / "w-cli", "--train", "12", "--eval-scale", "0.02", "--seed", "3", "-q")
-    manifest = api.world(tmp_path / "w-api", train=12, eval_scale=0.02, seed=3, quiet=True)
-    assert manifest["counts"]["train"]["records"] == 12
+    world = api.world(tmp_path / "w-api", train=12, eval_scale=0.02, seed=3, quiet=True)
+    assert world.counts["train"]["records"] == 12 and world.out == tmp_path / "w-api"
+    assert json.dumps(world.to_dict(), sort_keys=True) == json.dumps(json.loads((world.out / "manifest.json").read_text()), sort_keys=True)
 
     def files(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -224,7 +228,7 @@ def test_train_wise_ft_evaluate_tree_score_give_the_cli_results(runner, tmp_path
     cli(runner, "evaluate", "--bench", "world", "-c", final, "--data-root", "w", "--limit", "4", "--device", "cpu", "-q",
         "-o", "eval-cli.jsonl")
     rows = mosaictool.evaluate("world", checkpoints=[final], data_root="w", limit=4, device="cpu", quiet=True,
-                               output="eval-api.jsonl")
+                               output="eval-api.jsonl").rows
     assert Path("eval-api.jsonl").read_bytes() == Path("eval-cli.jsonl").read_bytes()
     assert rows and len(rows) == Path("eval-cli.jsonl").read_bytes().count(b"\n")  # the same rows (NaN is JSON's null)
 
