@@ -1,14 +1,14 @@
 """The Python API: a function per command that makes or uses data, with the command's defaults,
-checks, errors and output, and `read` / `write` for records (`vocab`, `probe build` and `world
-audit` are commands only).
+checks, errors and output, and `read` / `write` for records (`import`, `vocab`, `probe build` and
+`world audit` are commands only: COMMANDS_ONLY).
 
 Each function takes what its command takes, by the same names as the command's flags (`--max-chars`
 is `max_chars=`), and raises the same `MosaicError` where the command would print `Error: ...` and
 exit 1, its message naming the arguments the caller passed where the command's names its flags
 (`decompose(max_subgraphs=0)`: "max_subgraphs must be at least 1", where `decompose --max 0` says
 "--max must be at least 1"). Lists are lists (`probs=[0.15, 0.425, 0.425]`, `alpha=[0, 0.5]`), or
-the command line's comma-separated text. The command line is a thin layer over these functions: it parses
-flags, opens stdin/stdout, shows progress and prints reports.
+the command line's comma-separated text. The command line is a thin layer over these functions: it
+parses flags, opens stdin/stdout, shows progress and prints reports.
 
 Record stages (`read`, `parse`, `decompose`, `negate`, `template`, `tree_score`) take a `source`: a
 path (JSONL, .jsonl.gz or Parquet; "-" is stdin) or an iterable of dicts, and return a lazy
@@ -92,6 +92,7 @@ def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicEr
     a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags."""
     if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
         parts = error.args[0].split("`")
+
         def word(flag: str) -> str:  # --max-pos/--max-neg: each named
             return table.get(flag) or "/".join(table.get(f, f) for f in flag.split("/"))
 
