@@ -9,16 +9,14 @@ fills in its defaults and refuses flags of other methods.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
-import typing
 from typing import Annotated, Optional
 
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import AllowOutsideRootOpt, QuietOpt, SkipBadOpt, handles_errors
+from mosaictool.cli.common import AllowOutsideRootOpt, QuietOpt, SkipBadOpt, config_options, handles_errors
 from mosaictool.training.config import TrainConfig
 
 
@@ -73,27 +71,12 @@ SHARED = {"skip_bad": SkipBadOpt, "allow_outside_root": AllowOutsideRootOpt, "qu
 
 
 def config_parameters(config: type | None = None) -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
-    """One keyword parameter per setting of TrainConfig (or a subclass): its flag --NAME-WITH-DASHES,
-    its help, its default (its text form where it has one); bounds are the config's, checked with its
-    messages (TrainConfig.resolved). -> (the settings' own flags, the shared ones: SHARED)."""
-    from mosaictool.training.config import flag_fields
-
-    hints = typing.get_type_hints(config or TrainConfig)  # without Annotated: the plain type the flag parses
-    own, shared = [], []
-    for f in flag_fields(config):
-        if f.name in SHARED:
-            shared.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=SHARED[f.name]))
-            continue
-        text, default = f.metadata.get("text"), None if f.default is dataclasses.MISSING else f.default
-        plain = [t for t in typing.get_args(hints[f.name]) if t is not type(None)] or [hints[f.name]]
-        tp = str if text is not None else plain[0]
-        dash = f.name.replace("_", "-")
-        decl = (f"--{dash}/--no-{dash}",) if tp is bool else ()
-        annotation = Annotated[Optional[tp] if default is None else tp, typer.Option(*decl, help=f.metadata["help"])]
-        own.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=text if text is not None else default,
-                                     annotation=annotation))
-    shared.sort(key=lambda p: list(SHARED).index(p.name))
-    return own, shared
+    """One keyword parameter per setting of TrainConfig (or a subclass), with the field's default
+    (config_options). -> (the settings' own flags, the shared ones: SHARED, in its order)."""
+    params = config_options(config or TrainConfig)
+    own = [p for p in params if p.name not in SHARED]
+    shared = [p.replace(annotation=SHARED[p.name]) for p in params if p.name in SHARED]
+    return own, sorted(shared, key=lambda p: list(SHARED).index(p.name))
 
 
 def method_parameters() -> list[inspect.Parameter]:

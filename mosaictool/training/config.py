@@ -29,15 +29,17 @@ PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
 OPTIMIZERS = ("adamw", "sgd")
 
 
-def setting(default=dataclasses.MISSING, help: str | None = None, *, factory=dataclasses.MISSING, flag: bool = True,
-            text: str | None = None, path: bool = False):
-    """A TrainConfig field with what `mosaictool train` and `mosaictool.train` show of it: `help`, the
-    flag's help (None: the option every command shares, mosaictool.cli.common's); `flag=False`: set by
-    recipes or the method's own flags only, no flag of its own; `text`: the flag's form of a
-    structured default (crop_scale's "0.8,1"); `path`: a file or folder, which the API also takes as
-    an os.PathLike. The flag is --NAME-WITH-DASHES, its bounds the field's annotation, its default the
-    field's."""
-    return field(default=default, default_factory=factory, metadata={"help": help, "flag": flag, "text": text, "path": path})
+def setting(default=dataclasses.MISSING, help=None, *, factory=dataclasses.MISSING, flag: bool = True, text: str | None = None,
+            path: bool = False, flags: tuple[str, ...] = (), metavar: str | None = None):
+    """A field of a config dataclass (TrainConfig, DemoConfig) with what its command and API function
+    show of it: `help`, the flag's help (a function for one made when asked; None: the option every
+    command shares, mosaictool.cli.common's); `flag=False`: no flag of its own (set by recipes, the
+    method's own flags or the code); `text`: the flag's form of the default (crop_scale's "0.8,1");
+    `path`: a file or folder, which the API also takes as an os.PathLike; `flags`: the flag's
+    spellings where they are not --NAME-WITH-DASHES (and its --no- form for a switch); `metavar`: its
+    value's name in --help. The flag's bounds are the field's annotation."""
+    return field(default=default, default_factory=factory,
+                 metadata={"help": help, "flag": flag, "text": text, "path": path, "flags": flags, "metavar": metavar})
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""TrainConfig is the one source of `mosaictool train`'s flags and `mosaictool.train`'s keywords:
+"""TrainConfig is the one source of `mosaictool train`'s flags and `mosaictool.train`'s keywords (and
+DemoConfig of `mosaictool demo`'s flags):
 every setting is a flag and a keyword with the field's default and help, a field added to the
 config is a flag with nothing else written, and the API refuses a keyword that is no setting."""
 
@@ -105,3 +106,25 @@ def test_a_train_config_is_accepted_whole_and_keywords_replace_its_settings(capt
     mosaictool.train(TrainConfig(data="d.jsonl", out="run", steps=3, method="mosaiclip", method_options={"max_pos": 2}), seed=4)
     cfg = captured[0]
     assert (cfg.data, cfg.out, cfg.steps, cfg.seed, cfg.method_options) == ("d.jsonl", "run", 3, 4, {"max_pos": 2})
+
+
+def test_every_demo_setting_with_a_help_is_a_demo_flag_the_preset_fills_in(runner, monkeypatch):
+    """DemoConfig's flag fields are `mosaictool demo`'s flags, each None ("not given") unless it has
+    a text default; given ones reach the config, the others come from the preset."""
+    import mosaictool.demo
+    from mosaictool.demo.config import DemoConfig
+
+    params = {p.name: p for p in get_command(app).commands["demo"].params}
+    for f in flag_fields(DemoConfig):
+        flag = params[f.name]
+        assert flag.default == (f.metadata["text"] or (False if flag.is_flag else None)), f.name
+        help_text = f.metadata["help"]() if callable(f.metadata["help"]) else f.metadata["help"]
+        assert flag.help == help_text, f.name
+    assert set(params) == {f.name for f in flag_fields(DemoConfig)} | {"preset"}
+    configs = []
+    found = dict(summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={}, headline=None, mde={})
+    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or found)
+    result = runner.invoke(app, ["demo", "--quick", "--world-seed", "3", "--hard-images", "none", "-x", "ablate"])
+    assert result.exit_code == 0, result.output
+    assert (configs[0].world_seed, configs[0].hard_images, configs[0].experiments) == (3, "none", ("ablate",))
+    assert configs[0] == DemoConfig.preset(True, world_seed=3, hard_images="none", experiments=("ablate",), device=configs[0].device)
