@@ -62,7 +62,7 @@ def package_with(tmp_path, monkeypatch):
 
 def _experiment_help() -> str:
     demo = get_command(app).commands["demo"]
-    return next(p.help for p in demo.params if p.name == "experiment")
+    return next(p.help for p in demo.params if p.name == "experiments")
 
 
 def test_experiment_help_and_docs_table_are_the_registrys():
