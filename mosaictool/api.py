@@ -1,11 +1,14 @@
 """The Python API: a function per command that makes or uses data, with the command's defaults,
-checks, errors and output, and `read` / `write` for records (`vocab`, `probe build` and `world
-audit` are commands only).
+checks, errors and output, and `read` / `write` for records (`import`, `vocab`, `probe build` and
+`world audit` are commands only: COMMANDS_ONLY).
 
 Each function takes what its command takes, by the same names as the command's flags (`--max-chars`
-is `max_chars=`), and raises the same `MosaicError` with the same message where the command would
-print `Error: ...` and exit 1. The command line is a thin layer over these functions: it parses
-flags, opens stdin/stdout, shows progress and prints reports.
+is `max_chars=`), and raises the same `MosaicError` where the command would print `Error: ...` and
+exit 1, its message naming the arguments the caller passed where the command's names its flags
+(`decompose(max_subgraphs=0)`: "max_subgraphs must be at least 1", where `decompose --max 0` says
+"--max must be at least 1"). Lists are lists (`probs=[0.15, 0.425, 0.425]`, `alpha=[0, 0.5]`), or
+the command line's comma-separated text. The command line is a thin layer over these functions: it
+parses flags, opens stdin/stdout, shows progress and prints reports.
 
 Record stages (`read`, `parse`, `decompose`, `negate`, `template`, `tree_score`) take a `source`: a
 path (JSONL, .jsonl.gz or Parquet; "-" is stdin) or an iterable of dicts, and return a lazy
@@ -23,13 +26,16 @@ Each function imports what it needs when it runs, so `mosaictool.read` never loa
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
 import os
+import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -42,29 +48,85 @@ Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
 
 __all__ = [
-    "Records", "Shards", "TextsReport", "TreeScores", "read", "write", "parse", "decompose", "negate", "template", "texts_report",
-    "shard", "world",
-    "train", "wise_ft", "evaluate", "tree_score", "demo",
+    "Records", "Shards", "TextsReport", "TreeScores", "World", "Evaluation", "DemoResult",
+    "read", "write", "parse", "decompose", "negate", "template", "texts_report",
+    "world", "shard", "train", "wise_ft", "evaluate", "tree_score", "demo",
 ]
+# The commands that have no function here (tests/test_api.py: with the functions above, the commands of the app)
+COMMANDS_ONLY = ("import", "vocab", "probe")
 
 
 # The flag a keyword stands for, where it is not `--` + its name with dashes
 FLAGS = {"max_subgraphs": "--max", "max_negatives": "--max", "checkpoints": "--checkpoint", "source": "INPUT",
-         "caption": "--caption/--no-caption", "path": "path", "augment": "--augment/--no-augment"}
+         "caption": "--caption/--no-caption", "path": "path", "augment": "--augment/--no-augment", "experiments": "--experiment"}
+# True while a command runs (mosaictool.cli): errors keep the flags' words the command line was given
+_FLAG_WORDS = contextvars.ContextVar("mosaictool_flag_words", default=False)
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*(?:/--[a-z][a-z0-9-]*)?")
+
+
+@contextlib.contextmanager
+def flag_words():
+    """Inside, API errors name the command's flags (`--max`), not the arguments (`max_subgraphs`):
+    the CLI's vocabulary, for the command line that calls these functions."""
+    token = _FLAG_WORDS.set(True)
+    try:
+        yield
+    finally:
+        _FLAG_WORDS.reset(token)
+
+
+def _argument_table(names: Iterable[str]) -> dict[str, str]:
+    """flag -> the argument it stands for: --max-chars -> max_chars, --no-augment -> augment=False."""
+    table = {}
+    for name in names:
+        flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+        table["--no-" + name.replace("_", "-")] = f"{name}=False"
+        for part in flag.split("/"):
+            table[part] = f"{name}=False" if part.startswith("--no-") else name
+        table[flag] = name
+    return table
+
+
+def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicError:
+    """`error` with the flags of its message named as the caller's arguments, unless a command runs;
+    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags."""
+    if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
+        parts = error.args[0].split("`")
+
+        def word(flag: str) -> str:  # --max-pos/--max-neg: each named
+            return table.get(flag) or "/".join(table.get(f, f) for f in flag.split("/"))
+
+        parts[::2] = [_FLAG.sub(lambda m: word(m.group(0)), p) for p in parts[::2]]
+        error.args = ("`".join(parts), *error.args[1:])
+    return error
 # Arguments streamed or checked by the function itself (records, each checked as it is read)
 _UNCHECKED = {"source", "records", "return"}
 
 
-def _typed(fn=None, *, config: Callable[[], type] | None = None):
+def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):
     """Check every argument against `fn`'s annotations before it runs, as the command line's flag
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
     true or false, a list for a path, are MosaicError naming the flag, not a traceback
     from deep inside (or a run on a value the command line could not have given). `config`: the
-    dataclass whose declared bounds word the message for its fields (TrainConfig's `--steps`:
-    "a whole number >= 1"). Built on the first call: `import mosaictool` stays cheap."""
+    dataclass whose settings `fn` takes as keywords (**settings), checked by their fields' types, and
+    whose declared bounds word the message (TrainConfig's `--steps`: "a whole number >= 1"). Built
+    on the first call: `import mosaictool` stays cheap. Errors name the arguments (_in_argument_words):
+    `fn`'s parameters and `names()`, the keywords it takes as **settings.
+
+    Not pydantic.validate_call (strict, with this ConfigDict): it raises a ValidationError of 4 to 8
+    lines ("1 validation error for f / batch_size / Input should be a valid integer [type=int_type,
+    ...] / For further information visit https://errors.pydantic.dev/..."), not one MosaicError
+    line in the words of the bounds; a wrong path is two errors with pydantic's internal schema
+    ("path.lax-or-strict[lax=union[...]]"); an unknown keyword is a ValidationError, not Python's
+    TypeError. The validation itself is pydantic's (TypeAdapter, strict) here too."""
     if fn is None:
-        return functools.partial(_typed, config=config)
+        return functools.partial(_typed, config=config, names=names)
     signature = inspect.signature(fn)
+
+    @functools.cache
+    def arguments() -> dict[str, str]:
+        own = [n for n, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        return _argument_table([*own, *(names() if names else ())])
 
     @functools.cache
     def checks() -> dict[str, tuple]:
@@ -74,22 +136,37 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None):
 
         hints = typing.get_type_hints(fn)
         declared = typing.get_type_hints(config(), include_extras=True) if config else {}
+        if config:  # its settings, given as keywords (**settings)
+            hints = {**_setting_types(config()), **hints}
         # NaN and inf pass here: each function bounds its numbers, with the message naming the bound
         strict = ConfigDict(strict=True, arbitrary_types_allowed=True)
         return {name: (TypeAdapter(tp, config=strict), FLAGS.get(name, "--" + name.replace("_", "-")),
                        rule(declared[name]) if name in declared and not _takes_str(tp) else _words(tp), _takes_str(tp))
-                for name, tp in hints.items() if name in signature.parameters and name not in _UNCHECKED}
+                for name, tp in hints.items() if (name in signature.parameters or config) and name not in _UNCHECKED}
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        try:
+            result = check_and_call(*args, **kwargs)
+        except MosaicError as e:
+            raise _in_argument_words(e, arguments()) from e.__cause__
+        if isinstance(result, Records):  # its errors come as it is read
+            result.arguments = arguments()
+        return result
+
+    def check_and_call(*args, **kwargs):
         from pydantic import ValidationError
 
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:  # an unknown keyword, a missing argument: Python's own TypeError, raised by the call
             return fn(*args, **kwargs)
-        for name, value in bound.arguments.items():
-            if name not in checks():
+        given = dict(bound.arguments)
+        for name, p in signature.parameters.items():
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                given.update(given.pop(name, {}))
+        for name, value in given.items():
+            if name not in checks() or (config and isinstance(value, config())):  # train(TrainConfig(...)): checked whole
                 continue
             adapter, flag, words, takes_str = checks()[name]
             if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
@@ -135,9 +212,13 @@ class Records(Iterator[dict]):
         self._records = iter(records)
         self.skips = skips
         self.inputs = inputs  # the files read, so that `write` refuses to replace one of them
+        self.arguments: Mapping[str, str] = {}  # flag -> argument of the function that made it (its errors' words)
 
     def __next__(self) -> dict:
-        return next(self._records)
+        try:
+            return next(self._records)
+        except MosaicError as e:
+            raise _in_argument_words(e, self.arguments) from e.__cause__
 
 
 def _lazy_progress(records: Iterable[dict], *, desc: str, unit: str, quiet: bool) -> Iterator[dict]:
@@ -450,17 +531,35 @@ def shard(source: Source, *, out: PathLike, image_root: PathLike = ".", shard_si
 # The synthetic world
 
 
+@dataclass
+class World:
+    """What `world` made: the folder `out` and its `manifest` (as OUT/manifest.json: generator,
+    seed, options, counts, held-out compounds, layout)."""
+
+    out: Path
+    manifest: dict
+
+    @property
+    def counts(self) -> dict:
+        """Records and items per split (`counts["train"]["records"]`, `counts["val"]`, `counts["test"]`)."""
+        return self.manifest["counts"]
+
+    def to_dict(self) -> dict:
+        """The manifest, as OUT/manifest.json holds it."""
+        return self.manifest
+
+
 @_typed
 def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = False, binding_twins: bool = False,
           shape_twins: bool = False, caption_noise: float = 0.0, noise_kinds: str | Sequence[str] | None = None,
           image_size: int = 64, eval_scale: float = 1.0, workers: int = 1, overwrite: bool = False,
-          quiet: bool = False) -> dict:
+          quiet: bool = False) -> World:
     """Generate the synthetic compositional world in `out` (train captions and images, val/test
-    benchmark splits) and return its manifest, as `mosaictool world`. Also `mosaictool.api.world`:
-    `mosaictool.world` is the package of the generator.
+    benchmark splits), as `mosaictool world`; returns a `World` (the folder and its manifest).
+    Also `mosaictool.api.world`: `mosaictool.world` is the package of the generator.
 
-    >>> manifest = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
-    >>> manifest["counts"]["train"]["records"]
+    >>> world = mosaictool.api.world("tiny-world", train=40, eval_scale=0.02)
+    >>> world.counts["train"]["records"]
     40
     """
     from mosaictool.world.generate import check_noise, check_settings, check_size, generate_world, total_items
@@ -475,9 +574,10 @@ def world(out: PathLike, *, train: int = 20000, seed: int = 0, twins: bool = Fal
     kinds = check_noise(caption_noise, kinds)
     bar = progress(iter(()), desc="world", unit="img", quiet=quiet, total=total_items(train, eval_scale))
     try:
-        return generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
-                              image_size=image_size, eval_scale=eval_scale, workers=workers, overwrite=overwrite,
-                              progress=bar.update, caption_noise=caption_noise, noise_kinds=kinds)
+        return World(Path(out), generate_world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins,
+                                               shape_twins=shape_twins, image_size=image_size, eval_scale=eval_scale, workers=workers,
+                                               overwrite=overwrite, progress=bar.update, caption_noise=caption_noise,
+                                               noise_kinds=kinds))
     finally:
         bar.close()
 
@@ -495,37 +595,65 @@ def _pair(value: str | Sequence[float], flag: str) -> tuple[float, float]:
 
 
 def _train_config() -> type:
-    from mosaictool.training import TrainConfig
+    from mosaictool.training.config import TrainConfig
 
     return TrainConfig
 
 
-@_typed(config=_train_config)
-def train(data: PathLike | None = None, *, out: PathLike | None = None, method: str = "clip", recipe: str | None = None,
-          image_root: PathLike | None = None, texts: PathLike | None = None, model: str = "mosaic-tiny", pretrained: str | None = None,
-          model_config: PathLike | None = None, force_quick_gelu: bool = False, hard_images: int = 0,
-          record_hard_images: bool | None = None, batch_size: int = 32, epochs: int = 5, steps: int | None = None,
-          lr: float | None = None, optimizer: str = "adamw", momentum: float = 0.9, wd: float = 0.1, warmup: int = 50,
-          grad_clip: float = 1.0, accum_freq: int = 1, precision: str = "fp32", grad_checkpointing: bool = False,
-          lock_image: bool = False, lock_text: bool = False, lora: int = 0, augment: bool = True,
-          images_on_device: bool = False, crop_scale: str | Sequence[float] = "0.8,1", local_loss: bool = False,
-          merge_equal_texts: bool | None = None, seed: int = 0, device: str | None = None, num_workers: int = 0,
-          save_every: int = 0, log_every: int = 1, report_to: str | None = None, eval_bench: str | None = None,
-          eval_data_root: PathLike | None = None, resume: PathLike | None = None, skip_bad: bool = False,
-          allow_outside_root: bool = False, quiet: bool = False, given: Iterable[str] | None = None, **method_options) -> Path:
+def _setting_types(config: type) -> dict[str, object]:
+    """The type each TrainConfig setting takes from Python: the field's, a path also as os.PathLike,
+    a structured one also as its flag text (crop_scale="0.9,1" or (0.9, 1)); None where the field
+    has no default (data, out: the API's "not given")."""
+    from mosaictool.training.config import flag_fields
+
+    hints = typing.get_type_hints(config)
+    types_ = {}
+    for f in flag_fields(config):
+        tp = hints[f.name]
+        if f.metadata.get("path"):
+            tp = Union[tuple(os.PathLike if t is str else t for t in _options(tp)) + (str,)]
+        if f.metadata.get("text") is not None:
+            tp = Union[str, Sequence[typing.get_args(tp)[0]]]
+        types_[f.name] = Union[tp, None] if f.default is dataclasses.MISSING else tp
+    return types_
+
+
+def _train_keywords() -> list[str]:
+    """train's keywords besides its own parameters: TrainConfig's settings and every method's options."""
+    from mosaictool import methods
+    from mosaictool.training.config import flag_fields
+
+    return [*(f.name for f in flag_fields(_train_config())), *methods.all_options()]
+
+
+@_typed(config=_train_config, names=_train_keywords)
+def train(data: PathLike | None = None, *, resume: PathLike | None = None, given: Iterable[str] | None = None, **settings) -> Path:
     """Fine-tune a CLIP model with a training method and return the path of OUT/final.pt, as
     `mosaictool train`; `resume=RUN` continues the run in that folder with its stored config.
-    The method's own options are keywords too (`max_pos=3` is --max-pos). With `recipe`, the
-    recipe fills every setting except those in `given` (default: the ones that differ from their
-    defaults here).
+    The keywords are TrainConfig's settings (`batch_size=8` is --batch-size 8), with their defaults,
+    and the method's own options (`max_pos=3` is --max-pos); `data` may also be a whole TrainConfig
+    (keywords then replace its settings). With `recipe`, the recipe fills every setting except those
+    in `given` (default: the ones that differ from their defaults).
 
     >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
     runs/tiny/final.pt
     """
-    from mosaictool.training import TrainConfig, with_recipe
-    from mosaictool.training import train as run_training
+    from mosaictool import methods
+    from mosaictool.training import loop
+    from mosaictool.training.config import TrainConfig, flag_fields, with_recipe
 
+    fields = {f.name: f for f in flag_fields(TrainConfig)}
+    if isinstance(data, TrainConfig):
+        settings = {**{name: getattr(data, name) for name in fields}, "method_options": data.method_options, **settings}
+        data = settings.pop("data")
+    method_options = {**settings.pop("method_options", {}), **{k: settings.pop(k) for k in list(settings) if k not in fields}}
+    unknown = sorted(set(method_options) - set(methods.all_options()))
+    if unknown:  # neither a setting nor any method's option: as Python says of any function's unknown keyword
+        raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}")
     method_options = {k: v for k, v in method_options.items() if v is not None}
+    defaults = {name: f.default for name, f in fields.items() if f.default is not dataclasses.MISSING}
+    settings = {**defaults, **settings, "data": data}
+    out, recipe = settings.pop("out", None), settings.pop("recipe")
     if resume:
         resume = os.fspath(resume)
         if out and os.fspath(out) != resume:
@@ -534,35 +662,22 @@ def train(data: PathLike | None = None, *, out: PathLike | None = None, method: 
         if stored:
             flags = ", ".join("--" + g.replace("_", "-") for g in stored)
             raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
-        cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, device=device, num_workers=num_workers,
-                          quiet=quiet, report_to=report_to)
-        return run_training(cfg, resume=True)
+        cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, **{k: settings[k] for k in ("device", "num_workers", "quiet",
+                                                                                                       "report_to")})
+        return loop.train(cfg, resume=True)
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
-    settings = dict(
-        image_root=image_root, texts=texts, allow_outside_root=allow_outside_root, skip_bad=skip_bad, model=model,
-        pretrained=pretrained, model_config=model_config, force_quick_gelu=force_quick_gelu, hard_images=hard_images,
-        record_hard_images=record_hard_images,
-        batch_size=batch_size, epochs=epochs, steps=steps, lr=lr, optimizer=optimizer, momentum=momentum, wd=wd,
-        warmup=warmup, grad_clip=grad_clip, accum_freq=accum_freq, precision=precision,
-        grad_checkpointing=grad_checkpointing, lock_image=lock_image, lock_text=lock_text, lora=lora, augment=augment,
-        images_on_device=images_on_device, crop_scale=crop_scale, local_loss=local_loss,
-        merge_equal_texts=merge_equal_texts, seed=seed, device=device, num_workers=num_workers, save_every=save_every,
-        log_every=log_every, quiet=quiet, report_to=report_to, eval_bench=eval_bench, eval_data_root=eval_data_root,
-    )
-    settings["crop_scale"] = _pair(crop_scale, "--crop-scale")
+    settings["crop_scale"] = _pair(settings["crop_scale"], "--crop-scale")
     if given is None:
-        defaults = {name: p.default for name, p in inspect.signature(train).parameters.items()}
-        defaults["crop_scale"] = _pair(defaults["crop_scale"], "--crop-scale")
-        given = [name for name, value in settings.items() if value != defaults[name]]
-    for name in ("image_root", "texts", "model_config", "eval_data_root"):
-        if settings[name] is not None:
+        given = [name for name, value in settings.items() if name in defaults and value != defaults[name]]
+    for name, f in fields.items():
+        if f.metadata.get("path") and settings.get(name) is not None:
             settings[name] = os.fspath(settings[name])
-    settings["grad_clip"] = grad_clip or None
-    cfg = TrainConfig(data=os.fspath(data), out=os.fspath(out), method=method, method_options=method_options, **settings)
+    settings["grad_clip"] = settings["grad_clip"] or None
+    cfg = TrainConfig(out=os.fspath(out), method_options=method_options, **settings)
     if recipe:
         cfg = with_recipe(cfg, recipe, set(given))
-    return run_training(cfg)
+    return loop.train(cfg)
 
 
 def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
@@ -621,18 +736,12 @@ def _model_specs(checkpoints: Sequence[str], model: str | None, pretrained: str 
     return specs
 
 
-# What each benchmark reads under data_root (its layout in `evaluate --list`); any other: the folder of its name.
-DATA_NAMES = {"aro": ("aro/", "coco/", "flickr30k/"), "retrieval": ("aro/", "coco/", "flickr30k/"),
-              "sugarcrepe": ("sugarcrepe/", "coco/"), "valse": ("valse/", "coco/"),
-              "world": ("manifest.json", "test/"), "world-val": ("manifest.json", "val/")}
-
-
 def _output_check(specs: list[dict], benches, data_root: str, outputs: list[tuple[str, PathLike | None]]) -> None:
     """No output may be a checkpoint, weights or config read, nor replace a file of the benchmarks."""
+    from mosaictool.bench import data_names
     from mosaictool.paths import Read, Write, check_outputs, checkpoint, read_path
 
-    reads = [Read("--data-root", os.path.expanduser(data_root), DATA_NAMES.get(b.name, (f"{b.name}/",)), exclusive=False)
-             for b, _ in benches]
+    reads = [Read("--data-root", os.path.expanduser(data_root), data_names(b), exclusive=False) for b, _ in benches]
     for spec in specs:
         if spec.get("checkpoint"):
             reads += checkpoint("--checkpoint", spec["checkpoint"])
@@ -658,19 +767,36 @@ def _present_retrieval(data_root: str) -> list[str]:
     return found
 
 
+@dataclass
+class Evaluation:
+    """What `evaluate` scored: `rows`, one per (model, benchmark, subtask, metric), each a dict with
+    `model`, `benchmark`, `subtask`, `metric`, `value`, `n` (as `-o` writes them)."""
+
+    rows: list[dict]
+
+    def markdown(self, *, detail: bool = False) -> str:
+        """The table `mosaictool evaluate` prints (`detail`: per-group rows too), as `report=` writes it."""
+        from mosaictool.bench.report import markdown
+
+        return markdown(self.rows, detail=detail)
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows}
+
+
 @_typed
 def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLike] = (), model: str | None = None,
              pretrained: str | None = None, model_config: PathLike | None = None, data_root: PathLike = ".",
              output: PathLike | None = None, report: PathLike | None = None, plot: PathLike | None = None,
              detail: bool = False, limit: int | None = None, perturb: bool = False, skip_missing: bool = False,
              device: str | None = None, batch_size: int = 64, workers: int = 0, cache_dir: PathLike | None = None,
-             quiet: bool = False, allow_outside_root: bool = False) -> list[dict]:
-    """Score models on compositionality benchmarks with each one's official metric; returns one
-    row per (model, benchmark, subtask, metric), as `mosaictool evaluate` (`checkpoints` is its
-    repeated --checkpoint). `output` also writes the rows as they come, `report` the Markdown
-    table, `plot` a bar chart.
+             quiet: bool = False, allow_outside_root: bool = False) -> Evaluation:
+    """Score models on compositionality benchmarks with each one's official metric, as `mosaictool
+    evaluate` (`checkpoints` is its repeated --checkpoint); returns an `Evaluation`, its `rows` one
+    per (model, benchmark, subtask, metric). `output` also writes the rows as they come, `report`
+    the Markdown table, `plot` a bar chart.
 
-    >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10)
+    >>> rows = mosaictool.evaluate("world", checkpoints=["runs/tiny/final.pt"], data_root="tiny-world", limit=10).rows
     >>> rows[0]["benchmark"], rows[0]["subtask"], rows[0]["metric"], rows[0]["n"]
     ('world', 'aro/VG-Relation', 'accuracy', 10)
     """
@@ -721,7 +847,7 @@ def evaluate(bench: str | Sequence[str] | None, *, checkpoints: Sequence[PathLik
         write_text(report, markdown(rows, detail=detail))
     if plot:
         plot_png(rows, plot)
-    return rows
+    return Evaluation(rows)
 
 
 class TreeScores(Records):
@@ -843,16 +969,41 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
-@_typed
+@dataclass
+class DemoResult:
+    """What `demo` found: the `summary` table, the WiSE-FT points (`wise`), the result `rows`, the
+    `selection` of each row's lr, the positive `control`, the `headline` comparison, the minimal
+    detectable effects (`mde`) and the `minutes` it took (report.md words them)."""
+
+    summary: dict
+    wise: dict
+    rows: list[dict]
+    minutes: float
+    selection: str | None
+    control: dict
+    headline: dict | None
+    mde: dict
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _demo_keywords() -> list[str]:
+    from mosaictool.demo import DemoConfig
+
+    return [f.name for f in dataclasses.fields(DemoConfig)]
+
+
+@_typed(names=_demo_keywords)
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
-         experiments: Sequence[str] | None = None, **settings) -> dict:
+         experiments: Sequence[str] | None = None, **settings) -> DemoResult:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;
-    returns the result (summary table, WiSE-FT points, result rows, minutes). `settings` are the
+    returns a `DemoResult` (summary table, WiSE-FT points, result rows, minutes, ...). `settings` are the
     demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
     Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
 
     >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
-    >>> sorted(result)  # doctest: +SKIP
+    >>> sorted(result.to_dict())  # doctest: +SKIP
     ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
     """
     from mosaictool.demo import DemoConfig, run_demo
@@ -866,4 +1017,4 @@ def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None 
         raise MosaicError(f"unknown demo setting(s) {', '.join(unknown)}; DemoConfig has {', '.join(sorted(known))}")
     cfg = DemoConfig.preset(quick, gpu=preset == "gpu", device=resolve_device(device), out=os.fspath(out),
                             experiments=_experiments(experiments), **settings)
-    return run_demo(cfg)
+    return DemoResult(**run_demo(cfg))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import inspect
+import json
 import re
 import shutil
 import subprocess
@@ -22,8 +23,8 @@ from train_fixtures import write_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTIONS = REPO / "examples" / "captions.jsonl"
-FUNCTIONS = ["read", "write", "parse", "decompose", "negate", "template", "texts_report", "world", "shard", "train", "wise_ft", "evaluate",
-             "tree_score", "demo"]
+# one function per command that makes or uses data, and read/write; in the order of docs/api.md
+FUNCTIONS = [name for name in api.__all__ if inspect.isfunction(getattr(api, name))]
 
 
 def cli(runner, *args) -> str:
@@ -72,6 +73,19 @@ def test_import_is_cheap_and_exports_the_api():
     assert exported >= set(FUNCTIONS) - {"world", "demo"} and "MosaicError" in exported
 
 
+def test_the_functions_are_the_apps_commands_in_every_list():
+    """The app's registered commands are the one list: each is an API function (its name with _) or
+    one of api.COMMANDS_ONLY; mosaictool's lazy names are the same functions (world and demo are
+    packages there); docs/api.md has a section per function (checked with FUNCTIONS below)."""
+    from typer.main import get_command
+
+    commands = set(get_command(app).commands)
+    assert commands == {n.replace("_", "-") for n in FUNCTIONS} - {"read", "write"} | set(api.COMMANDS_ONLY)
+    assert set(mosaictool._API) == set(FUNCTIONS) - {"world", "demo"}
+    sections = re.findall(r"^## (\w+)\(", (REPO / "docs" / "api.md").read_text(), flags=re.M)
+    assert sections == FUNCTIONS
+
+
 def test_graph_stages_give_the_cli_bytes(runner, captions, tmp_path):
     """parse -> decompose -> negate -> template, each flag given a non-default value: the API's records
     written with mosaictool.write are the command's output byte for byte, from a file or from dicts."""
@@ -99,7 +113,8 @@ def test_bad_records_fail_as_the_cli_does_or_are_counted(runner, captions, tmp_p
     lines = captions.read_text().splitlines()
     bad.write_text("\n".join([lines[0], '{"id": "x"}', *lines[1:3]]) + "\n")
     message = api_error(mosaictool.parse, bad)
-    assert message == cli_error(runner, "parse", bad) and message.startswith(f"{bad}:2: missing 'caption'")
+    assert message.startswith(f"{bad}:2: missing 'caption'") and "use skip_bad to skip" in message
+    assert cli_error(runner, "parse", bad) == message.replace("text_key", "--text-key").replace("skip_bad", "--skip-bad")
     # records in memory are named by their number in the iterable
     records = [*mosaictool.read(captions)][:2] + [{"id": "x"}, {"caption": "no id"}]
     assert api_error(mosaictool.parse, records).startswith("record 3: missing 'caption'")
@@ -111,28 +126,45 @@ def test_bad_records_fail_as_the_cli_does_or_are_counted(runner, captions, tmp_p
     assert records[3] == {"caption": "no id"}, "the caller's dicts are never changed"
 
 
-def test_bad_values_fail_with_the_cli_message(runner, captions, tmp_path):
+def test_bad_values_fail_as_the_cli_does_naming_the_argument(runner, captions, tmp_path):
+    """The same check fails from Python and from the command line, each in its own words: the
+    argument the caller passed, the flag the user gave."""
     out = tmp_path / "out"
     cases = [
-        (["parse", captions, "--workers", "0"], mosaictool.parse, (captions,), dict(workers=0)),
-        (["decompose", captions, "--max", "0"], mosaictool.decompose, (captions,), dict(max_subgraphs=0)),
-        (["negate", captions, "--probs", "1,x"], mosaictool.negate, (captions,), dict(probs="1,x")),
-        (["negate", captions, "--text", "bogus"], mosaictool.negate, (captions,), dict(text=["bogus"])),
-        (["template", captions, "--style", "fancy"], mosaictool.template, (captions,), dict(style="fancy")),
-        (["shard", captions, "--out", out, "--shard-size", "0"], mosaictool.shard, (captions,), dict(out=out, shard_size=0)),
-        (["world", "--out", out, "--workers", "0"], api.world, (out,), dict(workers=0)),
+        (["parse", captions, "--workers", "0"], mosaictool.parse, (captions,), dict(workers=0),
+         "batch_size, workers and max_chars must be at least 1"),
+        (["decompose", captions, "--max", "0"], mosaictool.decompose, (captions,), dict(max_subgraphs=0),
+         "max_subgraphs must be at least 1"),
+        (["negate", captions, "--probs", "1,x"], mosaictool.negate, (captions,), dict(probs="1,x"),
+         "probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got '1,x'"),
+        (["negate", captions, "--text", "bogus"], mosaictool.negate, (captions,), dict(text=["bogus"]),
+         "text: unknown method(s) bogus; choose from negclip,replace,shuffle,order"),
+        (["template", captions, "--style", "fancy"], mosaictool.template, (captions,), dict(style="fancy"),
+         "style must be one of plain, varied, got 'fancy'"),
+        (["shard", captions, "--out", out, "--shard-size", "0"], mosaictool.shard, (captions,), dict(out=out, shard_size=0),
+         "shard_size must be at least 1"),
+        (["world", "--out", out, "--workers", "0"], api.world, (out,), dict(workers=0), "workers 0: must be a whole number >= 1"),
         (["train", "--data", captions, "--out", out, "--crop-scale", "1"], mosaictool.train, (captions,),
-         dict(out=out, crop_scale="1")),
-        (["train", "--resume", out, "--max-pos", "2"], mosaictool.train, (), dict(resume=out, max_pos=2)),
+         dict(out=out, crop_scale="1"), "crop_scale '1': two numbers LOW,HIGH, e.g. 0.8,1"),
+        (["train", "--resume", out, "--max-pos", "2"], mosaictool.train, (), dict(resume=out, max_pos=2),
+         "resume uses the run's stored options; leave out max_pos"),
         (["wise-ft", "--zeroshot", "a.pt", "--finetuned", "b.pt", "--out", out, "--alpha", "a,b"], mosaictool.wise_ft,
-         ("a.pt",), dict(finetuned="b.pt", out=out, alpha="a,b")),
-        (["evaluate", "--bench", "world", "--limit", "0"], mosaictool.evaluate, ("world",), dict(limit=0)),
+         ("a.pt",), dict(finetuned="b.pt", out=out, alpha="a,b"), "alpha 'a,b': expected comma-separated numbers like 0,0.25,0.5,0.75,1"),
+        (["evaluate", "--bench", "world", "--limit", "0"], mosaictool.evaluate, ("world",), dict(limit=0),
+         "limit and batch_size must be at least 1"),
         (["tree-score", captions, "--model", "m", "--positions", "odd"], mosaictool.tree_score, (captions,),
-         dict(model="m", positions="odd")),
-        (["demo", "--preset", "cpu"], api.demo, (), dict(preset="cpu")),
+         dict(model="m", positions="odd"), "positions must be one of original, shifted, not 'odd'"),
+        (["demo", "--preset", "cpu"], api.demo, (), dict(preset="cpu"), "preset 'cpu': the one preset is gpu"),
     ]
-    for args, fn, positional, kwargs in cases:
-        assert api_error(fn, *positional, **kwargs) == cli_error(runner, *args), args
+    for args, fn, positional, kwargs, words in cases:
+        by_api, by_cli = api_error(fn, *positional, **kwargs), cli_error(runner, *args)
+        assert by_api.startswith(words), by_api
+        flags = {a for a in args if isinstance(a, str) and a.startswith("--")}
+        assert not any(f in by_api for f in flags), by_api
+        reworded = by_cli
+        for flag, argument in api._argument_table([*kwargs, "batch_size", "max_chars"]).items():
+            reworded = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", argument, reworded)
+        assert by_api == reworded.replace("--max-pos", "max_pos").replace("--quick", "quick"), (by_api, by_cli)
     assert not out.exists()
 
 
@@ -140,11 +172,12 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
     import mosaictool.demo
 
     configs = []
-    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or {"rows": []})
+    found = dict(summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={}, headline=None, mde={})
+    monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or found)
     cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
         "--cache-dir", tmp_path / "cache", "--teach-steps", "9", "--teach-lr", "0.002", "--scratch-seeds", "2")
     assert api.demo(quick=True, out=tmp_path / "d", seeds=2, experiments=["ablate"], device="cpu",
-                    cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2) == {"rows": []}
+                    cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2).to_dict() == found
     assert configs[0] == configs[1] and configs[0].seeds == 2 and configs[0].experiments == ("ablate",)
     assert (configs[0].teach_steps, configs[0].teach_lr, configs[0].scratch_seeds) == (9, 0.002, 2)
     assert "unknown demo setting(s) sedes" in api_error(api.demo, sedes=2)
@@ -152,8 +185,9 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
 
 def test_world_and_shard_give_the_cli_files(runner, tmp_path):
     cli(runner, "world", "--out", tmp_path / "w-cli", "--train", "12", "--eval-scale", "0.02", "--seed", "3", "-q")
-    manifest = api.world(tmp_path / "w-api", train=12, eval_scale=0.02, seed=3, quiet=True)
-    assert manifest["counts"]["train"]["records"] == 12
+    world = api.world(tmp_path / "w-api", train=12, eval_scale=0.02, seed=3, quiet=True)
+    assert world.counts["train"]["records"] == 12 and world.out == tmp_path / "w-api"
+    assert json.dumps(world.to_dict(), sort_keys=True) == json.dumps(json.loads((world.out / "manifest.json").read_text()), sort_keys=True)
 
     def files(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -194,7 +228,7 @@ def test_train_wise_ft_evaluate_tree_score_give_the_cli_results(runner, tmp_path
     cli(runner, "evaluate", "--bench", "world", "-c", final, "--data-root", "w", "--limit", "4", "--device", "cpu", "-q",
         "-o", "eval-cli.jsonl")
     rows = mosaictool.evaluate("world", checkpoints=[final], data_root="w", limit=4, device="cpu", quiet=True,
-                               output="eval-api.jsonl")
+                               output="eval-api.jsonl").rows
     assert Path("eval-api.jsonl").read_bytes() == Path("eval-cli.jsonl").read_bytes()
     assert rows and len(rows) == Path("eval-cli.jsonl").read_bytes().count(b"\n")  # the same rows (NaN is JSON's null)
 

@@ -161,7 +161,7 @@ def test_repeated_key_and_missing_id_field(tmp_path):
     assert f"{second}#k1: duplicate id 'k1'" in refused(str(tmp_path / "s{1..2}.tar"))  # keys across tars: ids, unique
     good = raw_tar(tmp_path / "b.tar", [("k1.txt", b"a dog"), ("k1.json", b'{"url": "u"}')])
     line = refused(good, id_field="sample_id")
-    assert "b.tar#k1: k1.json has no 'sample_id' field (--id-field; it has 'url')" in line
+    assert "b.tar#k1: k1.json has no 'sample_id' field (id_field; it has 'url')" in line  # the API's words: its argument
 
 
 def test_a_member_twice_in_a_sample_is_one_line_naming_tar_and_key(tmp_path):
@@ -285,7 +285,7 @@ def test_parquet_ids_and_caption_column(tmp_path):
     pl.DataFrame({"key": ["000000000", "000000001"], "TEXT": CAPTIONS[:2], "url": ["u0", "u1"]}).write_parquet(keyed)
     records = list(mosaictool.read(keyed, caption_field="TEXT"))
     assert records[0] == {"id": "000000000", "key": "000000000", "url": "u0", "caption": CAPTIONS[0]}
-    assert "no column 'caption_text' (--caption-field); its columns: 'key', 'TEXT', 'url'" in refused(keyed, caption_field="caption_text")
+    assert "no column 'caption_text' (caption_field); its columns: 'key', 'TEXT', 'url'" in refused(keyed, caption_field="caption_text")
     assert [r["id"] for r in mosaictool.read(keyed, id_field="url")] == ["u0", "u1"]
 
 
@@ -321,7 +321,7 @@ def test_a_utf16_table_is_one_line_naming_utf16_even_with_skip_bad(tmp_path, nam
 def test_flags_name_fields_of_tars_and_tables_only(tmp_path):
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text('{"id": 1, "caption": "a dog"}\n')
-    assert "--caption-field names a field of WebDataset tars" in refused(jsonl, caption_field="TEXT")
+    assert "caption_field names a field of WebDataset tars" in refused(jsonl, caption_field="TEXT")
     line = error_line(invoke(["parse", jsonl, "--id-field", "key"]))
     assert "--id-field names a field of WebDataset tars" in line and "--text-key" in line
 

@@ -33,6 +33,11 @@ def registry() -> dict[str, object]:
     return found
 
 
+def data_names(bench) -> tuple[str, ...]:
+    """What `bench` reads under --data-root (its `data`, files and folders/): by default the folder of its name."""
+    return tuple(getattr(bench, "data", None) or (f"{bench.name}/",))
+
+
 def aliases() -> dict[str, str]:
     out = {}
     for name, b in registry().items():

@@ -183,6 +183,8 @@ class Aro:
     name = "aro"
     subtasks = SUBTASKS
     layout = LAYOUT
+    # what it reads under --data-root: an output there must not replace one of them (api.evaluate)
+    data = ("aro/", "coco/", "flickr30k/")
 
     def load(self, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
         root = Path(root)

@@ -14,11 +14,13 @@ L2-normalised embeddings. Two optional extensions, used only when the signature 
 `score(..., logit_scale=s)` receives the model's exp(logit_scale) (CLIP's temperature), which the
 mean confidence μ(c) needs. A row with `subtask == HEADLINE` is the benchmark's headline number,
 aggregated the way vl_compo does. `BENCHMARK` may also be a tuple of such objects (world, world-val).
-`aliases: tuple[str, ...]` is optional; `open_subtasks = True` means subtasks are found in the data
-(zero-shot task folders) rather than fixed. An item whose meta has `ensembles` (lists of indices
-into its texts) gets one sims column per ensemble: the cosine with the renormalised mean of those
-texts' embeddings (CLIP's prompt ensembling for zero-shot classification). `sims` may be a lazy
-sequence (each matrix computed when indexed): index it, don't rely on it being a list.
+`aliases: tuple[str, ...]` is optional; so is `data: tuple[str, ...]`, what it reads under
+--data-root ("coco/" for a folder; default: the folder of its name), which no output may replace;
+`open_subtasks = True` means subtasks are found in the data (zero-shot task folders) rather than
+fixed. An item whose meta has `ensembles` (lists of indices into its texts) gets one sims column per
+ensemble: the cosine with the renormalised mean of those texts' embeddings (CLIP's prompt ensembling
+for zero-shot classification). `sims` may be a lazy sequence (each matrix computed when indexed):
+index it, don't rely on it being a list.
 
 Accuracies are fractions in [0, 1] (the report prints percent).
 """

@@ -64,6 +64,8 @@ class SugarCrepe:
     name = "sugarcrepe"
     subtasks = SUBTASKS
     layout = LAYOUT
+    # what it reads under --data-root: an output there must not replace one of them (api.evaluate)
+    data = ("sugarcrepe/", "coco/")
 
     def load(self, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
         return [it for s in subtasks or SUBTASKS for it in load_subset(Path(root), s, limit)]

@@ -68,6 +68,8 @@ class Valse:
     name = "valse"
     subtasks = list(INSTRUMENTS)
     layout = LAYOUT
+    # what it reads under --data-root: an output there must not replace one of them (api.evaluate)
+    data = ("valse/", "coco/")
 
     def load(self, root: Path, *, limit: int | None = None, subtasks: list[str] | None = None) -> list[Item]:
         """Valid records (mturk.caption >= 2) of each instrument, in file order; `limit` = at most

@@ -112,6 +112,7 @@ class WorldSplit:
 
     def __init__(self, name: str, split: str):
         self.name, self.split = name, split
+        self.data = ("manifest.json", f"{split}/")  # what it reads under --data-root (api.evaluate)
         self.layout = (f"  (--data-root W = the folder `mosaictool world --out W` wrote; scores W/{split}/)\n"
                        + LAYOUT_TEMPLATE.format(split=split))
 

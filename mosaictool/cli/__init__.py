@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import gc
+import importlib
 
 import typer
 
 from mosaictool import __version__
-from mosaictool.cli import (
-    decompose,
-    demo,
-    evaluate,
-    importers,
-    negate,
-    parse,
-    probe,
-    shard,
-    template,
-    texts_report,
-    train,
-    tree_score,
-    vocab,
-    wise_ft,
-    world,
-)
+
+# The modules of mosaictool.cli that register a command (`register(app)`), in the order of `--help`:
+# a new command is a module and its name here. The API functions and docs/api.md are checked
+# against the commands this registers (tests/test_api.py).
+COMMANDS = ("importers", "parse", "decompose", "negate", "template", "texts_report", "vocab", "world", "shard", "train", "wise_ft",
+            "evaluate", "tree_score", "demo", "probe")
 
 app = typer.Typer(
     name="mosaictool",
@@ -39,9 +29,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (importers, parse, decompose, negate, template, texts_report, vocab, world, shard, train, wise_ft, evaluate, tree_score, demo,
-               probe):
-    module.register(app)
+for name in COMMANDS:
+    importlib.import_module(f"{__name__}.{name}").register(app)
 
 
 def _version(value: bool) -> None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import os
 import signal
 import sys
 import threading
+import types
+import typing
 from collections.abc import Callable, Iterable
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from mosaictool.api import Records
+from mosaictool.api import Records, flag_words
 from mosaictool.errors import MosaicError, Terminated
 from mosaictool.io import RecordWriter
 from mosaictool.paths import Read, Write, check_outputs
@@ -51,6 +55,40 @@ AllowOutsideRootOpt = Annotated[
 AssignIdsOpt = Annotated[
     bool, typer.Option("--assign-ids", help="Give records without an 'id' their line number as id.")
 ]
+
+
+def config_options(config: type, *, unset: bool = False) -> list[inspect.Parameter]:
+    """One keyword parameter, a typer option, per flag field of a config dataclass (TrainConfig,
+    DemoConfig; made with training.config.setting), in the fields' order: its flag --NAME-WITH-DASHES
+    (a switch: and --no-NAME) or its `flags`, its help, its metavar, and the field's default (`text`,
+    the flag's form, where it has one). `unset`: every flag without a `text` defaults to None (a
+    switch to off), "not given", for a preset to fill in. Bounds are the config's, checked with its
+    own messages when the config is built (records.check_flags)."""
+    from mosaictool.training.config import flag_fields
+
+    hints = typing.get_type_hints(config)  # without Annotated: the plain type the flag parses
+    params = []
+    for f in flag_fields(config):
+        meta = f.metadata
+        tp = hints[f.name]
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):  # `X | None`: None is the flag's "not given"
+            tp = next(t for t in typing.get_args(tp) if t is not type(None))
+        if meta.get("text") is not None:
+            tp = str
+        if typing.get_origin(tp) is tuple:  # a repeatable flag
+            tp = list[typing.get_args(tp)[0]]
+        default = None if f.default is dataclasses.MISSING else f.default
+        if meta.get("text") is not None:
+            default = meta["text"]
+        elif unset:
+            default = False if tp is bool else None
+        dash = f.name.replace("_", "-")
+        decl = meta.get("flags") or ((f"--{dash}/--no-{dash}",) if tp is bool else ())
+        help_text = meta["help"]() if callable(meta["help"]) else meta["help"]
+        option = typer.Option(*decl, help=help_text, metavar=meta.get("metavar"))
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[Optional[tp] if default is None else tp, option]))
+    return params
 
 
 def fail(message: str) -> None:
@@ -119,7 +157,8 @@ def handles_errors(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         _on_sigterm_unwind()
         try:
-            return fn(*args, **kwargs)
+            with flag_words():  # the API's errors in the command line's words
+                return fn(*args, **kwargs)
         except MosaicError as e:
             fail(str(e))
         except BrokenPipeError:

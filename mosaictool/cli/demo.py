@@ -1,4 +1,7 @@
-"""`mosaictool demo`: the whole pipeline on the synthetic world, and the comparison of methods."""
+"""`mosaictool demo`: the whole pipeline on the synthetic world, and the comparison of methods.
+
+Its flags are DemoConfig's settings (mosaictool.demo.config: a new flag is a field there, with its
+help) and --preset; each defaults to None, "not given", and the preset fills it in."""
 
 from __future__ import annotations
 
@@ -7,75 +10,15 @@ from typing import Annotated, Optional
 import typer
 
 from mosaictool import api
-from mosaictool.cli.common import handles_errors
+from mosaictool.cli.common import config_options, handles_errors
 
 
 @handles_errors
 def demo_cli(
-    out: Annotated[str, typer.Option("--out", "-o", help="Folder for every artifact (reused when run again).")] = "demo-out",
-    quick: Annotated[bool, typer.Option(
-        "--quick", help="A small world and short runs (~3 min): checks the pipeline, not the result.")] = False,
-    seeds: Annotated[Optional[int], typer.Option(
-        help="Fine-tuning seeds per method (default 10: the paired t test has seeds − 1 df, and 10 bring the MDE near 3 points; "
-             "1 with --quick).")] = None,
-    finetune_steps: Annotated[Optional[int], typer.Option(help="Fine-tuning steps, equal for every method.")] = None,
-    finetune_lr: Annotated[Optional[float], typer.Option(
-        help="One fine-tuning learning rate for every row (default 5e-4, calibrated on val by the positive control; "
-             "--select-on-val gives each row its own).")] = None,
-    hard_images: Annotated[
-        Optional[str], typer.Option("--hard-images", metavar="method|all|none",
-                                    help="Hard images in the batch (each image's twin, the world's nearest alternative): 'method' "
-                                         "(default) for the rows whose paper uses them (NegCLIP, ARO App. C.2), 'all' rows, or "
-                                         "'none'. Every row sees the same images per step: a row with hard images takes half as "
-                                         "many images, each with its hard image.")
-    ] = None,
-    select_on_val: Annotated[
-        bool, typer.Option("--select-on-val", help="First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), "
-                                                   "evaluate on the world's val split, and give each row the lr of its own best val "
-                                                   "retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3).")
-    ] = False,
-    experiment: Annotated[
-        Optional[list[str]], typer.Option("--experiment", "-x", metavar="NAME",
-                                          help="After the table, also run this experiment (repeat for several): ablate "
-                                               "(MosaiCLIP's parts taken away one at a time), ladder (NegCLIP to MosaiCLIP one "
-                                               "change per rung, with the text towers' cosines and tree-scores), towers (each "
-                                               "fine-tuning one tower only), all three on val; teach (a base that knows no "
-                                               "arrangement), scratch (CLIP, NegCLIP, MosaiCLIP from random init), efficiency "
-                                               "(MosaiCLIP on a fraction of the images), noisy (NegCLIP and MosaiCLIP on clean and "
-                                               "web-like noisy captions), on --split; claims (the paper's claims with a verdict "
-                                               "each, claims.md). Each adds a section to report.md.")
-    ] = None,
-    max_pos: Annotated[Optional[int], typer.Option(
-        help="MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption only).")] = None,
-    pretrain_steps: Annotated[Optional[int], typer.Option(help="Steps of the plain-CLIP base pretraining (cached).")] = None,
-    world_train: Annotated[Optional[int], typer.Option(help="Train scenes of the world.")] = None,
-    teach_steps: Annotated[Optional[int], typer.Option(
-        help="--experiment teach: fine-tuning steps from the base that knows no arrangement (default 1500; --preset gpu 4000; "
-             "--quick 15; choose on val).")] = None,
-    teach_lr: Annotated[Optional[float], typer.Option(
-        help="--experiment teach: the rows' learning rate (default 1e-3; choose on val).")] = None,
-    scratch_seeds: Annotated[Optional[int], typer.Option(
-        help="--experiment scratch: seeds of each method's pretraining from a random init (default 3).")] = None,
-    world_seed: Annotated[Optional[int], typer.Option(
-        help="Draw the world from this seed (default 0): check a result on a world nothing was tuned on.")] = None,
-    cache_dir: Annotated[Optional[str], typer.Option(
-        help="Where the world, texts, shards and pretrained base are cached for the next demo (default ~/.cache/mosaictool, "
-             "or $MOSAICTOOL_CACHE; ~0.7 GB a world).")] = None,
-    workers: Annotated[Optional[int], typer.Option(
-        help="Worker processes for world generation, parse and negate (default: every core).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="open_clip model name or shipped config (default mosaic-micro-p16).")] = None,
-    split: Annotated[str, typer.Option(
-        help="Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).")] = "test",
     preset: Annotated[Optional[str], typer.Option(
         help="gpu: sized for one GPU (20,000-scene world, base 4,000 steps at batch 128, fine-tuning 500 steps at batch 64, "
              "10 seeds; the GPU by default, loader workers and pinned memory).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).")] = None,
-    loader_workers: Annotated[Optional[int], typer.Option(
-        help="DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")] = None,
-    parallel_runs: Annotated[Optional[int], typer.Option(
-        help="Processes that fine-tune on a CPU, one torch thread each, each taking its share of the runs' steps together "
-             "(default: one per core, at most 8; 1: every run in this process with torch's threads). "
-             "A GPU trains every run in this process.")] = None,
+    **settings,
 ) -> None:
     """Run the main job end to end on the synthetic world and print the comparison table.
 
@@ -112,12 +55,22 @@ def demo_cli(
 
       mosaictool demo --preset gpu --device cuda:0
     """
-    api.demo(out=out, quick=quick, preset=preset, device=device, experiments=experiment, loader_workers=loader_workers,
-             parallel_runs=parallel_runs, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr,
-             hard_images=hard_images, select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
-             world_train=world_train, world_seed=world_seed, teach_steps=teach_steps, teach_lr=teach_lr,
-             scratch_seeds=scratch_seeds, cache_dir=cache_dir, workers=workers, model=model, split=split)
+    api.demo(preset=preset, **settings)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo_cli)
+    import functools
+    import inspect
+
+    from mosaictool.demo.config import DemoConfig
+
+    @functools.wraps(demo_cli)
+    def command(**kwargs):
+        return demo_cli(**kwargs)
+
+    # DemoConfig's flag fields (setting(): help, bounds), each None unless given: the preset fills them in
+    settings = config_options(DemoConfig, unset=True)
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(demo_cli, eval_str=True).parameters.values()
+           if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    command.__signature__ = inspect.Signature(settings[:3] + own + settings[3:])  # --preset after --out, --cache-dir, --quick
+    app.command("demo")(command)

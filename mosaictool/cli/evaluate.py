@@ -75,15 +75,14 @@ def evaluate_cli(
     if list_benchmarks:
         typer.echo(list_text(), nl=False)
         return
-    from mosaictool.bench.report import markdown
 
-    rows = api.evaluate(
+    result = api.evaluate(
         bench, checkpoints=checkpoint or [], model=model, pretrained=pretrained, model_config=model_config, data_root=data_root,
         output=output, report=report, plot=plot, detail=detail, limit=limit, perturb=perturb, skip_missing=skip_missing,
         device=device, batch_size=batch_size, workers=workers, cache_dir=cache_dir, quiet=quiet, allow_outside_root=allow_outside_root,
     )
     if not report:
-        sys.stderr.write(markdown(rows, detail=detail))
+        sys.stderr.write(result.markdown(detail=detail))
 
 
 def register(app: typer.Typer) -> None:

@@ -78,7 +78,7 @@ def world_cli(
     info = api.world(out, train=train, seed=seed, twins=twins, binding_twins=binding_twins, shape_twins=shape_twins,
                      caption_noise=caption_noise, noise_kinds=noise_kinds, image_size=image_size, eval_scale=eval_scale,
                      workers=workers, overwrite=overwrite, quiet=quiet)
-    c = info["counts"]
+    c = info.counts
     typer.echo(f"world: {c['train']['records']} train records ({c['train']['twins']} arrangement twins, "
                f"{c['train']['binding_twins']} binding, {c['train']['shape_twins']} shape twins), "
                f"val {sum(c['val'].values())} / test {sum(c['test'].values())} benchmark items -> {out}", err=True)

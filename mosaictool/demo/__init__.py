@@ -20,9 +20,20 @@
 It calls the same stage functions the CLI commands call, and keeps every artifact on disk
 (graphs and negatives as Parquet, texts, shards, checkpoints, result rows) for inspection.
 Settings are chosen on the world's validation split (`world-val`), never on test.
+
+Its names load on first use (PEP 562): `mosaictool demo --help` lists the experiments
+(mosaictool.demo.experiments) without loading the pipeline.
 """
 
-from mosaictool.demo.config import DemoConfig
-from mosaictool.demo.run import run_demo
+# name -> the module of mosaictool.demo that defines it
+_WHERE = {"DemoConfig": "config", "run_demo": "run"}
 
-__all__ = ["DemoConfig", "run_demo"]
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    from importlib import import_module
+
+    if name in _WHERE:
+        return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from mosaictool.errors import MosaicError
 from mosaictool.records import Processes, Workers, check_flags
-from mosaictool.training.config import AtLeastOne, Count, PositiveNumber
+from mosaictool.training.config import AtLeastOne, Count, PositiveNumber, setting
 
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a fraction of the captions
 
@@ -28,13 +28,20 @@ def demo_rows() -> list[tuple[str, str, dict]]:
     return [(row.label, name, dict(row.options)) for name in methods.names() for row in methods.get(name).demo_rows]
 
 
+def wise_rows() -> tuple[str, ...]:
+    """The labels of the rows whose method declares their WiSE-FT curve (DemoRow.wise)."""
+    from mosaictool import methods
+
+    return tuple(row.label for name in methods.names() for row in methods.get(name).demo_rows if row.wise)
+
+
 METHODS = demo_rows()
 # The caption-level hard negatives `negate --text` writes for the rows: NegCLIP's swaps, and the
 # replace and bigram-shuffle texts FSC-CLIP's three HN kinds need (text negatives come on top of
 # the graph ones, drawn from their own RNGs: adding kinds leaves the others unchanged).
 TEXT_METHODS = ("negclip", "replace", "shuffle")
-# WiSE-FT curves (all weights) of these rows' seed 0; the Probe paper's patching of every seed of PATCH_ROW
-WISE_ROWS = ("MosaiCLIP", "FSC-CLIP")
+# WiSE-FT curves (all weights) of these rows' seed 0 (DemoRow.wise); the Probe paper's patching of every seed of PATCH_ROW
+WISE_ROWS = wise_rows()
 PATCH_ROW, PATCH_ALPHA = "Probe-FT", 0.2
 # the families of the table's columns (the split's other benchmarks are not in the table); the
 # WiSE-FT points are scored on them too
@@ -61,21 +68,35 @@ FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
 
 
+def _experiments_help() -> str:
+    from mosaictool.demo import experiments
+
+    return experiments.help_text()
+
+
 @dataclass
 class DemoConfig:
-    out: str = "demo-out"
-    cache_dir: str = field(default_factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")))
-    quick: bool = False
-    seeds: AtLeastOne = 10  # the paired t test's 9 df: an MDE near 3 points on the case columns (docs/statistics.md)
+    """The demo's settings. The flags of `mosaictool demo` are made from the fields made with a help
+    (setting(): name, help, bounds; defaults from the preset: DemoConfig.preset); the others are set
+    by the presets and the code."""
+
+    out: str = setting("demo-out", 'Folder for every artifact (reused when run again).', flags=("--out", "-o"), text="demo-out")
+    cache_dir: str = setting(factory=lambda: os.environ.get("MOSAICTOOL_CACHE", str(Path.home() / ".cache" / "mosaictool")),
+                             help='Where the world, texts, shards and pretrained base are cached for the next demo (default '
+                             '~/.cache/mosaictool, or $MOSAICTOOL_CACHE; ~0.7 GB a world).')
+    quick: bool = setting(False, 'A small world and short runs (~3 min): checks the pipeline, not the result.', flags=("--quick",))
+    # the paired t test's 9 df: an MDE near 3 points on the case columns (docs/statistics.md)
+    seeds: AtLeastOne = setting(10, 'Fine-tuning seeds per method (default 10: the paired t test has seeds − 1 df, and 10 bring the '
+                                'MDE near 3 points; 1 with --quick).')
     # world
-    world_train: AtLeastOne = 8000
-    twins: bool = True  # counterfactual twins of every scene: arrangement, binding (colours traded), shape
-    image_size: Annotated[int, Field(ge=48, le=256)] = 64
-    eval_scale: PositiveNumber = 0.5
-    world_seed: int = 0
+    world_train: AtLeastOne = setting(8000, 'Train scenes of the world.')
+    twins: bool = setting(True, flag=False)  # counterfactual twins of every scene: arrangement, binding (colours traded), shape
+    image_size: Annotated[int, Field(ge=48, le=256)] = setting(64, flag=False)
+    eval_scale: PositiveNumber = setting(0.5, flag=False)
+    world_seed: int = setting(0, 'Draw the world from this seed (default 0): check a result on a world nothing was tuned on.')
     # the share of train captions made web-like noisy (mosaictool.world.noise; val/test stay clean):
     # the clean vs noisy fine-tuning text of MosaiCLIP's robustness claim (Singh et al. 2023, Sec. 4.3)
-    caption_noise: Share = 0.0
+    caption_noise: Share = setting(0.0, flag=False)
     # base model: plain CLIP from scratch on the world's plain captions of 1-2-object scenes (one
     # fixed form: the text tower learns word order, the image tower arrangement), each scene's
     # arrangement twin in its batch, so that the batch holds images a bag-of-words model cannot
@@ -83,58 +104,74 @@ class DemoConfig:
     # (perf/world_probe.py), and a second stage on them took val relation from 62% to 46-52%.
     # 16-pixel patches: 17 image tokens, not mosaic-micro's 65 (a CLIP fine-tuning step two thirds of
     # mosaic-micro's on one thread: perf/step_profile.py)
-    model: str = "mosaic-micro-p16"
-    pretrain_steps: AtLeastOne = 1500
-    pretrain_lr: PositiveNumber = 1e-3
-    pretrain_batch: AtLeastOne = 64
+    model: str = setting("mosaic-micro-p16", 'open_clip model name or shipped config (default mosaic-micro-p16).')
+    pretrain_steps: AtLeastOne = setting(1500, 'Steps of the plain-CLIP base pretraining (cached).')
+    pretrain_lr: PositiveNumber = setting(1e-3, flag=False)
+    pretrain_batch: AtLeastOne = setting(64, flag=False)
     # fine-tuning: every method gets the same steps and the same scenes per step
     # 400 steps: at 100 no row moved from the base (NegCLIP - CLIP on val order not detectable); at 400
     # NegCLIP's order gain over CLIP is the field's, clear on val
-    finetune_steps: AtLeastOne = 400
+    finetune_steps: AtLeastOne = setting(400, 'Fine-tuning steps, equal for every method.')
     # one lr for every row (FINETUNE_LR), or, with row_lrs from --select-on-val, each row its own
-    finetune_lr: PositiveNumber | None = FINETUNE_LR
-    row_lrs: dict = field(default_factory=dict)
-    finetune_batch: AtLeastOne = 32
+    finetune_lr: PositiveNumber | None = setting(
+        FINETUNE_LR, "One fine-tuning learning rate for every row (default 5e-4, calibrated on val by the positive "
+                     "control; --select-on-val gives each row its own).")
+    row_lrs: dict = setting(factory=dict, flag=False)
+    finetune_batch: AtLeastOne = setting(32, flag=False)
     # hard images (each image's twin: arrangement, binding or shape; the world's nearest alternative,
     # as NegCLIP mined its nearest neighbours, Yuksekgonul et al. 2023, App. C.2) in the batch: "method" for the rows
     # whose paper uses them (NegCLIP), "all" or "none". Every row sees finetune_batch images per step:
     # a row with hard images takes finetune_batch / 2 images, each with its hard image.
-    hard_images: str = "method"
-    max_pos: AtLeastOne = 3
-    max_neg: Count = 6
-    wise_alphas: tuple[Annotated[float, Field(ge=0, le=1)], ...] = tuple(round(0.2 * i, 1) for i in range(6))
-    split: str = "test"  # "val" to choose hyperparameters; the reported table is test's
+    hard_images: str = setting("method", "Hard images in the batch (each image's twin, the world's nearest alternative): 'method' "
+                               "(default) for the rows whose paper uses them (NegCLIP, ARO App. C.2), 'all' rows, or 'none'. "
+                               'Every row sees the same images per step: a row with hard images takes half as many images, each '
+                               'with its hard image.', metavar="method|all|none")
+    max_pos: AtLeastOne = setting(3, "MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption "
+                                  'only).')
+    max_neg: Count = setting(6, flag=False)
+    wise_alphas: tuple[Annotated[float, Field(ge=0, le=1)], ...] = setting(tuple(round(0.2 * i, 1) for i in range(6)), flag=False)
+    # "val" to choose hyperparameters; the reported table is test's
+    split: str = setting("test", "Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).",
+                         text="test")
     # --select-on-val: every row at each of these learning rates, seed 0, on val
-    select_on_val: bool = False
-    select_lrs: tuple[PositiveNumber, ...] = SELECT_LRS
+    select_on_val: bool = setting(False, 'First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), evaluate on the '
+                                  "world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, "
+                                  'Yuksekgonul et al. 2023, App. C.3).', flags=("--select-on-val",))
+    select_lrs: tuple[PositiveNumber, ...] = setting(SELECT_LRS, flag=False)
     # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
-    experiments: tuple[str, ...] = ()
+    experiments: tuple[str, ...] = setting((), _experiments_help, flags=("--experiment", "-x"), metavar="NAME")
     # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr);
     # chosen on world 0's val: the most found to teach on 2 cores (docs/results.md)
-    teach_steps: AtLeastOne = 1500
-    teach_lr: PositiveNumber | None = 1e-3
+    teach_steps: AtLeastOne = setting(1500, '--experiment teach: fine-tuning steps from the base that knows no arrangement (default 1500; '
+                                      '--preset gpu 4000; --quick 15; choose on val).')
+    teach_lr: PositiveNumber | None = setting(1e-3, "--experiment teach: the rows' learning rate (default 1e-3; choose on val).")
     # --experiment scratch: seeds and steps of each method's pretraining from a random init (None: pretrain_steps)
-    scratch_seeds: AtLeastOne = 3
-    scratch_steps: AtLeastOne | None = None
+    scratch_seeds: AtLeastOne = setting(3, "--experiment scratch: seeds of each method's pretraining from a random init (default 3).")
+    scratch_steps: AtLeastOne | None = setting(None, flag=False)
     # --experiment noisy: the share of the noisy world's train captions made web-like (mosaictool.world.noise)
-    noise_rate: Share = 0.5
+    noise_rate: Share = setting(0.5, flag=False)
     # the texts audit's simulated batches of 32 (150 measured the audit's shares to a fraction of a point; --quick: fewer)
-    audit_batches: Count = 150
+    audit_batches: Count = setting(150, flag=False)
     # processes for world generation, parse and negate: every core (on a 16-core GPU machine, 2 left
     # the GPU idle for the text stages' ~4 min)
-    workers: Processes = field(default_factory=lambda: os.cpu_count() or 1)
+    workers: Processes = setting(factory=lambda: os.cpu_count() or 1,
+                                 help="Worker processes for world generation, parse and negate (default: every core).")
     # runtime: where the models train and are evaluated (None: the GPU when CUDA is visible, see
     # mosaictool.training.device) and the DataLoader processes that decode shards for train and
     # evaluate (None: 0 on CPU, where they would compete with the step for the cores; on a GPU
     # up to 8, so that decoding overlaps the GPU's step)
-    device: str | None = None
-    loader_workers: Workers | None = None
+    device: str | None = setting(None, 'cpu, cuda or cuda:N (default: the GPU when CUDA is visible, else cpu).')
+    loader_workers: Workers | None = setting(
+        None, "DataLoader processes decoding shards in train and evaluate (default: 0 on CPU, up to 8 on a GPU).")
     # processes that fine-tune on a CPU, each with one torch thread and its share of the runs, which
     # take their steps together (training.train_many; the tiny model keeps two threads ~70% busy: two
     # processes of one thread do twice the work in the same time on 2 cores). None: one per core, at
     # most 8; 1: every run in this process (torch's default threads). On a GPU, every run in this
     # process. The thread setting is part of a run's name.
-    parallel_runs: Processes | None = None
+    parallel_runs: Processes | None = setting(
+        None, "Processes that fine-tune on a CPU, one torch thread each, each taking its share of the runs' steps together "
+              "(default: one per core, at most 8; 1: every run in this process with torch's threads). "
+              "A GPU trains every run in this process.")
 
     @classmethod
     def preset(cls, quick: bool = False, gpu: bool = False, **overrides) -> "DemoConfig":

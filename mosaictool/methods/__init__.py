@@ -1,7 +1,9 @@
 """Training methods by name (`mosaictool train --method NAME`), as the benchmarks are by name.
 
-Each module of MODULES that defines `METHOD` (a mosaictool.methods.base.Method subclass) adds one
-method; adding a module here adds its --method value, its flags and its demo rows.
+Each module of this package that defines `METHOD` (a mosaictool.methods.base.Method subclass) adds
+one method, found when the registry is first asked (as mosaictool.bench finds benchmarks): a new
+module adds its --method value, its flags, its recipes and its demo rows, in the order of its `place`.
+Modules named `*_loss` hold a method's loss (torch), imported by the method when it trains.
 
     from mosaictool import methods
     methods.names()                       # ('clip', 'negclip', 'mosaiclip', ...)
@@ -11,7 +13,9 @@ method; adding a module here adds its --method value, its flags and its demo row
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from mosaictool.errors import MosaicError
@@ -19,20 +23,22 @@ from mosaictool.methods.base import DemoRow, Method, Option, Selection
 
 __all__ = ["DemoRow", "Method", "Option", "Selection", "create", "get", "names", "all_options"]
 
-MODULES = ("clip", "negclip", "mosaiclip", "fsc_clip", "probe_ft")
-_REGISTRY: dict[str, type[Method]] | None = None
 
-
+@cache
 def _registry() -> dict[str, type[Method]]:
-    global _REGISTRY
-    if _REGISTRY is None:
-        found: dict[str, type[Method]] = {}
-        for module in MODULES:
-            cls = getattr(importlib.import_module(f"{__name__}.{module}"), "METHOD", None)
-            if cls is not None:
-                found[cls.name] = cls
-        _REGISTRY = found
-    return _REGISTRY
+    """name -> Method subclass, for every module of this package that defines METHOD, by `place`."""
+    found: list[type[Method]] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name == "base" or info.name.endswith("_loss") or info.name.startswith("_"):
+            continue
+        cls = getattr(importlib.import_module(f"{__name__}.{info.name}"), "METHOD", None)
+        if cls is not None:
+            found.append(cls)
+    names = [cls.name for cls in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise RuntimeError(f"method name {twice[0]!r} defined twice")
+    return {cls.name: cls for cls in sorted(found, key=lambda cls: (cls.place, cls.name))}
 
 
 def names() -> tuple[str, ...]:

@@ -9,8 +9,9 @@ the defaults of `options` and validates them; every other call reads `self.opts`
 Interface (override what differs from the defaults):
 
     name, help              the --method value and its one-line description
+    place                   its place in the lists of methods (--help, the demo's table rows)
     options                 its own flags: Option(name, type, default, help, parse, format)
-    demo_rows               the rows it adds to `mosaictool demo`'s table: DemoRow(label, options)
+    demo_rows               the rows it adds to `mosaictool demo`'s table: DemoRow(label, options, wise)
     recipes                 named recipes of its paper (`train --recipe NAME`): name -> TrainConfig
                             fields ("method_options": its own options); flags given explicitly win
     merge_equal_texts       the default of --merge-equal-texts: equal texts of a batch are one text
@@ -80,10 +81,12 @@ class Option:
 
 @dataclass(frozen=True)
 class DemoRow:
-    """A row of `mosaictool demo`'s table: its label and the method options it trains with."""
+    """A row of `mosaictool demo`'s table: its label and the method options it trains with; `wise`:
+    the demo also draws its WiSE-FT curve (all weights, seed 0)."""
 
     label: str
     options: Mapping[str, Any] = field(default_factory=dict)
+    wise: bool = False
 
 
 @dataclass
@@ -100,6 +103,7 @@ class Selection:
 class Method:
     name: ClassVar[str] = ""
     help: ClassVar[str] = ""
+    place: ClassVar[int] = 100
     options: ClassVar[tuple[Option, ...]] = ()
     demo_rows: ClassVar[tuple[DemoRow, ...]] = ()
     stage_hint: ClassVar[str] = PIPELINE

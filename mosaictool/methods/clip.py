@@ -7,6 +7,7 @@ from mosaictool.methods.base import DemoRow, Method
 
 class Clip(Method):
     name = "clip"
+    place = 10
     help = "CLIP fine-tuning: the caption of each image, the symmetric contrastive loss."
     demo_rows = (DemoRow("CLIP"),)
 

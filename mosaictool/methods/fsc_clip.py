@@ -111,6 +111,7 @@ def check_hn_data(records, source: str) -> dict[str, int]:
 
 class FscClip(Method):
     name = "fsc-clip"
+    place = 40
     help = ("FSC-CLIP: the caption + --hn-per-image hard-negative texts (negclip, replace, shuffle) in a global and "
             "a local token-patch HN loss (focal, label-smoothed); CLIP loss over captions only. Paper recipes: "
             "--recipe paper (lr 5e-6, batch 256, 5 epochs, warmup 50, wd 0.1, amp, no grad clip, crop 0.9-1) and "
@@ -127,7 +128,7 @@ class FscClip(Method):
                "fsc-clip: an image's empty HN slots (fewer than K HN texts): zero (the authors' code: in the HN softmax "
                "with logit 0, as zero features) or drop (left out of the softmax)."),
     )
-    demo_rows = (DemoRow("FSC-CLIP"),)
+    demo_rows = (DemoRow("FSC-CLIP", wise=True),)
     recipes = {"paper": PAPER, "paper-lora": {**PAPER, "lr": 5e-5, "lora": 4}}
     merge_equal_texts = False  # the authors' L_clip: arange labels, equal captions of two images are negatives
     stage_hint = NEGATE_HINT

@@ -55,6 +55,7 @@ def format_category_probs(probs: dict[str, float]) -> str:
 
 class MosaiClip(Method):
     name = "mosaiclip"
+    place = 30
     help = "MosaiCLIP: the caption + sub-graph positives and graph negatives, coarse-to-fine loss."
     options = (
         Option("max_pos", int, 3, "mosaiclip: positive texts per image at most (1: the caption only)."),
@@ -74,7 +75,7 @@ class MosaiClip(Method):
                "weighs ~|P(i)| times i2t; both divided by the images) | mean (each direction averaged)."),
     )
     # without its curriculum it is an ablation (demo --ablate, "− curriculum"), not a row of the table
-    demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}),)
+    demo_rows = (DemoRow("MosaiCLIP", {"curriculum": True}, wise=True),)
 
     @property
     def uses_subgraph_keys(self) -> bool:  # the loss's P(i) by containment, unless --no-containment

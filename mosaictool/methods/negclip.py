@@ -25,6 +25,7 @@ def negclip_negative(record: dict, rng: random.Random) -> list[str]:
 
 class NegClip(Method):
     name = "negclip"
+    place = 20
     help = "NegCLIP: the caption + one swapped-caption negative per image (and hard images)."
     demo_rows = (DemoRow("NegCLIP"),)
     stage_hint = "mosaictool negate --text negclip (then template)"

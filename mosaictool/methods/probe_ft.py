@@ -98,6 +98,7 @@ def synonym_positive(text: str, negative: dict, rng, vocab=None) -> str:
 
 class ProbeFT(Method):
     name = "probe-ft"
+    place = 50
     help = ("Probe paper (Schiappa et al. 2023): the caption, a prompt and its predicate / composition swap in an ITM triplet "
             "loss + the contrastive loss; composition swaps' positives take a synonym. Paper recipes: --recipe paper "
             "(SGD lr 1e-3, momentum 0.9, wd 1e-4, cosine, batch 128, 40 epochs, no warmup), paper-text / paper-vision "

@@ -29,59 +29,99 @@ PRECISIONS = ("fp32", "bf16", "amp", "amp_bf16")
 OPTIMIZERS = ("adamw", "sgd")
 
 
+def setting(default=dataclasses.MISSING, help=None, *, factory=dataclasses.MISSING, flag: bool = True, text: str | None = None,
+            path: bool = False, flags: tuple[str, ...] = (), metavar: str | None = None):
+    """A field of a config dataclass (TrainConfig, DemoConfig) with what its command and API function
+    show of it: `help`, the flag's help (a function for one made when asked; None: the option every
+    command shares, mosaictool.cli.common's); `flag=False`: no flag of its own (set by recipes, the
+    method's own flags or the code); `text`: the flag's form of the default (crop_scale's "0.8,1");
+    `path`: a file or folder, which the API also takes as an os.PathLike; `flags`: the flag's
+    spellings where they are not --NAME-WITH-DASHES (and its --no- form for a switch); `metavar`: its
+    value's name in --help. The flag's bounds are the field's annotation."""
+    return field(default=default, default_factory=factory,
+                 metadata={"help": help, "flag": flag, "text": text, "path": path, "flags": flags, "metavar": metavar})
+
+
 @dataclass
 class TrainConfig:
-    data: str
-    out: str
-    method: str = "clip"  # a name of mosaictool.methods
-    method_options: dict = field(default_factory=dict)  # the method's own flags (Method.options), by name
-    recipe: str | None = None  # the method's named recipe these settings came from (with_recipe), if any
-    image_root: str | None = None  # JSONL/Parquet data: folder the image paths are relative to
-    texts: str | None = None  # records joined by key to the samples of image shards (img2dataset's) in `data`
-    allow_outside_root: bool = False  # read images named outside image_root (images.image_path)
-    skip_bad: bool = False
+    """Every setting of a training run. The flags of `mosaictool train` and the keywords of
+    `mosaictool.train` are made from these fields (name, help, bounds, default): a new setting is one
+    field here."""
+
+    data: str = setting(help="Shards (folder, glob or {a..b} pattern) or a JSONL/Parquet file.", path=True)
+    out: str = setting(help="Run folder: config.json, metrics.jsonl, last.pt, final.pt.", path=True)
+    method: str = setting("clip", "A training method (listed below: METHODS).")  # a name of mosaictool.methods
+    # the method's own flags (Method.options), by name: each is a flag of its own (cli.train.method_parameters)
+    method_options: dict = setting(factory=dict, flag=False)
+    # the method's named recipe these settings came from (with_recipe), if any
+    recipe: str | None = setting(None, "The method's paper recipe by name (METHODS lists each method's recipes), e.g. --method fsc-clip "
+                                       "--recipe paper: its optimizer, lr, batch, epochs, precision, ...; flags you give explicitly win.")
+    image_root: str | None = setting(None, "JSONL/Parquet data: folder of the image paths (default: the file's folder).", path=True)
+    # records joined by key to the samples of image shards (img2dataset's) in `data`
+    texts: str | None = setting(
+        None, "Records (template's JSONL/Parquet, made by `parse SHARDS`) joined by key to the images of --data's WebDataset "
+              "shards (img2dataset's): no second copy of the images. A sample without a record trains on its .txt caption "
+              "without negatives; a record no sample has is an error (--skip-bad: counted). "
+              "Example: --data 'cc3m/{00000..00331}.tar' --texts cc3m-texts.parquet", path=True)
+    allow_outside_root: bool = setting(False)  # read images named outside image_root (images.image_path)
+    skip_bad: bool = setting(False)
     # model
-    model: str = "mosaic-tiny"
-    pretrained: str | None = None  # open_clip tag, weights file, local-dir:, or a mosaictool checkpoint
-    model_config: str | None = None  # a JSON model config (open_clip schema)
-    force_quick_gelu: bool = False
+    model: str = setting("mosaic-tiny", "open_clip model name or a shipped config (mosaic-tiny).")
+    pretrained: str | None = setting(None, "open_clip tag, weights file, local-dir:FOLDER or a mosaictool checkpoint.")
+    model_config: str | None = setting(None, "JSON model config (open_clip schema) for a custom architecture.", path=True)
+    force_quick_gelu: bool = setting(False, "QuickGELU activations (OpenAI weights); prefer a -quickgelu model name.")
     # hard images
-    hard_images: Count = 0  # mine K nearest-neighbour hard images with the starting model
-    record_hard_images: bool | None = None  # use records' hard_images ids (default: the method's)
+    hard_images: Count = setting(0, "Mine K nearest-neighbour hard images with the starting model (0: off).")
+    record_hard_images: bool | None = setting(None, "Use records' hard_images ids (default: the method's; on for negclip).")
     # optimisation
-    batch_size: AtLeastOne = 32  # images per rank per micro-batch (hard images come on top)
-    epochs: AtLeastOne = 5
-    steps: AtLeastOne | None = None  # optimizer steps; overrides epochs
-    lr: PositiveNumber | None = None  # default: 1e-5 from pretrained weights (Singh et al. 2023, App. H.1), 5e-4 from scratch
-    optimizer: str = "adamw"  # one of OPTIMIZERS
-    momentum: Fraction = 0.9  # --optimizer sgd
-    wd: NonNegativeNumber = 0.1
-    beta1: Fraction = 0.9
-    beta2: Fraction = 0.98
-    eps: PositiveNumber = 1e-6
-    warmup: Count = 50
-    grad_clip: Annotated[float, Field(gt=0, allow_inf_nan=False, description="0 turns clipping off")] | None = 1.0
-    accum_freq: AtLeastOne = 1
-    precision: str = "fp32"
-    grad_checkpointing: bool = False
-    lock_image: bool = False
-    lock_text: bool = False
-    lora: Count = 0  # LoRA adapters of this rank on both towers, merged into final.pt (0: full fine-tuning)
-    augment: bool = True  # random-resized crop; off = center crop, decoded once and cached
-    crop_scale: tuple[float, float] = (0.8, 1.0)  # the crop's share of the image area (open_clip's fine-tuning aug)
-    images_on_device: bool = False  # --no-augment only: every image decoded once and kept on the training device
-    local_loss: bool = False
-    merge_equal_texts: bool | None = None  # equal texts in a batch = the same sub-graph (default: the method's)
-    seed: Seed = 0
+    batch_size: AtLeastOne = setting(32, "Images per process per micro-batch (hard images come on top).")
+    epochs: AtLeastOne = setting(5, "Passes over the data.")
+    steps: AtLeastOne | None = setting(None, "Optimizer steps (overrides --epochs).")
+    # default: 1e-5 from pretrained weights (Singh et al. 2023, App. H.1), 5e-4 from scratch
+    lr: PositiveNumber | None = setting(None, "Peak learning rate (default 1e-5 with --pretrained, else 5e-4).")
+    optimizer: str = setting("adamw", "adamw | sgd (with --momentum; the Probe paper's: --optimizer sgd --lr 1e-3 --wd 1e-4).")
+    momentum: Fraction = setting(0.9, "SGD momentum (--optimizer sgd).")
+    wd: NonNegativeNumber = setting(0.1, "Weight decay (not on gains, biases, logit_scale); decoupled for adamw, L2 for sgd.")
+    # Adam's betas and eps: open_clip's fine-tuning values; the papers' recipes set them, no flag does
+    beta1: Fraction = setting(0.9, flag=False)
+    beta2: Fraction = setting(0.98, flag=False)
+    eps: PositiveNumber = setting(1e-6, flag=False)
+    warmup: Count = setting(50, "Linear warmup steps before the cosine decay.")
+    grad_clip: Annotated[float, Field(gt=0, allow_inf_nan=False, description="0 turns clipping off")] | None = setting(
+        1.0, "Gradient norm clip (0: off).")
+    accum_freq: AtLeastOne = setting(1, "Micro-batches per optimizer step (the loss sees them all).")
+    precision: str = setting("fp32", "fp32 | bf16 | amp | amp_bf16 (amp, fp16 with a loss scaler, needs a GPU; amp_bf16 also runs on CPU).")
+    grad_checkpointing: bool = setting(False, "Recompute activations in backward to save memory.")
+    lock_image: bool = setting(False, "Freeze the image tower.")
+    lock_text: bool = setting(False, "Freeze the text tower.")
+    lora: Count = setting(
+        0, "Train LoRA adapters of this rank (peft; every adapted weight W + B A / rank, a loralib-style conv1 adapter, "
+           "as FSC-CLIP's code) on both towers instead of all weights, e.g. --lora 4 with --lr 5e-5 (FSC-CLIP's; --recipe paper-lora); "
+           "final.pt holds them merged into plain weights (0: full fine-tuning).")
+    augment: bool = setting(True, "Random-resized-crop augmentation (off: center crop, cached).")
+    images_on_device: bool = setting(False, "With --no-augment: decode every image once into one tensor on the "
+                                            "training device (GPU memory: N x 3 x S x S bytes); a step gathers its images there.")
+    # the crop's share of the image area (open_clip's fine-tuning aug)
+    crop_scale: tuple[float, float] = setting((0.8, 1.0), "The random crop's share of the image area, LOW,HIGH (FSC-CLIP's recipe: 0.9,1).",
+                                              text="0.8,1")
+    local_loss: bool = setting(False, "torchrun: each process computes its own rows of the loss.")
+    merge_equal_texts: bool | None = setting(
+        None, "Equal texts in a batch are one sub-graph: positives of every image owning them, never its "
+              "negatives (default: the method's; off for fsc-clip, whose paper labels captions by position).")
+    seed: Seed = setting(0, "Seed of the initialisation, the data order and every random draw.")
     # runtime
-    device: str | None = None  # default: cuda if available
-    num_workers: Workers = 0
-    save_every: Count = 0  # write last.pt every N steps (0: only at the end)
-    log_every: AtLeastOne = 1
-    quiet: bool = False
-    report_to: str | None = None  # tensorboard, wandb or both, comma-separated (mosaictool.training.reporting)
-    eval_bench: str | None = None  # benchmarks scored at the end of every epoch (evaluate's --bench syntax)
-    eval_data_root: str | None = None  # where they are (evaluate's --data-root)
+    device: str | None = setting(None, "cpu or cuda (default: cuda when available).")
+    num_workers: Workers = setting(0, "Data loader worker processes.")
+    save_every: Count = setting(0, "Write a resumable checkpoint every N steps (0: only the final one).")
+    log_every: AtLeastOne = setting(1, "Append a metrics line every N steps.")
+    quiet: bool = setting(False)
+    report_to: str | None = setting(
+        None, "Also log every loss term, lr, samples/s, texts/s and GPU memory to tensorboard (OUT/tensorboard/), "
+              "wandb or both (tensorboard,wandb); with --resume it replaces the run's own. Default: off.")
+    eval_bench: str | None = setting(
+        None, "Score these benchmarks (evaluate's --bench syntax, e.g. world-val) at the end of every epoch; their "
+              "headline goes to metrics.jsonl and --report-to.")
+    eval_data_root: str | None = setting(None, "Folder holding the --eval-bench benchmarks (evaluate's --data-root).", path=True)
 
     def resolved(self) -> "TrainConfig":
         from mosaictool import methods
@@ -127,6 +167,12 @@ class TrainConfig:
             for name, _ in parse_bench_spec(cfg.eval_bench):
                 get(name)  # an unknown name fails here, before any training
         return cfg
+
+
+def flag_fields(config: type = None) -> list[dataclasses.Field]:
+    """The fields of `config` (TrainConfig or a subclass) that are settings of `mosaictool train` (a
+    flag each) and of `mosaictool.train` (a keyword each), in the order of the flags."""
+    return [f for f in dataclasses.fields(config or TrainConfig) if f.metadata.get("flag", True)]
 
 
 def with_recipe(cfg: TrainConfig, name: str, given: Collection[str] = ()) -> TrainConfig:

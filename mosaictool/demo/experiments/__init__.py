@@ -2,24 +2,24 @@
 
 An experiment trains and scores what it needs from the demo's data and base (`Context`), on the
 split its question needs (settings are chosen on val; the claims of the paper's regimes are read
-on test once), and returns a `Section` of report.md: a title, markdown, and the files it wrote. Each
-module names NAME, FILES (what it may write in the demo folder) and run(ctx).
+on test once), and returns a `Section` of report.md: a title, markdown, and the files it wrote.
 `mosaictool demo --experiment NAME` runs it after the table (whose runs it reuses where its
 settings are the same: a run folder is named by its settings' digest).
 
-    ablate   MosaiCLIP's parts taken away one at a time (val)
-    ladder   from NegCLIP to MosaiCLIP one change at a time, each rung paired with the one before (val)
-    towers   NegCLIP and MosaiCLIP fine-tuning only the text tower or only the image tower (val)
-    teach    the teaching regime: a base that knows no arrangement, the rows fine-tuned from it (--split)
-    scratch  CLIP, NegCLIP and MosaiCLIP each pretrained from a random initialisation (--split)
-    efficiency  MosaiCLIP on 0.3x / 0.5x / 1x of the fine-tuning images against NegCLIP on all (--split)
-    noisy    NegCLIP and MosaiCLIP fine-tuned on clean and on web-like noisy captions (--split)
-    claims   the paper's claims, each with a verdict (claims.md): the regimes above on the demo's split
+Every module of this package but `common` is an experiment, found when the registry is first asked
+(as the benchmarks and methods are): it declares, as plain literals at its top, NAME, HELP (its line
+in `demo --help` and docs/demo.md), PLACE (its place in those lists) and FILES (what it may write in
+the demo folder), and defines run(ctx). The declarations are read from the module's source, so
+`mosaictool --help` lists the experiments without importing them (they load scipy and the demo).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from mosaictool.demo.config import DemoConfig
@@ -51,35 +51,60 @@ class Section:
     control: str = ""  # its positive control's one-line verdict, stated before any of its claims
 
 
-def _registry() -> dict:
-    from mosaictool.demo.experiments import (
-        ablate,
-        claims,
-        efficiency,
-        ladder,
-        noisy,
-        scratch,
-        teach,
-        towers,
-    )
+DECLARED = ("NAME", "HELP", "PLACE", "FILES")
 
-    return {m.NAME: m for m in (ablate, ladder, towers, teach, scratch, efficiency, noisy, claims)}
+
+@dataclass(frozen=True)
+class Declaration:
+    """What an experiment module declares of itself; `module`: its name in this package."""
+
+    name: str
+    help: str
+    place: int
+    files: tuple[str, ...]
+    module: str
+
+
+def _declaration(module: str, path: str) -> Declaration:
+    found = {}
+    for node in ast.parse(Path(path).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and getattr(node.targets[0], "id", None) in DECLARED:
+            found[node.targets[0].id] = ast.literal_eval(node.value)
+    missing = [d for d in DECLARED if d not in found]
+    if missing:  # an experiment module is code: a missing declaration is our bug, named here
+        raise RuntimeError(f"experiment module {module} declares no {', '.join(missing)} (literals at its top)")
+    return Declaration(found["NAME"], found["HELP"], found["PLACE"], tuple(found["FILES"]), module)
+
+
+@cache
+def registry() -> dict[str, Declaration]:
+    """name -> Declaration of every experiment module of this package, by PLACE."""
+    found = [_declaration(info.name, info.module_finder.find_spec(f"{__name__}.{info.name}").origin)
+             for info in pkgutil.iter_modules(__path__) if info.name != "common" and not info.name.startswith("_")]
+    return {d.name: d for d in sorted(found, key=lambda d: (d.place, d.name))}
 
 
 def names() -> list[str]:
-    return list(_registry())
+    return list(registry())
 
 
 def files() -> tuple[str, ...]:
     """Every file an experiment may write in the demo folder (its module's FILES)."""
-    return tuple(f for module in _registry().values() for f in module.FILES)
+    return tuple(f for d in registry().values() for f in d.files)
+
+
+def help_text() -> str:
+    """`demo --experiment`'s help: every experiment with its HELP line."""
+    return ("After the table, also run this experiment (repeat for several): "
+            + "; ".join(f"{d.name}: {d.help}" for d in registry().values()) + ". Each adds a section to report.md.")
 
 
 def get(name: str):
-    found = _registry().get(name)
+    """The module of experiment `name` (imported now)."""
+    found = registry().get(name)
     if found is None:
         raise MosaicError(f"--experiment {name!r}: choose from {', '.join(names())}")
-    return found
+    return importlib.import_module(f"{__name__}.{found.module}")
 
 
 def run(name: str, ctx: Context) -> Section:

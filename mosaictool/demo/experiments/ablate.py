@@ -13,6 +13,8 @@ from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.significance import CASE_COLUMNS, comparisons, holm_family
 
 NAME = "ablate"
+HELP = "MosaiCLIP's parts taken away one at a time (val)"
+PLACE = 10  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("ablation.md",)  # what it writes in the demo folder
 # (name, options changed, hard images): the last is the batch, not the method (NegCLIP's: each
 # image with its twin; DemoConfig.hard_images)

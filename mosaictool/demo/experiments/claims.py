@@ -33,6 +33,8 @@ from mosaictool.demo.finetune import wise_visual
 from mosaictool.demo.significance import case_matrix, positive_control
 
 NAME = "claims"
+HELP = "the paper's claims, each with a verdict (claims.md): the regimes above on the demo's split"
+PLACE = 80  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("claims.md",)  # what it writes in the demo folder
 REGIMES = ("teach", "scratch", "efficiency", "noisy", "towers")
 WISE_ALPHA = 0.5

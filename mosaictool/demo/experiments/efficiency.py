@@ -23,6 +23,8 @@ from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import CASE_COLUMNS, case_matrix, compare, holm_family
 
 NAME = "efficiency"
+HELP = "MosaiCLIP on 0.3× / 0.5× / 1× of the fine-tuning images against NegCLIP on all (--split)"
+PLACE = 60  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("efficiency.md",)  # what it writes in the demo folder
 FRACTIONS = (0.3, 0.5, 1.0)
 MARGIN = 0.01  # the paper's "within 1% or greater than NegCLIP" (Table 11's blue numbers)

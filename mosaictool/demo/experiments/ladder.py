@@ -36,6 +36,8 @@ from mosaictool.demo.report import paired_diff
 from mosaictool.demo.significance import CASE_COLUMNS, compare
 
 NAME = "ladder"
+HELP = "from NegCLIP to MosaiCLIP one change at a time, each rung paired with the one before (val)"
+PLACE = 20  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("ladder.md", "ladder.png")  # what it writes in the demo folder
 
 # (name, what the rung changes, method, the options it trains with, hard images). Options are the

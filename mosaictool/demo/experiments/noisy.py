@@ -27,6 +27,8 @@ from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import case_matrix
 
 NAME = "noisy"
+HELP = "NegCLIP and MosaiCLIP fine-tuned on clean and on web-like noisy captions (--split)"
+PLACE = 70  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("noisy.md",)  # what it writes in the demo folder
 ROWS = ("NegCLIP", "MosaiCLIP")
 HIT = 0.10  # Sec. 4.3's "> 10% hit", relative (see run)

@@ -28,6 +28,8 @@ from mosaictool.demo.significance import (
 )
 
 NAME = "scratch"
+HELP = "CLIP, NegCLIP and MosaiCLIP each pretrained from a random initialisation (--split)"
+PLACE = 50  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("scratch.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
 FAMILY = "MosaiCLIP over NegCLIP, pretrained from scratch"

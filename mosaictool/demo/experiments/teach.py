@@ -35,6 +35,8 @@ from mosaictool.demo.significance import (
 )
 
 NAME = "teach"
+HELP = "the teaching regime: a base that knows no arrangement, the rows fine-tuned from it (--split)"
+PLACE = 40  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("teach.md",)  # what it writes in the demo folder
 ROWS = ("CLIP", "NegCLIP", "MosaiCLIP")
 BASE = "base (no arrangement taught)"

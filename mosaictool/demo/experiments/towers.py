@@ -17,6 +17,8 @@ from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.significance import CASE_COLUMNS, case_matrix, compare
 
 NAME = "towers"
+HELP = "NegCLIP and MosaiCLIP fine-tuning only the text tower or only the image tower (val)"
+PLACE = 30  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("towers.md",)  # what it writes in the demo folder
 ROWS = ("NegCLIP", "MosaiCLIP")
 # what is trained -> the tower locked (open_clip's --lock-image / --lock-text)
