@@ -270,9 +270,9 @@ def test_cnn_pipeline_loads_without_torch_and_torch_still_imports():
     # A fresh process: this one may have imported torch already (then nothing is hidden).
     code = ("import sys; from mosaictool.nlp import load_nlp; nlp = load_nlp(); loaded = 'torch' in sys.modules; "
             "import thinc.compat, torch; print(loaded, thinc.compat.has_torch, torch.zeros(2).sum().item(), "
-            "[t.pos_ for t in nlp('A dog runs.')])")
+            "[t.pos_ for t in nlp('A black dog is running.')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(None, 3)
-    assert out[:3] == ["False", "False", "0.0"] and out[3].strip() == "['DET', 'NOUN', 'VERB', 'PUNCT']"
+    assert out[:3] == ["False", "False", "0.0"] and out[3].strip() == "['DET', 'ADJ', 'NOUN', 'AUX', 'VERB', 'PUNCT']"
 
 
 # --- CLI ------------------------------------------------------------------------------------------
