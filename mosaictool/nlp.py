@@ -55,3 +55,9 @@ def load_nlp(model: str | None = None):
         return spacy.load(name, exclude=list(UNUSED_COMPONENTS))
     except OSError as e:
         raise MosaicError(f"cannot load spaCy model {name!r}: {e}") from e
+
+
+def blank_english():
+    """spaCy's blank English pipeline (no model; PyTorch hidden as for `load_nlp`): the vocabulary
+    and English noun chunks of Docs rebuilt from annotations stored earlier."""
+    return _import_spacy(torch_needed=False).blank("en")
