@@ -453,3 +453,18 @@ def test_repairs_by_name():
     assert repair_names(["pronouns"]) == {"pronouns"}
     with pytest.raises(MosaicError, match="unknown parse repair"):
         repair_names(["pronoun"])
+
+
+def test_parse_writes_the_docs_tokens_unless_told_not_to(runner, tmp_path):
+    recs = [{"id": 1, "caption": "A man riding a horse on the beach."}, {"id": 2, "caption": "Two  dogs play."}]
+    out = list(parse(recs))
+    doc = load_nlp()(recs[0]["caption"])
+    tokens = out[0]["tokens"]
+    assert tokens["model"] == resolve_model() and tokens["words"] == [t.text for t in doc]
+    assert (tokens["tags"], tokens["pos"], tokens["deps"], tokens["heads"]) == (
+        [t.tag_ for t in doc], [t.pos_ for t in doc], [t.dep_ for t in doc], [t.head.i for t in doc])
+    assert all("".join(w + " " * s for w, s in zip(r["tokens"]["words"], r["tokens"]["spaces"])) == r["caption"] for r in out)
+    assert [{k: v for k, v in r.items() if k != "tokens"} for r in out] == list(parse(recs, tokens=False))
+    (tmp_path / "in.jsonl").write_text(jsonl(*recs))
+    result = runner.invoke(app, ["parse", str(tmp_path / "in.jsonl"), "--no-tokens", "-q"])
+    assert result.exit_code == 0 and [sorted(json.loads(line)) for line in result.stdout.splitlines()] == [["caption", "graph", "id"]] * 2
