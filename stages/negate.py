@@ -44,6 +44,7 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import multiprocessing
@@ -157,7 +158,6 @@ class _Sampler:
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
-        self._axis: dict[str, tuple[str, ...]] = {}
 
     def _uniform(self, everything: tuple[str, ...], exclude: set[str]) -> str | None:
         # --uniform, the paper's draw: the whole vocabulary; exclusions are a handful of names
@@ -259,14 +259,18 @@ class _Sampler:
         return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
 
     def _same_axis(self, current: str) -> tuple[str, ...]:
-        if current not in self._axis:
-            v = self.vocab
-            head = v.head("relations", current)
-            group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
-            opposites = {a for m in group for a in v.antonyms.get(m, ())}
-            opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
-            self._axis[current] = tuple(sorted(n for n in opposites if n in v.relations))
-        return self._axis[current]
+        return _same_axis(self.vocab, current)
+
+
+@functools.lru_cache(maxsize=4096)  # a vocabulary's spatial relations: a few hundred at most
+def _same_axis(v, current: str) -> tuple[str, ...]:
+    """The relations opposite `current` on its axis (and their synonyms): one vocabulary's fact, worked
+    out once per process rather than once per caption."""
+    head = v.head("relations", current)
+    group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
+    opposites = {a for m in group for a in v.antonyms.get(m, ())}
+    opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
+    return tuple(sorted(n for n in opposites if n in v.relations))
 
 
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
