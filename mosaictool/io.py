@@ -227,12 +227,15 @@ def non_finite(value: Any, at: str = "") -> tuple[str, Any] | None:
     return next((found for k, v in items if (found := non_finite(v, k)) is not None), None)
 
 
+_STRICT_JSON = json.JSONEncoder(allow_nan=False, check_circular=False)
+
+
 def _finite_json(record: Any) -> bool:
     """Whether the standard library's C encoder writes `record` without a NaN or infinity: its check
     (allow_nan=False) costs a fraction of `non_finite`'s walk in Python. False also for what it cannot
     encode (numpy values), which the walk then checks."""
     try:
-        json.dumps(record, allow_nan=False, check_circular=False)
+        _STRICT_JSON.encode(record)
     except (ValueError, TypeError):
         return False
     return True
