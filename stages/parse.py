@@ -180,15 +180,9 @@ def doc_tokens(doc, model: str) -> dict:
     """The record field `tokens`: what spaCy's `model` made of the caption, enough to rebuild the Doc
     without the model (`negate`'s NegCLIP swaps read its tags, dependencies and noun chunks): words
     and the space after each, fine-grained tags, POS, dependency labels, heads (token indices)."""
-    return {
-        "model": model,
-        "words": [t.text for t in doc],
-        "spaces": [bool(t.whitespace_) for t in doc],
-        "tags": [t.tag_ for t in doc],
-        "pos": [t.pos_ for t in doc],
-        "deps": [t.dep_ for t in doc],
-        "heads": [t.head.i for t in doc],
-    }
+    # one pass over the Doc: each spaCy Token is an object made anew on every access
+    columns = zip(*((t.text, bool(t.whitespace_), t.tag_, t.pos_, t.dep_, t.head.i) for t in doc)) if len(doc) else [()] * 6
+    return {"model": model, **{name: list(values) for name, values in zip(("words", "spaces", "tags", "pos", "deps", "heads"), columns)}}
 
 
 def _parse_texts(texts: list[str], batch_size: int, repairs: frozenset[str] = frozenset(REPAIRS), tokens: bool = False) -> list[dict]:

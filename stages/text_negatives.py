@@ -21,6 +21,7 @@ Every function takes a `random.Random`; the four order functions are importable 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -135,10 +136,15 @@ def shuffle_bigrams(text: str, rng: random.Random, tries: int = 10) -> str | Non
 
 # --- replace ------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4096)  # re's own cache holds 512 patterns; a corpus has thousands of words
+def _whole_word(word: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", flags=re.IGNORECASE)
+
+
 def _replace_word(sentence: str, old: str, new: str) -> str | None:
     """Replace the first whole-word `old` (case-insensitive) by `new`, keeping a leading capital
     and fixing 'a'/'an' right before it."""
-    match = re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", sentence, flags=re.IGNORECASE)
+    match = _whole_word(old).search(sentence)
     if match is None:
         return None
     found = match.group(0)
