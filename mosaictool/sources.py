@@ -8,7 +8,7 @@
   reference into the tar, `<tar path as given>#<member name>` (`shards/00000.tar#000000123.jpg`), and
   the .json's other fields. Members are read in order and only .txt/.json payloads are read: images
   are skipped over, never extracted or decoded, and one tar is open at a time, so memory does not
-  grow with the number of tars.
+  grow with the number of tars. `read_tar` is the one tar reader: training indexes its shards with it too.
 - Tables: CSV and TSV (`.gz` too; img2dataset's inputs: a header row, then url and caption columns;
   a TSV has no quoting) and Parquet (🤗 datasets' files, img2dataset's `{shard}.parquet`, and what the
   stages write): one file, or a brace pattern or glob of them (`data/train-*.parquet`). A row is a
@@ -144,8 +144,14 @@ def _tars(spec: str, fields: Fields) -> Iterator[Raw]:
             yield where, number, value, error
 
 
+REDO = "download or write it again, or leave it out"  # what to do about a broken tar, unless the reader's caller says better
+
+
 @dataclass
-class _Sample:
+class TarSample:
+    """One WebDataset sample as read from its tar: the payloads of its .txt and .json members (bytes,
+    undecoded), where its first image is, or the error that keeps it from being a sample."""
+
     key: str
     txt: bytes | None = None
     json: bytes | None = None
@@ -155,16 +161,24 @@ class _Sample:
     members: set[str] = field(default_factory=set)  # its member names so far
 
 
-def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dict | None, str | None, tuple[int, int] | None]]:
+def tar_samples(path: str, fields: Fields = Fields(),
+                redo: str = REDO) -> Iterator[tuple[str, dict | None, str | None, tuple[int, int] | None]]:
     """(location `path#key`, record or None, error or None, its image's (offset, size) in the tar or
-    None) per sample of one tar, in member order."""
-    redo = "download or write it again, or leave it out"
+    None) per sample of one tar, in member order. `redo`: what a broken tar's line tells the user to do."""
+    for sample in read_tar(path, redo):
+        yield _record(path, sample, fields)
+
+
+def read_tar(path: str, redo: str = REDO) -> Iterator[TarSample]:
+    """The samples of one tar in member order: the one tar reader (the text stages' records and
+    training's shard index are both read here). Only .txt and .json payloads are read; a problem of one
+    sample is its `error`, a tar that cannot be read on is MosaicError `path: what; redo`."""
     try:
         tar = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as e:
-        raise MosaicError(f"{path}: not a readable tar file ({e}); {redo}") from None
+        raise MosaicError(f"{path}: not a readable tar shard: {e}; {redo}") from None
     size = os.path.getsize(path)
-    sample: _Sample | None = None
+    sample: TarSample | None = None
     keys: set[str] = set()  # one tar's: a key seen again after other samples would split a sample in two
     with tar:
         try:
@@ -173,13 +187,14 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 if not member.isfile():
                     continue
                 if member.offset_data + member.size > size:
-                    raise MosaicError(f"{path}: truncated tar ({member.name} is cut off at byte {size}{_after(sample)}); {redo}")
+                    raise MosaicError(f"{path}: truncated tar shard ({member.name} is cut off at byte {size}{_after(sample)}); "
+                                      f"{redo}")
                 stem, dot, ext = posixpath.basename(member.name).partition(".")
                 key = posixpath.join(posixpath.dirname(member.name), stem)
                 if sample is None or key != sample.key:
                     if sample is not None:
-                        yield _record(path, sample, fields)
-                    sample = _Sample(key)
+                        yield sample
+                    sample = TarSample(key)
                     if key in keys:
                         sample.error = (f"key {key!r} again after other samples ({member.name}): a tar's keys are unique and "
                                         "a sample's members follow each other")
@@ -206,26 +221,26 @@ def tar_samples(path: str, fields: Fields = Fields()) -> Iterator[tuple[str, dic
                 f.seek(tar.offset)
                 end = f.read(512)
         except tarfile.TarError as e:
-            raise MosaicError(f"{path}: corrupt tar{_after(sample)} ({e}); {redo}") from None
+            raise MosaicError(f"{path}: corrupt tar shard{_after(sample)} ({e}); {redo}") from None
         if len(end) < 512 or end.strip(b"\0"):
-            raise MosaicError(f"{path}: truncated or corrupt tar (no end-of-archive block at byte {tar.offset}{_after(sample)}); "
-                              f"{redo}")
+            raise MosaicError(f"{path}: truncated or corrupt tar shard (no end-of-archive block at byte {tar.offset}"
+                              f"{_after(sample)}); {redo}")
         if sample is not None:
-            yield _record(path, sample, fields)
+            yield sample
 
 
-def _after(sample: _Sample | None) -> str:
+def _after(sample: TarSample | None) -> str:
     """Where in a tar a problem is: after the last sample read."""
     return f" after sample {sample.key!r}" if sample else ""
 
 
-def _record(path: str, sample: _Sample, fields: Fields) -> tuple[str, dict | None, str | None, tuple[int, int] | None]:
+def _record(path: str, sample: TarSample, fields: Fields) -> tuple[str, dict | None, str | None, tuple[int, int] | None]:
     """A sample's record (or the error that keeps it from being one), and where its image is."""
     where, (record, error) = f"{path}#{sample.key}", _fields_of(path, sample, fields)
     return where, record, error, sample.image_at
 
 
-def _fields_of(path: str, sample: _Sample, fields: Fields) -> tuple[dict | None, str | None]:
+def _fields_of(path: str, sample: TarSample, fields: Fields) -> tuple[dict | None, str | None]:
     key = sample.key
     if sample.error:
         return None, sample.error

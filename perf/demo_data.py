@@ -69,7 +69,7 @@ def main() -> None:
 
     from mosaictool.model.openclip import model_config
     from mosaictool.training import ShardCache
-    from mosaictool.training.data import ImagePrep
+    from mosaictool.training.transform import ImagePrep
 
     global INDEXED, DECODED
 

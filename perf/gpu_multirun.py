@@ -30,7 +30,7 @@ from mosaictool.demo.config import DemoConfig  # noqa: E402
 from mosaictool.demo.finetune import planned_runs  # noqa: E402
 from mosaictool.model.openclip import model_config, read_checkpoint  # noqa: E402
 from mosaictool.training import ShardCache, train, train_many  # noqa: E402
-from mosaictool.training.data import ImagePrep  # noqa: E402
+from mosaictool.training.transform import ImagePrep  # noqa: E402
 
 
 def main() -> None:

@@ -38,9 +38,9 @@ from mosaictool.demo.config import DemoConfig
 from mosaictool.demo.finetune import _expected_texts, _train_in_processes, planned_runs, share_out
 from mosaictool.model.openclip import model_config, read_checkpoint
 from mosaictool.training import ShardCache, train
-from mosaictool.training.data import ImagePrep
 from mosaictool.training.loop import run_loop, setup
 from mosaictool.training.multirun import shared_key, train_stacked
+from mosaictool.training.transform import ImagePrep
 
 SHARED: ShardCache | None = None  # the pool's processes read the parent's (forked), as the demo's did
 

@@ -229,7 +229,10 @@ def methods_interleaved(data: Path, batch_size: int, steps: int) -> dict[str, fl
 
     from mosaictool import methods
     from mosaictool.training.batch import ContrastiveForward, batch_features
-    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
 
     runs = {}
     for label, (name, options) in METHOD_RUNS.items():

@@ -118,7 +118,8 @@ def _is_relative_pronoun(tok) -> bool:
 
 def _measured(tok):
     """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
-    if tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree]):
+    if (tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
+            and not (tok.lower_ == "head" and not any(c.dep_ in ("det", "poss") for c in tok.children))):  # "head of cattle"
         return None
     for prep in tok.children:
         if prep.dep_ == "prep" and prep.lower_ == "of":
@@ -242,11 +243,42 @@ def _position(g: _Graph, k: int) -> bool:
     return True
 
 
+def _join_split_compounds(g: _Graph) -> None:
+    """A known compound noun whose second word spaCy read as a verb or as a noun phrase of its own
+    ("three teddy" + bears, "a brown teddy" + "bear", "a traffic stop" + "sign with") is one noun: the
+    word joins the entity before it, a relation that began with it loses it, and an entity of that word
+    alone gives its relations to the whole."""
+    for k in range(len(g.entities)):
+        end = g.bounds(k)[1]
+        if end >= len(g.doc):
+            continue
+        head, word = g.doc[end - 1], g.doc[end]
+        if {f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns()):
+            continue
+        other = g.starting_at(end)
+        if other is not None and g.bounds(other)[1] != end + 1 or end in g.in_phrases:
+            continue
+        if other is not None:
+            _redirect(g, other, k)
+        ent = g.entities[k]
+        g.entities[k] = {**ent, "span": f"{ent['span']} {word.text}", "lemma_span": f"{ent['lemma_span']} {word.lemma_}",
+                         "head": f"{ent['head']} {word.text}", "lemma_head": f"{ent['lemma_head']} {word.lemma_}",
+                         "span_bounds": [g.bounds(k)[0], end + 1]}
+        lead = word.lower_ + " "
+        g.relations = [{**r, "relation": r["relation"][len(lead):], "lemma_relation": r["lemma_relation"].split(" ", 1)[-1]}
+                       if r["relation"].lower().startswith(lead) else r
+                       for r in g.relations if r["relation"].lower() != word.lower_]
+        g.changed = True
+        return _join_split_compounds(g)
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
     a head are attributes ("dirt road": road, dirt; "baby elephant"); a head that ends in a participle
-    spaCy took for a noun ("giraffe standing") ends before it."""
+    spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
+    (`_join_split_compounds`)."""
+    _join_split_compounds(g)
     for k in range(len(g.entities)):
         ent = g.entities[k]
         head = _head_token(g, k)
@@ -354,13 +386,28 @@ def _verb_attribute(verb) -> list[str]:
     kids = list(verb.children)
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
-        return [verb.doc[verb.i:objects[0].i + 1].text.lower()]
+        return [" ".join([_participle(verb), *(t.lower_ for t in verb.doc[verb.i + 1:objects[0].i + 1])])]
     if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
         return []
     particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
         return []
-    return [" ".join([verb.lower_, *(c.lower_ for c in particles)])]
+    return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
+
+
+def _participle(verb) -> str:
+    """A finite verb as the participle an attribute reads as after its noun ("a man plays tennis" ->
+    "a man playing tennis", not "a plays tennis man"); other forms as written."""
+    if verb.tag_ not in ("VBZ", "VBP", "VBD"):
+        return verb.lower_
+    base = verb.lemma_.lower()
+    if base.endswith("ie"):
+        return base[:-2] + "ying"
+    if base.endswith("e") and not base.endswith(("ee", "ye", "oe")) and len(base) > 2:
+        return base[:-1] + "ing"
+    if len(base) == 3 and base[0] not in "aeiou" and base[1] in "aeiou" and base[2] not in "aeiouwxy":
+        return base + base[-1] + "ing"  # "sit" -> "sitting", "run" -> "running"
+    return base + "ing"
 
 
 def _subjects(verb) -> list:
@@ -568,6 +615,12 @@ def relations(g: _Graph) -> None:
             if r["subject"] == s and rel != old and rel.endswith(" " + old):
                 g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
                 g.changed = True
+    # the last word of a joined compound read as the verb of a relation ("a traffic stop sign" + "sign with")
+    for n, r in enumerate(g.relations):
+        head, (first, _, rest) = g.entities[r["subject"]]["head"].lower().split(), r["relation"].partition(" ")
+        if len(head) > 1 and rest and first.lower() == head[-1]:
+            g.relations[n] = {**r, "relation": rest, "lemma_relation": _lemma(g, rest)}
+            g.changed = True
 
 
 def _says_something(relation: str) -> bool:

@@ -57,6 +57,15 @@ def make_check(text_key: str = "caption", keep_caption: bool = True):
     return records.checker(schema)
 
 
+# Words a relation that is only a prepositional phrase starts with ("with", "next to", "on top of").
+PREPOSITIONS = frozenset({
+    "on", "in", "at", "with", "next", "near", "by", "under", "above", "below", "behind", "beside", "over", "inside",
+    "outside", "underneath", "beneath", "atop", "around", "against", "along", "among", "between", "across", "beyond",
+    "through", "into", "onto", "toward", "towards", "from", "for", "of", "upon", "within", "off", "to", "left", "right",
+    "far", "close", "opposite", "alongside", "near", "without", "like",
+})
+
+
 def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
     """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated,
     without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`)."""
@@ -73,6 +82,8 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
+        if attachment_ambiguous(graph, rel):
+            continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
@@ -84,6 +95,33 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+def attachment_ambiguous(graph: dict, rel: dict) -> bool:
+    """Whether the caption may attach the relation's phrase to another noun: the relation is a
+    prepositional phrase alone, and between the subject and the object stands a noun of the
+    subject's own prepositional phrase ("a table with bananas next to a coin": the coin may be next
+    to the bananas; "people in a boat in a lake"), which does not share the relation (coordination
+    gives it to both: "a table with plates and a bottle"). Such a relation is no positive: a
+    sub-graph positive the caption does not entail teaches the model a false text (MosaiCLIP's
+    positives are entailed by the caption, Singh et al. 2023 Sec. 3.3), and precision matters more
+    than recall here. Its key stays among `subgraph_keys`, so no negative equals it."""
+    entities = graph.get("entities") or []
+    s, o = rel["subject"], rel["object"]
+    try:
+        s_end, o_start = entities[s]["span_bounds"][1], entities[o]["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return False
+    relation = rel["relation"].lower()
+    if relation.split(" ", 1)[0] not in PREPOSITIONS:  # a verb's subject is its own ("a baby in plaid eating a cake")
+        return False
+    same = [r for r in graph.get("relations") or [] if r["relation"].lower() == relation]
+    sharing = {r["subject"] for r in same if r["object"] == o} | {r["object"] for r in same if r["subject"] == s}
+    # a noun the subject's own prepositional phrase names: the later phrase may hang off either
+    own = {r["object"] for r in graph.get("relations") or []
+           if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS}
+    return any(s_end <= entities[n]["span_bounds"][0] and entities[n]["span_bounds"][1] <= o_start
+               for n in own - sharing - {s, o} if n < len(entities))
 
 
 def sample_subgraphs(candidates: list[dict], k: int, rng) -> list[dict]:

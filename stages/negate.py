@@ -19,8 +19,9 @@ Graph transforms (App. B), on every positive sub-graph:
 - f_attr (attr), two objects and a relation: one attribute of each swapped when both carry one of
   the same category ("f_attr:swap"; the paper swaps the lists, as `type_aware=False` does), and each
   attribute in turn replaced from A ("f_attr:replace");
-- f_rel (rel), two objects and a relation: the objects swapped unless the relation is symmetric
-  ("f_rel:swap"), subject or object replaced from N ("f_rel:replace_object"), the relation replaced
+- f_rel (rel), two objects and a relation: the objects swapped unless the relation is symmetric or,
+  type-aware, the swapped scene is implausible (`plausible_swap`: "a racket holding a man") ("f_rel:swap"),
+  subject or object replaced from N ("f_rel:replace_object"), the relation replaced
   from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
   without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
@@ -90,6 +91,46 @@ OPEN_OBJECT_RELATIONS = frozenset({
     "wearing", "near", "next to", "beside", "by", "around", "sitting next to", "standing next to", "sitting with",
     "standing with", "holding",
 })
+
+# Relations whose two ends may trade places whatever they are: a swap only moves things around
+# ("a car behind a bus" -> "a bus behind a car"). Support, containment, vertical order and
+# possession depend on what the ends are ("a cup on a table" -> "a table on a cup").
+FREE_SWAP_RELATIONS = frozenset({
+    "behind", "in front of", "left of", "right of", "to the left of", "to the right of", "across from", "opposite",
+    "facing", "far from", "close to", "alongside", "beyond", "away from",
+})
+ANIMATE = frozenset({"person", "animal"})
+AGENTIVE_TYPES = frozenset({"handling", "motion", "pose"})
+
+
+def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
+    """Whether "obj relation subj" is a scene a text-only prior accepts. MosaiCLIP's swap exchanges
+    subject and object (Singh et al. 2023, App. B), which on real captions mostly yields scenes no one
+    would write ("a racket holding a man", "a field grazing in cattle"); SugarCrepe drops such negatives
+    with a text-only model, since a model learns to reject them from the text alone (Hsieh et al. 2023,
+    Sec. 3). Our prior: a triple the corpus showed (`Vocab.relation_count`, from `vocab build`) is
+    plausible; otherwise the ends' kinds (groups.tsv) decide. A free spatial relation ("behind") takes
+    any two ends; a verb ("holding", "grazing in", "sitting on", and any relation the vocabulary does
+    not know) needs two persons or two animals, as the swapped subject must be able to do it and the
+    swapped object to undergo it ("a dog chasing a cat", not "a horse riding a man"); support,
+    containment and possession ("on", "in", "with", "covered in") need two ends of one kind, not a
+    place, and of one group unless they are persons or animals ("a cat on a dog", "a cup on a
+    plate", not "a table on cellphones")."""
+    name = vocab.known("relations", relation) or relation.lower()
+    if vocab.relation_count(obj, name, subj) > 0:
+        return True
+    if name in FREE_SWAP_RELATIONS:
+        return True
+    kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)
+    if kind_s != kind_o:
+        return False
+    rtype = vocab.relation_type(name)
+    if rtype == UNKNOWN or rtype in AGENTIVE_TYPES or (rtype == "action" and name.split()[0].endswith("ing")):
+        return kind_s in ANIMATE
+    if kind_s in ANIMATE:
+        return True
+    return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
+
 
 def parse_probs(text: str) -> tuple[float, float, float]:
     """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425', summing to 1 (to within rounding of
@@ -347,7 +388,8 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
     rel = relations[0]
     si, oi = rel["subject"], rel["object"]
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
-    if not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"]):  # "a cat next to a dog" swapped says the same
+    if (not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])  # "a cat next to a dog" swapped says the same
+            and (not sampler.type_aware or plausible_swap(vocab, rel["relation"], objects[si]["lemma"], objects[oi]["lemma"]))):
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
     lemmas = {x["lemma"] for x in objects}
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()

@@ -74,6 +74,9 @@ def object_node(entity: dict, index: int | None) -> dict:
     """A sub-graph object from one `parse` entity."""
     noun = str(entity.get("head") or "").lower()
     lemma = str(entity.get("lemma_head") or noun).lower()
+    words, lemmas = noun.split(), lemma.split()
+    if len(words) > 1 and len(words) == len(lemmas):  # a compound's first words as written: "stuffed animal", not "stuff animal"
+        lemma = " ".join([*words[:-1], lemmas[-1]])
     modifiers = entity.get("modifiers") or []
     attributes = entity.get("attributes")
     if attributes is None:
@@ -85,8 +88,9 @@ def object_node(entity: dict, index: int | None) -> dict:
             counts.append(str(m.get("span", "")).lower())
         elif dep == "det":
             dets.append(str(m.get("span", "")).lower())
-    # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma.
-    plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun != lemma
+    # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma (its last word
+    # decides: "stuffed animal" is one animal, though spaCy lemmatises "stuffed" to "stuff")
+    plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun.split()[-1:] != lemma.split()[-1:]
     if attributes:
         attributes = [str(a).lower() for a in attributes]
         if not QUANTIFIERS.isdisjoint(attributes):

@@ -45,7 +45,6 @@ ATTRIBUTE_ORDER = (
     "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
-UNKNOWN_RANK = ATTRIBUTE_RANK["state"]
 STYLES = ("plain", "varied")
 # Nouns COCO captions use without an article because they are uncountable: left bare ("on grass", "water")
 MASS_NOUNS = frozenset({
@@ -62,10 +61,12 @@ FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image o
 
 
 def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
-    """(attribute, category) pairs in ATTRIBUTE_ORDER, caption order within a category."""
+    """(attribute, category) pairs in ATTRIBUTE_ORDER, caption order within a category; in the
+    caption's own order when one is outside the vocabulary (a fluent writer's "faded wooden outdoor
+    chair" read better than any rank we could give "outdoor")."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
-    if len(pairs) > 1:
-        pairs.sort(key=lambda p: ATTRIBUTE_RANK.get(p[1], UNKNOWN_RANK))  # stable
+    if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
+        pairs.sort(key=lambda p: ATTRIBUTE_RANK[p[1]])  # stable
     return pairs
 
 

@@ -97,7 +97,7 @@ def with_image(data: Path, kind: str, make) -> tuple[Path, object]:
 
 @pytest.mark.parametrize("kind", ODD)
 def test_unusual_images_convert_to_rgb_the_same_way_every_time(world, kind):
-    from mosaictool.training.data import ImageTransform
+    from mosaictool.training.transform import ImageTransform
 
     data, out = world
     path, colour = with_image(data, kind, odd_image)

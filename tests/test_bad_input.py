@@ -517,7 +517,7 @@ def train_args(data, out, *extra):
 def test_unusual_images_are_converted(case, world, kind):
     import random
 
-    from mosaictool.training.data import ImageTransform
+    from mosaictool.training.transform import ImageTransform
 
     name = f"odd.{'jpg' if kind == 'cmyk' else 'png'}"
     colour = _odd_image(kind, case.src / name)
@@ -611,7 +611,7 @@ def test_broken_tar_shard(case, shards, kind, mutate, words):
     shutil.copytree(shards, folder)
     mutate(folder / "000001.tar")
     case.freeze()
-    assert_refused(invoke(train_args(folder, case.dst / "run")), f"{folder / '000001.tar'}:", words,
+    assert_refused(invoke(train_args(folder, case.dst / "run")), str(folder / "000001.tar"), words,
                    "mosaictool shard", "--data")
     case.untouched()
 

@@ -451,7 +451,7 @@ def test_image_transform_refuses_a_bomb_inside_a_shard():
     import random
 
     from mosaictool.images import ImageError
-    from mosaictool.training.data import ImageTransform
+    from mosaictool.training.transform import ImageTransform
 
     with pytest.raises(ImageError, match="declares more than"):
         ImageTransform(32, augment=False)(bomb_png(), random.Random(0))
@@ -606,7 +606,7 @@ def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
     from PIL import Image
 
     from mosaictool import methods
-    from mosaictool.training.data import TrainData
+    from mosaictool.training.traindata import TrainData
 
     Image.new("RGB", (8, 8), "red").save(tmp_path / "a.png")
     negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large",

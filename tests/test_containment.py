@@ -258,7 +258,10 @@ def _no_tokens(texts: list[str]) -> torch.Tensor:
 
 def _batches(spec: str, method: str) -> list:
     """Two micro-batches of 4 anchors + 4 hard images, through TrainData / BatchPlan / TrainDataset."""
-    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
 
     m = methods.create(method)
     data = TrainData.load(spec, method=m)

@@ -167,7 +167,7 @@ def _read_deep(kind: str, tmp_path: Path):
         from mosaictool.training.reporting import _truncate_jsonl
 
         return f, lambda: _truncate_jsonl(f, 5)
-    from mosaictool.training.data import ShardCache
+    from mosaictool.training.shards import ShardCache
 
     return f, lambda: ShardCache().samples(str(f))
 

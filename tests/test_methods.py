@@ -218,7 +218,10 @@ def test_dense_features_and_joining_micro_batches(world):
 
     from mosaictool.model import openclip
     from mosaictool.training.batch import ContrastiveForward, Features, batch_features
-    from mosaictool.training.data import BatchPlan, ImageTransform, SamplerConfig, TrainData, TrainDataset
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
 
     data, model_cfg = world
     bundle = openclip.create("test-tiny", model_config_file=str(model_cfg), seed=0)

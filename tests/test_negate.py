@@ -17,7 +17,15 @@ from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
-from mosaictool.stages.negate import _Sampler, graph_candidates, graph_negatives, negate, parse_probs, parse_text_methods
+from mosaictool.stages.negate import (
+    _Sampler,
+    graph_candidates,
+    graph_negatives,
+    negate,
+    parse_probs,
+    parse_text_methods,
+    plausible_swap,
+)
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
 from mosaictool.vocab import load
 
@@ -434,9 +442,42 @@ def test_symmetric_relations_are_never_swapped():
     # "playing with" is symmetric between people and animals only: "a frisbee playing with a dog" is false
     assert VOCAB.is_symmetric("playing with", "man", "dog") and not VOCAB.is_symmetric("playing with", "dog", "frisbee")
     assert not VOCAB.is_symmetric("playing with")
-    assert [c for c in _transforms(rel_graph(node("dog"), node("frisbee"), "playing with")) if c["transform"] == "f_rel:swap"]
-    sg = rel_graph(node("cat"), node("table"), "on")  # "a cat on a table" -> "a table on a cat"
+    # not symmetric, so swapped in the paper's mode; type-aware, "a frisbee playing with a dog" is implausible
+    paper = graph_candidates(0, rel_graph(node("dog"), node("frisbee"), "playing with"), _Sampler(VOCAB, random.Random(0), False))
+    assert [c for c in paper["rel"] if c["transform"] == "f_rel:swap"]
+    assert not [c for c in _transforms(rel_graph(node("dog"), node("frisbee"), "playing with")) if c["transform"] == "f_rel:swap"]
+    sg = rel_graph(node("cat"), node("dog"), "on")  # "a cat on a dog" -> "a dog on a cat"
     assert [c for c in _transforms(sg) if c["transform"] == "f_rel:swap"]
+
+
+@pytest.mark.parametrize("caption, subj, relation, obj, emitted", [
+    # real COCO captions (SugarCrepe's) whose swap a reader marked implausible
+    ("A man holding a tennis racket getting ready to hit a tennis ball.", "man", "holding", "tennis racket", False),
+    ("some black cattle are grazing in a green field", "cattle", "grazing in", "field", False),
+    ("a laptop and three cellphones on a yellow table", "cellphone", "on", "table", False),
+    ("A girl swinging a tennis racket in a match.", "girl", "swinging", "tennis racket", False),
+    ("A young woman is skiing down the mountain slope.", "woman", "skiing down", "mountain", False),
+    ("a white polar bear is laying down in its pen", "polar bear", "laying in", "pen", False),
+    ("A little girl holding a baseball bat on grass.", "baseball bat", "on", "grass", False),
+    # swaps a reader accepts: two animals or persons under a verb, free spatial relations, one group under "on"
+    ("A dog chasing a cat across the yard.", "dog", "chasing", "cat", True),
+    ("A man hugging a woman at the station.", "man", "hugging", "woman", True),
+    ("A car parked behind a bus on the street.", "car", "behind", "bus", True),
+    ("A cup on a plate on a wooden table.", "cup", "on", "plate", True),
+])
+def test_role_swaps_only_when_the_swapped_scene_is_plausible(caption, subj, relation, obj, emitted):
+    swaps = [c for c in _transforms(rel_graph(node(subj), node(obj), relation)) if c["transform"] == "f_rel:swap"]
+    assert bool(swaps) == emitted, caption
+    assert plausible_swap(VOCAB, relation, subj, obj) == emitted
+
+
+def test_a_swap_the_corpus_showed_is_plausible():
+    """With counts from `vocab build` a swapped triple the corpus saw is kept whatever the kinds."""
+    import dataclasses
+
+    counted = dataclasses.replace(VOCAB, relation_triples={("tennis racket", "holding", "man"): 1})
+    assert plausible_swap(counted, "holding", "man", "tennis racket")
+    assert not plausible_swap(counted, "holding", "woman", "tennis racket")
 
 
 def test_the_object_of_a_relation_that_holds_many_is_not_replaced():
@@ -530,6 +571,14 @@ def test_cli_prints_a_summary_line(tmp_path):
     assert len(line) == 1 and f"{n} captions" in line[0] and "no graph negative" in line[0]
     result = runner.invoke(app, ["negate", str(DATA / "input.jsonl"), "-o", str(tmp_path / "m.jsonl"), "--unseen-rate", "2"])
     assert result.exit_code == 1 and "--unseen-rate" in result.output
+
+
+def test_a_pose_is_replaced_by_its_antonym_only():
+    # Reviewers read "two dogs lying on the couch" -> "sleeping on" and "a cat sits on his lap" ->
+    # "laying on" as possibly true: poses are worded loosely, only sitting / standing contradict.
+    sampler = _Sampler(VOCAB, random.Random(0), True)
+    assert {sampler.relation("sitting on", "man", "bench") for _ in range(20)} == {"standing on"}
+    assert sampler.relation("lying on", "dog", "couch") is None
 
 
 # --- parse's tokens reused instead of tagging again ------------------------------------------------

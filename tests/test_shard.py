@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+import mosaictool
 from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
-from mosaictool.training.data import TrainData
+from mosaictool.training.traindata import TrainData
 from train_fixtures import make_world, write_tiny_model
 
 
@@ -57,14 +58,14 @@ def test_each_shard_is_indexed_once_per_cache_until_it_changes(sharded, tmp_path
     a load without the cache indexes them itself."""
     import shutil
 
-    from mosaictool.training import data as data_module
+    from mosaictool.training import shards as shards_module
 
     shards = tmp_path / "shards"
     shutil.copytree(sharded[1], shards)
     calls = []
-    real = data_module.index_tar
-    monkeypatch.setattr(data_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
-    cache = data_module.ShardCache()
+    real = shards_module.index_tar
+    monkeypatch.setattr(shards_module, "index_tar", lambda path: calls.append(Path(path).name) or real(path))
+    cache = shards_module.ShardCache()
     cache.preload(str(shards))
     assert sorted(calls) == ["000000.tar", "000001.tar", "000002.tar"]
     first = TrainData.load(str(shards), method=methods.create("mosaiclip"), shards=cache)
@@ -104,7 +105,8 @@ def test_training_on_shards_equals_training_on_jsonl(sharded, tmp_path):
 def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path, monkeypatch):
     """The demo decodes every image once (ShardCache.decode) before forking its runs: a run handed the
     cache then decodes none and trains the same weights as one that decodes its own."""
-    from mosaictool.training import data as data_module
+    from mosaictool.training import loader
+    from mosaictool.training.shards import ShardCache
 
     _, shards = sharded
     model_cfg = write_tiny_model(tmp_path)
@@ -112,15 +114,15 @@ def test_images_decoded_before_the_runs_give_the_same_training(sharded, tmp_path
     common = dict(data=str(shards), model_config=str(model_cfg), method="clip", batch_size=4, steps=3, warmup=1, quiet=True,
                   augment=False)
     own = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "own"), **common)))["state_dict"]
-    cache = data_module.ShardCache()
+    cache = ShardCache()
     assert not cache.decode(str(shards), size, max_bytes=12 * 3 * size * size - 1)  # over the bound
     assert cache.decoded(size) is None
     assert cache.decode(str(shards / "*.tar"), size)  # any spec naming the same tars
     decoded = cache.decoded(size)
     assert decoded.images.shape == (12, 3, size, size) and len(decoded.rows) == 12
     decodes = []
-    real = data_module.TrainDataset._decode
-    monkeypatch.setattr(data_module.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
+    real = loader.TrainDataset._decode
+    monkeypatch.setattr(loader.TrainDataset, "_decode", lambda self, i, rng: decodes.append(i) or real(self, i, rng))
     shared = openclip.read_checkpoint(train(TrainConfig(out=str(tmp_path / "shared"), **common), shards=cache))["state_dict"]
     assert decodes == [] and all(torch.equal(own[k], shared[k]) for k in own)
     # without the cache, or with random crops, the run decodes its own
@@ -258,7 +260,8 @@ def test_a_repeated_member_in_a_shard_is_one_line_naming_shard_and_key(sharded, 
     with pytest.raises(MosaicError) as e:
         TrainData.load(str(folder), method=methods.create("mosaiclip"))
     line = str(e.value)
-    assert str(folder / "000000.tar") in line and "000000001" in line and "twice" in line and "\n" not in line
+    assert f"{folder / '000000.tar'}#000000001: key '000000001' again after other samples (000000001.png)" in line
+    assert "mosaictool shard" in line and "\n" not in line
 
 
 def test_a_record_naming_itself_as_its_hard_image_is_a_bad_record(tmp_path):
@@ -274,3 +277,68 @@ def test_a_record_naming_itself_as_its_hard_image_is_a_bad_record(tmp_path):
     assert f"{data}:1" in str(e.value) and "hard_images[0]" in str(e.value) and "own id" in str(e.value)
     kept = TrainData.load(str(data), method=methods.create("negclip"), skip_bad=True)
     assert [r["id"] for r in kept.records] == ["img-1", "img-2", "img-3"]
+
+
+class _WorkerTagged:
+    """A loader's collate that also says which worker built the batch (the loader hands each batch to one worker)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, samples):
+        return torch.utils.data.get_worker_info().id, self.collate(samples).indices.tolist()
+
+
+@pytest.mark.parametrize("n", [16, 19])
+def test_every_sample_once_per_epoch_across_2_nodes_2_ranks_2_workers(tmp_path, n):
+    """Shards of 5, 5, 5 and 1 (or 4) samples, read as 2 nodes x 2 ranks (world size 4) with 2 loader workers
+    each. Ranks take slices of one seeded permutation of all the samples, never whole shards, so uneven shards
+    unbalance nothing. The policy for a remainder: each epoch drops the n mod (batch x world) samples at the
+    tail of its permutation (another draw each epoch), as a DataLoader's drop_last does; none is repeated."""
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import BatchPlan, SamplerConfig
+    from mosaictool.training.transform import ImageTransform
+
+    data = make_world(tmp_path / "w", n=n)
+    mosaictool.shard(data, out=tmp_path / "shards", image_root=data.parent, shard_size=5)
+    train_data = TrainData.load(str(tmp_path / "shards"), method=methods.create("mosaiclip"))
+    cfg = SamplerConfig(method=methods.create("mosaiclip"), batch_size=2, seed=3)
+    world, epochs = 4, 2
+    seen: dict[int, list[tuple]] = {epoch: [] for epoch in range(epochs)}  # epoch -> (key, rank, worker) per sample
+    for rank in range(world):
+        plan = BatchPlan(n, cfg, rank=rank, world_size=world, start=0, stop=epochs * (n // 8))
+        dataset = TrainDataset(train_data, cfg, ImageTransform(32, augment=False), lambda texts: torch.zeros(len(texts), 77))
+        loader = torch.utils.data.DataLoader(dataset, batch_sampler=plan, collate_fn=_WorkerTagged(dataset.collate),
+                                             num_workers=2, multiprocessing_context="fork")
+        for g, (worker, indices) in enumerate(loader):
+            seen[g // plan.batches_per_epoch] += [(train_data.records[i]["id"], rank, worker) for i in indices]
+    keys = [rec["id"] for rec in train_data.records]
+    for epoch, samples in seen.items():
+        got = [key for key, _, _ in samples]
+        assert len(got) == len(set(got)) == n - n % 8, epoch  # no sample twice in an epoch
+        assert {(rank, worker) for _, rank, worker in samples} == {(r, w) for r in range(world) for w in range(2)}
+        left_out = [keys[i] for i in plan.permutation(epoch)[n - n % 8:]]
+        assert sorted(got + left_out) == sorted(keys), epoch  # every sample once, or left out by the policy above
+    if n % 8:
+        assert {key for key, _, _ in seen[0]} != {key for key, _, _ in seen[1]}  # another remainder each epoch
+
+
+@pytest.mark.parametrize("cut", ["in-a-member", "in-a-header"])
+def test_training_and_the_text_stages_say_the_same_of_a_broken_tar(sharded, tmp_path, cut):
+    """One tar reader (mosaictool.sources.read_tar): `train --data` and `parse` refuse a cut shard with the
+    same line, up to what to do about it (write it again with `shard`, or leave it out of --data)."""
+    from mosaictool.errors import MosaicError
+    from mosaictool.sources import REDO
+    from mosaictool.training.shards import SHARD_REDO
+
+    folder = _copy_shards(sharded[1], tmp_path / "s")
+    tar = folder / "000001.tar"
+    with tarfile.open(tar) as t:
+        last = [m for m in t if m.name.endswith(".png")][-1]
+    tar.write_bytes(tar.read_bytes()[:last.offset_data + 10 if cut == "in-a-member" else last.offset + 256])
+    with pytest.raises(MosaicError) as trained:
+        TrainData.load(str(folder), method=methods.create("mosaiclip"))
+    with pytest.raises(MosaicError) as read:
+        list(mosaictool.read(tar))
+    assert str(trained.value).removesuffix(SHARD_REDO) == str(read.value).removesuffix(REDO)
+    assert str(tar) in str(read.value) and ("truncated" in str(read.value) or "corrupt" in str(read.value))

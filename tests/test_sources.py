@@ -188,7 +188,7 @@ def test_a_corrupt_tar_is_one_line_naming_it_and_the_last_sample(tmp_path, damag
         assert "after sample '000000000'" in line or "after sample '000000001'" in line, line
         assert "truncated" in line or "corrupt" in line
     else:
-        assert "not a readable tar file" in line
+        assert "not a readable tar shard" in line
     assert not (tmp_path / "g.jsonl").exists()
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mosaictool.cli import app
 from mosaictool.stages.negate import graph_negatives
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
-from mosaictool.stages.template import FRAMES, noun_phrase, render_graph, template, template_record
+from mosaictool.stages.template import FRAMES, noun_phrase, ordered_attributes, render_graph, template, template_record
 from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "template"
@@ -236,3 +236,13 @@ def test_rendered_negatives_have_agreeing_articles_and_single_spaces():
         assert "  " not in text and text == text.strip(), text
         for article, word in re.findall(r"\b(a|an) ([a-z][\w'-]*)", text, flags=re.IGNORECASE):
             assert article.lower() == indefinite_article(word), text
+
+
+def test_attributes_keep_the_captions_order_when_one_is_unknown():
+    # known categories take English adjective order; with a word the vocabulary lacks, the
+    # caption writer's order stands (blind reviewers marked "a public colorful restroom" and
+    # "an outdoor faded wooden chair" disfluent)
+    order = lambda attrs: [a for a, _ in ordered_attributes(attrs, VOCAB)]  # noqa: E731
+    assert order(["red", "large"]) == ["large", "red"]
+    assert order(["colorful", "public"]) == ["colorful", "public"]
+    assert order(["faded", "wooden", "outdoor"]) == ["faded", "wooden", "outdoor"]

@@ -14,7 +14,7 @@ from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
-from mosaictool.training.data import BatchPlan, SamplerConfig
+from mosaictool.training.sampler import BatchPlan, SamplerConfig
 from train_fixtures import make_world, train_killed_at, write_tiny_model
 
 
@@ -159,13 +159,13 @@ def test_images_on_device_gives_the_same_weights(world, tmp_path, monkeypatch):
     """--images-on-device (every image decoded once into one tensor on the device, batches gathered
     there) trains the same weights as images decoded by the loader; the loader then decodes none."""
     from mosaictool.errors import MosaicError
-    from mosaictool.training import data as train_data
+    from mosaictool.training import loader
 
     common = dict(method="negclip", steps=3, augment=False)
     plain = weights(train(config(world, tmp_path / "loader", **common)))
     decoded = []
-    real = train_data.TrainDataset._decode
-    monkeypatch.setattr(train_data.TrainDataset, "_decode", lambda self, i, rng: decoded.append(i) or real(self, i, rng))
+    real = loader.TrainDataset._decode
+    monkeypatch.setattr(loader.TrainDataset, "_decode", lambda self, i, rng: decoded.append(i) or real(self, i, rng))
     on_device = weights(train(config(world, tmp_path / "device", images_on_device=True, **common)))
     assert_same_weights(plain, on_device)
     assert sorted(decoded) == list(range(12))  # each image once, up front
@@ -203,7 +203,9 @@ def test_pretrained_weights_file_and_mined_hard_images(world, tmp_path):
 def test_mined_hard_images_skip_the_same_picture_under_another_caption(world, tmp_path):
     """The demo gives every image two captions (two records, the same bytes): the copy is the
     closest image there is, but its caption is true of the anchor, so it is never mined."""
-    from mosaictool.training.data import ImagePrep, ImageTransform, TrainData, mine_hard_images
+    from mosaictool.training.data import mine_hard_images
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImagePrep, ImageTransform
 
     data, model_cfg = world
     records = [json.loads(line) for line in Path(data).read_text().splitlines()]

@@ -13,7 +13,7 @@ from mosaictool import methods
 from mosaictool.errors import MosaicError
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
-from mosaictool.training.data import TrainData
+from mosaictool.training.traindata import TrainData
 from train_fixtures import make_world, write_tiny_model
 
 

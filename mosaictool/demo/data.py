@@ -15,7 +15,7 @@ from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest
 from mosaictool.io import read_json
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
-    from mosaictool.training.data import ShardCache
+    from mosaictool.training.shards import ShardCache
 
 
 # What the data stages leave in OUT (world -> texts -> shards, and the texts audit): ~1.3 min on 2
@@ -140,7 +140,7 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     return texts
 
 
-# The fields of a texts record that training reads (mosaictool.training.data._slim's inputs) and the
+# The fields of a texts record that training reads (mosaictool.training.shards.slim_record's inputs) and the
 # shard writer needs: the fine-tuning shards carry only these. Each run decodes every record's JSON
 # when it starts, and the graphs, raw negatives and scenes were two thirds of it (~24 s a run at
 # 8,000 scenes, 18 runs).

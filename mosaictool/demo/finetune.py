@@ -15,7 +15,7 @@ from mosaictool.demo.config import METHODS, PATCH_ALPHA, PATCH_ROW, WISE_ROWS, D
 from mosaictool.errors import MosaicError
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
-    from mosaictool.training.data import ShardCache
+    from mosaictool.training.shards import ShardCache
 
 
 def _expected_texts(method: str, options: dict, steps: int) -> int:
@@ -47,7 +47,7 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     import open_clip  # noqa: F401  imported once here: each forked process spent ~4 s importing it
 
     from mosaictool.model.openclip import model_config
-    from mosaictool.training.data import ImagePrep
+    from mosaictool.training.transform import ImagePrep
 
     at_once = cfg.runs_at_once()
     shard_cache = shard_cache if shard_cache is not None else ShardCache()

@@ -20,7 +20,7 @@ from mosaictool.errors import MosaicError
 from mosaictool.io import read_json
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
-    from mosaictool.training.data import ShardCache
+    from mosaictool.training.shards import ShardCache
 
 
 def _split_bench(split: str) -> str:
@@ -104,7 +104,7 @@ def _settings_differ(config_file: Path, cfg: DemoConfig) -> bool:
 
 def _run_demo(cfg: DemoConfig) -> dict:
     from mosaictool.io import write_records
-    from mosaictool.training.data import ShardCache
+    from mosaictool.training.shards import ShardCache
 
     out = Path(cfg.out)
     device, workers = cfg.runtime()  # a missing GPU is an error before any work

@@ -26,7 +26,7 @@ def key_id(key: str | None) -> int:
 def record_key_ids(record: dict) -> array:
     """A record's sub-graph key hashes, sorted and unique, as an array('q') (empty without
     `subgraph_keys`): 8 bytes a key, compared with == like a list. Training records carry them
-    precomputed (`subgraph_key_ids`, training.data's slim records)."""
+    precomputed (`subgraph_key_ids`, training.shards' slim records)."""
     ids = record.get("subgraph_key_ids")
     if ids is None:
         ids = array("q", sorted({key_id(k) for k in record.get("subgraph_keys") or () if k}))

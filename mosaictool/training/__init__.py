@@ -8,8 +8,8 @@ mosaictool.model; the methods it trains are mosaictool.methods, looked up by nam
 """
 
 from mosaictool.training.config import TrainConfig, with_recipe
-from mosaictool.training.data import ShardCache
 from mosaictool.training.loop import train
 from mosaictool.training.multirun import train_many
+from mosaictool.training.shards import ShardCache
 
 __all__ = ["ShardCache", "TrainConfig", "train", "train_many", "with_recipe"]

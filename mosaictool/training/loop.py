@@ -41,10 +41,14 @@ from mosaictool.training import distributed as dist
 from mosaictool.training.batch import Batch, make_forward_backward
 from mosaictool.training.checkpoints import Checkpoints, prepare_run
 from mosaictool.training.config import TrainConfig, check_step_fits
-from mosaictool.training.data import BatchPlan, ImagePrep, SamplerConfig, ShardCache, load_run_data, run_batches
+from mosaictool.training.data import load_run_data
 from mosaictool.training.distributed import DistInfo
 from mosaictool.training.evaluation import EpochEval
+from mosaictool.training.loader import run_batches
 from mosaictool.training.reporting import Reporter, parse_report_to
+from mosaictool.training.sampler import BatchPlan, SamplerConfig
+from mosaictool.training.shards import ShardCache
+from mosaictool.training.transform import ImagePrep
 
 
 def train(cfg: TrainConfig, *, resume: bool = False, on_step: Callable[[int, dict, object], None] | None = None,

@@ -40,7 +40,6 @@ from mosaictool.locks import folder_lock
 from mosaictool.model.stacked import StackedCLIP, supports
 from mosaictool.training.batch import batch_tokens, normalize_images, slot_features
 from mosaictool.training.config import TrainConfig
-from mosaictool.training.data import ShardCache
 from mosaictool.training.loop import (
     Run,
     _next_micro_batches,
@@ -51,6 +50,7 @@ from mosaictool.training.loop import (
     run_loop,
     setup,
 )
+from mosaictool.training.shards import ShardCache
 
 
 def train_many(cfgs: Sequence[TrainConfig], *, resume: bool = False, shards: ShardCache | None = None,
