@@ -319,10 +319,10 @@ def write(records: Iterable[dict], path: PathLike = STDIO) -> int:
 def parse(source: Source, *, text_key: str = "caption", model: str | None = None, batch_size: int = 256,
           workers: int = 1, max_chars: int = 2000, repairs: bool = True, spatial_compounds: bool = True,
           skip_bad: bool = False, assign_ids: bool = False, caption_field: str | None = None, id_field: str | None = None,
-          quiet: bool = False) -> Records:
+          quiet: bool = False, tokens: bool = True) -> Records:
     """Add each caption's text scene graph (`graph`: entities, attributes, relations), as
     `mosaictool parse`. `repairs=False` (or its older name `spatial_compounds=False`): SceneGraphParser's
-    graphs exactly.
+    graphs exactly. `tokens`: also spaCy's tokens and tags (`tokens`), which `negate` reuses.
 
     >>> graph = next(mosaictool.parse([{"id": 1, "caption": "a red cube left of a blue ball"}]))["graph"]
     >>> [e["head"] for e in graph["entities"]], [r["relation"] for r in graph["relations"]]
@@ -338,7 +338,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
         fields=_fields(source, caption_field, id_field, text_key), text_key=text_key,
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
-                                             repairs=repairs and spatial_compounds),
+                                             repairs=repairs and spatial_compounds, tokens=tokens),
     )
 
 

@@ -6,7 +6,8 @@ One contract per kind of record (pydantic, strict types, TypedDicts):
     DecomposeRecord   graph {entities[{head, lemma_head, span, modifiers[{dep, span}], attributes}],
                       relations[{subject, object, relation}]} (+ the caption unless --no-caption)
     NegateRecord      subgraphs[{kind, text, key, objects[{noun, lemma, plural, count, attributes,
-                      determiner}], relations[{subject, object, relation}]}], graph, subgraph_keys
+                      determiner}], relations[{subject, object, relation}]}], graph, subgraph_keys,
+                      tokens {model, words, spaces, tags, pos, deps, heads} (parse's spaCy analysis)
     TemplateRecord    subgraphs, negatives[{kind, subgraph, graph, text, category, transform, slot,
                       from, to, key}] (what a negative needs depends on its kind), graph
     TrainRecord       id, caption, texts {positives[{text, kind, key}], negatives[{text, kind,
@@ -147,6 +148,46 @@ class GraphFields(TypedDict):
 
 Graph = Annotated[GraphFields, _indices_into("entities", "the graph's {n} entities")]
 
+# spaCy's part-of-speech labels (spacy.parts_of_speech.IDS; "" for none): a Doc refuses any other.
+POS = Literal["", "ADJ", "ADP", "ADV", "AUX", "CCONJ", "CONJ", "DET", "EOL", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+              "PUNCT", "SCONJ", "SPACE", "SYM", "VERB", "X"]
+_TOKEN_LISTS = ("spaces", "tags", "pos", "deps", "heads")
+
+
+def _one_tree_per_sentence(value: dict) -> dict:
+    """Rules of `tokens`: one entry per word in every list, and heads that are token indices leading
+    from every token to a root (a token that is its own head), as a dependency parse does."""
+    n = len(value["words"])
+    for name in _TOKEN_LISTS:
+        if len(value[name]) != n:
+            raise rule_error(f"{len(value[name])} entries for {n} words", name)
+    heads = value["heads"]
+    for i, head in enumerate(heads):
+        if head >= n:
+            raise rule_error(f"{head} is not an index into the {n} words", f"heads[{i}]")
+    for i in range(n):
+        j, steps = i, 0
+        while heads[j] != j:
+            j, steps = heads[j], steps + 1
+            if steps > n:
+                raise rule_error(f"token {i}'s heads go round in a circle and reach no root", "heads")
+    return value
+
+
+class TokenFields(TypedDict):
+    """`tokens` (parse): spaCy's analysis of the caption, from which negate rebuilds the Doc."""
+
+    model: str
+    words: list[NonEmpty]
+    spaces: list[bool]
+    tags: list[str]
+    pos: list[POS]
+    deps: list[str]
+    heads: list[Index]
+
+
+Tokens = Annotated[TokenFields, AfterValidator(_one_tree_per_sentence)]
+
 
 # ---- decompose / negate / template: sub-graphs and negatives --------------------------------------------
 
@@ -286,6 +327,7 @@ GraphRecord = Contract("GraphRecord", _fields("GraphRecord", graph=Graph), hints
 DecomposeRecord = Contract("DecomposeRecord", GraphRecord.fields, hints=GraphRecord.hints)
 NegateRecord = Contract("NegateRecord", _fields(
     "NegateRecord", subgraphs=list[NegateSubgraph], graph=NotRequired[Graph | None], subgraph_keys=NotRequired[list[str] | None],
+    tokens=NotRequired[Tokens | None],
 ), hints={"subgraphs": DECOMPOSE_FIRST})
 TemplateRecord = Contract("TemplateRecord", _fields(
     "TemplateRecord", subgraphs=list[Subgraph], negatives=NotRequired[list[Negative] | None], graph=NotRequired[Graph | None],

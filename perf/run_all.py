@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = {
     "parse": (["parse_speed.py", "--quick"], r"captions/s|identical|peak RSS"),
     "graph-stages": (["graph_stages.py", "--n", "1000"], r"% of parse|captions with"),
+    "text-pipeline": (["text_pipeline_speed.py"], r"^total|peak RSS"),
     "read": (["read_speed.py", "--quick"], r"rec/s|identical"),
     "train": (["train_speed.py"], r"samples/s|ratio|ms/step|faster|slower"),
     "evaluate": (["evaluate_speed.py", "--limit", "100"], r"speed-up|cases/s|identical|same"),

@@ -45,6 +45,7 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import multiprocessing
@@ -198,7 +199,6 @@ class _Sampler:
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
-        self._axis: dict[str, tuple[str, ...]] = {}
 
     def _uniform(self, everything: tuple[str, ...], exclude: set[str]) -> str | None:
         # --uniform, the paper's draw: the whole vocabulary; exclusions are a handful of names
@@ -300,14 +300,18 @@ class _Sampler:
         return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
 
     def _same_axis(self, current: str) -> tuple[str, ...]:
-        if current not in self._axis:
-            v = self.vocab
-            head = v.head("relations", current)
-            group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
-            opposites = {a for m in group for a in v.antonyms.get(m, ())}
-            opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
-            self._axis[current] = tuple(sorted(n for n in opposites if n in v.relations))
-        return self._axis[current]
+        return _same_axis(self.vocab, current)
+
+
+@functools.lru_cache(maxsize=4096)  # a vocabulary's spatial relations: a few hundred at most
+def _same_axis(v, current: str) -> tuple[str, ...]:
+    """The relations opposite `current` on its axis (and their synonyms): one vocabulary's fact, worked
+    out once per process rather than once per caption."""
+    head = v.head("relations", current)
+    group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
+    opposites = {a for m in group for a in v.antonyms.get(m, ())}
+    opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
+    return tuple(sorted(n for n in opposites if n in v.relations))
 
 
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
@@ -616,17 +620,54 @@ def _setup(options: dict) -> None:
     _STATE["options"] = options
     _STATE["vocab"] = load(options["vocab"])
     if SPACY_METHODS & set(options["text_methods"]):
+        from mosaictool.nlp import resolve_model
+
+        _STATE["model"] = resolve_model(options["model"])
+
+
+def _nlp():
+    """The spaCy pipeline, loaded at its first use: records that carry parse's `tokens` need none."""
+    if "nlp" not in _STATE:
         from mosaictool.nlp import load_nlp
 
-        _STATE["nlp"] = load_nlp(options["model"])
+        _STATE["nlp"] = load_nlp(_STATE["model"])
+    return _STATE["nlp"]
+
+
+def rebuilt_doc(tokens: dict | None, text: str, model: str):
+    """The Doc spaCy's `model` makes of `text`, rebuilt from parse's `tokens` (`parse.doc_tokens`)
+    without running the model; None when there are none, or they are another model's or another
+    text's (the caption changed since parse): then the caption is tagged again."""
+    if not tokens or tokens["model"] != model:
+        return None
+    words, spaces = tokens["words"], tokens["spaces"]
+    if "".join(w + " " if s else w for w, s in zip(words, spaces)) != text:
+        return None
+    if "blank" not in _STATE:  # an English vocabulary for the Doc: its noun chunks are English's
+        from mosaictool.nlp import blank_english
+
+        _STATE["blank"] = blank_english().vocab
+    from spacy.tokens import Doc
+
+    return Doc(_STATE["blank"], words=words, spaces=spaces, tags=tokens["tags"], pos=tokens["pos"], deps=tokens["deps"],
+               heads=tokens["heads"])
+
+
+def _docs(records: list[dict], text_key: str) -> list:
+    """Each record's Doc of its caption: rebuilt from its `tokens` where they fit, the rest tagged in one batch."""
+    docs = [rebuilt_doc(r.get("tokens"), r[text_key], _STATE["model"]) for r in records]
+    missing = [i for i, doc in enumerate(docs) if doc is None]
+    if missing:
+        tagged = _nlp().pipe((records[i][text_key] for i in missing), batch_size=len(missing))
+        for i, doc in zip(missing, tagged):
+            docs[i] = doc
+    return docs
 
 
 def _negate_batch(records: list[dict]) -> list[dict]:
     options, vocab = _STATE["options"], _STATE["vocab"]
     methods, text_key = options["text_methods"], options["text_key"]
-    docs = [None] * len(records)
-    if "nlp" in _STATE:
-        docs = list(_STATE["nlp"].pipe((r[text_key] for r in records), batch_size=max(1, len(records))))
+    docs = _docs(records, text_key) if "model" in _STATE else [None] * len(records)
     out = []
     for record, doc in zip(records, docs):
         negatives = graph_negatives(
@@ -635,6 +676,8 @@ def _negate_batch(records: list[dict]) -> list[dict]:
         )
         if methods:
             negatives += text_negatives(record, vocab, methods=methods, seed=options["seed"], text_key=text_key, doc=doc)
+        if "tokens" in record:  # consumed here: what follows negate needs no spaCy analysis
+            record = {k: v for k, v in record.items() if k != "tokens"}
         out.append({**record, "negatives": negatives})
     return out
 

@@ -176,10 +176,22 @@ def repair_names(repairs: bool | Collection[str]) -> frozenset[str]:
     return frozenset(repairs)
 
 
-def _parse_texts(texts: list[str], batch_size: int, repairs: frozenset[str] = frozenset(REPAIRS)) -> list[dict]:
-    _, nlp, builder = _WORKER
+def doc_tokens(doc, model: str) -> dict:
+    """The record field `tokens`: what spaCy's `model` made of the caption, enough to rebuild the Doc
+    without the model (`negate`'s NegCLIP swaps read its tags, dependencies and noun chunks): words
+    and the space after each, fine-grained tags, POS, dependency labels, heads (token indices)."""
+    # one pass over the Doc: each spaCy Token is an object made anew on every access
+    columns = zip(*((t.text, bool(t.whitespace_), t.tag_, t.pos_, t.dep_, t.head.i) for t in doc)) if len(doc) else [()] * 6
+    return {"model": model, **{name: list(values) for name, values in zip(("words", "spaces", "tags", "pos", "deps", "heads"), columns)}}
+
+
+def _parse_texts(texts: list[str], batch_size: int, repairs: frozenset[str] = frozenset(REPAIRS), tokens: bool = False) -> list[dict]:
+    """The fields parse adds for each text: `graph`, and with `tokens` the Doc's `tokens`."""
+    model, nlp, builder = _WORKER
     docs = nlp.pipe(texts, batch_size=batch_size)
-    return [repaired(builder.graph(doc), doc, repairs) for doc in docs]
+    if not tokens:
+        return [{"graph": repaired(builder.graph(doc), doc, repairs)} for doc in docs]
+    return [{"graph": repaired(builder.graph(doc), doc, repairs), "tokens": doc_tokens(doc, model)} for doc in docs]
 
 
 def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:
@@ -198,12 +210,14 @@ def parse(
     repairs: bool | Collection[str] = True,
     spatial_compounds: bool = True,
     memo: int = 100_000,
+    tokens: bool = True,
 ) -> Iterator[dict]:
     """Add `graph` to every record, in input order whatever `workers` and `batch_size` are. A text
     among the last `memo` distinct ones is parsed once (the demo's 38,022 captions are 24,336
     texts); every record gets a graph of its own. `repairs`: True (all of `REPAIRS`), False
     (SceneGraphParser's graph exactly) or the names of those to apply; `spatial_compounds=False`
-    is `repairs=False` (its older name)."""
+    is `repairs=False` (its older name). `tokens`: also add the Doc's `tokens` (`doc_tokens`), which
+    `negate --text negclip,order` reads instead of running spaCy again."""
     chosen = repair_names(repairs if spatial_compounds else False)
     name = resolve_model(model)
     _init_worker(name)  # load once here: a bad model fails before any work, and forks share it
@@ -212,7 +226,7 @@ def parse(
     if workers <= 1:
         for batch in batches:
             texts = known.new_texts(batch, text_key)
-            known.add(texts, _parse_texts(texts, batch_size, chosen))
+            known.add(texts, _parse_texts(texts, batch_size, chosen, tokens))
             yield from known.merge(batch, text_key)
         return
 
@@ -224,7 +238,7 @@ def parse(
         pending: deque = deque()
         for batch in batches:
             texts = known.new_texts(batch, text_key)  # also not those of the batches in flight
-            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, chosen))))
+            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, chosen, tokens))))
             if len(pending) >= window:
                 batch, texts, result = pending.popleft()
                 known.add(texts, result.get())
@@ -236,7 +250,7 @@ def parse(
 
 
 class _Graphs:
-    """The graphs of the last `limit` distinct texts (as JSON: each record decodes its own copy),
+    """The graphs (and tokens) of the last `limit` distinct texts (as JSON: each record decodes its own copy),
     and the texts sent to be parsed and not back yet. Batches come back in the order they were
     sent, so a text in flight is known by the time a later batch that has it is merged; `limit`
     leaves room for every batch in flight."""
@@ -260,12 +274,12 @@ class _Graphs:
                 new.append(text)
         return new
 
-    def add(self, texts: list[str], graphs: list[dict]) -> None:
+    def add(self, texts: list[str], fields: list[dict]) -> None:
         import orjson
 
-        for text, graph in zip(texts, graphs):
+        for text, added in zip(texts, fields):
             self.in_flight.discard(text)
-            self.graphs[text] = orjson.dumps(graph)
+            self.graphs[text] = orjson.dumps(added)
             self.graphs.move_to_end(text)
         while len(self.graphs) > self.limit:
             self.graphs.popitem(last=False)
@@ -274,4 +288,4 @@ class _Graphs:
         import orjson
 
         for rec in batch:
-            yield {**rec, "graph": orjson.loads(self.graphs[rec[text_key]])}
+            yield {**rec, **orjson.loads(self.graphs[rec[text_key]])}

@@ -21,6 +21,7 @@ Every function takes a `random.Random`; the four order functions are importable 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -80,15 +81,16 @@ def negclip_swaps(doc, rng: random.Random) -> list[tuple[str, str, str, str]]:
     if len(spans) > 1:
         a, b = (s.text for s in rng.sample(spans, 2))
         out.append(("negclip:vp", a, b, fix_articles(_swap_strings(sentence, a, b).lower())))
-    tokens = [t.text for t in doc]
-    spaces = [t.whitespace_ for t in doc]
-    for transform, chosen in (
-        ("negclip:NN", lambda t: t.tag_ == "NN"),
-        ("negclip:NNS", lambda t: t.tag_ == "NNS"),
-        ("negclip:ADV", lambda t: t.pos_ == "ADV"),
-        ("negclip:ADJ", lambda t: t.pos_ == "ADJ"),
+    # one pass over the Doc: each spaCy Token is an object made anew on every access
+    tokens, spaces, tags, pos = zip(*((t.text, t.whitespace_, t.tag_, t.pos_) for t in doc)) if len(doc) else ((), (), (), ())
+    tokens = list(tokens)
+    for transform, labels, wanted in (
+        ("negclip:NN", tags, "NN"),
+        ("negclip:NNS", tags, "NNS"),
+        ("negclip:ADV", pos, "ADV"),
+        ("negclip:ADJ", pos, "ADJ"),
     ):
-        idxs = [t.i for t in doc if chosen(t)]
+        idxs = [i for i, label in enumerate(labels) if label == wanted]
         if len(idxs) >= 2:
             i, j = rng.sample(idxs, 2)  # the gist's draw, so that its pair stays the first choice
             pairs = [(i, j)] + [(x, y) for n, x in enumerate(idxs) for y in idxs[n + 1:] if {x, y} != {i, j}]
@@ -134,10 +136,15 @@ def shuffle_bigrams(text: str, rng: random.Random, tries: int = 10) -> str | Non
 
 # --- replace ------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4096)  # re's own cache holds 512 patterns; a corpus has thousands of words
+def _whole_word(word: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", flags=re.IGNORECASE)
+
+
 def _replace_word(sentence: str, old: str, new: str) -> str | None:
     """Replace the first whole-word `old` (case-insensitive) by `new`, keeping a leading capital
     and fixing 'a'/'an' right before it."""
-    match = re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", sentence, flags=re.IGNORECASE)
+    match = _whole_word(old).search(sentence)
     if match is None:
         return None
     found = match.group(0)

@@ -220,7 +220,10 @@ def test_a_demo_cache_entry_whose_manifest_nests_deep_is_discarded(tmp_path):
                                            ({"id": 1, "v": [1.0, float("inf")]}, "v[1]: inf"),
                                            ({"id": 1, "g": {"s": [{"w": -float("inf")}]}}, "g.s[0].w: -inf"),
                                            ({"id": 1, "a": __import__("numpy").array([[1.0, 2.0], [3.0, float("nan")]])},
-                                            "a[1][1]: nan")])
+                                            "a[1][1]: nan"),
+                                           # a null of its own besides; numpy scalars (float64 is a float, float32 not)
+                                           ({"id": 1, "t": None, "s": __import__("numpy").float64("nan")}, "s: nan"),
+                                           ({"id": 1, "t": None, "s": [__import__("numpy").float32("-inf")]}, "s[0]: -inf")])
 def test_write_refuses_nan_and_infinity(tmp_path, record, field):
     import mosaictool
 

@@ -579,3 +579,81 @@ def test_a_pose_is_replaced_by_its_antonym_only():
     sampler = _Sampler(VOCAB, random.Random(0), True)
     assert {sampler.relation("sitting on", "man", "bench") for _ in range(20)} == {"standing on"}
     assert sampler.relation("lying on", "dog", "couch") is None
+
+
+# --- parse's tokens reused instead of tagging again ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_tokens():
+    """tests/data/negate/input.jsonl with the `tokens` parse writes for each caption."""
+    from mosaictool.stages.parse import parse
+
+    records = read_jsonl(DATA / "input.jsonl")
+    parsed = parse([{"id": r["id"], "caption": r["caption"]} for r in records])
+    return [{**r, "tokens": p["tokens"]} for r, p in zip(records, parsed)]
+
+
+ALL_TEXT = ("negclip", "replace", "shuffle", "order")
+
+
+def test_negatives_from_parse_tokens_equal_those_from_tagging_again(with_tokens):
+    from mosaictool.stages import negate as negate_stage
+
+    # seed 11 is this test's alone, so the state negate sets up is fresh: no spaCy model loaded yet
+    reused = list(negate(with_tokens, text_methods=ALL_TEXT, max_negatives=6, seed=11))
+    assert "nlp" not in negate_stage._STATE  # every caption had its tokens: the model never ran
+    retagged = list(negate([{k: v for k, v in r.items() if k != "tokens"} for r in with_tokens],
+                           text_methods=ALL_TEXT, max_negatives=6, seed=11))
+    assert "nlp" in negate_stage._STATE
+    assert reused == retagged
+    assert all("tokens" not in r for r in reused)  # consumed: negate's output is what it was without them
+    made = {n["transform"] for r in reused for n in r["negatives"]}
+    assert {"negclip:NN", "negclip:np", "order:nouns_adj", "order:allbut_nouns_adj"} <= made
+    # some records with tokens, some without, some whose tokens no longer fit: the same output, any workers
+    mixed = [dict(r) for r in with_tokens]
+    for r in mixed[::3]:
+        del r["tokens"]
+    mixed[1]["tokens"] = {**mixed[1]["tokens"], "model": "another_model"}
+    mixed[2]["caption"] += " "  # the caption changed since parse: its tokens are another text's
+    expected = list(negate([{k: v for k, v in r.items() if k != "tokens"} for r in mixed], text_methods=ALL_TEXT, seed=11))
+    assert list(negate(mixed, text_methods=ALL_TEXT, seed=11, batch_size=4)) == expected
+    assert list(negate(mixed, text_methods=ALL_TEXT, seed=11, batch_size=3, workers=2)) == expected
+
+
+def test_rebuilt_doc_is_the_models_doc(with_tokens, nlp):
+    from mosaictool.nlp import resolve_model
+    from mosaictool.stages.negate import rebuilt_doc
+
+    model = resolve_model()
+    for r in with_tokens:
+        doc, tagged = rebuilt_doc(r["tokens"], r["caption"], model), nlp(r["caption"])
+        assert doc.text == tagged.text
+        assert [(t.tag_, t.pos_, t.dep_, t.head.i, t.whitespace_) for t in doc] == \
+            [(t.tag_, t.pos_, t.dep_, t.head.i, t.whitespace_) for t in tagged]
+        assert [c.text for c in doc.noun_chunks] == [c.text for c in tagged.noun_chunks]
+    r = with_tokens[0]
+    assert rebuilt_doc(r["tokens"], r["caption"] + "!", model) is None
+    assert rebuilt_doc(r["tokens"], r["caption"], "en_core_web_lg_other") is None
+    assert rebuilt_doc(None, r["caption"], model) is None
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t["tags"].pop(), "tokens.tags: 3 entries for 4 words"),
+    (lambda t: t["heads"].__setitem__(0, 9), "tokens.heads[0]: 9 is not an index into the 4 words"),
+    (lambda t: t.__setitem__("heads", [1, 0, 3, 3]), "tokens.heads: token 0's heads go round in a circle and reach no root"),
+    (lambda t: t["pos"].__setitem__(1, "NOUNS"), "tokens.pos[1]: expected one of"),
+])
+def test_bad_tokens_are_one_line_naming_the_field(change, message, tmp_path):
+    tokens = {"model": "m", "words": ["A", "red", "cube", "."], "spaces": [True, True, False, False],
+              "tags": ["DT", "JJ", "NN", "."], "pos": ["DET", "ADJ", "NOUN", "PUNCT"], "deps": ["det", "amod", "ROOT", "punct"],
+              "heads": [2, 2, 2, 2]}
+    record = read_jsonl(DATA / "input.jsonl")[0]
+    from mosaictool import records
+
+    records.check(records.NegateRecord, {**record, "tokens": tokens})  # the good ones pass
+    change(tokens)
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({**record, "tokens": tokens}) + "\n")
+    result = runner.invoke(app, ["negate", str(path), "-o", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 1 and f"in.jsonl:1: {message}" in result.output and not (tmp_path / "out.jsonl").exists()

@@ -266,6 +266,15 @@ def test_nlp_skips_named_entities():
     assert "ner" not in load_nlp().pipe_names
 
 
+def test_cnn_pipeline_loads_without_torch_and_torch_still_imports():
+    # A fresh process: this one may have imported torch already (then nothing is hidden).
+    code = ("import sys; from mosaictool.nlp import load_nlp; nlp = load_nlp(); loaded = 'torch' in sys.modules; "
+            "import thinc.compat, torch; print(loaded, thinc.compat.has_torch, torch.zeros(2).sum().item(), "
+            "[t.pos_ for t in nlp('A black dog is running.')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(None, 3)
+    assert out[:3] == ["False", "False", "0.0"] and out[3].strip() == "['DET', 'ADJ', 'NOUN', 'AUX', 'VERB', 'PUNCT']"
+
+
 # --- CLI ------------------------------------------------------------------------------------------
 
 def jsonl(*recs) -> str:
@@ -453,3 +462,18 @@ def test_repairs_by_name():
     assert repair_names(["pronouns"]) == {"pronouns"}
     with pytest.raises(MosaicError, match="unknown parse repair"):
         repair_names(["pronoun"])
+
+
+def test_parse_writes_the_docs_tokens_unless_told_not_to(runner, tmp_path):
+    recs = [{"id": 1, "caption": "A man riding a horse on the beach."}, {"id": 2, "caption": "Two  dogs play."}]
+    out = list(parse(recs))
+    doc = load_nlp()(recs[0]["caption"])
+    tokens = out[0]["tokens"]
+    assert tokens["model"] == resolve_model() and tokens["words"] == [t.text for t in doc]
+    assert (tokens["tags"], tokens["pos"], tokens["deps"], tokens["heads"]) == (
+        [t.tag_ for t in doc], [t.pos_ for t in doc], [t.dep_ for t in doc], [t.head.i for t in doc])
+    assert all("".join(w + " " * s for w, s in zip(r["tokens"]["words"], r["tokens"]["spaces"])) == r["caption"] for r in out)
+    assert [{k: v for k, v in r.items() if k != "tokens"} for r in out] == list(parse(recs, tokens=False))
+    (tmp_path / "in.jsonl").write_text(jsonl(*recs))
+    result = runner.invoke(app, ["parse", str(tmp_path / "in.jsonl"), "--no-tokens", "-q"])
+    assert result.exit_code == 0 and [sorted(json.loads(line)) for line in result.stdout.splitlines()] == [["caption", "graph", "id"]] * 2

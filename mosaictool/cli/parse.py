@@ -48,6 +48,10 @@ def parse_cli(
     id_field: Annotated[Optional[str], typer.Option(
         help="Where the id is in WebDataset tars (a field of each sample's .json; default: the sample key) or in a table "
              "(a column; default: 'id', else 'key', else the row number). Example: --id-field SAMPLE_ID (LAION's).")] = None,
+    tokens: Annotated[bool, typer.Option(
+        help="Also write spaCy's analysis of each caption as `tokens` (words, tags, POS, dependencies), which `negate "
+             "--text negclip,order` reuses instead of running spaCy again (then consumes: negate's output has no `tokens`). "
+             "--no-tokens: graphs only, e.g. `mosaictool parse caps.jsonl --no-tokens -o graphs.jsonl`.")] = True,
     skip_bad: SkipBadOpt = False,
     assign_ids: AssignIdsOpt = False,
     num_shards: NumShardsOpt = 1,
@@ -58,8 +62,9 @@ def parse_cli(
 
     Reads records with an `id` and a caption; writes each record with a `graph` field added:
     entities (span, head, lemma_head, modifiers, attributes, ...) and relations (subject, object,
-    relation). The graphs are `sng_parser.Parser('spacy', model=M).parse(caption)`'s, repaired
-    where it misreads captions (see --repairs; --no-repairs gives its graphs exactly).
+    relation), and spaCy's `tokens` for negate (see --tokens). The graphs are
+    `sng_parser.Parser('spacy', model=M).parse(caption)`'s, repaired where it misreads captions
+    (see --repairs; --no-repairs gives its graphs exactly).
 
     Examples:
 
@@ -79,7 +84,7 @@ def parse_cli(
     def stage(source: str, quiet: bool):
         return api.parse(source, text_key=text_key, model=model, batch_size=batch_size, workers=workers, max_chars=max_chars,
                          repairs=repairs and spatial_compounds, skip_bad=skip_bad, assign_ids=assign_ids,
-                         caption_field=caption_field, id_field=id_field, quiet=quiet)
+                         caption_field=caption_field, id_field=id_field, quiet=quiet, tokens=tokens)
 
     run_stage(stage, name="parse", input=input, output=output, reads=read_path("--model", model), flags=flags, num_shards=num_shards,
               shard_index=shard_index, quiet=quiet)
