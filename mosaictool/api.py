@@ -847,13 +847,14 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
          experiments: Sequence[str] | None = None, **settings) -> dict:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;
-    returns the result (summary table, WiSE-FT points, result rows, minutes). `settings` are the
+    returns the result (the table as text, summary, WiSE-FT points, result rows, minutes); it prints
+    nothing (the command prints the table and the verdicts). `settings` are the
     demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
     Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
 
     >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
     >>> sorted(result)  # doctest: +SKIP
-    ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
+    ['control', 'headline', 'mde', 'minutes', 'power', 'rows', 'selection', 'summary', 'table', 'wise']
     """
     from mosaictool.demo import DemoConfig, run_demo
     from mosaictool.training.device import resolve_device

@@ -58,13 +58,10 @@ class Skips:
         if len(self.examples) < 5:
             self.examples.append(f"{where}: {message}")
 
-    def report(self, stream: IO[str] | None = None) -> None:
-        if not self.count:
-            return
-        stream = stream or sys.stderr
-        print(f"skipped {self.count} bad record(s); the first:", file=stream)
-        for line in self.examples:
-            print(f"  {line}", file=stream)
+    def report(self) -> None:
+        """The count and the first few skipped records, as a warning (the command shows it on stderr)."""
+        if self.count:
+            logger.warning("\n".join([f"skipped {self.count} bad record(s); the first:", *(f"  {line}" for line in self.examples)]))
 
 
 BOM = b"\xef\xbb\xbf"

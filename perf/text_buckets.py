@@ -19,9 +19,12 @@ import random
 import statistics
 import time
 
-import torch
+# isort: split
+# Passive OpenMP waits, as `mosaictool` sets them (mosaictool/cli/__init__.py): before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+import torch  # noqa: E402
+
 from mosaictool.model import openclip
 from mosaictool.model.text_tower import length_buckets
 from mosaictool.training.batch import ContrastiveForward

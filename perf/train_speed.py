@@ -39,9 +39,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import torch
+# isort: split
+# Passive OpenMP waits, as `mosaictool` sets them (mosaictool/cli/__init__.py): before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))

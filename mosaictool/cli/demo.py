@@ -112,11 +112,18 @@ def demo_cli(
 
       mosaictool demo --preset gpu --device cuda:0
     """
-    api.demo(out=out, quick=quick, preset=preset, device=device, experiments=experiment, loader_workers=loader_workers,
-             parallel_runs=parallel_runs, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr,
-             hard_images=hard_images, select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
-             world_train=world_train, world_seed=world_seed, teach_steps=teach_steps, teach_lr=teach_lr,
-             scratch_seeds=scratch_seeds, cache_dir=cache_dir, workers=workers, model=model, split=split)
+    result = api.demo(out=out, quick=quick, preset=preset, device=device, experiments=experiment, loader_workers=loader_workers,
+                      parallel_runs=parallel_runs, seeds=seeds, finetune_steps=finetune_steps, finetune_lr=finetune_lr,
+                      hard_images=hard_images, select_on_val=select_on_val or None, max_pos=max_pos, pretrain_steps=pretrain_steps,
+                      world_train=world_train, world_seed=world_seed, teach_steps=teach_steps, teach_lr=teach_lr,
+                      scratch_seeds=scratch_seeds, cache_dir=cache_dir, workers=workers, model=model, split=split)
+    typer.echo(result["table"])
+    typer.echo()
+    typer.echo(result["control"]["verdict"])
+    if result["headline"]:
+        typer.echo(result["headline"]["verdict"])
+    if result["power"]:
+        typer.echo(result["power"])
 
 
 def register(app: typer.Typer) -> None:

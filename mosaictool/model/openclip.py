@@ -34,6 +34,8 @@ from typing import Any
 from mosaictool.atomic import atomic_output, torch_save_to
 from mosaictool.errors import MosaicError
 
+logger = logging.getLogger(__name__)
+
 CHECKPOINT_FORMAT = "mosaictool-checkpoint/1"
 DEFAULT_MODEL = "mosaic-tiny"
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -402,7 +404,6 @@ def check_contract(ckpt: dict, path: str | os.PathLike, contract: str) -> None:
 def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
     """The checkpoint to resume from: `path`, or when it is unreadable (truncated, corrupt) the previous
     good one (`NAME.prev.pt`), with a note on stderr. None when neither exists."""
-    import sys
 
     path, previous = Path(path), previous_checkpoint(path)
     if not path.exists():
@@ -413,8 +414,7 @@ def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
         if "refused" in str(e) or not previous.exists():
             raise
         ckpt = read_checkpoint(previous)
-        print(f"note: {e}; resuming from the previous checkpoint {previous} (step {ckpt.get('step')})",
-              file=sys.stderr)
+        logger.warning(f"note: {e}; resuming from the previous checkpoint {previous} (step {ckpt.get('step')})")
         return ckpt
 
 

@@ -28,7 +28,6 @@ import logging
 import math
 import os
 import random
-import sys
 import tarfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -808,7 +807,7 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
 
 def _say_once(note: str, said: set[str] | None) -> None:
     if said is None or note not in said:
-        print(f"note: {note}", file=sys.stderr)
+        logger.warning(f"note: {note}")
     if said is not None:
         said.add(note)
 
