@@ -47,6 +47,7 @@ import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+from mosaictool.console import console_logging  # noqa: E402
 from mosaictool.model import openclip  # noqa: E402
 from mosaictool.training import TrainConfig, train  # noqa: E402
 from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
@@ -258,6 +259,7 @@ def methods_interleaved(data: Path, batch_size: int, steps: int) -> dict[str, fl
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=32)

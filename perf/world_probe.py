@@ -43,6 +43,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from mosaictool.console import console_logging
+
 MEAN = torch.tensor((0.48145466, 0.4578275, 0.40821073)).view(1, 3, 1, 1)
 STD = torch.tensor((0.26862954, 0.26130258, 0.27577711)).view(1, 3, 1, 1)
 
@@ -145,6 +147,7 @@ class Probe:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True)
     ap.add_argument("--make", action="store_true", help="generate the world first (with twins) if it is missing")

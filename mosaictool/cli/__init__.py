@@ -13,8 +13,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # isort: split
 
 import gc
-import logging
-import sys
 
 import typer
 
@@ -36,6 +34,7 @@ from mosaictool.cli import (
     wise_ft,
     world,
 )
+from mosaictool.console import console_logging
 
 app = typer.Typer(
     name="mosaictool",
@@ -56,33 +55,6 @@ for module in (importers, parse, decompose, negate, template, texts_report, voca
     module.register(app)
 
 
-class _ConsoleHandler(logging.StreamHandler):
-    """Writes to the sys.stderr of the moment a record is emitted, not of the moment the handler was
-    made: a test's CliRunner swaps sys.stderr for each command it runs."""
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
-def _console_logging() -> None:
-    """The library logs to the `mosaictool` logger; the command shows its INFO messages on stderr, as
-    they are (`note: ...`, `world: reusing ...`), stdout keeping the data. Once per process."""
-    logger = logging.getLogger("mosaictool")
-    if not any(isinstance(h, _ConsoleHandler) for h in logger.handlers):
-        handler = _ConsoleHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"mosaictool {__version__}")
@@ -93,7 +65,7 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
-    _console_logging()
+    console_logging()
 
 
 def main() -> None:
