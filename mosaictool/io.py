@@ -234,6 +234,23 @@ def non_finite_error(record: Any, line: bytes) -> str | None:
             "fix the value or drop the field")
 
 
+def _id_error(rec: dict, number: int, assign_ids: bool, seen: set | None) -> str | None:
+    """What is wrong with the record's id (None: nothing); with `assign_ids` a missing id becomes
+    `number`; `seen` (the ids so far, None when ids need not be unique) gains this one."""
+    rid = rec.get("id")
+    if rid is None:
+        if not assign_ids:
+            return "missing 'id' (add ids, or pass --assign-ids to number records)"
+        rec["id"] = rid = number
+    elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        return f"'id' must be a string or an integer, got {type(rid).__name__}"
+    if seen is not None:
+        if rid in seen:
+            return f"duplicate id {rid!r}"
+        seen.add(rid)
+    return None
+
+
 def read_records(
     path: str | os.PathLike | Iterable[dict] = STDIO,
     *,
@@ -266,19 +283,7 @@ def read_records(
         if error is None and not isinstance(rec, dict):
             error = f"expected a JSON object, got {type(rec).__name__}"
         if error is None:
-            rid = rec.get("id")
-            if rid is None:
-                if assign_ids:
-                    rec["id"] = rid = number
-                else:
-                    error = "missing 'id' (add ids, or pass --assign-ids to number records)"
-            elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
-                error = f"'id' must be a string or an integer, got {type(rid).__name__}"
-            if error is None and unique_ids:
-                if rid in seen:
-                    error = f"duplicate id {rid!r}"
-                else:
-                    seen.add(rid)
+            error = _id_error(rec, number, assign_ids, seen if unique_ids else None)
         if error is None:
             for key in captions:
                 if isinstance(rec.get(key), str):

@@ -672,6 +672,43 @@ class _BOptions:
     allow_outside_root: bool = False
 
 
+def _source_image(iid, meta: dict, o: _BOptions, skipped: Counter) -> tuple[Path, object]:
+    """The annotated image's path and pixels (RGB); pixels None (counted in `skipped`) when the file is
+    missing or its size is not the annotation's."""
+    import numpy as np
+    from PIL import Image
+
+    try:
+        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
+    except ImageError as e:
+        raise MosaicError(f"image id {iid}: {e}") from None
+    if not src.is_file():
+        skipped["images missing"] += 1
+        return src, None
+    with Image.open(src) as im:
+        x0 = np.asarray(im.convert("RGB"))
+    if x0.shape[:2] != (meta["height"], meta["width"]):
+        skipped["images whose size differs from the annotation"] += 1
+        return src, None
+    return src, x0
+
+
+def _r_target(objs: list[dict], masks: list, boxes: list, o: _BOptions, rng, skipped: Counter) -> int | None:
+    """The object R removes all but (drawn among those of the size range, not a crowd, alone of their
+    category), or None (counted in `skipped`) when boxes overlap or none fits."""
+    sizes = [m.mean() for m in masks]
+    no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
+    fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object and not objs[i].get("iscrowd", 0)
+           and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
+    if not no_overlap:
+        skipped["R: images with overlapping boxes"] += 1
+    elif not fit:
+        skipped["R: images without a single object of the size range"] += 1
+    else:
+        return fit[rng.randrange(len(fit))]
+    return None
+
+
 def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     """One annotated image's records (and written images), with what was kept and skipped. `objs` holds
     every annotation, crowd regions included: they are objects of the image, but never R's target."""
@@ -681,37 +718,17 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     iid, meta, objs, o = job
     kept, skipped = Counter(), Counter()
     out_dir = Path(o.out_dir)
-    try:
-        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
-    except ImageError as e:
-        raise MosaicError(f"image id {iid}: {e}") from None
-    if not src.is_file():
-        skipped["images missing"] += 1
+    src, x0 = _source_image(iid, meta, o, skipped)
+    if x0 is None:
         return [], kept, skipped
-    with Image.open(src) as im:
-        x0 = np.asarray(im.convert("RGB"))
     h, w = x0.shape[:2]
-    if (h, w) != (meta["height"], meta["width"]):
-        skipped["images whose size differs from the annotation"] += 1
-        return [], kept, skipped
     masks = [decode_mask(a["segmentation"], h, w) for a in objs]
     union = np.logical_or.reduce(masks)
     boxes = [a["bbox"] for a in objs]
     labels = sorted({a["category"] for a in objs})
     rng = stream(o.seed, "probe-b", iid)
     place = patch_box(rng, h, w, boxes, o.patch)
-    target = None
-    if "R" in o.splits:
-        sizes = [m.mean() for m in masks]
-        no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
-        fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object and not objs[i].get("iscrowd", 0)
-               and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
-        if not no_overlap:
-            skipped["R: images with overlapping boxes"] += 1
-        elif not fit:
-            skipped["R: images without a single object of the size range"] += 1
-        else:
-            target = fit[rng.randrange(len(fit))]
+    target = _r_target(objs, masks, boxes, o, rng, skipped) if "R" in o.splits else None
     mr_ok = "MR" in o.splits and (1 - union.mean()) >= o.min_removed
     if "MR" in o.splits and not mr_ok:
         skipped["MR: images with too little background"] += 1

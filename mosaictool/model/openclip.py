@@ -140,12 +140,15 @@ def create(
     force_quick_gelu: bool = False,
     device: str = "cpu",
     seed: int | None = None,
+    stored_config: dict | None = None,
 ) -> ModelBundle:
     """A fresh model, or one initialised from `pretrained` (an open_clip tag, a weights file, a
     `local-dir:` folder, or a mosaictool checkpoint). A `model_config_file` names the model by its
-    file stem, known to open_clip while the model is built (over a shipped config of that name)."""
+    file stem, known to open_clip while the model is built (over a shipped config of that name);
+    `stored_config` is a checkpoint's config of `model_name`, used where open_clip does not know it."""
     if model_config_file is None:
-        with _config_known(model_name, _shipped_config(model_name)):
+        known = _shipped_config(model_name) if stored_config is None else {k: v for k, v in stored_config.items() if k != "quick_gelu"}
+        with _config_known(model_name, known):
             return _create(model_name, pretrained, None, force_quick_gelu, device, seed)
     name = Path(model_config_file).stem
     with _config_known(name, _user_config(model_config_file), replace=True):
