@@ -42,7 +42,7 @@ from typing import Any, Optional
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
+from mosaictool.jsonl import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -397,7 +397,7 @@ def _parquet_rows(batch) -> Iterator[tuple[Any, str | None]]:
 
 def _bounded_lines(text: io.TextIOWrapper, path: str) -> Iterator[str]:
     """`text`'s lines for the csv module, which would hold a line of any length (a 200 MB line: 443 MB
-    of memory) before refusing its field; a line over io.LINE_LIMIT characters is refused unread."""
+    of memory) before refusing its field; a line over jsonl.LINE_LIMIT characters is refused unread."""
     number = 0
     while line := text.readline(LINE_LIMIT + 1):
         number += 1

@@ -248,7 +248,7 @@ def open_image(ref: ImageRef):
     from PIL import Image
 
     from mosaictool import images
-    from mosaictool.io import image_to_rgb
+    from mosaictool.images import image_to_rgb
 
     try:
         if ref.data is None and ref.path.endswith(".npy"):

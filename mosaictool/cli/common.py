@@ -137,10 +137,3 @@ def write_stage(records: Records, *, input: str, output: str, reads: Iterable[Re
     return writer.count
 
 
-def not_implemented(name: str, issue: int) -> Callable:
-    def command() -> None:
-        typer.echo(f"Error: `mosaictool {name}` is not implemented yet (tracked in issue #{issue}).", err=True)
-        raise typer.Exit(2)
-
-    command.__doc__ = f"(not implemented yet: issue #{issue})"
-    return command

@@ -57,15 +57,6 @@ class Batch:
     def size(self) -> int:
         return self.images.shape[0]
 
-    @property
-    def pos_owner(self) -> torch.Tensor:
-        """Image index of every filled positive text (in pos_tokens order)."""
-        return self.pos_mask.nonzero()[:, 0]
-
-    @property
-    def neg_owner(self) -> torch.Tensor:
-        return self.neg_mask.nonzero()[:, 0]
-
     def to(self, device, non_blocking: bool = False) -> "Batch":
         return Batch(**{k: None if v is None else v.to(device, non_blocking=non_blocking) for k, v in self._fields()})
 
