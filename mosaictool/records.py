@@ -225,7 +225,7 @@ TextNegative = TypedDict("TextNegative", {
 Negative = Annotated[GraphNegative | TextNegative, Field(discriminator="kind")]
 
 
-# ---- training: contract A (`texts`, from template) and what train and shard read ------------------------
+# ---- training: the `texts` field (template writes it; docs/stages.md) and what train and shard read ------
 
 
 class PositiveText(TypedDict):

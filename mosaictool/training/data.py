@@ -14,7 +14,7 @@ takes the r-th slice. Every random choice about one sample (which texts, which c
 image) comes from a generator seeded by (seed, epoch, record index). That is what makes
 `--resume` exact: the run continues at micro-batch s × accum_freq with the same draws.
 
-Which texts of a record (contract A, `texts` written by `template`) fill an image's slots is the
+Which texts of a record (`texts`, written by `template`; docs/stages.md) fill an image's slots is the
 method's choice (mosaictool.methods: Method.slots, Method.select); this module only calls it.
 """
 
