@@ -6,7 +6,7 @@ world's train split and prints, every --eval-every steps, the validation split's
   - attribute: ARO VG-Attribution macro accuracy over groups (colour / texture / size swaps),
   - unseen / seen: CREPE systematicity R@1 (caption vs its atom + compound hard negatives),
   - shape / colour / object: zero-shot top-1 (recognition),
-plus the text-tower diagnostic of the first probe (mission.md): mean cos(caption, its relation swap),
+plus the text-tower diagnostic (as the ladder experiment's cosines, docs/demo.md): mean cos(caption, its relation swap),
 and train_twin: how often a train image prefers its own caption to its arrangement twin's (has the
 bag-of-words symmetry broken at all?).
 

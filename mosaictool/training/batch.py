@@ -14,7 +14,7 @@ them (Method.select): clip 1 + 0, negclip 1 + 1, mosaiclip --max-pos + --max-neg
 of different images as the same sub-graph. For methods with Method.uses_subgraph_keys (mosaiclip)
 `image_keys` holds each image's sub-graph keys (record `subgraph_keys`) and `pos_keys` / `neg_keys`
 each slot's key (`texts.*.key`), hashed like the ids, 0 = none: the loss's P(i) by containment
-(CONTRACTS.md section 2). Other methods carry None there.
+(docs/stages.md, decompose; docs/training.md). Other methods carry None there.
 
 Hard-negative images are ordinary samples of the batch: an image with its own caption
 and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
