@@ -89,3 +89,22 @@ def test_the_package_sets_no_environment_on_import():
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, env=env,
                           cwd=Path(__file__).parent)
     assert proc.stdout.strip() == "true", proc.stderr
+
+
+def test_a_users_config_is_known_to_open_clip_only_while_its_model_is_built(tmp_path):
+    """A user's config named like a shipped one builds the user's model; after it, the name means the
+    shipped config again and open_clip's registry holds neither."""
+    import open_clip
+
+    from mosaictool.model import openclip
+    from train_fixtures import TINY_MODEL
+
+    user = tmp_path / "mosaic-tiny.json"
+    user.write_text(json.dumps(TINY_MODEL))
+    before = open_clip.list_models()
+    bundle = openclip.create("ignored", model_config_file=user, seed=0)
+    assert bundle.meta["model_cfg"]["embed_dim"] == TINY_MODEL["embed_dim"] == bundle.model.text_projection.shape[1]
+    assert open_clip.list_models() == before and open_clip.get_model_config("mosaic-tiny") is None
+    assert openclip.model_config("mosaic-tiny")["embed_dim"] == 128  # the shipped config
+    shipped = openclip.create("mosaic-tiny", seed=0)
+    assert shipped.model.text_projection.shape[1] == 128 and open_clip.list_models() == before
