@@ -14,14 +14,13 @@ instant. `world` and `demo` are `mosaictool.api.world` and `mosaictool.api.demo`
 and `mosaictool.demo` are the packages that implement them.
 """
 
-import os
+import logging
 
 __version__ = "0.1.0"
 
-# OpenMP threads that spin while waiting make torch on a busy CPU up to ~50x slower (a tiny-model
-# training step: 0.17 s passive vs 9 s spinning, 2 threads, other processes on the cores). It has to
-# be set before torch loads its OpenMP runtime; a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# A library's loggers stay silent until the program using it configures logging (the `mosaictool`
+# command shows INFO and above on stderr: mosaictool/cli/__init__.py), not Python's last-resort stderr.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API = ("read", "write", "parse", "decompose", "negate", "template", "texts_report", "shard", "train", "wise_ft", "evaluate", "tree_score")
 

@@ -103,7 +103,7 @@ def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicEr
 _UNCHECKED = {"source", "records", "return"}
 
 
-def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):
+def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):  # noqa: C901 (its closures count)
     """Check every argument against `fn`'s annotations before it runs, as the command line's flag
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
     true or false, a list for a path, are MosaicError naming the flag, not a traceback
@@ -971,10 +971,13 @@ def _experiments(names: Sequence[str] | None) -> tuple[str, ...] | None:
 
 @dataclass
 class DemoResult:
-    """What `demo` found: the `summary` table, the WiSE-FT points (`wise`), the result `rows`, the
-    `selection` of each row's lr, the positive `control`, the `headline` comparison, the minimal
-    detectable effects (`mde`) and the `minutes` it took (report.md words them)."""
+    """What `demo` found: the results `table` as text, the `summary` table, the WiSE-FT points (`wise`),
+    the result `rows`, the `selection` of each row's lr, the positive `control`, the `headline`
+    comparison, the minimal detectable effects (`mde`) and their sentence (`power`), and the `minutes`
+    it took (report.md words them)."""
 
+    table: str
+    power: str | None
     summary: dict
     wise: dict
     rows: list[dict]
@@ -998,13 +1001,14 @@ def _demo_keywords() -> list[str]:
 def demo(*, out: PathLike = "demo-out", quick: bool = False, preset: str | None = None, device: str | None = None,
          experiments: Sequence[str] | None = None, **settings) -> DemoResult:
     """Run the whole pipeline on the synthetic world and compare the methods, as `mosaictool demo`;
-    returns a `DemoResult` (summary table, WiSE-FT points, result rows, minutes, ...). `settings` are the
+    returns a `DemoResult` (the table as text, summary, WiSE-FT points, result rows, minutes, ...); it
+    prints nothing (the command prints the table and the verdicts). `settings` are the
     demo's other settings (`mosaictool.demo.DemoConfig`'s fields: seeds, finetune_steps, ...).
     Also `mosaictool.api.demo`: `mosaictool.demo` is the package of the demo.
 
     >>> result = mosaictool.api.demo(quick=True, out="demo-quick")  # doctest: +SKIP
     >>> sorted(result.to_dict())  # doctest: +SKIP
-    ['control', 'headline', 'mde', 'minutes', 'rows', 'selection', 'summary', 'wise']
+    ['control', 'headline', 'mde', 'minutes', 'power', 'rows', 'selection', 'summary', 'table', 'wise']
     """
     from mosaictool.demo import DemoConfig, run_demo
     from mosaictool.training.device import resolve_device

@@ -88,3 +88,23 @@ def open_image(source: bytes | str | os.PathLike, name: str | os.PathLike | None
         raise ImageError(f"{name}: declares {width}x{height} pixels, more than {MAX_PIXELS} (a decompression bomb?); "
                          "refused before decoding")
     return im
+
+
+def image_to_rgb(im):
+    """A PIL image as 8-bit RGB, as open_clip's `convert("RGB")` gives, except where that is wrong:
+    16- and 32-bit greyscale (PIL clips it to white) is scaled down to 8 bits, and a palette image
+    with a transparent colour goes through RGBA (the same pixels, without PIL's warning)."""
+    from PIL import Image
+
+    if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+        import numpy as np
+
+        grey = np.asarray(im, dtype=np.float64) / 257.0  # 0..65535 -> 0..255
+        return Image.fromarray(np.clip(np.rint(grey), 0, 255).astype(np.uint8), "L").convert("RGB")
+    if im.mode == "F":
+        import numpy as np
+
+        return Image.fromarray(np.clip(np.rint(np.asarray(im)), 0, 255).astype(np.uint8), "L").convert("RGB")
+    if im.mode == "P" and "transparency" in im.info:
+        im = im.convert("RGBA")
+    return im.convert("RGB")

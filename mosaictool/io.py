@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import math
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from mosaictool.atomic import new_file_mode, os_error_of, resolve_output
 from mosaictool.atomic import write_error as _write_error
 from mosaictool.atomic import write_text as _write_text
 from mosaictool.errors import MosaicError, RecordError
+from mosaictool.jsonl import BOM, LINE_LIMIT, WIDE_BOMS, check_input_file, check_not_wide, dumps, non_finite_error
 
 STDIO = "-"
 logger = logging.getLogger(__name__)
@@ -58,30 +58,10 @@ class Skips:
         if len(self.examples) < 5:
             self.examples.append(f"{where}: {message}")
 
-    def report(self, stream: IO[str] | None = None) -> None:
-        if not self.count:
-            return
-        stream = stream or sys.stderr
-        print(f"skipped {self.count} bad record(s); the first:", file=stream)
-        for line in self.examples:
-            print(f"  {line}", file=stream)
-
-
-BOM = b"\xef\xbb\xbf"
-# Byte-order marks of the wider Unicode encodings (Notepad's "Unicode", PowerShell's `>`), UTF-32's
-# first: its little-endian mark begins with UTF-16's
-WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-             (b"\xfe\xff", "UTF-16"))
-
-
-def check_input_file(path: str) -> None:
-    """A clear error for an input path that is missing, a folder, or unreadable."""
-    if not os.path.exists(path):
-        raise MosaicError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise MosaicError(f"{path}: is a directory; give the JSONL or Parquet file inside it")
-    if not os.access(path, os.R_OK):
-        raise MosaicError(f"{path}: permission denied (cannot read it)")
+    def report(self) -> None:
+        """The count and the first few skipped records, as a warning (the command shows it on stderr)."""
+        if self.count:
+            logger.warning("\n".join([f"skipped {self.count} bad record(s); the first:", *(f"  {line}" for line in self.examples)]))
 
 
 def _open_binary_in(path: str) -> IO[bytes]:
@@ -93,11 +73,6 @@ def _open_binary_in(path: str) -> IO[bytes]:
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
-
-
-# The longest line read as a record: a caption record with its graph and texts is kilobytes; a longer
-# line (a file with no newlines, a 2 GB caption) is a bad record, read past without holding it
-LINE_LIMIT = 16 << 20
 
 
 def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes | None]]:
@@ -121,14 +96,6 @@ def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, bytes | None]]:
             yield lineno, line
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise MosaicError(f"{name}: truncated or corrupt gzip file ({e}); re-create or re-download it") from e
-
-
-def check_not_wide(head: bytes, name: str) -> None:
-    """MosaicError when `head`, a file's first bytes, starts with a UTF-16 or UTF-32 byte-order mark."""
-    for mark, wide in WIDE_BOMS:
-        if head.startswith(mark):
-            raise MosaicError(f"{name}: the file is {wide} text (byte-order mark {mark.hex(' ')}), not UTF-8; "
-                              f"convert it: iconv -f {wide} -t UTF-8 {name} > {name}.utf8")
 
 
 def _first_line(line: bytes, name: str) -> bytes:
@@ -209,46 +176,21 @@ def _in_memory_records(records: Iterable[Any]) -> Iterator[tuple[str, int, Any, 
         yield f"record {number}", number, orjson.loads(line), non_finite_error(rec, line)
 
 
-def non_finite(value: Any, at: str = "") -> tuple[str, Any] | None:
-    """(field path, value) of the first NaN or infinite number in a record (`scores[2]`), or None."""
-    import numpy as np
-
-    if isinstance(value, (float, np.floating)):
-        return None if math.isfinite(value) else (at, value)
-    if isinstance(value, dict):
-        items = ((f"{at}.{k}" if at else str(k), v) for k, v in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{at}[{i}]", v) for i, v in enumerate(value))
-    elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-        bad = np.argwhere(~np.isfinite(value))
-        return None if not len(bad) else (f"{at}[{']['.join(map(str, bad[0]))}]", value[tuple(bad[0])].item())
-    else:
-        return None
-    return next((found for k, v in items if (found := non_finite(v, k)) is not None), None)
-
-
-_STRICT_JSON = json.JSONEncoder(allow_nan=False, check_circular=False)
-
-
-def _finite_json(record: Any) -> bool:
-    """Whether the standard library's C encoder writes `record` without a NaN or infinity: its check
-    (allow_nan=False) costs a fraction of `non_finite`'s walk in Python. False also for what it cannot
-    encode (numpy values), which the walk then checks."""
-    try:
-        _STRICT_JSON.encode(record)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def non_finite_error(record: Any, line: bytes) -> str | None:
-    """Why `record` (written as `line`) cannot be JSON: a NaN or infinity, which JSON lacks and
-    orjson writes as null. Only a line holding null that the C encoder does not clear is searched."""
-    found = non_finite(record) if b"null" in line and not _finite_json(record) else None
-    if found is None:
-        return None
-    return (f"{found[0]}: {found[1]} is not a finite number (JSON has no NaN or infinity; it would be written as null): "
-            "fix the value or drop the field")
+def _id_error(rec: dict, number: int, assign_ids: bool, seen: set | None) -> str | None:
+    """What is wrong with the record's id (None: nothing); with `assign_ids` a missing id becomes
+    `number`; `seen` (the ids so far, None when ids need not be unique) gains this one."""
+    rid = rec.get("id")
+    if rid is None:
+        if not assign_ids:
+            return "missing 'id' (add ids, or pass --assign-ids to number records)"
+        rec["id"] = rid = number
+    elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        return f"'id' must be a string or an integer, got {type(rid).__name__}"
+    if seen is not None:
+        if rid in seen:
+            return f"duplicate id {rid!r}"
+        seen.add(rid)
+    return None
 
 
 def read_records(
@@ -283,19 +225,7 @@ def read_records(
         if error is None and not isinstance(rec, dict):
             error = f"expected a JSON object, got {type(rec).__name__}"
         if error is None:
-            rid = rec.get("id")
-            if rid is None:
-                if assign_ids:
-                    rec["id"] = rid = number
-                else:
-                    error = "missing 'id' (add ids, or pass --assign-ids to number records)"
-            elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
-                error = f"'id' must be a string or an integer, got {type(rid).__name__}"
-            if error is None and unique_ids:
-                if rid in seen:
-                    error = f"duplicate id {rid!r}"
-                else:
-                    seen.add(rid)
+            error = _id_error(rec, number, assign_ids, seen if unique_ids else None)
         if error is None:
             for key in captions:
                 if isinstance(rec.get(key), str):
@@ -316,10 +246,6 @@ def read_records(
         name = display_name(path) if isinstance(path, (str, os.PathLike)) else "records"
         logger.warning(f"{name}: removed invisible format characters (zero-width, bidi controls) from {cleaned} "
                        f"caption(s), first at {first}")
-
-
-def dumps(record: dict) -> bytes:
-    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 class RecordWriter:
@@ -522,26 +448,6 @@ def progress(iterable: Iterable, *, desc: str, unit: str = "rec", quiet: bool = 
 
     disable = quiet or not sys.stderr.isatty()
     return tqdm(iterable, desc=desc, unit=unit, total=total, disable=disable, file=sys.stderr, dynamic_ncols=True)
-
-
-def image_to_rgb(im):
-    """A PIL image as 8-bit RGB, as open_clip's `convert("RGB")` gives, except where that is wrong:
-    16- and 32-bit greyscale (PIL clips it to white) is scaled down to 8 bits, and a palette image
-    with a transparent colour goes through RGBA (the same pixels, without PIL's warning)."""
-    from PIL import Image
-
-    if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
-        import numpy as np
-
-        grey = np.asarray(im, dtype=np.float64) / 257.0  # 0..65535 -> 0..255
-        return Image.fromarray(np.clip(np.rint(grey), 0, 255).astype(np.uint8), "L").convert("RGB")
-    if im.mode == "F":
-        import numpy as np
-
-        return Image.fromarray(np.clip(np.rint(np.asarray(im)), 0, 255).astype(np.uint8), "L").convert("RGB")
-    if im.mode == "P" and "transparency" in im.info:
-        im = im.convert("RGBA")
-    return im.convert("RGB")
 
 
 class ColumnTypes:

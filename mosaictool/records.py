@@ -59,7 +59,12 @@ Workers = Annotated[int, Field(ge=0, le=MAX_WORKERS, description=_PER_CPU)]  # 0
 Processes = Annotated[int, Field(ge=1, le=MAX_WORKERS, description=_PER_CPU)]
 
 
-_PICTOGRAPH = None
+@functools.cache
+def _pictograph():
+    """The compiled pattern, made on first use (regex loads only where a caption has a format character)."""
+    import regex
+
+    return regex.compile(r"\p{Extended_Pictographic}")
 
 
 def clean_caption(text: str) -> tuple[str, bool]:
@@ -70,15 +75,13 @@ def clean_caption(text: str) -> tuple[str, bool]:
     joiners are part of one symbol. Returns the text and whether a character was removed."""
     import unicodedata
 
-    global _PICTOGRAPH
     text = unicodedata.normalize("NFC", text)
     if text.isascii() or not any(unicodedata.category(c) == "Cf" for c in text):
         return text, False
     import regex
 
-    if _PICTOGRAPH is None:
-        _PICTOGRAPH = regex.compile(r"\p{Extended_Pictographic}")
-    kept = "".join(cluster if _PICTOGRAPH.search(cluster) else "".join(c for c in cluster if unicodedata.category(c) != "Cf")
+    pictograph = _pictograph()
+    kept = "".join(cluster if pictograph.search(cluster) else "".join(c for c in cluster if unicodedata.category(c) != "Cf")
                    for cluster in regex.findall(r"\X", text))
     return kept, kept != text
 
@@ -263,7 +266,7 @@ TextNegative = TypedDict("TextNegative", {
 Negative = Annotated[GraphNegative | TextNegative, Field(discriminator="kind")]
 
 
-# ---- training: contract A (`texts`, from template) and what train and shard read ------------------------
+# ---- training: the `texts` field (template writes it; docs/stages.md) and what train and shard read ------
 
 
 class PositiveText(TypedDict):
@@ -527,6 +530,24 @@ _NAMES = {str: ("a string", "strings"), int: ("an integer", "integers"), float: 
           bool: ("true or false", "booleans"), type(None): ("null", "nulls")}
 
 
+def _describe_bounded(text: str, bounds: list, plural: bool) -> str:
+    """A type's words with its Annotated bounds: lengths ("a non-empty list", "a list of 2"), limits
+    ("> 0"), finiteness."""
+    lengths = {type(b).__name__: getattr(b, "min_length", getattr(b, "max_length", None)) for b in bounds
+               if isinstance(b, (annotated_types.MinLen, annotated_types.MaxLen))}
+    if lengths.get("MinLen") == 1 and "MaxLen" not in lengths:
+        text = ("non-empty " if plural else "a non-empty ") + text.removeprefix("a ")
+    elif lengths and lengths.get("MinLen") == lengths.get("MaxLen"):
+        text = text.replace("list of ", f"list of {lengths['MinLen']} ", 1)
+    for b in bounds:
+        for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+            if isinstance(b, getattr(annotated_types, attr.capitalize())):
+                text += f" {sign} {getattr(b, attr)}"
+        if getattr(b, "allow_inf_nan", True) is False:
+            text = text.replace("a number", "a finite number", 1)
+    return text
+
+
 def describe(tp: Any, plural: bool = False) -> str:
     """A declared type in words: `list[str] | None` -> "a list of strings or null"."""
     origin = typing.get_origin(tp)
@@ -534,21 +555,7 @@ def describe(tp: Any, plural: bool = False) -> str:
         return describe(typing.get_args(tp)[0], plural)
     if origin is Annotated:
         base, *meta = typing.get_args(tp)
-        text = describe(base, plural)
-        bounds = [b for m in meta for b in getattr(m, "metadata", [m])]
-        lengths = {type(b).__name__: getattr(b, "min_length", getattr(b, "max_length", None)) for b in bounds
-                   if isinstance(b, (annotated_types.MinLen, annotated_types.MaxLen))}
-        if lengths.get("MinLen") == 1 and "MaxLen" not in lengths:
-            text = ("non-empty " if plural else "a non-empty ") + text.removeprefix("a ")
-        elif lengths and lengths.get("MinLen") == lengths.get("MaxLen"):
-            text = text.replace("list of ", f"list of {lengths['MinLen']} ", 1)
-        for b in bounds:
-            for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-                if isinstance(b, getattr(annotated_types, attr.capitalize())):
-                    text += f" {sign} {getattr(b, attr)}"
-            if getattr(b, "allow_inf_nan", True) is False:
-                text = text.replace("a number", "a finite number", 1)
-        return text
+        return _describe_bounded(describe(base, plural), [b for m in meta for b in getattr(m, "metadata", [m])], plural)
     if origin in (Union, types.UnionType):
         args = typing.get_args(tp)
         words = list(dict.fromkeys(describe(a, plural) for a in args if a is not type(None)))

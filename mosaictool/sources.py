@@ -44,7 +44,7 @@ from typing import Any, Optional
 import orjson
 
 from mosaictool.errors import MosaicError
-from mosaictool.io import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
+from mosaictool.jsonl import LINE_LIMIT, check_input_file, check_not_wide, dumps, non_finite_error
 
 Raw = tuple[str, int, Any, Optional[str]]  # (location, number, value, error): what io's readers yield
 PARQUET_BATCH = 4096
@@ -250,23 +250,8 @@ def read_tar(path: str, redo: str = REDO) -> Iterator[TarSample]:
                         sample.error = (f"key {key!r} again after other samples ({member.name}): a tar's keys are unique and "
                                         "a sample's members follow each other")
                     keys.add(key)
-                if sample.error:
-                    continue
-                if not stem or not dot:
-                    sample.error = f"member {member.name!r} is not named <key>.<extension> (not a WebDataset sample)"
-                    continue
-                if member.name in sample.members:  # two captions or two images: neither is guessed to be the sample's
-                    sample.error = f"{member.name} twice in the sample (a tar's member names are unique)"
-                    continue
-                sample.members.add(member.name)
-                ext = ext.lower()
-                if ext in ("txt", "json"):
-                    if member.size > TEXT_MEMBER_LIMIT:
-                        sample.error = f"{member.name} is {member.size} bytes, over {TEXT_MEMBER_LIMIT} (not a caption)"
-                    else:
-                        setattr(sample, ext, tar.extractfile(member).read())
-                elif ext in IMAGE_MEMBERS and sample.image is None:
-                    sample.image, sample.image_at = member.name, (member.offset_data, member.size)
+                if not sample.error:
+                    _add_member(tar, member, sample, ext.lower() if stem and dot else None)
             # tarfile stops quietly at a cut-off or corrupt header: a whole tar ends with a zero block there
             with open(path, "rb") as f:
                 f.seek(tar.offset)
@@ -278,6 +263,24 @@ def read_tar(path: str, redo: str = REDO) -> Iterator[TarSample]:
                               f"{_after(sample)}); {redo}")
         if sample is not None:
             yield sample
+
+
+def _add_member(tar: tarfile.TarFile, member: tarfile.TarInfo, sample: TarSample, ext: str | None) -> None:
+    """One member into its sample: its caption (.txt) or metadata (.json), its first image; a member not
+    named <key>.<extension> (`ext` None) or named twice marks the sample bad."""
+    if ext is None:
+        sample.error = f"member {member.name!r} is not named <key>.<extension> (not a WebDataset sample)"
+    elif member.name in sample.members:  # two captions or two images: neither is guessed to be the sample's
+        sample.error = f"{member.name} twice in the sample (a tar's member names are unique)"
+    else:
+        sample.members.add(member.name)
+        if ext in ("txt", "json"):
+            if member.size > TEXT_MEMBER_LIMIT:
+                sample.error = f"{member.name} is {member.size} bytes, over {TEXT_MEMBER_LIMIT} (not a caption)"
+            else:
+                setattr(sample, ext, tar.extractfile(member).read())
+        elif ext in IMAGE_MEMBERS and sample.image is None:
+            sample.image, sample.image_at = member.name, (member.offset_data, member.size)
 
 
 def _after(sample: TarSample | None) -> str:
@@ -295,32 +298,11 @@ def _fields_of(path: str, sample: TarSample, fields: Fields) -> tuple[dict | Non
     key = sample.key
     if sample.error:
         return None, sample.error
-    meta: dict = {}
-    if sample.json is not None:
-        try:
-            meta = orjson.loads(sample.json)
-        except orjson.JSONDecodeError as e:
-            return None, f"{key}.json: invalid JSON: {e}"
-        if not isinstance(meta, dict):
-            return None, f"{key}.json: expected a JSON object, got {type(meta).__name__}"
-    if fields.caption is not None:
-        if sample.json is None:
-            return None, f"no {key}.json member to take --caption-field {fields.caption!r} from"
-        if fields.caption not in meta:
-            return None, f"{key}.json has no {fields.caption!r} field (--caption-field; it has {_names(meta)})"
-        caption = meta[fields.caption]
-    elif sample.txt is not None:
-        try:
-            caption = sample.txt.decode("utf-8")
-        except UnicodeDecodeError as e:
-            return None, f"{key}.txt is not UTF-8 text ({e})"
-        caption = caption.removesuffix("\n").removesuffix("\r")  # a text file's final newline ends it, it is no part of the caption
-    elif fields.target in meta:
-        caption = meta[fields.target]
-    else:
-        return None, (f"no caption: no {key}.txt member and no {fields.target!r} field in {key}.json "
-                             "(name the .json field with --caption-field)" if sample.json is not None else
-                             f"no caption: the sample has neither a {key}.txt nor a {key}.json member")
+    meta, error = _meta_of(sample)
+    if error is None:
+        caption, error = _caption_of(sample, meta, fields)
+    if error is not None:
+        return None, error
     if fields.id is not None:
         if fields.id not in meta:
             return None, f"{key}.json has no {fields.id!r} field (--id-field; it has {_names(meta)})"
@@ -333,6 +315,42 @@ def _fields_of(path: str, sample: TarSample, fields: Fields) -> tuple[dict | Non
     taken = {"id", fields.target, "image", fields.caption}
     record.update((k, v) for k, v in meta.items() if k not in taken)
     return record, None
+
+
+def _meta_of(sample: TarSample) -> tuple[dict, str | None]:
+    """The sample's .json member as a dict ({} without one), or why it is not one."""
+    if sample.json is None:
+        return {}, None
+    try:
+        meta = orjson.loads(sample.json)
+    except orjson.JSONDecodeError as e:
+        return {}, f"{sample.key}.json: invalid JSON: {e}"
+    if not isinstance(meta, dict):
+        return {}, f"{sample.key}.json: expected a JSON object, got {type(meta).__name__}"
+    return meta, None
+
+
+def _caption_of(sample: TarSample, meta: dict, fields: Fields) -> tuple[Any, str | None]:
+    """(the sample's caption, None) or (None, why it has none): --caption-field's .json field, else its
+    .txt member, else the .json's caption field."""
+    key = sample.key
+    if fields.caption is not None:
+        if sample.json is None:
+            return None, f"no {key}.json member to take --caption-field {fields.caption!r} from"
+        if fields.caption not in meta:
+            return None, f"{key}.json has no {fields.caption!r} field (--caption-field; it has {_names(meta)})"
+        return meta[fields.caption], None
+    if sample.txt is not None:
+        try:
+            caption = sample.txt.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return None, f"{key}.txt is not UTF-8 text ({e})"
+        return caption.removesuffix("\n").removesuffix("\r"), None  # a text file's final newline ends it, no part of the caption
+    if fields.target in meta:
+        return meta[fields.target], None
+    return None, (f"no caption: no {key}.txt member and no {fields.target!r} field in {key}.json "
+                  "(name the .json field with --caption-field)" if sample.json is not None else
+                  f"no caption: the sample has neither a {key}.txt nor a {key}.json member")
 
 
 def _names(meta: dict) -> str:

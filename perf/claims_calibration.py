@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mosaictool.analysis import stats  # noqa: E402
+from mosaictool.console import console_logging
 from test_claims_calibration import family_wise  # noqa: E402  the test's own model and design
 
 
@@ -59,6 +60,7 @@ def power_row(rng, reps: int, seeds: int, cases: int, seed_sd: float, case_sd: f
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000, help="null files per setting of the first table")
     parser.add_argument("--power-reps", type=int, default=2000, help="runs per setting of the second table")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+from mosaictool.console import console_logging
 from mosaictool.io import read_records
 
 
@@ -30,6 +31,7 @@ def graph_has_one(record: dict) -> bool:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("subgraphs", help="decompose output")
     ap.add_argument("--negatives", help="negate output of the same records")

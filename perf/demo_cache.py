@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 # the sizes of a demo's artifacts besides the world (MB), as a demo at the default settings wrote them
 SIZES_MB = {"texts.jsonl": 287, "graphs.parquet": 60, "shards": (8, 30), "shards-plain": (2, 20)}
 
@@ -71,6 +73,7 @@ def build_out(root: Path, world_train: int, source: Path | None, scale: float = 
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     from mosaictool.demo import cache
     from mosaictool.demo.data import DATA_ARTIFACTS
 

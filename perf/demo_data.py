@@ -23,6 +23,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 CLI_THRESHOLDS = (50_000, 50, 1000)
 # what the forked runs read from this process (fork: inherited, not copied): the shards indexed, and
 # the same with every image decoded too
@@ -65,6 +67,7 @@ def one_run(job) -> tuple[float, float]:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     import open_clip  # noqa: F401  imported before the forks, as the demo does
 
     from mosaictool.model.openclip import model_config

@@ -18,8 +18,11 @@ import time
 from pathlib import Path
 from unittest import mock
 
+from mosaictool.console import console_logging
+
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     import torch
 
     from mosaictool.bench import engine, get

@@ -25,6 +25,7 @@ from mosaictool.bench import metrics
 from mosaictool.bench.engine import EngineOptions, evaluate, open_image
 from mosaictool.bench.sugarcrepe import BENCHMARK as SUGARCREPE
 from mosaictool.bench.sugarcrepe import SUBTASKS
+from mosaictool.console import console_logging
 from mosaictool.model.openclip import create
 
 REAL = Path("/work/shared/benchmarks/sugarcrepe/data")
@@ -58,6 +59,7 @@ def per_example(bundle, items, device: str) -> dict[str, float]:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="mosaic-tiny")
     ap.add_argument("--pretrained", default=None)

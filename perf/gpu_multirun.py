@@ -26,6 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from multirun_speed import distance  # noqa: E402  one definition of the weight distance
 
+from mosaictool.console import console_logging
 from mosaictool.demo.config import DemoConfig  # noqa: E402
 from mosaictool.demo.finetune import planned_runs  # noqa: E402
 from mosaictool.model.openclip import model_config, read_checkpoint  # noqa: E402
@@ -34,6 +35,7 @@ from mosaictool.training.transform import ImagePrep  # noqa: E402
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("demo_out")
     ap.add_argument("--steps", type=int, default=100)

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 REPO = Path(__file__).resolve().parent.parent
 KNOWN_METHODS = ("clip", "negclip", "mosaiclip")
 EQUAL_BATCH_NEGCLIP = "mosaictool negclip (no hard images)"
@@ -183,6 +185,7 @@ def single_gpu_env(device: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     args = parse_args(argv)
     if args.child:
         spec = json.loads(args.child)

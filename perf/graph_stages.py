@@ -17,6 +17,7 @@ import random
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
 from mosaictool.stages.decompose import decompose
 from mosaictool.stages.negate import negate
 from mosaictool.stages.parse import parse
@@ -39,6 +40,7 @@ def graph_stages(graphs: list[dict], vocab, text_methods=()) -> tuple[list[dict]
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="captions")
     ap.add_argument("--seed", type=int, default=0)

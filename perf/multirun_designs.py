@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import vmap
 
+from mosaictool.console import console_logging
 from mosaictool.model.stacked import StackedCLIP
 from mosaictool.training import TrainConfig
 from mosaictool.training.batch import batch_tokens, normalize_images, slot_features
@@ -67,6 +68,7 @@ def _one_run(P, images, tokens, eot, layers, heads, patch):
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser()
     ap.add_argument("demo_out")
     ap.add_argument("--method", default="clip")

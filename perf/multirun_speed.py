@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from mosaictool.console import console_logging
 from mosaictool.demo.config import DemoConfig
 from mosaictool.demo.finetune import _expected_texts, _train_in_processes, planned_runs, share_out
 from mosaictool.model.openclip import model_config, read_checkpoint
@@ -126,6 +127,7 @@ def distance(a: Path, b: Path, base: dict) -> float:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     global SHARED
     import open_clip  # noqa: F401  imported before the forks, as the demo does
 

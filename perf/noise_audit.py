@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
 from mosaictool.demo.config import TEXT_METHODS
 from mosaictool.io import read_records
 from mosaictool.stages.decompose import decompose
@@ -51,6 +52,7 @@ def pct(a: int, b: int) -> str:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True, help="a world made with --caption-noise")
     ap.add_argument("--sample", type=int, default=2000, help="train records sampled (varied captions, twins included)")

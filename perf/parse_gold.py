@@ -16,6 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 REPO = Path(__file__).resolve().parent.parent
 GOLD_DIR = REPO / "tests" / "data" / "gold_graphs"
 
@@ -77,6 +79,7 @@ def misses(gold: list[dict], graphs: list[dict], n: int) -> str:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gold", nargs="+", type=Path, help="gold .jsonl files (default: tests/data/gold_graphs/ but selection.jsonl)")
     ap.add_argument("--misses", type=int, default=0, help="also print this many captions whose relations the full parse misses")

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
 
@@ -55,6 +57,7 @@ def peak_rss_mb(lines: int, tmp: Path) -> float:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()

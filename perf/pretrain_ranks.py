@@ -18,8 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     import torch
 
     from mosaictool.demo.config import DemoConfig

@@ -25,6 +25,7 @@ import webdataset as wds
 from PIL import Image
 
 import mosaictool
+from mosaictool.console import console_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parse_speed import real_captions  # noqa: E402
@@ -50,6 +51,7 @@ def timed_read(source) -> tuple[int, float]:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
 from mosaictool.io import read_records, write_records
 from mosaictool.stages import decompose, negate, parse, template
 from mosaictool.vocab import load
@@ -43,6 +44,7 @@ def best(fn, repeat: int) -> float:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="captions")
     ap.add_argument("--repeat", type=int, default=3)

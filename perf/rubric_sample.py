@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from mosaictool import records as contracts
+from mosaictool.console import console_logging
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, read_records, write_records
 
@@ -129,6 +130,7 @@ def build(texts: str, sugarcrepe: Path, *, negatives: int, positives: int, sugar
 
 
 def main(argv: list[str] | None = None) -> int:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("texts", help="texts file (template output of SugarCrepe's captions)")
     ap.add_argument("--sugarcrepe", required=True, type=Path, help="SugarCrepe's data folder (replace_att.json, ...)")

@@ -22,6 +22,7 @@ import sys
 
 from statsmodels.stats.proportion import proportion_confint
 
+from mosaictool.console import console_logging
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import Skips, read_records
 
@@ -115,6 +116,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("labels", help="the reviewer's labels.jsonl")
     ap.add_argument("--key", required=True, help="review_key.jsonl of the same sample")

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 HERE = Path(__file__).resolve().parent
 
 # name: (script and arguments, what the summary keeps: lines matching this pattern)
@@ -37,6 +39,7 @@ SCRIPTS = {
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="scripts to run (default: all)")
     args = ap.parse_args()

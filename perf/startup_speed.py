@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from mosaictool.console import console_logging
+
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "mosaictool --help": [sys.executable, "-m", "mosaictool", "--help"],
@@ -31,6 +33,7 @@ def median_seconds(argv: list[str], repeat: int) -> float:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()

@@ -19,10 +19,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mosaictool.analysis import stats  # noqa: E402
+from mosaictool.console import console_logging
 from test_stats_calibration import _simulate, pooled_rule_rejects, shift_for  # noqa: E402  the test's own outcome model
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000)
     args = parser.parse_args()

@@ -16,6 +16,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 GROUPS = [  # (group, operator name fragments), first match wins
     ("matmul (linear layers)", ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear")),
     ("attention", ("scaled_dot_product", "flash_attention")),
@@ -28,6 +30,7 @@ GROUPS = [  # (group, operator name fragments), first match wins
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 

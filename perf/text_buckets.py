@@ -19,9 +19,13 @@ import random
 import statistics
 import time
 
-import torch
+# isort: split
+# Passive OpenMP waits, as `mosaictool` sets them (mosaictool/cli/__init__.py): before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+import torch  # noqa: E402
+
+from mosaictool.console import console_logging
 from mosaictool.model import openclip
 from mosaictool.model.text_tower import length_buckets
 from mosaictool.training.batch import ContrastiveForward
@@ -59,6 +63,7 @@ def step(forward: ContrastiveForward, image: torch.Tensor, tokens: torch.Tensor,
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="mosaic-micro")
     ap.add_argument("--captions", type=int, default=64)

@@ -39,12 +39,15 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import torch
+# isort: split
+# Passive OpenMP waits, as `mosaictool` sets them (mosaictool/cli/__init__.py): before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
+import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+from mosaictool.console import console_logging  # noqa: E402
 from mosaictool.model import openclip  # noqa: E402
 from mosaictool.training import TrainConfig, train  # noqa: E402
 from train_fixtures import add_fsc_negatives, make_world  # noqa: E402
@@ -259,6 +262,7 @@ def methods_interleaved(data: Path, batch_size: int, steps: int) -> dict[str, fl
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=32)

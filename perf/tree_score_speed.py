@@ -18,6 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
@@ -36,6 +38,7 @@ def timed(fn):
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="mosaic-tiny,ViT-B-32")
     ap.add_argument("--prefix-captions", type=int, default=300, help="captions timed with prefix sharing")

@@ -6,7 +6,7 @@ world's train split and prints, every --eval-every steps, the validation split's
   - attribute: ARO VG-Attribution macro accuracy over groups (colour / texture / size swaps),
   - unseen / seen: CREPE systematicity R@1 (caption vs its atom + compound hard negatives),
   - shape / colour / object: zero-shot top-1 (recognition),
-plus the text-tower diagnostic of the first probe (mission.md): mean cos(caption, its relation swap),
+plus the text-tower diagnostic (as the ladder experiment's cosines, docs/demo.md): mean cos(caption, its relation swap),
 and train_twin: how often a train image prefers its own caption to its arrangement twin's (has the
 bag-of-words symmetry broken at all?).
 
@@ -42,6 +42,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
+
+from mosaictool.console import console_logging
 
 MEAN = torch.tensor((0.48145466, 0.4578275, 0.40821073)).view(1, 3, 1, 1)
 STD = torch.tensor((0.26862954, 0.26130258, 0.27577711)).view(1, 3, 1, 1)
@@ -145,6 +147,7 @@ class Probe:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", required=True)
     ap.add_argument("--make", action="store_true", help="generate the world first (with twins) if it is missing")

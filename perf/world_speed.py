@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosaictool.console import console_logging
+
 DIRECTION_NOUNS = ("left", "right")
 
 
@@ -72,6 +74,7 @@ def parse_quality(records: list[dict]) -> dict:
 
 
 def main() -> None:
+    console_logging()  # the library's messages on stderr, as the mosaictool command shows them
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=2)

@@ -18,10 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from mosaictool.errors import MosaicError
-from mosaictool.io import Skips
+from mosaictool.io import Skips, read_json
 from mosaictool.stages.source_formats import (
     COCO_CAPTION,
     COCO_CAPTION_FILE,
@@ -64,9 +62,7 @@ def _load(path: str, flag: str) -> object:
     if not p.is_file():
         raise MosaicError(f"{path}: {'no such file' if not p.exists() else 'not a file'} ({flag})")
     try:
-        return orjson.loads(p.read_bytes())
-    except orjson.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON ({e}); download the annotation file again") from None
+        return read_json(p, hint="download the annotation file again")
     except OSError as e:
         raise MosaicError(f"{path}: cannot read it ({e.strerror or e})") from None
 

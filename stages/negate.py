@@ -705,7 +705,7 @@ def negate(
                           batch_size, workers):
         stats.add(record)
         yield record
-    logger.info("negate: %s", stats.line())
+    logger.debug("negate: %s", stats.line())  # the command prints this line itself (not with --quiet)
 
 
 def _negate(records, vocab, max_negatives, probs, seed, type_aware, unseen_rate, text_methods, text_key, model, batch_size,

@@ -52,6 +52,7 @@ import orjson
 
 from mosaictool.errors import MosaicError
 from mosaictool.images import ImageError, image_path
+from mosaictool.io import read_json
 from mosaictool.stages.source_formats import (
     COCO_ANNOTATION,
     COCO_CATEGORY,
@@ -94,14 +95,12 @@ def article(word: str) -> str:
 # --- reading annotation files ---------------------------------------------------------------------------
 
 
-def read_json(path: str | Path, what: str, flag: str):
+def read_annotations(path: str | Path, what: str, flag: str):
+    """An annotation file (`what`, given with `flag`) through mosaictool.io's JSON reader."""
     path = Path(path)
     if not path.is_file():
         raise MosaicError(f"{path}: {what} not found; pass the file with {flag}")
-    try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as e:
-        raise MosaicError(f"{path}: invalid JSON ({e}); is this {what}? ({flag})") from e
+    return read_json(path, hint=f"is this {what}? ({flag})")
 
 
 def need(obj, fields: tuple[str, ...], path, where: str, what: str) -> None:
@@ -162,7 +161,7 @@ def vg_image_files(image_data_path: str | Path | None) -> dict:
     if image_data_path is None:
         return {}
     what = "VG image_data.json (a list of {image_id, url, ...})"
-    data = need_list(read_json(image_data_path, what, "--vg-image-data"), image_data_path, "top level", what)
+    data = need_list(read_annotations(image_data_path, what, "--vg-image-data"), image_data_path, "top level", what)
     out = {}
     for i, rec in enumerate(data):
         if isinstance(rec, dict) and "id" in rec and "image_id" not in rec:
@@ -283,7 +282,7 @@ def _vg_relation(rel, j, iid, index: VGIndex, alias_map, counts: Counts, path, w
 
 def add_vg_objects(index: VGIndex, path) -> None:
     """Every object a VG objects.json names in an image joins what that image shows."""
-    data = need_list(read_json(path, VG_OBJECTS, "--vg-objects"), path, "top level", VG_OBJECTS)
+    data = need_list(read_annotations(path, VG_OBJECTS, "--vg-objects"), path, "top level", VG_OBJECTS)
     for i, entry in enumerate(data):
         check_entry(VG_OBJECTS_ENTRY, entry, path, f"entry {i}", VG_OBJECTS)
         for j, obj in enumerate(entry["objects"]):
@@ -348,7 +347,7 @@ def build_probe_r(relationships: str | Path, images: str | Path, out_dir: str | 
     """Probe-R records (see the module docstring); image paths relative to `out_dir`. Pass 1 indexes the
     files, pass 2 makes one group per anchor image."""
     counts = counts if counts is not None else Counts()
-    data = need_list(read_json(relationships, VG_RELATIONSHIPS, "--vg-relationships"), relationships, "top level",
+    data = need_list(read_annotations(relationships, VG_RELATIONSHIPS, "--vg-relationships"), relationships, "top level",
                      VG_RELATIONSHIPS)
     alias_map = read_aliases(aliases) if aliases else {}
     finder = vg_image_finder(images, image_data, allow_outside_root)
@@ -412,7 +411,7 @@ def load_antonyms(path: str | Path | None = None) -> tuple[dict[str, set[str]], 
 def coco_caption_records(path: str | Path) -> tuple[list[dict], dict]:
     """(caption records {id, image_id, caption}, image_id -> file_name) from a COCO captions file."""
     what = "COCO captions (captions_*.json: {images: [{id, file_name}], annotations: [{image_id, caption}]})"
-    data = read_json(path, what, "--coco-captions")
+    data = read_annotations(path, what, "--coco-captions")
     need(data, ("images", "annotations"), path, "top level", what)
     files = {}
     for i, img in enumerate(need_list(data["images"], path, "images", what)):
@@ -575,7 +574,7 @@ def build_probe_c(captions: str | Path, images: str | Path, out_dir: str | Path,
 def coco_instances(path: str | Path) -> tuple[dict, dict, list[str]]:
     """(image_id -> image entry, image_id -> its annotations, category names in id order)."""
     what = "COCO instances (instances_*.json: {images, annotations: [{image_id, category_id, segmentation, bbox}], categories})"
-    data = read_json(path, what, "--coco-instances")
+    data = read_annotations(path, what, "--coco-instances")
     need(data, ("images", "annotations", "categories"), path, "top level", what)
     cats = {}
     for i, c in enumerate(need_list(data["categories"], path, "categories", what)):
@@ -672,6 +671,43 @@ class _BOptions:
     allow_outside_root: bool = False
 
 
+def _source_image(iid, meta: dict, o: _BOptions, skipped: Counter) -> tuple[Path, object]:
+    """The annotated image's path and pixels (RGB); pixels None (counted in `skipped`) when the file is
+    missing or its size is not the annotation's."""
+    import numpy as np
+    from PIL import Image
+
+    try:
+        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
+    except ImageError as e:
+        raise MosaicError(f"image id {iid}: {e}") from None
+    if not src.is_file():
+        skipped["images missing"] += 1
+        return src, None
+    with Image.open(src) as im:
+        x0 = np.asarray(im.convert("RGB"))
+    if x0.shape[:2] != (meta["height"], meta["width"]):
+        skipped["images whose size differs from the annotation"] += 1
+        return src, None
+    return src, x0
+
+
+def _r_target(objs: list[dict], masks: list, boxes: list, o: _BOptions, rng, skipped: Counter) -> int | None:
+    """The object R removes all but (drawn among those of the size range, not a crowd, alone of their
+    category), or None (counted in `skipped`) when boxes overlap or none fits."""
+    sizes = [m.mean() for m in masks]
+    no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
+    fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object and not objs[i].get("iscrowd", 0)
+           and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
+    if not no_overlap:
+        skipped["R: images with overlapping boxes"] += 1
+    elif not fit:
+        skipped["R: images without a single object of the size range"] += 1
+    else:
+        return fit[rng.randrange(len(fit))]
+    return None
+
+
 def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     """One annotated image's records (and written images), with what was kept and skipped. `objs` holds
     every annotation, crowd regions included: they are objects of the image, but never R's target."""
@@ -681,37 +717,17 @@ def _probe_b_image(job: tuple) -> tuple[list[dict], Counter, Counter]:
     iid, meta, objs, o = job
     kept, skipped = Counter(), Counter()
     out_dir = Path(o.out_dir)
-    try:
-        src = image_path(o.images, meta["file_name"], allow_outside=o.allow_outside_root, flag="--images")
-    except ImageError as e:
-        raise MosaicError(f"image id {iid}: {e}") from None
-    if not src.is_file():
-        skipped["images missing"] += 1
+    src, x0 = _source_image(iid, meta, o, skipped)
+    if x0 is None:
         return [], kept, skipped
-    with Image.open(src) as im:
-        x0 = np.asarray(im.convert("RGB"))
     h, w = x0.shape[:2]
-    if (h, w) != (meta["height"], meta["width"]):
-        skipped["images whose size differs from the annotation"] += 1
-        return [], kept, skipped
     masks = [decode_mask(a["segmentation"], h, w) for a in objs]
     union = np.logical_or.reduce(masks)
     boxes = [a["bbox"] for a in objs]
     labels = sorted({a["category"] for a in objs})
     rng = stream(o.seed, "probe-b", iid)
     place = patch_box(rng, h, w, boxes, o.patch)
-    target = None
-    if "R" in o.splits:
-        sizes = [m.mean() for m in masks]
-        no_overlap = all(not _overlap(boxes[i], boxes[j]) for i in range(len(boxes)) for j in range(i + 1, len(boxes)))
-        fit = [i for i, s in enumerate(sizes) if o.min_object <= s <= o.max_object and not objs[i].get("iscrowd", 0)
-               and sum(x["category"] == objs[i]["category"] for x in objs) == 1]
-        if not no_overlap:
-            skipped["R: images with overlapping boxes"] += 1
-        elif not fit:
-            skipped["R: images without a single object of the size range"] += 1
-        else:
-            target = fit[rng.randrange(len(fit))]
+    target = _r_target(objs, masks, boxes, o, rng, skipped) if "R" in o.splits else None
     mr_ok = "MR" in o.splits and (1 - union.mean()) >= o.min_removed
     if "MR" in o.splits and not mr_ok:
         skipped["MR: images with too little background"] += 1

@@ -173,44 +173,52 @@ def replace_negatives(caption: str, graph: dict, vocab, rng: random.Random) -> l
 
     sampler = _Sampler(vocab, rng, True)
     entities = graph.get("entities") or []
-    out = []
+    found = (_replace_object(caption, entities, vocab, rng, sampler), _replace_attribute(caption, entities, vocab, rng, sampler),
+             _replace_relation(caption, entities, graph.get("relations") or [], vocab, rng, sampler))
+    return [candidate for candidate in found if candidate is not None]
 
+
+def _replace_object(caption: str, entities: list[dict], vocab, rng: random.Random, sampler) -> tuple | None:
     objects = [e for e in entities if vocab.known("objects", str(e.get("lemma_head", ""))) is not None]
-    if objects:
-        entity = rng.choice(objects)
-        node = object_node(entity, None)
-        lemma, head = node["lemma"], node["noun"]
-        new = sampler.object(lemma, {lemma}, [a for a in entity.get("attributes") or [] if isinstance(a, str)])
-        if new is not None:
-            new_form = vocab.plural(new) if node["plural"] else new
-            text = _replace_word(caption, head, new_form)
-            if text is not None:
-                out.append(("replace:obj", "obj", head, new_form, text))
+    if not objects:
+        return None
+    entity = rng.choice(objects)
+    node = object_node(entity, None)
+    lemma, head = node["lemma"], node["noun"]
+    new = sampler.object(lemma, {lemma}, [a for a in entity.get("attributes") or [] if isinstance(a, str)])
+    if new is None:
+        return None
+    new_form = vocab.plural(new) if node["plural"] else new
+    text = _replace_word(caption, head, new_form)
+    return ("replace:obj", "obj", head, new_form, text) if text is not None else None
 
+
+def _replace_attribute(caption: str, entities: list[dict], vocab, rng: random.Random, sampler) -> tuple | None:
     owners = {}
     for e in entities:
         for a in e.get("attributes") or []:
             if isinstance(a, str) and vocab.known("attributes", a) is not None:
                 owners.setdefault(a, str(e.get("lemma_head", "")).lower())
     attributes = sorted(owners)
-    if attributes:
-        attribute = rng.choice(attributes)
-        new = sampler.attribute(attribute, set(attributes), owners[attribute])
-        text = _replace_word(caption, attribute, new) if new else None
-        if text is not None:
-            out.append(("replace:att", "attr", attribute, new, text))
+    if not attributes:
+        return None
+    attribute = rng.choice(attributes)
+    new = sampler.attribute(attribute, set(attributes), owners[attribute])
+    text = _replace_word(caption, attribute, new) if new else None
+    return ("replace:att", "attr", attribute, new, text) if text is not None else None
 
+
+def _replace_relation(caption: str, entities: list[dict], relations: list[dict], vocab, rng: random.Random, sampler) -> tuple | None:
     def lemma(i) -> str:
         return str(entities[i].get("lemma_head", "")).lower() if isinstance(i, int) and 0 <= i < len(entities) else ""
 
     ends = {}
-    for r in graph.get("relations") or []:
+    for r in relations:
         ends.setdefault(" ".join(r["relation"].lower().split()), (lemma(r.get("subject")), lemma(r.get("object"))))
-    relations = sorted(r for r in ends if vocab.known("relations", r) is not None)
-    if relations:
-        relation = rng.choice(relations)
-        new = sampler.relation(relation, *ends[relation])
-        text = _replace_word(caption, relation, new) if new else None
-        if text is not None:
-            out.append(("replace:rel", "rel", relation, new, text))
-    return out
+    known = sorted(r for r in ends if vocab.known("relations", r) is not None)
+    if not known:
+        return None
+    relation = rng.choice(known)
+    new = sampler.relation(relation, *ends[relation])
+    text = _replace_word(caption, relation, new) if new else None
+    return ("replace:rel", "rel", relation, new, text) if text is not None else None

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-import mosaictool  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch is imported)
+import os
+
+# Passive OpenMP waits, as the `mosaictool` command sets them (mosaictool/cli/__init__.py), for the
+# tests that call the library in this process: before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # isort: split
 
 import json
 import lzma
-import os
 from pathlib import Path
 
 import pytest

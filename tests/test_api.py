@@ -172,12 +172,14 @@ def test_demo_runs_the_config_the_cli_runs(runner, tmp_path, monkeypatch):
     import mosaictool.demo
 
     configs = []
-    found = dict(summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={}, headline=None, mde={})
+    found = dict(table="| row |", power=None, summary={}, wise={}, rows=[], minutes=0.1, selection=None,
+                 control={"verdict": "control: ok"}, headline=None, mde={})
     monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or found)
-    cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
-        "--cache-dir", tmp_path / "cache", "--teach-steps", "9", "--teach-lr", "0.002", "--scratch-seeds", "2")
+    shown = cli(runner, "demo", "--quick", "--out", tmp_path / "d", "--seeds", "2", "-x", "ablate", "--device", "cpu",
+                "--cache-dir", tmp_path / "cache", "--teach-steps", "9", "--teach-lr", "0.002", "--scratch-seeds", "2")
     assert api.demo(quick=True, out=tmp_path / "d", seeds=2, experiments=["ablate"], device="cpu",
                     cache_dir=str(tmp_path / "cache"), teach_steps=9, teach_lr=0.002, scratch_seeds=2).to_dict() == found
+    assert shown == "| row |\n\ncontrol: ok\n"  # the command prints the table the API returns
     assert configs[0] == configs[1] and configs[0].seeds == 2 and configs[0].experiments == ("ablate",)
     assert (configs[0].teach_steps, configs[0].teach_lr, configs[0].scratch_seeds) == (9, 0.002, 2)
     assert "unknown demo setting(s) sedes" in api_error(api.demo, sedes=2)

@@ -134,9 +134,10 @@ def test_probe_b_bad_instances(tmp_path, case):
 
 
 def test_probe_b_nan_side_refused(tmp_path):
-    """orjson refuses a bare NaN as JSON; a Python-written NaN never reaches the schema either way."""
+    """A Python-written NaN (not JSON) in a box: mosaictool.io's JSON reader reads it as Python does, and
+    the annotation schema refuses it naming the value."""
     inst = tmp_path / "inst.json"
     inst.write_text(json.dumps(coco()).replace('"bbox": [1, 1, 10, 10]', '"bbox": [1, 1, NaN, 10]'))
     (tmp_path / "imgs").mkdir()
     refused(tmp_path, ["probe", "build", "b", "--coco-instances", inst, "--images", tmp_path / "imgs", "--out", tmp_path / "out"],
-            inst, "invalid JSON")
+            inst, "annotations[0]: bbox[2]: expected a finite number")

@@ -1,6 +1,6 @@
 """Winoground (jsonl + parquet), SVO-Probes, WhatsUp, EqBen and SPEC: no annotation files of these
-are in ../shared, so each test writes a tiny file in the documented format (benchmarks.md §6-8,
-§10-11), loads it, and scores hand-built similarity matrices, ties included."""
+are in ../shared, so each test writes a tiny file in the format each benchmark's repository documents
+(see each mosaictool/bench module's docstring), loads it, and scores hand-built similarity matrices, ties included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""VALSE: the loader on the real 11 files (valid counts of benchmarks.md §9), image folders, the
+"""VALSE: the loader on the real 11 files (their valid-record counts), image folders, the
 mturk filter, strict acc_r with ties, the 7-group headline, and one end-to-end engine run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mosaictool.bench.base import HEADLINE, ImageRef, Item
 from mosaictool.bench.valse import BENCHMARK, GROUPS, INSTRUMENTS
 from mosaictool.errors import MosaicError
 
-# valid (mturk.caption >= 2) / total, benchmarks.md §9
+# valid (mturk.caption >= 2) / total, as counted on the real files (mosaictool/bench/valse.py)
 DOCUMENTED = {
     "existence": (505, 534),
     "plurals": (851, 1000),

@@ -101,7 +101,7 @@ def make_case(seed: int, b: int = 8, kp: int = 3, kn: int = 3, d: int = 8) -> di
     nm[2] = False
     pos_idx = torch.zeros(b, kp, dtype=torch.long)
     neg_idx = torch.zeros(b, kn, dtype=torch.long)
-    for i in range(b):  # within one image texts are unique (contract A)
+    for i in range(b):  # within one image texts are unique (template dedups them)
         order = rng.sample(range(n_bank), kp + kn)
         pos_idx[i], neg_idx[i] = torch.tensor(order[:kp]), torch.tensor(order[kp:])
     keys = torch.tensor(bank_keys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -307,7 +308,7 @@ def _data_out(root):
 
 
 @pytest.mark.parametrize("damage", ["edit", "truncate", "add", "remove", "link", "manifest"])
-def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage):
+def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, caplog, damage):
     from mosaictool.demo.cache import MANIFEST
     from mosaictool.demo.data import data_cache, keep_data, restore_data
 
@@ -330,9 +331,9 @@ def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage)
     new = tmp_path / "new"
     (new / "texts.jsonl").parent.mkdir(parents=True)
     (new / "texts.jsonl").write_text("kept")
-    capsys.readouterr()
+    caplog.set_level(logging.INFO, logger="mosaictool")
     assert not restore_data(entry, new)
-    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    lines = caplog.messages
     assert len(lines) == 1 and "failed its check" in lines[0] and "building the data again" in lines[0], lines
     assert not entry.exists()  # thrown away: keep_data makes it anew
     assert (new / "texts.jsonl").read_text() == "kept" and not (new / "world").exists()  # OUT as it was
@@ -340,15 +341,16 @@ def test_a_damaged_data_cache_is_found_and_built_again(tmp_path, capsys, damage)
     assert restore_data(entry, new) and (new / "texts.jsonl").read_text() == "texts.jsonl"
 
 
-def test_the_demo_world_has_the_configured_caption_noise(tmp_path, capsys):
+def test_the_demo_world_has_the_configured_caption_noise(tmp_path, caplog):
     from mosaictool.demo.data import make_world
 
     cfg = config.DemoConfig(world_train=20, twins=False, eval_scale=0.01, workers=1, caption_noise=0.5)
     world = make_world(cfg, tmp_path)
     manifest = json.loads((world / "manifest.json").read_text())
     assert manifest["options"]["caption_noise"] == 0.5 and manifest["counts"]["train"]["noisy"] > 0
+    caplog.set_level(logging.INFO, logger="mosaictool")
     make_world(cfg, tmp_path)
-    assert "world: reusing" in capsys.readouterr().err
+    assert "world: reusing" in caplog.text
     clean = make_world(dataclasses.replace(cfg, caption_noise=0.0), tmp_path)  # another world, not the noisy one reused
     assert "caption_noise" not in json.loads((clean / "manifest.json").read_text())["options"]
 
@@ -386,7 +388,7 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     assert any(r["metric"] == "hits" for r in one)
 
 
-def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, capsys):
+def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, caplog):
     import mosaictool.training
     import mosaictool.training.launch
     from mosaictool.demo.base import pretrain_base
@@ -416,9 +418,9 @@ def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tm
     assert second.read_bytes() == b"weights of run 1" and len(trained) == 1  # ... reaches neither the cache nor the next demo
     entry = next((tmp_path / "cache").glob("base-*"))
     (entry / "base.pt").write_bytes(b"weights of run X")  # the cache itself damaged: same size, other bytes
-    capsys.readouterr()
+    caplog.set_level(logging.INFO, logger="mosaictool")
     third = pretrain_base(cfg, shards, world, tmp_path / "c")
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "failed its check (base.pt does not match its manifest" in err and "training it again" in err
     assert third.read_bytes() == b"weights of run 2" and len(trained) == 2
 

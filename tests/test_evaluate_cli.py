@@ -1,4 +1,4 @@
-"""`mosaictool evaluate` end to end with tiny random models, and the world splits (contract C)."""
+"""`mosaictool evaluate` end to end with tiny random models, and the world splits (`world`, `world-val`)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_user_errors(args, message, data, checkpoints):
     assert result.stderr.startswith("Error: ") and message in result.stderr
 
 
-# ---------------------------------------------------------------- the world (contract C)
+# ---------------------------------------------------------------- the world (`world`, `world-val`)
 
 
 def _world_split(split_dir, colour):

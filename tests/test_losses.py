@@ -178,7 +178,7 @@ def test_equal_texts_are_the_same_positive(seed):
     # few distinct texts, so that images share positives and negatives equal other images' positives
     pos_ids = torch.randint(0, 6, pm.shape, generator=g)
     neg_ids = torch.randint(3, 9, nm.shape, generator=g)
-    for i in range(5):  # within one image texts are unique (contract A)
+    for i in range(5):  # within one image texts are unique (template dedups them)
         pos_ids[i] = torch.randperm(6, generator=g)[:3]
         neg_ids[i] = torch.tensor([x for x in torch.randperm(9, generator=g).tolist() if x not in pos_ids[i].tolist()][:3])
     # equal ids must mean equal features

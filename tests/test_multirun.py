@@ -128,12 +128,13 @@ def test_a_failing_run_stops_with_its_folder_named(world, tmp_path):
         train_many([config(world, tmp_path / "same", seed=0), config(world, tmp_path / "same", seed=1)])
 
 
-def test_a_note_about_the_data_is_printed_once_not_once_per_run(world, tmp_path, capsys):
+def test_a_note_about_the_data_is_printed_once_not_once_per_run(world, tmp_path, caplog):
     train_many([config(world, tmp_path / f"run{s}", method="negclip", seed=s, steps=1) for s in range(3)])
-    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    notes = [message for message in caplog.messages if message.startswith("note:")]
     assert notes == ["note: 1 of 16 records have no negatives for negclip"]
+    caplog.clear()
     train(config(world, tmp_path / "alone", method="negclip", steps=1))  # a lone run still says it
-    assert "note: 1 of 16 records have no negatives for negclip" in capsys.readouterr().err
+    assert "note: 1 of 16 records have no negatives for negclip" in caplog.messages
 
 
 def _models(world, n: int, **kw):

@@ -1,4 +1,4 @@
-"""template: sentence rendering, the `texts` schema of contract A, dedup, CLI.
+"""template: sentence rendering, the `texts` schema (records.Texts), dedup, CLI.
 
 Golden files: tests/data/template/input.jsonl = tests/data/negate/expected.jsonl; expected.jsonl =
 `mosaictool template input.jsonl`, expected_varied.jsonl = `... --style varied`.

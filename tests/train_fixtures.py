@@ -1,5 +1,5 @@
 """Small training fixtures built on the fly: coloured-shape images + template-shaped records
-(contract A `texts`, contract B image records), and a tiny open_clip config for fast CPU tests."""
+(`texts` as template writes them, image records as shard reads them), and a tiny open_clip config for fast CPU tests."""
 
 from __future__ import annotations
 

@@ -418,36 +418,12 @@ def _load(folder: Path) -> Vocab:
         raise MosaicError(f"{folder}: no such vocabulary folder (make one with `mosaictool vocab build` or `vocab import-vg`)")
     tables: dict[str, dict[str, str]] = {}
     counts: dict[str, dict[str, int]] = {}
-    applies_to: dict[str, frozenset[str]] = {}
-    symmetric: set[str] = set()
-    symmetric_between: dict[str, frozenset[str]] = {}
+    marks = _WordMarks({}, set(), {})
     for kind, column in _KINDS:
         path = folder / f"{kind}.tsv"
         if not path.exists():
             raise MosaicError(f"{path}: missing; a vocabulary folder needs objects.tsv, attributes.tsv and relations.tsv")
-        table, kind_counts = {}, {}
-        for row in _read_tsv(path, ("name", column), ("count", "applies_to", "symmetric")):
-            name = row["name"].lower()
-            if not name:
-                continue
-            label = row[column] or UNKNOWN
-            if table.get(name, label) != label:
-                raise MosaicError(f"{path}: {name!r} is listed twice, with {column} {table[name]!r} and {label!r}; keep one")
-            table[name] = label
-            if row.get("applies_to"):
-                applies_to[name] = _kinds_cell(row["applies_to"])
-            if _yes(row.get("symmetric", "")):
-                symmetric.add(name)
-            elif row.get("symmetric"):
-                symmetric_between[name] = _kinds_cell(row["symmetric"])
-            if row.get("count"):
-                try:
-                    kind_counts[name] = int(row["count"])
-                except ValueError:
-                    raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is not an integer") from None
-                if kind_counts[name] < 0:
-                    raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is negative")
-        tables[kind] = table
+        tables[kind], kind_counts = _read_kind(path, column, marks)
         if kind_counts:
             counts[kind] = kind_counts
     antonyms_path = folder / "antonyms.tsv"
@@ -460,15 +436,84 @@ def _load(folder: Path) -> Vocab:
     if not plurals_path.exists():
         plurals_path = DEFAULT_DIR / "plurals.tsv"
     plurals = {r["singular"].lower(): r["plural"].lower() for r in _read_tsv(plurals_path, ("singular", "plural"))}
+    kinds = {}
+    if (folder / "groups.tsv").exists():
+        kinds = {r["group"].lower(): r["kind"].lower() for r in _read_tsv(folder / "groups.tsv", ("group", "kind"))}
+    return Vocab(
+        objects=tables["objects"],
+        attributes=tables["attributes"],
+        relations=tables["relations"],
+        antonym_pairs=pairs,
+        plurals=plurals,
+        counts=counts,
+        source=str(folder),
+        synonyms=_synonyms(folder),
+        hypernyms=_hypernyms(folder),
+        categories=_categories(folder),
+        applies_to=marks.applies_to,
+        kinds=kinds,
+        symmetric=frozenset(marks.symmetric),
+        symmetric_between=marks.symmetric_between,
+        object_attributes=_counted(folder / "object_attributes.tsv", ("object", "attribute")),
+        relation_triples=_counted(folder / "relation_triples.tsv", ("subject", "relation", "object")),
+    )
+
+
+@dataclass
+class _WordMarks:
+    """The optional columns of the kind tables, gathered over all three: what a word applies to, which
+    words are symmetric, and between which kinds."""
+    applies_to: dict[str, frozenset[str]]
+    symmetric: set[str]
+    symmetric_between: dict[str, frozenset[str]]
+
+
+def _read_kind(path: Path, column: str, marks: _WordMarks) -> tuple[dict[str, str], dict[str, int]]:
+    """One of objects.tsv, attributes.tsv, relations.tsv: each name's label (its `column`) and its count
+    where given; its applies_to and symmetric cells go into `marks`."""
+    table, kind_counts = {}, {}
+    for row in _read_tsv(path, ("name", column), ("count", "applies_to", "symmetric")):
+        name = row["name"].lower()
+        if not name:
+            continue
+        label = row[column] or UNKNOWN
+        if table.get(name, label) != label:
+            raise MosaicError(f"{path}: {name!r} is listed twice, with {column} {table[name]!r} and {label!r}; keep one")
+        table[name] = label
+        if row.get("applies_to"):
+            marks.applies_to[name] = _kinds_cell(row["applies_to"])
+        if _yes(row.get("symmetric", "")):
+            marks.symmetric.add(name)
+        elif row.get("symmetric"):
+            marks.symmetric_between[name] = _kinds_cell(row["symmetric"])
+        if row.get("count"):
+            try:
+                kind_counts[name] = int(row["count"])
+            except ValueError:
+                raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is not an integer") from None
+            if kind_counts[name] < 0:
+                raise MosaicError(f"{path}: count {row['count']!r} of {name!r} is negative")
+    return table, kind_counts
+
+
+def _synonyms(folder: Path) -> dict[str, dict[str, str]]:
     synonyms: dict[str, dict[str, str]] = {}
     if (folder / "synonyms.tsv").exists():
         for r in _read_tsv(folder / "synonyms.tsv", ("kind", "name", "head")):
             synonyms.setdefault(_kind(r["kind"], folder / "synonyms.tsv"), {})[r["name"].lower()] = r["head"].lower()
+    return synonyms
+
+
+def _hypernyms(folder: Path) -> dict[str, dict[str, tuple[str, ...]]]:
     hypernyms: dict[str, dict[str, tuple[str, ...]]] = {}
     if (folder / "hypernyms.tsv").exists():
         for r in _read_tsv(folder / "hypernyms.tsv", ("kind", "name", "hypernym")):
             table = hypernyms.setdefault(_kind(r["kind"], folder / "hypernyms.tsv"), {})
             table[r["name"].lower()] = table.get(r["name"].lower(), ()) + (r["hypernym"].lower(),)
+    return hypernyms
+
+
+def _categories(folder: Path) -> dict[str, dict]:
     categories = {}
     if (folder / "categories.tsv").exists():
         for r in _read_tsv(folder / "categories.tsv", ("category", "exclusive", "applies_to"), ("basic_only",)):
@@ -479,37 +524,15 @@ def _load(folder: Path) -> Vocab:
                 "applies_to": _kinds_cell(r["applies_to"]) if r["applies_to"] else None,
                 "basic_only": _yes(r.get("basic_only", "")),
             }
-    kinds = {}
-    if (folder / "groups.tsv").exists():
-        kinds = {r["group"].lower(): r["kind"].lower() for r in _read_tsv(folder / "groups.tsv", ("group", "kind"))}
-    object_attributes = {}
-    if (folder / "object_attributes.tsv").exists():
-        path = folder / "object_attributes.tsv"
-        for r in _read_tsv(path, ("object", "attribute", "count")):
-            object_attributes[(r["object"].lower(), r["attribute"].lower())] = _count(r["count"], path)
-    relation_triples = {}
-    if (folder / "relation_triples.tsv").exists():
-        path = folder / "relation_triples.tsv"
-        for r in _read_tsv(path, ("subject", "relation", "object", "count")):
-            relation_triples[(r["subject"].lower(), r["relation"].lower(), r["object"].lower())] = _count(r["count"], path)
-    return Vocab(
-        objects=tables["objects"],
-        attributes=tables["attributes"],
-        relations=tables["relations"],
-        antonym_pairs=pairs,
-        plurals=plurals,
-        counts=counts,
-        source=str(folder),
-        synonyms=synonyms,
-        hypernyms=hypernyms,
-        categories=categories,
-        applies_to=applies_to,
-        kinds=kinds,
-        symmetric=frozenset(symmetric),
-        symmetric_between=symmetric_between,
-        object_attributes=object_attributes,
-        relation_triples=relation_triples,
-    )
+    return categories
+
+
+def _counted(path: Path, columns: tuple[str, ...]) -> dict[tuple[str, ...], int]:
+    """An optional table of counts (object_attributes.tsv, relation_triples.tsv): the lower-cased
+    `columns` of a row -> its count."""
+    if not path.exists():
+        return {}
+    return {tuple(r[c].lower() for c in columns): _count(r["count"], path) for r in _read_tsv(path, (*columns, "count"))}
 
 
 def _yes(cell: str) -> bool:

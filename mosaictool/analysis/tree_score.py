@@ -592,38 +592,47 @@ def summary_text(summary: dict, settings: dict | None = None, markdown: bool = F
                 f"{m['model']}: {m['n']} captions scored (skipped: {skipped}); tscore {_fmt(m['tscore'])}; "
                 f"tscore_exact {_fmt(m['tscore_exact'])}"
             )
-    if summary["paired"]:
-        if markdown:
-            lines += ["", "Paired differences (b − a) on the captions both models scored:", "",
-                      "| a | b | captions | Δ tscore [95% CI] | Δ tscore_exact [95% CI] |", "|---|---|---:|---|---|"]
-        for p in summary["paired"]:
-            if markdown:
-                lines.append(f"| {p['a']} | {p['b']} | {p['n']} | {_fmt(p['tscore'])} | {_fmt(p['tscore_exact'])} |")
-            else:
-                lines.append(
-                    f"{p['b']} - {p['a']} ({p['n']} paired captions): tscore {_fmt(p['tscore'])}; "
-                    f"tscore_exact {_fmt(p['tscore_exact'])}"
-                )
-    gold = [m for m in summary["models"] if "gold" in m]
-    if gold:
-        if markdown:
-            lines += ["", "Unlabeled bracket F1 against the gold trees (corpus level):", "",
-                      "| model | trees | leaves mismatched | greedy P / R / F1 | exact F1 | right-branching F1 |",
-                      "|---|---:|---:|---|---:|---:|"]
-        for m in gold:
-            g = m["gold"]
-            prf = "{precision:.4f} / {recall:.4f} / {f1:.4f}".format(**g["greedy"])
-            if markdown:
-                lines.append(
-                    f"| {m['model']} | {g['n']} | {g['mismatched']} | {prf} | {g['exact']['f1']:.4f} | "
-                    f"{g['right_branching']['f1']:.4f} |"
-                )
-            else:
-                lines.append(
-                    f"{m['model']}: gold brackets on {g['n']} trees ({g['mismatched']} with other leaves): greedy "
-                    f"P/R/F1 {prf}; exact F1 {g['exact']['f1']:.4f}; right-branching F1 {g['right_branching']['f1']:.4f}"
-                )
+    lines += _paired_lines(summary["paired"], markdown)
+    lines += _gold_lines([m for m in summary["models"] if "gold" in m], markdown)
     return "\n".join(lines) + "\n"
+
+
+def _paired_lines(paired: list[dict], markdown: bool) -> list[str]:
+    lines = []
+    if paired and markdown:
+        lines += ["", "Paired differences (b − a) on the captions both models scored:", "",
+                  "| a | b | captions | Δ tscore [95% CI] | Δ tscore_exact [95% CI] |", "|---|---|---:|---|---|"]
+    for p in paired:
+        if markdown:
+            lines.append(f"| {p['a']} | {p['b']} | {p['n']} | {_fmt(p['tscore'])} | {_fmt(p['tscore_exact'])} |")
+        else:
+            lines.append(
+                f"{p['b']} - {p['a']} ({p['n']} paired captions): tscore {_fmt(p['tscore'])}; "
+                f"tscore_exact {_fmt(p['tscore_exact'])}"
+            )
+    return lines
+
+
+def _gold_lines(gold: list[dict], markdown: bool) -> list[str]:
+    lines = []
+    if gold and markdown:
+        lines += ["", "Unlabeled bracket F1 against the gold trees (corpus level):", "",
+                  "| model | trees | leaves mismatched | greedy P / R / F1 | exact F1 | right-branching F1 |",
+                  "|---|---:|---:|---|---:|---:|"]
+    for m in gold:
+        g = m["gold"]
+        prf = "{precision:.4f} / {recall:.4f} / {f1:.4f}".format(**g["greedy"])
+        if markdown:
+            lines.append(
+                f"| {m['model']} | {g['n']} | {g['mismatched']} | {prf} | {g['exact']['f1']:.4f} | "
+                f"{g['right_branching']['f1']:.4f} |"
+            )
+        else:
+            lines.append(
+                f"{m['model']}: gold brackets on {g['n']} trees ({g['mismatched']} with other leaves): greedy "
+                f"P/R/F1 {prf}; exact F1 {g['exact']['f1']:.4f}; right-branching F1 {g['right_branching']['f1']:.4f}"
+            )
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Compositionality benchmarks: one module per benchmark, found by name (contract D).
+"""Compositionality benchmarks: one module per benchmark, found by name (docs/architecture.md: adding a benchmark).
 
 Adding a benchmark = adding a module here that defines `BENCHMARK` (see `base.py` for the
 interface). Modules are imported only when the registry is first asked, and import no torch.

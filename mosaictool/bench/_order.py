@@ -1,7 +1,7 @@
 """ARO's four word-order perturbations for COCO-Order / Flickr30k-Order, with ARO's random streams.
 
 The perturbations themselves are the functions the `negate` stage uses (mosaictool.perturb;
-benchmarks.md §1). ARO draws the noun/adjective shuffles from numpy's global generator after
+docs/evaluate.md, "ARO's order perturbations"). ARO draws the noun/adjective shuffles from numpy's global generator after
 `np.random.seed(1)` and the trigram shuffles from Python's `random.seed(1)`, consumed in
 annotation order × caption × the four functions. `RandomState.shuffle` on a list makes the same
 draws as `np.random.permutation` on the array, so handing the first two functions a RandomState

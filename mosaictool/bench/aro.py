@@ -1,6 +1,6 @@
 """ARO (Yuksekgonul et al. 2023): VG-Relation, VG-Attribution, COCO-Order, Flickr30k-Order.
 
-Scored as `mertyg/vision-language-models-are-bows` scores them (benchmarks.md §1):
+Scored as `mertyg/vision-language-models-are-bows` scores them (`main_aro.py`, `dataset_zoo/aro_datasets.py`):
 - VG-Relation / VG-Attribution: one image cropped to its box (x, y, x+w, y+h), options
   [false_caption, true_caption]; the prediction is argmax, so a tie picks the false caption and
   counts wrong. VG-Relation = mean of per-relation accuracies without the notebook's 157 excluded

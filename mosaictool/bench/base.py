@@ -1,4 +1,4 @@
-"""What a benchmark module hands the engine: items of images and texts, and its scorer (contract D).
+"""What a benchmark module hands the engine: items of images and texts, and its scorer (docs/architecture.md: adding a benchmark).
 
 A benchmark module in `mosaictool/bench/` defines `BENCHMARK`, an object with
 

@@ -1,6 +1,6 @@
 """CREPE (Ma et al. 2023): systematicity and productivity, image-to-text ranking with hard negatives.
 
-Scored as `RAIVNLab/CREPE` does (benchmarks.md §4): the image region (x, y, width, height) of a
+Scored as `RAIVNLab/CREPE` does: the image region (x, y, width, height) of a
 Visual Genome image against [caption] + hard negatives; the rank of the caption (1-based; a tie is
 broken by list order, so the caption, first, wins it) gives R@1/3/5/10 and mean / median / std
 rank. Features are L2-normalised (the post-e4836ac behaviour). Rows per file: productivity

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 import os
-import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +29,8 @@ from mosaictool.atomic import new_file_mode
 from mosaictool.bench.base import ImageRef, Item
 from mosaictool.errors import MosaicError
 from mosaictool.io import progress
+
+logger = logging.getLogger(__name__)
 
 MISSING_SHOWN = 5
 # the most preprocessed images a benchmark keeps for the next model (Prepared.memo): the demo's 5,151
@@ -50,10 +52,9 @@ class EngineOptions:
     item_hits: bool = False
     limit: int | None = None
     quiet: bool = False
-    log: object = field(default=None, repr=False)  # a text stream for notes; default stderr
 
     def note(self, message: str) -> None:
-        print(message, file=self.log or sys.stderr)
+        logger.warning(message)
 
 
 def _accepts(fn, name: str) -> bool:
@@ -247,7 +248,7 @@ def open_image(ref: ImageRef):
     from PIL import Image
 
     from mosaictool import images
-    from mosaictool.io import image_to_rgb
+    from mosaictool.images import image_to_rgb
 
     try:
         if ref.data is None and ref.path.endswith(".npy"):

@@ -1,7 +1,7 @@
 """EqBen (Wangt-CN/EqBen): Winoground-style pairs with a *visual*-minimal change (video frames,
 Kubric and Stable Diffusion renders): two images, two captions, each caption matches one image.
 
-Rules (benchmarks.md §10, `evaluate_eqben_locally.py`): the Winoground text / image / group scores
+Rules (`Wangt-CN/EqBen`, `evaluate_eqben_locally.py`): the Winoground text / image / group scores
 (strict comparisons, a tie is wrong) per subset. vl_compo's headline is the mean of the group
 scores over (ag, youcook2, gebc, the mean of the 3 kubric subsets, sd).
 

@@ -1,7 +1,7 @@
 """ImageCoDe (McGill-NLP/imagecode): pick, from 10 near-identical images (video frames or static
 pictures), the one a description was written for. Validation split (the test labels are hidden).
 
-Official rules (benchmarks.md §12, `baselines/clip/zero_shot.py`):
+Official rules (`McGill-NLP/imagecode`, `baselines/clip/zero_shot.py`):
 - the set's images are `<set dir>/*.jpg` sorted by int(k) of `img<k>.jpg` (video sets use frame
   numbers, not 0-9); the description's key is an index into that sorted list;
 - top-1: correct iff the target image has the highest similarity to the (stripped) description.

@@ -1,6 +1,6 @@
 """Metrics shared by the benchmarks, each with its tie rule spelled out.
 
-Scores are cosine similarities. Tie rules (benchmarks.md):
+Scores are cosine similarities. Tie rules (docs/evaluate.md; each benchmark module names its source):
 - "strict": the correct option must score strictly above every other one; a tie is wrong
   (SugarCrepe, VL-CheckList, VALSE, Winoground).
 - "argmax-first": the prediction is numpy's argmax, which picks the lowest index among tied

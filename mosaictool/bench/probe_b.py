@@ -141,16 +141,7 @@ def _listing(path: Path) -> set[str]:
 def load_official(folder: Path, name: str, limit: int | None = None, subtasks=None) -> list[Item]:
     """The authors' files: per filler whose patch folder exists, MR records (BackgroundCuesDataset) then
     R records (OccurenceDataset), each kept as their datasets keep them; `limit` = per split/filler."""
-    path = folder / CLASSES_FILE
-    if not path.is_file():
-        raise MosaicError(f"{name}: {path} not found: the authors' Probe-B files need it beside {MR_FILE} / {R_FILE}")
-    with open(path, encoding="utf-8", newline="") as f:
-        table = list(csv.DictReader(f))
-    if not table or not {"class", "prompt"} <= set(table[0]):
-        raise MosaicError(f"{name}: {path}: expected the columns class and prompt")
-    classes = [r["class"] for r in table]
-    prompts = {r["class"]: r["prompt"] for r in table}
-    r_classes = [c for c in classes if c != "apple"]  # their co-occurrence script drops apple
+    classes, prompts = _classes(folder, name)
     mr = read_json(folder / MR_FILE, name, list) if (folder / MR_FILE).is_file() else []
     alone = read_json(folder / R_FILE, name, list) if (folder / R_FILE).is_file() else []
     items: list[Item] = []
@@ -158,40 +149,66 @@ def load_official(folder: Path, name: str, limit: int | None = None, subtasks=No
         patched = _listing(folder / PATCH / filler)
         if not patched:
             continue
-        mod = folder / NO_BACKGROUND / "segmentation_mask" / filler
         if not (subtasks and f"MR/{filler}" not in subtasks):
-            kept = 0
-            for k, ann in enumerate(mr):
-                need(ann, ("image", "image_id", "annotations"), name, f"{folder / MR_FILE}: item {k}")
-                if ann["image"] not in patched or (limit is not None and kept >= limit):
-                    continue
-                labels = list(ann["annotations"])
-                unknown = [c for c in labels if c not in prompts]
-                if unknown or not labels:
-                    raise MosaicError(f"{name}: {folder / MR_FILE}: item {k}: "
-                                      + (f"class(es) {', '.join(unknown)} not in {CLASSES_FILE}" if unknown else "no annotated class"))
-                file = coco_name(ann["image_id"])
-                images = [ImageRef(str(p)) for p in (folder / ORIGINAL / file, folder / PATCH / filler / file, mod / file)]
-                items.append(_item(images, "MR", filler, ann["image_id"], classes, prompts, labels, None))
-                kept += 1
+            items += _mr_items(folder, name, filler, mr, patched, classes, prompts, limit)
         if not (subtasks and f"R/{filler}" not in subtasks):
-            single = folder / ALONE / "segmentation_mask" / filler
-            originals, singles = _listing(mod), _listing(single)
-            kept = 0
-            for k, ann in enumerate(alone):
-                need(ann, ("image_id", "object", "other_objects"), name, f"{folder / R_FILE}: item {k}")
-                file = coco_name(ann["image_id"])
-                alone_file = f"{ann['object']}_{file}"
-                if (file not in patched or file not in originals or ann["object"] == "apple" or alone_file not in singles
-                        or (limit is not None and kept >= limit)):
-                    continue
-                labels = [ann["object"]] + [c for c in ann["other_objects"] if c != "apple"]
-                unknown = [c for c in labels if c not in prompts]
-                if unknown:
-                    raise MosaicError(f"{name}: {folder / R_FILE}: item {k}: class(es) {', '.join(unknown)} not in {CLASSES_FILE}")
-                images = [ImageRef(str(p)) for p in (mod / file, folder / PATCH / filler / file, single / alone_file)]
-                items.append(_item(images, "R", filler, f"{ann['object']}_{ann['image_id']}", r_classes, prompts, labels, ann["object"]))
-                kept += 1
+            items += _r_items(folder, name, filler, alone, patched, classes, prompts, limit)
+    return items
+
+
+def _classes(folder: Path, name: str) -> tuple[list[str], dict[str, str]]:
+    """The class names in the authors' order and each one's prompt (their classes file)."""
+    path = folder / CLASSES_FILE
+    if not path.is_file():
+        raise MosaicError(f"{name}: {path} not found: the authors' Probe-B files need it beside {MR_FILE} / {R_FILE}")
+    with open(path, encoding="utf-8", newline="") as f:
+        table = list(csv.DictReader(f))
+    if not table or not {"class", "prompt"} <= set(table[0]):
+        raise MosaicError(f"{name}: {path}: expected the columns class and prompt")
+    return [r["class"] for r in table], {r["class"]: r["prompt"] for r in table}
+
+
+def _mr_items(folder: Path, name: str, filler: str, mr: list, patched: set[str], classes: list[str], prompts: dict[str, str],
+              limit: int | None) -> list[Item]:
+    """One filler's MR items (BackgroundCuesDataset): the original, patched and background-free images."""
+    mod = folder / NO_BACKGROUND / "segmentation_mask" / filler
+    items: list[Item] = []
+    for k, ann in enumerate(mr):
+        need(ann, ("image", "image_id", "annotations"), name, f"{folder / MR_FILE}: item {k}")
+        if ann["image"] not in patched or (limit is not None and len(items) >= limit):
+            continue
+        labels = list(ann["annotations"])
+        unknown = [c for c in labels if c not in prompts]
+        if unknown or not labels:
+            raise MosaicError(f"{name}: {folder / MR_FILE}: item {k}: "
+                              + (f"class(es) {', '.join(unknown)} not in {CLASSES_FILE}" if unknown else "no annotated class"))
+        file = coco_name(ann["image_id"])
+        images = [ImageRef(str(p)) for p in (folder / ORIGINAL / file, folder / PATCH / filler / file, mod / file)]
+        items.append(_item(images, "MR", filler, ann["image_id"], classes, prompts, labels, None))
+    return items
+
+
+def _r_items(folder: Path, name: str, filler: str, alone: list, patched: set[str], classes: list[str], prompts: dict[str, str],
+             limit: int | None) -> list[Item]:
+    """One filler's R items (OccurenceDataset): the background-free, patched and single-object images."""
+    r_classes = [c for c in classes if c != "apple"]  # their co-occurrence script drops apple
+    mod = folder / NO_BACKGROUND / "segmentation_mask" / filler
+    single = folder / ALONE / "segmentation_mask" / filler
+    originals, singles = _listing(mod), _listing(single)
+    items: list[Item] = []
+    for k, ann in enumerate(alone):
+        need(ann, ("image_id", "object", "other_objects"), name, f"{folder / R_FILE}: item {k}")
+        file = coco_name(ann["image_id"])
+        alone_file = f"{ann['object']}_{file}"
+        if (file not in patched or file not in originals or ann["object"] == "apple" or alone_file not in singles
+                or (limit is not None and len(items) >= limit)):
+            continue
+        labels = [ann["object"]] + [c for c in ann["other_objects"] if c != "apple"]
+        unknown = [c for c in labels if c not in prompts]
+        if unknown:
+            raise MosaicError(f"{name}: {folder / R_FILE}: item {k}: class(es) {', '.join(unknown)} not in {CLASSES_FILE}")
+        images = [ImageRef(str(p)) for p in (mod / file, folder / PATCH / filler / file, single / alone_file)]
+        items.append(_item(images, "R", filler, f"{ann['object']}_{ann['image_id']}", r_classes, prompts, labels, ann["object"]))
     return items
 
 

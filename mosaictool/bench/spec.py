@@ -1,7 +1,7 @@
 """SPEC (wjpoom/SPEC): controlled generated images probing size, position, existence and count;
 6 subsets, each with an image-to-text and a text-to-image file.
 
-Official rules (benchmarks.md §11, `spec/models/clip_wrapper.py`):
+Official rules (`wjpoom/SPEC`, `spec/models/clip_wrapper.py`):
 - image2text: one query image, its candidate texts; text2image: one query text, its candidate
   images; correct iff argmax over the candidates == label (torch.argmax: the first maximum wins,
   "argmax-first");

@@ -1,6 +1,6 @@
 """SugarCrepe (Hsieh et al. 2023): 7 subsets of COCO val2017 images with a hard negative caption.
 
-Scored as `RAIVNLab/sugar-crepe` main_eval.py does (benchmarks.md §3): correct iff
+Scored as `RAIVNLab/sugar-crepe` main_eval.py does: correct iff
 score(image, caption) > score(image, negative_caption) — strict, a tie is wrong (CLIP_benchmark's
 argmax would count it right). Accuracy per subset, μ(c) beside it. Headline (vl_compo): mean of
 the replace / swap / add category micro-averages (count-weighted; swap_obj has 245 cases since the

@@ -1,7 +1,7 @@
 """SVO-Probes (deepmind/svo_probes): a sentence, the image it describes and a negative image that
 differs in the subject, the verb or the object.
 
-Rules (benchmarks.md §6):
+Rules (`deepmind/svo_probes`, its evaluation notebook):
 - rows are kept only where exactly one of subj_neg / verb_neg / obj_neg is true (as the official
   notebook does), giving the 3 subtasks;
 - many image URLs are dead: the official notebook drops rows whose positive or negative image

@@ -1,7 +1,7 @@
 """VALSE (Heidelberg-NLP/VALSE): one image, its caption and a foil that changes one linguistic
 phenomenon; 11 instruments in 7 groups.
 
-Official rules (benchmarks.md §9):
+Official rules (Parcalabescu et al. 2022, `Heidelberg-NLP/VALSE`):
 - only records with `mturk.caption >= 2` are valid (annotators judged the caption right);
 - CLIP-style models are scored by acc_r: correct iff s(img, caption) > s(img, foil), strict, so a
   tie counts wrong;

@@ -1,7 +1,7 @@
 """VL-CheckList (om-ai-lab/VL-CheckList): one image, a positive text and a negative that changes an
 object, attribute or relation; 56 source files in 13 categories.
 
-Official ITC rules (benchmarks.md §5, `vl_checklist/evaluate.py`):
+Official ITC rules (`om-ai-lab/VL-CheckList`, `vl_checklist/evaluate.py`):
 - correct iff s(img, POS[0]) > s(img, NEG[0]): strict (a tie is wrong), only index 0 of each list;
 - accuracy per source file (one corpus yaml = one file);
 - with the config's MAX_NUM the official run keeps only the first MAX_NUM/2 items of each file: the
@@ -10,7 +10,7 @@ Official ITC rules (benchmarks.md §5, `vl_checklist/evaluate.py`):
 - the official loader silently drops pairs whose image is missing; we never do (the engine stops
   with the count and first paths, or `--skip-missing` skips them and says how many).
 
-Aggregation (vl_compo names, benchmarks.md §13): a category (e.g. `Object_Location_center`) is the
+Aggregation (vl_compo names, as FSC-CLIP (Oh et al. 2024) reports them): a category (e.g. `Object_Location_center`) is the
 plain mean of its source files' accuracies (our choice: vl_compo's code is unreleased and each file
 is the official reporting unit); Object = mean of its 6 categories, Attribute = mean of 5,
 Relation = mean of 2; the headline = mean(Object, Attribute, Relation).

@@ -2,7 +2,7 @@
 (CLEVR renders): one image, 4 captions differing only in the preposition; COCO-QA and VG-QA with
 one or two objects: one image, the right and the wrong caption.
 
-Official rules (benchmarks.md §8, `dataset_zoo/aro_datasets.py`):
+Official rules (`amitakamath/whatsup_vlms`, `dataset_zoo/aro_datasets.py`):
 - correct iff argmax over the captions == 0 (numpy argmax: a tie picks index 0, so ties count
   correct);
 - controlled sets also report pair accuracy (left & right both correct, and on & under for A /

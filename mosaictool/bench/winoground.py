@@ -1,7 +1,7 @@
 """Winoground (facebook/winoground): two images and two captions with the same words in another
 order; each caption matches one image. 400 examples.
 
-Official rules (benchmarks.md §7, the scores EqBen's `cal_wino_score` computes), s(caption, image):
+Official rules (Thrush et al. 2022; the scores EqBen's `cal_wino_score` computes), s(caption, image):
 - text  = s(c0,i0) > s(c1,i0) and s(c1,i1) > s(c0,i1)
 - image = s(c0,i0) > s(c0,i1) and s(c1,i1) > s(c1,i0)
 - group = text and image; every comparison strict, so a tie is wrong.

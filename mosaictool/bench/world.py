@@ -1,4 +1,4 @@
-"""The synthetic world's test (`world`) and validation (`world-val`) splits (contract C).
+"""The synthetic world's test (`world`) and validation (`world-val`) splits (docs/stages.md, "world"; docs/evaluate.md).
 
 `mosaictool world --out W` writes `W/test/` and `W/val/` in the real benchmarks' layouts; this
 scores whatever of them a split holds, through the very same loaders and metrics: ARO (aro/),

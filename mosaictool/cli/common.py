@@ -202,11 +202,3 @@ def run_stage(stage: Callable[[str, bool], Records], *, name: str, input: str, o
     run_per_shard(lambda shard: stage(shard, True), name=name, input=input, output=output, reads=reads, options=flags,
                   num_shards=num_shards, shard_index=shard_index, quiet=quiet)
 
-
-def not_implemented(name: str, issue: int) -> Callable:
-    def command() -> None:
-        typer.echo(f"Error: `mosaictool {name}` is not implemented yet (tracked in issue #{issue}).", err=True)
-        raise typer.Exit(2)
-
-    command.__doc__ = f"(not implemented yet: issue #{issue})"
-    return command

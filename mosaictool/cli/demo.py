@@ -55,7 +55,14 @@ def demo_cli(
 
       mosaictool demo --preset gpu --device cuda:0
     """
-    api.demo(preset=preset, **settings)
+    result = api.demo(preset=preset, **settings)
+    typer.echo(result.table)
+    typer.echo()
+    typer.echo(result.control["verdict"])
+    if result.headline:
+        typer.echo(result.headline["verdict"])
+    if result.power:
+        typer.echo(result.power)
 
 
 def register(app: typer.Typer) -> None:

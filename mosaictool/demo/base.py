@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 from pathlib import Path
 
 from mosaictool.demo import cache
-from mosaictool.demo.config import DemoConfig, digest, file_digest, log
+from mosaictool.demo.config import DemoConfig, digest, file_digest
 from mosaictool.errors import MosaicError
 from mosaictool.io import read_json
+
+logger = logging.getLogger(__name__)
 
 
 def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *, twins: bool = True,
@@ -37,13 +40,13 @@ def pretrain_base(cfg: DemoConfig, plain_shards: Path, world: Path, out: Path, *
     with cache.lock_of(cached):  # a second demo wanting this base waits for the first to train it
         problem = cache.restore(cached, out, rename={"base.pt": link.name}) if cached.is_dir() else "not cached"
         if problem is None:
-            log(f"pretrain: reusing cached base model {cached}")
+            logger.info(f"pretrain: reusing cached base model {cached}")
             return link
         if problem != "not cached":
-            log(f"pretrain: the cached base {cached} failed its check ({problem}); training it again")
-        log(f"pretrain: {name} model, plain CLIP loss, {cfg.pretrain_steps} steps on {plain_shards.name}"
-            + ("" if twins else ", no twins in the batch") + (f", {ranks} one-thread processes" if ranks > 1 else "")
-            + f" (cached as {cached})")
+            logger.info(f"pretrain: the cached base {cached} failed its check ({problem}); training it again")
+        logger.info(f"pretrain: {name} model, plain CLIP loss, {cfg.pretrain_steps} steps on {plain_shards.name}"
+                   + ("" if twins else ", no twins in the batch") + (f", {ranks} one-thread processes" if ranks > 1 else "")
+                   + f" (cached as {cached})")
         run = out / "runs" / name
         if run.exists():
             shutil.rmtree(run)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
 
-from mosaictool.demo.config import log
 from mosaictool.errors import MosaicError
 from mosaictool.io import read_json
 from mosaictool.locks import LOCK_NAME, cache_lock
+
+logger = logging.getLogger(__name__)
 
 MANIFEST = "cache-manifest.json"
 CHUNK = 1 << 20
@@ -27,7 +29,7 @@ CHUNK = 1 << 20
 
 def lock_of(entry: Path):
     """The lock of a cache entry (beside it: the entry itself appears by one rename)."""
-    return cache_lock(entry.with_name(f".{entry.name}.lock"), "mosaictool demo", log)
+    return cache_lock(entry.with_name(f".{entry.name}.lock"), "mosaictool demo", logger.info)
 
 
 FICLONE = 0x40049409  # linux/fs.h: share the source's blocks, copy-on-write (btrfs, XFS, bcachefs)

@@ -7,7 +7,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -234,10 +233,6 @@ class DemoConfig:
             return 1
         return max(1, self.parallel_runs if self.parallel_runs is not None else min(8, os.cpu_count() or 1))
 
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def digest(value) -> str:

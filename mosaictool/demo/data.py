@@ -4,6 +4,7 @@ disk and reused when its recipe is the same; and the texts audit against the wor
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sys
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING
 
 from mosaictool.atomic import write_text
 from mosaictool.demo import cache
-from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest, log
+from mosaictool.demo.config import TEXT_METHODS, DemoConfig, digest, file_digest
 from mosaictool.io import read_json
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.shards import ShardCache
@@ -50,9 +53,9 @@ def restore_data(cached: Path, out: Path) -> bool:
             return False
         problem = cache.restore(cached, out)
     if problem is not None:
-        log(f"data: the cache {cached} failed its check ({problem}); building the data again")
+        logger.info(f"data: the cache {cached} failed its check ({problem}); building the data again")
         return False
-    log(f"data: reusing the cached world, texts, shards and audit ({cached})")
+    logger.info(f"data: reusing the cached world, texts, shards and audit ({cached})")
     return True
 
 
@@ -75,9 +78,9 @@ def make_world(cfg: DemoConfig, out: Path) -> Path:
     if (world / "manifest.json").is_file():
         m = load_manifest(world)
         if {"seed": m.get("seed"), **m.get("options", {})} == wanted:
-            log(f"world: reusing {world}")
+            logger.info(f"world: reusing {world}")
             return world
-    log(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")
+    logger.info(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")
     generate_world(world, train=cfg.world_train, seed=cfg.world_seed, twins=cfg.twins, binding_twins=cfg.twins,
                    shape_twins=cfg.twins, image_size=cfg.image_size, eval_scale=cfg.eval_scale, workers=cfg.workers,
                    overwrite=True, caption_noise=cfg.caption_noise)
@@ -116,11 +119,11 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     recipe = {"world": load_manifest(world), "vocab_min_count": 20, "vocab_base": "world", "max_subgraphs": 3,
               "max_negatives": 6, "text_methods": list(TEXT_METHODS)}
     if texts.is_file() and recipe_file.is_file() and read_json(recipe_file) == recipe:
-        log(f"texts: reusing {texts}")
+        logger.info(f"texts: reusing {texts}")
         return texts
     recipe_file.unlink(missing_ok=True)
     graphs = out / "graphs.parquet"
-    log("parse: captions -> scene graphs")
+    logger.info("parse: captions -> scene graphs")
     parsed = list(parse(two_captions(world), workers=cfg.workers))  # kept: the vocabulary and decompose read them
     write_records(graphs, parsed)
     # Negatives drawn from the world's own vocabulary (objects/attributes/relations seen >= 20
@@ -130,7 +133,7 @@ def make_texts(cfg: DemoConfig, world: Path, out: Path) -> Path:
     # head for the same meaning (the texts audit: 2.3% -> 1.3% of graph negatives true of their image).
     vocab_dir = out / "vocab"
     save_vocab(build_from_graphs(parsed, min_count=20, base=base_vocab()), vocab_dir)
-    log("decompose + negate + template: sub-graph positives, hard negatives, their texts")
+    logger.info("decompose + negate + template: sub-graph positives, hard negatives, their texts")
     # streamed from one stage to the next: the negatives as a file of their own (Parquet) cost 14 s
     # to write and 4 to read back, and texts.jsonl holds them
     negatives = negate(decompose(parsed, max_subgraphs=recipe["max_subgraphs"], vocab=str(vocab_dir)), vocab=str(vocab_dir),
@@ -160,12 +163,12 @@ def make_shards(records, world: Path, shards: Path, source: Path | None = None) 
     recipe_file = shards.with_name(shards.name + ".recipe.json")
     recipe = {"world": load_manifest(world), "source": file_digest(source) if source else None, "fields": list(TRAIN_FIELDS)}
     if (shards / "sizes.json").is_file() and recipe_file.is_file() and read_json(recipe_file) == recipe:
-        log(f"shards: reusing {shards}")
+        logger.info(f"shards: reusing {shards}")
         return shards
     recipe_file.unlink(missing_ok=True)
     if shards.exists():
         shutil.rmtree(shards)
-    log(f"shard: WebDataset tar shards -> {shards}")
+    logger.info(f"shard: WebDataset tar shards -> {shards}")
     write_shards(records, out=shards, image_root=world / "train", shard_size=2000)
     write_text(recipe_file, json.dumps(recipe, sort_keys=True) + "\n")
     return shards
@@ -228,7 +231,7 @@ def audit_texts(cfg: DemoConfig, texts: Path, out: Path, key: dict) -> str:
     from mosaictool.io import read_records, write_json
     from mosaictool.world.audit import audit, audit_markdown
 
-    log(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
+    logger.info(f"audit: the texts against the world's truth ({cfg.audit_batches} simulated batches)")
     result = audit(read_records(texts), batches=cfg.audit_batches)
     markdown = audit_markdown(result)
     write_json(out / "audit.json", {"key": key, "result": result, "markdown": markdown})

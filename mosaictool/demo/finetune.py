@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mosaictool.demo.config import METHODS, PATCH_ALPHA, PATCH_ROW, WISE_ROWS, DemoConfig, digest, file_digest, log, slug
+from mosaictool.demo.config import METHODS, PATCH_ALPHA, PATCH_ROW, WISE_ROWS, DemoConfig, digest, file_digest, slug
 from mosaictool.errors import MosaicError
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.shards import ShardCache
@@ -56,8 +59,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     shard_cache.decode(str(shards), ImagePrep.size_of(model_config(cfg.model)))
     shares = share_out(todo, min(at_once, len(todo)))
     if len(shares) > 1:
-        log(f"fine-tuning {len(todo)} runs in {len(shares)} processes (one thread each; "
-            f"{', '.join(str(len(s)) for s in shares)} runs)")
+        logger.info(f"fine-tuning {len(todo)} runs in {len(shares)} processes (one thread each; "
+                   f"{', '.join(str(len(s)) for s in shares)} runs)")
         _train_in_processes(shares, shard_cache)
     elif at_once > 1:
         _train_one_thread(todo, shard_cache)  # the same single thread as in a pool process: the same weights
@@ -101,8 +104,8 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
             if not final.is_file():
                 if run.exists():
                     shutil.rmtree(run)
-                log(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.lr_for(label):g}, "
-                     f"hard images {'on' if tc.record_hard_images else 'off'}")
+                logger.info(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.lr_for(label):g}, "
+                            f"hard images {'on' if tc.record_hard_images else 'off'}")
                 # device, loader workers and where the images wait are runtime: not in the run's digest
                 todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers,
                                                 images_on_device=device.startswith("cuda")))
@@ -213,13 +216,13 @@ def wise_models(cfg: DemoConfig, base: Path, runs: dict[str, list[Path]], out: P
         if row not in runs:
             continue
         inner = [a for a in cfg.wise_alphas if 0 < a < 1]
-        log(f"wise-ft: {row} seed 0, all weights, alpha in {list(cfg.wise_alphas)}")
+        logger.info(f"wise-ft: {row} seed 0, all weights, alpha in {list(cfg.wise_alphas)}")
         paths = dict(zip(inner, _wise(base, runs[row][0], inner, out / "wise" / slug(row), device))) if inner else {}
         curves[row] = [(a, "base" if a == 0 else f"{row}-s0" if a == 1 else f"wise-{slug(row)}-a{a:g}", paths.get(a))
                        for a in cfg.wise_alphas]
     patched: dict[str, Path] = {}
     if PATCH_ROW in runs:
-        log(f"wise-ft: {PATCH_ROW} patched, all weights, alpha {PATCH_ALPHA:g}, every seed")
+        logger.info(f"wise-ft: {PATCH_ROW} patched, all weights, alpha {PATCH_ALPHA:g}, every seed")
         for seed, final in enumerate(runs[PATCH_ROW]):
             [path] = _wise(base, final, [PATCH_ALPHA], out / "wise" / f"{slug(PATCH_ROW)}-patched-seed{seed}", device)
             patched[f"{patch_label()}-s{seed}"] = path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,13 +12,15 @@ from typing import TYPE_CHECKING
 from mosaictool.atomic import write_text
 from mosaictool.demo import experiments
 from mosaictool.demo.base import pretrain_base
-from mosaictool.demo.config import MAIN_FAMILIES, DemoConfig, log
+from mosaictool.demo.config import MAIN_FAMILIES, DemoConfig
 from mosaictool.demo.data import data_cache, keep_data, make_texts, make_world, restore_data, shards_and_audit
 from mosaictool.demo.evaluation import column_value, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import build_report
 from mosaictool.errors import MosaicError
 from mosaictool.io import read_json
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the demo's stages import torch only where they train
     from mosaictool.training.shards import ShardCache
@@ -51,7 +54,7 @@ def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: P
     scores: dict[str, dict[float, tuple[float, float]]] = {}
     for lr in cfg.select_lrs:
         trial = dataclasses.replace(cfg, seeds=1, finetune_lr=lr)
-        log(f"select on val: every row at lr {lr:g}")
+        logger.info(f"select on val: every row at lr {lr:g}")
         runs = finetune_all(trial, shards, base, out, shard_cache=shard_cache)
         models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
         rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=[*MAIN_FAMILIES, "retrieval"],
@@ -109,7 +112,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     out = Path(cfg.out)
     device, workers = cfg.runtime()  # a missing GPU is an error before any work
     bench = _split_bench(cfg.split)
-    log(f"device: {device}")
+    logger.info(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
     other_settings = _settings_differ(out / "demo_config.json", cfg)
     write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
@@ -143,7 +146,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
         groups[patch_label()] = list(patched)
         models += list(patched.items())
     wise = [(name, path) for points in curves.values() for _, name, path in points if path is not None]
-    log(f"evaluate: {len(models)} checkpoints and {len(wise)} WiSE-FT points on the world's {cfg.split} split")
+    logger.info(f"evaluate: {len(models)} checkpoints and {len(wise)} WiSE-FT points on the world's {cfg.split} split")
     # the WiSE-FT points need aro and zeroshot only; with crepe too (~0.5 s a point) they share the
     # table's pool, its loaded benchmark and the images each process decoded once
     rows = evaluate_all(models + wise, world, bench, device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
@@ -162,13 +165,8 @@ def _run_demo(cfg: DemoConfig) -> dict:
         for name in ("selection.json", *experiments.files()):  # beside report.md, results.jsonl, the plots
             if out / name not in written:
                 (out / name).unlink(missing_ok=True)
-    print(report.table)
-    print()
-    print(report.control["verdict"])
-    if report.headline:
-        print(report.headline["verdict"])
-    if report.power:
-        print(report.power)
-    log(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
-    return {"summary": report.summary, "wise": report.wise_points, "rows": rows, "minutes": minutes, "selection": selection,
+    logger.info(f"report: {out / 'report.md'}, plots: {out / 'methods.png'}, {out / 'wise_ft.png'} ({minutes:.1f} min)")
+    # the table and the verdicts are returned for the command to print: the library does not print
+    return {"table": report.table, "power": report.power, "summary": report.summary, "wise": report.wise_points, "rows": rows,
+            "minutes": minutes, "selection": selection,
             "control": report.control, "headline": report.headline, "mde": report.mde}

@@ -140,7 +140,7 @@ class Method:
     def check_record(self, record: dict) -> None:
         texts = record.get("texts")
         if texts is not None and not isinstance(texts, dict):
-            raise RecordError("'texts' must be an object {positives, negatives} (contract A)")
+            raise RecordError("'texts' must be an object {positives, negatives} as `template` writes it")
         if caption_of(record) is None:
             raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
 

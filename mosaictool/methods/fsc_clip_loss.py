@@ -79,12 +79,6 @@ def focal_hn_loss(logits: torch.Tensor, neg_mask: torch.Tensor, *, gamma: float,
     return -(target * (1.0 - p).pow(gamma) * logp).sum(1)
 
 
-def scatter_slots(rows: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Filled-slot rows (mask.sum(), *S) -> all slots (B, K, *S), zeros in the empty ones."""
-    out = rows.new_zeros(*mask.shape, *rows.shape[1:])
-    return out.index_put((*mask.nonzero().unbind(1),), rows)
-
-
 class FSCCLIPLoss(nn.Module):
     """L_total of Eq. 11 with its named terms: loss, clip, i2t, t2i, hn_global, hn_local.
 

@@ -99,7 +99,7 @@ class MosaiClip(Method):
     def check_record(self, record: dict) -> None:
         texts = record.get("texts")
         if texts is not None and not isinstance(texts, dict):
-            raise RecordError("'texts' must be an object {positives, negatives} (contract A)")
+            raise RecordError("'texts' must be an object {positives, negatives} as `template` writes it")
         if caption_of(record) is None and not (texts or {}).get("positives"):
             raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
 

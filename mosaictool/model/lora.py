@@ -119,9 +119,7 @@ def patch_conv_lora_class():
 @functools.cache
 def attention_lora_class():
     """peft's LoRA nn.MultiheadAttention with one update per projection (built here: peft imports torch)."""
-    import torch
     from peft.tuners.lora.layer import MultiheadAttention
-    from peft.tuners.tuners_utils import check_adapters_to_merge
     from torch.func import functional_call
 
     class AttentionLoRA(MultiheadAttention):
@@ -151,16 +149,7 @@ def attention_lora_class():
             return functional_call(base, weights, (query, *args), kwargs)
 
         def merge(self, safe_merge: bool = False, adapter_names=None) -> None:
-            base = self.get_base_layer()
-            for adapter in check_adapters_to_merge(self, adapter_names):
-                if adapter not in self.lora_A:
-                    continue
-                merged = base.in_proj_weight.data + self.get_delta_weight(adapter).to(base.in_proj_weight.dtype)
-                if safe_merge and not torch.isfinite(merged).all():
-                    raise ValueError(f"NaNs detected in the merged weights. The adapter {adapter} seems to be broken")
-                base.out_proj.merge(safe_merge=safe_merge, adapter_names=[adapter])
-                base.in_proj_weight.data = merged
-                self.merged_adapters.append(adapter)
+            _merge_attention(self, safe_merge, adapter_names)
 
         def unmerge(self) -> None:
             base = self.get_base_layer()
@@ -176,6 +165,24 @@ def attention_lora_class():
             plain tensors while merged, and re-registers them here)."""
 
     return AttentionLoRA
+
+
+def _merge_attention(layer, safe_merge: bool, adapter_names) -> None:
+    """AttentionLoRA.merge: each adapter's in_proj update added to the base weight once, in place, and
+    out_proj's merged by its own peft Linear."""
+    import torch
+    from peft.tuners.tuners_utils import check_adapters_to_merge
+
+    base = layer.get_base_layer()
+    for adapter in check_adapters_to_merge(layer, adapter_names):
+        if adapter not in layer.lora_A:
+            continue
+        merged = base.in_proj_weight.data + layer.get_delta_weight(adapter).to(base.in_proj_weight.dtype)
+        if safe_merge and not torch.isfinite(merged).all():
+            raise ValueError(f"NaNs detected in the merged weights. The adapter {adapter} seems to be broken")
+        base.out_proj.merge(safe_merge=safe_merge, adapter_names=[adapter])
+        base.in_proj_weight.data = merged
+        layer.merged_adapters.append(adapter)
 
 
 def is_adapted(key: str) -> bool:

@@ -24,7 +24,7 @@ denominator. Short sub-graph texts ("a red circle") repeat across images; withou
 be pushed apart from images they describe. Without ids every slot is distinct (the formulas above).
 
 Sub-graph containment (`image_keys`, `pos_keys`, `neg_keys`: stable hashes of canonical sub-graph
-keys, 0 = none; CONTRACTS.md section 2) is the paper's P(i) = {k : g_k is a sub-graph of G_i}: a
+keys, 0 = none; docs/stages.md, decompose) is the paper's P(i) = {k : g_k is a sub-graph of G_i}: a
 positive column whose key is in image i's key set (every sub-graph of G_i, weaker readings included)
 is a positive of i, a negative column whose key is in it leaves i's row, and in t2i the images
 whose key set holds the text's key leave its denominator (its owner stays: the target). A text or

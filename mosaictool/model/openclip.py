@@ -34,6 +34,8 @@ from typing import Any
 from mosaictool.atomic import atomic_output, torch_save_to
 from mosaictool.errors import MosaicError
 
+logger = logging.getLogger(__name__)
+
 CHECKPOINT_FORMAT = "mosaictool-checkpoint/1"
 DEFAULT_MODEL = "mosaic-tiny"
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -54,14 +56,16 @@ class ModelBundle:
         return self.meta.get("label") or self.meta.get("source") or self.meta.get("model_name", "model")
 
 
-def _register_configs(extra_config: str | os.PathLike | None = None) -> str | None:
-    """Make the shipped configs (and a user's JSON config) known to open_clip; return the user's
-    config's model name (its file stem) if one was given."""
-    import open_clip
+def _shipped_config(model_name: str) -> dict | None:
+    """The config of a model shipped with mosaictool (model/configs/NAME.json), None for another name.
+    Read here, not registered in open_clip's registry for good: _config_known registers it while a
+    model is built."""
+    path = CONFIG_DIR / f"{model_name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
-    open_clip.add_model_config(CONFIG_DIR)
-    if extra_config is None:
-        return None
+
+def _user_config(extra_config: str | os.PathLike) -> dict:
+    """A user's JSON model config (open_clip's schema), checked."""
     path = Path(extra_config)
     if not path.is_file():
         raise MosaicError(f"{path}: model config not found" + (" (a folder; give its .json file)" if path.is_dir() else ""))
@@ -73,8 +77,7 @@ def _register_configs(extra_config: str | os.PathLike | None = None) -> str | No
         raise MosaicError(f"{path}: model config lacks {', '.join(missing)} (open_clip's schema)")
     check_model_config(cfg, path)
     check_size(cfg, path)
-    open_clip.add_model_config(path)
-    return path.stem
+    return cfg
 
 
 def check_model_config(cfg: dict, source: str | os.PathLike) -> None:
@@ -92,8 +95,7 @@ def check_model_config(cfg: dict, source: str | os.PathLike) -> None:
 def model_config(model_name: str) -> dict:
     import open_clip
 
-    _register_configs()
-    cfg = open_clip.get_model_config(model_name)
+    cfg = open_clip.get_model_config(model_name) or _shipped_config(model_name)
     if cfg is None:
         raise MosaicError(
             f"unknown model {model_name!r}; choose one of `open_clip.list_models()`, "
@@ -111,7 +113,8 @@ def _bundle(model, model_name: str, cfg: dict, quick_gelu: bool, source: str):
 
     pp_cfg = open_clip.get_model_preprocess_cfg(model) if hasattr(open_clip, "get_model_preprocess_cfg") else {}
     image_size = cfg["vision_cfg"].get("image_size", 224)
-    tokenizer = open_clip.get_tokenizer(model_name, context_length=cfg["text_cfg"].get("context_length", 77))
+    with _open_clip_logs(quiet=False):
+        tokenizer = open_clip.get_tokenizer(model_name, context_length=cfg["text_cfg"].get("context_length", 77))
     from open_clip.transform import AugmentationCfg, image_transform
 
     aug = AugmentationCfg(scale=(0.8, 1.0))  # the paper's fine-tuning uses random-crop augmentation
@@ -137,15 +140,26 @@ def create(
     force_quick_gelu: bool = False,
     device: str = "cpu",
     seed: int | None = None,
+    stored_config: dict | None = None,
 ) -> ModelBundle:
     """A fresh model, or one initialised from `pretrained` (an open_clip tag, a weights file, a
-    `local-dir:` folder, or a mosaictool checkpoint)."""
+    `local-dir:` folder, or a mosaictool checkpoint). A `model_config_file` names the model by its
+    file stem, known to open_clip while the model is built (over a shipped config of that name);
+    `stored_config` is a checkpoint's config of `model_name`, used where open_clip does not know it."""
+    if model_config_file is None:
+        known = _shipped_config(model_name) if stored_config is None else {k: v for k, v in stored_config.items() if k != "quick_gelu"}
+        with _config_known(model_name, known):
+            return _create(model_name, pretrained, None, force_quick_gelu, device, seed)
+    name = Path(model_config_file).stem
+    with _config_known(name, _user_config(model_config_file), replace=True):
+        return _create(name, pretrained, model_config_file, force_quick_gelu, device, seed)
+
+
+def _create(model_name: str, pretrained: str | None, model_config_file: str | os.PathLike | None, force_quick_gelu: bool,
+            device: str, seed: int | None) -> ModelBundle:
     import open_clip
     import torch
 
-    custom = _register_configs(model_config_file)
-    if custom is not None:
-        model_name = custom
     weights = _weights_file(pretrained, mmap=True) if pretrained and os.path.exists(pretrained) else None
     if isinstance(weights, dict) and weights.get("format") == CHECKPOINT_FORMAT:
         return load_checkpoint(pretrained, device=device, expect_model=model_name, expect_quick_gelu=force_quick_gelu or None)
@@ -157,7 +171,7 @@ def create(
     if seed is not None:
         torch.manual_seed(seed)
     try:
-        with contextlib.nullcontext() if pretrained else _quiet_open_clip():  # random init is what was asked
+        with _open_clip_logs(quiet=not pretrained):  # random init is what was asked: "no pretrained weights" left out
             model = open_clip.create_model(
                 model_name, pretrained=pretrained, device=device, force_quick_gelu=force_quick_gelu
             )
@@ -402,7 +416,6 @@ def check_contract(ckpt: dict, path: str | os.PathLike, contract: str) -> None:
 def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
     """The checkpoint to resume from: `path`, or when it is unreadable (truncated, corrupt) the previous
     good one (`NAME.prev.pt`), with a note on stderr. None when neither exists."""
-    import sys
 
     path, previous = Path(path), previous_checkpoint(path)
     if not path.exists():
@@ -413,8 +426,7 @@ def read_resume_checkpoint(path: str | os.PathLike) -> dict | None:
         if "refused" in str(e) or not previous.exists():
             raise
         ckpt = read_checkpoint(previous)
-        print(f"note: {e}; resuming from the previous checkpoint {previous} (step {ckpt.get('step')})",
-              file=sys.stderr)
+        logger.warning(f"note: {e}; resuming from the previous checkpoint {previous} (step {ckpt.get('step')})")
         return ckpt
 
 
@@ -440,21 +452,22 @@ def load_checkpoint(
         expected_quick = expect_model.endswith("-quickgelu")
         if expected_quick != quick or expect_model.removesuffix("-quickgelu") != name.removesuffix("-quickgelu"):
             raise MosaicError(f"{path}: checkpoint holds a {name} (quick_gelu={quick}), not a {expect_model}")
-    _register_configs()
     check_model_config(cfg, path)
     check_size(cfg, path)
-    with _quiet_open_clip():  # it warns "no pretrained weights loaded": we load them just below
-        model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick, **_cfg_overrides(name, cfg))
-    state = without_ddp_prefix(ckpt["state_dict"])
-    check_finite(state, path)
-    check_dtypes(model.state_dict(), state, path)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise MosaicError(f"{path}: weights do not fit the {name} its config describes (another architecture, or an "
-                          f"edited file): {_one_line(e)}") from None
-    model.to(torch.device(device))
-    bundle = _bundle(model, name, cfg, quick, source=str(path))
+    stored = {k: v for k, v in cfg.items() if k != "quick_gelu"}  # force_quick_gelu says it
+    with _config_known(name, stored):  # the tokenizer too is chosen by the config of that name
+        with _open_clip_logs(quiet=True):  # it warns "no pretrained weights loaded": we load them just below
+            model = open_clip.create_model(name, device="cpu", force_quick_gelu=quick)
+        state = without_ddp_prefix(ckpt["state_dict"])
+        check_finite(state, path)
+        check_dtypes(model.state_dict(), state, path)
+        try:
+            model.load_state_dict(state, strict=True)
+        except RuntimeError as e:
+            raise MosaicError(f"{path}: weights do not fit the {name} its config describes (another architecture, or an "
+                              f"edited file): {_one_line(e)}") from None
+        model.to(torch.device(device))
+        bundle = _bundle(model, name, cfg, quick, source=str(path))
     bundle.meta["checkpoint"] = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer", "scaler", "rng")}
     return bundle
 
@@ -492,28 +505,67 @@ def _one_line(error: Exception) -> str:
     return first + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
 
+class _OpenClipRecords(logging.Filter):
+    """open_clip logs through the root logger's module functions (logging.warning, logging.info), not a
+    logger of its own: its records, told apart by the file that made them, leave the root logger and
+    go on through mosaictool's (WARNING and above; with `quiet`, ERROR and above)."""
+
+    def __init__(self, quiet: bool) -> None:
+        super().__init__()
+        import open_clip
+
+        self.folder, self.least = os.path.dirname(open_clip.__file__) + os.sep, logging.ERROR if quiet else logging.WARNING
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.pathname.startswith(self.folder):
+            return True
+        if record.levelno >= self.least:
+            logger.log(record.levelno, record.getMessage())
+        return False
+
+
 @contextlib.contextmanager
-def _quiet_open_clip():
+def _open_clip_logs(*, quiet: bool):
+    """open_clip's log records through mosaictool's logger while it builds a model (`quiet`: its notes
+    below ERROR left out); the root logger's level, handlers and other records as they were.
+    `logging.warning` configures the root logger (basicConfig: a stderr handler) when it has no
+    handler: a NullHandler there meanwhile keeps a program's logging unconfigured."""
     root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
+    rerouted, placeholder = _OpenClipRecords(quiet), logging.NullHandler()
+    root.addFilter(rerouted)
+    if not root.handlers:
+        root.addHandler(placeholder)
     try:
         yield
     finally:
-        root.setLevel(level)
+        root.removeFilter(rerouted)
+        root.removeHandler(placeholder)
 
 
-def _cfg_overrides(name: str, cfg: dict) -> dict:
-    """open_clip builds from its registry by name; a checkpoint of a user's config file whose
-    name is unknown here is rebuilt by registering its stored config under that name."""
+@contextlib.contextmanager
+def _config_known(name: str, cfg: dict | None, *, replace: bool = False):
+    """open_clip builds from its registry by name: a shipped config, a user's config (`replace`: over a
+    config of that name) or a checkpoint's stored config of a name unknown here is registered under
+    `name` while the model is built and taken out of open_clip's registry after, so a program building
+    models keeps no trace of them there. `cfg` None: the name is open_clip's own."""
     import open_clip
+    from open_clip import factory
 
-    if open_clip.get_model_config(name) is None:
-        tmpdir = tempfile.mkdtemp(prefix="mosaictool-cfg-")
-        with open(os.path.join(tmpdir, f"{name}.json"), "w") as f:
-            json.dump({k: v for k, v in cfg.items() if k != "quick_gelu"}, f)
-        open_clip.add_model_config(tmpdir)
-    return {}
+    if cfg is None or not replace and open_clip.get_model_config(name) is not None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="mosaictool-cfg-") as tmpdir:
+        path = Path(tmpdir) / f"{name}.json"
+        path.write_text(json.dumps(cfg))
+        open_clip.add_model_config(path)
+        try:
+            yield
+        finally:
+            # open_clip has no function to take a config out: its own list of paths and table of
+            # configs (a rescan adds, never removes), the name's earlier config (if any) rescanned back
+            factory._MODEL_CONFIG_PATHS.remove(path)
+            factory._MODEL_CONFIGS.pop(name, None)
+            factory._rescan_model_configs()
 
 
 def load_model(

@@ -92,7 +92,7 @@ def _zeroshot_state(spec: str, finetuned_path: str, ft_ckpt: dict) -> dict:
         return state
     # open_clip weights (a tag or a file) for the fine-tuned checkpoint's architecture and activation
     try:
-        bundle = openclip.create(ft_ckpt["model_name"], spec, force_quick_gelu=ft_ckpt["quick_gelu"])
+        bundle = openclip.create(ft_ckpt["model_name"], spec, force_quick_gelu=ft_ckpt["quick_gelu"], stored_config=ft_ckpt["model_cfg"])
     except MosaicError as e:
         raise MosaicError(f"--zeroshot {spec}: {e}") from None
     return bundle.model.state_dict()

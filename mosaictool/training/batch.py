@@ -14,7 +14,7 @@ them (Method.select): clip 1 + 0, negclip 1 + 1, mosaiclip --max-pos + --max-neg
 of different images as the same sub-graph. For methods with Method.uses_subgraph_keys (mosaiclip)
 `image_keys` holds each image's sub-graph keys (record `subgraph_keys`) and `pos_keys` / `neg_keys`
 each slot's key (`texts.*.key`), hashed like the ids, 0 = none: the loss's P(i) by containment
-(CONTRACTS.md section 2). Other methods carry None there.
+(docs/stages.md, decompose; docs/training.md). Other methods carry None there.
 
 Hard-negative images are ordinary samples of the batch: an image with its own caption
 and negatives, appended after the B anchors, as NegCLIP's batch is [images; hard images] with
@@ -56,15 +56,6 @@ class Batch:
     @property
     def size(self) -> int:
         return self.images.shape[0]
-
-    @property
-    def pos_owner(self) -> torch.Tensor:
-        """Image index of every filled positive text (in pos_tokens order)."""
-        return self.pos_mask.nonzero()[:, 0]
-
-    @property
-    def neg_owner(self) -> torch.Tensor:
-        return self.neg_mask.nonzero()[:, 0]
 
     def to(self, device, non_blocking: bool = False) -> "Batch":
         return Batch(**{k: None if v is None else v.to(device, non_blocking=non_blocking) for k, v in self._fields()})

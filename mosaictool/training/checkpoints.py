@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import random
-import sys
 from pathlib import Path
 
 from mosaictool.errors import MosaicError
 from mosaictool.io import write_json
 from mosaictool.training.config import TrainConfig
+
+logger = logging.getLogger(__name__)
 
 
 def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[TrainConfig, dict | None]:
@@ -114,7 +116,7 @@ def read_stored_config(config_file: Path) -> TrainConfig:
         raise MosaicError(f"{config_file}: {what} (a config.json mosaictool did not write, or an edited one); {RESTORE}")
     defaulted = sorted(known - set(stored))
     if defaulted:  # written by an older mosaictool: said, not silent
-        print(f"note: {config_file} lacks {', '.join(defaulted)}: their defaults are used", file=sys.stderr)
+        logger.warning(f"note: {config_file} lacks {', '.join(defaulted)}: their defaults are used")
     values = {k: v for k, v in stored.items() if k in known}
     problems = config_errors(TrainConfig, json.dumps(values), strict=True)
     if problems:

@@ -8,8 +8,8 @@ which records each micro-batch of each rank takes (sampler), samples and batches
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
-import sys
 from pathlib import Path
 
 import torch
@@ -20,6 +20,8 @@ from mosaictool.training.batch import normalize_images
 from mosaictool.training.shards import ShardCache
 from mosaictool.training.traindata import TrainData
 from mosaictool.training.transform import ImagePrep, ImageTransform
+
+logger = logging.getLogger(__name__)
 
 
 @torch.no_grad()
@@ -67,7 +69,7 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
 
 def _say_once(note: str, said: set[str] | None) -> None:
     if said is None or note not in said:
-        print(f"note: {note}", file=sys.stderr)
+        logger.warning(f"note: {note}")
     if said is not None:
         said.add(note)
 

@@ -46,7 +46,3 @@ def resolve_device(requested: str | None = None, *, flag: str = "--device") -> s
             f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); use {flag} cuda:0 .. cuda:{count - 1} or {flag} cpu"
         )
     return f"cuda:{index}"
-
-
-def is_cuda(device: str) -> bool:
-    return device.startswith("cuda")

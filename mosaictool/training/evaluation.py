@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import sys
+import logging
 from pathlib import Path
 
 from mosaictool.training.checkpoints import restore_rng, rng_state
+
+logger = logging.getLogger(__name__)
 
 
 class EpochEval:
@@ -37,7 +39,7 @@ class EpochEval:
         reporter.log_eval(step, headline)
         metrics.update({f"eval/{name}": value for name, value in headline.items()})
         if not quiet:
-            print(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in headline.items()), file=sys.stderr)
+            logger.info(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in headline.items()))
 
     def __call__(self, bundle) -> dict[str, float]:
         from mosaictool.bench.base import HEADLINE

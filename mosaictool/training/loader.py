@@ -1,7 +1,7 @@
 """Samples and batches: the map-style dataset a plan's specs index (TrainDataset), its collate into
 the batch contract (mosaictool.training.batch), the DataLoader, and a run's iterator of micro-batches.
 
-Which texts of a record (contract A, `texts` written by `template`) fill an image's slots is the
+Which texts of a record (`texts`, written by `template`; docs/stages.md) fill an image's slots is the
 method's choice (mosaictool.methods: Method.slots, Method.select); this module only calls it.
 """
 

@@ -174,31 +174,7 @@ def _train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], 
                             stack.leaves["logit_scale"].detach().exp().float()]).tolist()
         now = time.perf_counter()
         seconds, last_time = now - last_time, now
-        at = 0
-        for j, (r, t) in enumerate(zip(runs, terms)):
-            logged = dict(zip(t, values[at: at + len(t)]))
-            at += len(t)
-            norm, scale = values[-2 * n + j], values[-n + j]
-            r.step = step
-            metrics = metrics_line(r, micro[j], logged, lr, scale, seconds)
-            if not math.isfinite(metrics["loss"]) or not math.isfinite(norm):
-                for other in runs:
-                    other.reporter.close()
-                what = f"the loss is {metrics['loss']}" + (f", the gradient norm {norm}" if not math.isfinite(norm) else "")
-                raise MosaicError(f"{r.cfg.out}: {r.checkpoints.diverged(step, what)}")
-            r.reporter.log_step(step, metrics)
-            evaluated = r.epoch_eval is not None and r.epoch_eval.due(step)
-            if evaluated:
-                _write_back(stack, optimizer, r, j, lr, with_optimizer=False)
-                r.epoch_eval.at_step(step, r.bundle, metrics, r.reporter, quiet=r.cfg.quiet)
-            if step % r.cfg.log_every == 0 or step == total_steps or evaluated:
-                r.reporter.write_line(metrics)
-            if cfg.save_every and step % cfg.save_every == 0 and step < total_steps:
-                _write_back(stack, optimizer, r, j, lr, with_optimizer=True)
-                r.checkpoints.save(step, total_steps, r.micro_per_epoch)
-            if on_step is not None:
-                _write_back(stack, optimizer, r, j, lr, with_optimizer=False)
-                on_step(j, step, metrics, r.bundle.model)
+        _report_step(stack, optimizer, runs, terms, values, micro, lr, step, seconds, on_step)
         if any(r.epoch_eval is not None for r in runs):
             last_time = time.perf_counter()  # the next step's samples/s leaves the evaluations out
         bar.update(1)
@@ -210,6 +186,39 @@ def _train_stacked(runs: list[Run], on_step: Callable[[int, int, dict, object], 
         r.reporter.close()
         finals.append(r.checkpoints.save(step, total_steps, r.micro_per_epoch, final=True))
     return finals
+
+
+def _report_step(stack: StackedCLIP, optimizer, runs: list[Run], terms: list[dict], values: list[float], micro: list, lr: float,
+                 step: int, seconds: float, on_step: Callable[[int, int, dict, object], None] | None) -> None:
+    """Each run's side of a step: its metrics (`values`: every loss term, then the gradient norms, then
+    the logit scales), a divergence stops them all; its evaluation, log line, checkpoint and callback
+    where due (the stack's weights written back into the run's model first)."""
+    n, cfg, total_steps = len(runs), runs[0].cfg, runs[0].total_steps
+    at = 0
+    for j, (r, t) in enumerate(zip(runs, terms)):
+        logged = dict(zip(t, values[at: at + len(t)]))
+        at += len(t)
+        norm, scale = values[-2 * n + j], values[-n + j]
+        r.step = step
+        metrics = metrics_line(r, micro[j], logged, lr, scale, seconds)
+        if not math.isfinite(metrics["loss"]) or not math.isfinite(norm):
+            for other in runs:
+                other.reporter.close()
+            what = f"the loss is {metrics['loss']}" + (f", the gradient norm {norm}" if not math.isfinite(norm) else "")
+            raise MosaicError(f"{r.cfg.out}: {r.checkpoints.diverged(step, what)}")
+        r.reporter.log_step(step, metrics)
+        evaluated = r.epoch_eval is not None and r.epoch_eval.due(step)
+        if evaluated:
+            _write_back(stack, optimizer, r, j, lr, with_optimizer=False)
+            r.epoch_eval.at_step(step, r.bundle, metrics, r.reporter, quiet=r.cfg.quiet)
+        if step % r.cfg.log_every == 0 or step == total_steps or evaluated:
+            r.reporter.write_line(metrics)
+        if cfg.save_every and step % cfg.save_every == 0 and step < total_steps:
+            _write_back(stack, optimizer, r, j, lr, with_optimizer=True)
+            r.checkpoints.save(step, total_steps, r.micro_per_epoch)
+        if on_step is not None:
+            _write_back(stack, optimizer, r, j, lr, with_optimizer=False)
+            on_step(j, step, metrics, r.bundle.model)
 
 
 def _clip_per_run(stack: StackedCLIP, grad_clip: float | None) -> torch.Tensor:

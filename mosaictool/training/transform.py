@@ -50,7 +50,7 @@ class ImageTransform:
         """uint8 (3, size, size); normalisation happens once per batch."""
         from PIL import Image
 
-        from mosaictool.io import image_to_rgb
+        from mosaictool.images import image_to_rgb
 
         with open_image(data) as im:  # its declared size checked before decoding
             im.draft("RGB", (self.size, self.size))

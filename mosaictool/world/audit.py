@@ -331,6 +331,18 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
         read.append(kept)
         _count_noise(noise, noise_group(record), checked)
 
+    n = len(records)
+    cross = _cross(records, read, batch_size, batches, seed)
+    result = {"records": n, "batch_size": batch_size, "batches": batches, "seed": seed, "own": own, "cross": cross,
+              "summary": _summary(own)}
+    if noise:  # a world without noise audits as it always did
+        result["noise"] = noise
+    return result
+
+
+def _cross(records: list[dict], read: list[list[tuple]], batch_size: int, batches: int, seed: int) -> dict[str, dict[str, int]]:
+    """Per group: the pairs of a text and another image of its simulated batch, how many of those the
+    image makes true, and how many of these its sub-graph keys catch."""
     cross: dict[str, dict[str, int]] = {}
     rng = random.Random(seed)
     n = len(records)
@@ -348,11 +360,7 @@ def audit(records: Iterable[dict], *, batch_size: int = BATCH_SIZE, batches: int
                     if is_true(description, scene):
                         row["true"] += 1
                         row["caught"] += key is not None and key in keys
-    result = {"records": n, "batch_size": batch_size, "batches": batches, "seed": seed, "own": own, "cross": cross,
-              "summary": _summary(own)}
-    if noise:  # a world without noise audits as it always did
-        result["noise"] = noise
-    return result
+    return cross
 
 
 def _share(a: int, b: int) -> float | None:

@@ -10,6 +10,7 @@ alpha 0.5) and the text towers' tree-scores for the claims those test."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import time
 
@@ -25,12 +26,14 @@ from mosaictool.demo.claims import (
     passed_by_column,
     table1_claims,
 )
-from mosaictool.demo.config import COLUMNS, METHODS, log
+from mosaictool.demo.config import COLUMNS, METHODS
 from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section, get
 from mosaictool.demo.experiments.common import Variant, finetune_variants, score
 from mosaictool.demo.finetune import wise_visual
 from mosaictool.demo.significance import case_matrix, positive_control
+
+logger = logging.getLogger(__name__)
 
 NAME = "claims"
 HELP = "the paper's claims, each with a verdict (claims.md): the regimes above on the demo's split"
@@ -52,7 +55,7 @@ def run(ctx: Context) -> Section:
     sections = []
     for name in REGIMES:
         t0 = time.perf_counter()
-        log(f"claims: the {name} regime")
+        logger.info(f"claims: the {name} regime")
         section = get(name).run(ctx)
         minutes[name] = (time.perf_counter() - t0) / 60
         claims += section.claims

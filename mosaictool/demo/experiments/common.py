@@ -4,12 +4,15 @@ and scoring them on the world's val split."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
-from mosaictool.demo.config import MAIN_FAMILIES, log
+from mosaictool.demo.config import MAIN_FAMILIES
 from mosaictool.demo.evaluation import evaluate_all
 from mosaictool.demo.experiments import Context
 from mosaictool.demo.finetune import finetune_all
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +57,7 @@ def score(ctx: Context, runs: dict[str, list[Path]], prefix: str, split: str) ->
     device, workers = ctx.cfg.runtime()
     groups = {name: [f"{prefix} {name}-s{seed}" for seed in range(len(finals))] for name, finals in runs.items()}
     models = [(m, path) for name, finals in runs.items() for m, path in zip(groups[name], finals)]
-    log(f"{prefix}: scoring {len(models)} checkpoints on {split}")
+    logger.info(f"{prefix}: scoring {len(models)} checkpoints on {split}")
     rows = evaluate_all(models, ctx.world, "world" if split == "test" else "world-val", device=device, workers=workers,
                         families=MAIN_FAMILIES, cache=ctx.out / "evals")
     return rows, groups

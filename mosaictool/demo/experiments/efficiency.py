@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 
 from mosaictool.analysis.stats import format_p, paired
 from mosaictool.atomic import write_text
 from mosaictool.demo.claims import ARO_COLUMNS, PRESERVATION, Claim
-from mosaictool.demo.config import METHODS, log
+from mosaictool.demo.config import METHODS
 from mosaictool.demo.data import make_shards, train_fields
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
 from mosaictool.demo.finetune import finetune_all
 from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import CASE_COLUMNS, case_matrix, compare, holm_family
+
+logger = logging.getLogger(__name__)
 
 NAME = "efficiency"
 HELP = "MosaiCLIP on 0.3× / 0.5× / 1× of the fine-tuning images against NegCLIP on all (--split)"
@@ -43,7 +46,7 @@ def subset_shards(ctx: Context, fraction: float):
         return ctx.shards
     texts = ctx.out / "texts.jsonl"
     records = (r for r in read_records(texts) if kept(r["id"], fraction))
-    log(f"efficiency: shards of {fraction:g}x the scenes")
+    logger.info(f"efficiency: shards of {fraction:g}x the scenes")
     return make_shards(train_fields(records), ctx.world, ctx.out / f"shards-{fraction:g}x", source=texts)
 
 

@@ -21,6 +21,7 @@ true caption and its relation swap, its word-order shuffles and its attribute sw
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -28,12 +29,14 @@ import numpy as np
 
 from mosaictool.analysis.stats import format_p, holm
 from mosaictool.atomic import write_text
-from mosaictool.demo.config import COLUMNS, METHODS, log
+from mosaictool.demo.config import COLUMNS, METHODS
 from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import Variant, finetune_variants, score_on_val
 from mosaictool.demo.report import paired_diff
 from mosaictool.demo.significance import CASE_COLUMNS, compare
+
+logger = logging.getLogger(__name__)
 
 NAME = "ladder"
 HELP = "from NegCLIP to MosaiCLIP one change at a time, each rung paired with the one before (val)"
@@ -151,7 +154,7 @@ def text_tower_measures(ctx: Context, runs: dict[str, list[Path]], split: str = 
     items = load_items(get("world" if split == "test" else "world-val"), ctx.world, subtasks=["aro"])
     by_sub = {col: [it for it in items if it.meta["subtask"] == sub.split("/", 1)[1]] for col, sub in CASE_COLUMNS.items()}
     captions = [{"id": k, "caption": it.texts[it.meta["correct"]]} for k, it in enumerate(by_sub["order"][:TREE_CAPTIONS])]
-    log(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
+    logger.info(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
 
     def one(path: Path) -> dict[str, float]:
         bundle = load_checkpoint(path)

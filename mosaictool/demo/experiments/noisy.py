@@ -13,18 +13,21 @@ whereas, MosaiCLIP achieves similar performance using both datasets" (relation 8
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from mosaictool.analysis.stats import paired
 from mosaictool.atomic import write_text
 from mosaictool.demo.claims import ARO_COLUMNS, Claim
-from mosaictool.demo.config import METHODS, log
+from mosaictool.demo.config import METHODS
 from mosaictool.demo.data import make_shards, make_texts, make_world, train_fields
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import score
 from mosaictool.demo.finetune import finetune_all
 from mosaictool.demo.report import summarise, table_markdown
 from mosaictool.demo.significance import case_matrix
+
+logger = logging.getLogger(__name__)
 
 NAME = "noisy"
 HELP = "NegCLIP and MosaiCLIP fine-tuned on clean and on web-like noisy captions (--split)"
@@ -60,7 +63,7 @@ def noisy_data(ctx: Context) -> tuple[Path, Path, str]:
 
 def run(ctx: Context) -> Section:
     cfg = ctx.cfg
-    log(f"noisy: the world's train captions with noise {cfg.noise_rate:g}")
+    logger.info(f"noisy: the world's train captions with noise {cfg.noise_rate:g}")
     noisy_world, noisy_texts, audited = noisy_data(ctx)
     shards = {"clean": varied_shards(ctx.out / "texts.jsonl", ctx.world, ctx.out / "shards-varied"),
               "noisy": varied_shards(noisy_texts, noisy_world, ctx.out / "noisy" / "shards-varied")}
