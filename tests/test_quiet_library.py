@@ -30,7 +30,7 @@ PROGRAM = textwrap.dedent("""
     import mosaictool
     from mosaictool.model import openclip
 
-    manifest = mosaictool.api.world(tmp / "world", train=12, eval_scale=0.02, seed=3)
+    world = mosaictool.api.world(tmp / "world", train=12, eval_scale=0.02, seed=3)
     records = [{"id": "a", "caption": "a red cube left of a blue sphere"}, {"id": "b", "caption": "two small dogs on grass"}]
     texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse(records)))))
     for name, config in (("mosaic-micro", None), ("test-tiny", sys.argv[2])):  # a shipped config, a user's
@@ -43,7 +43,7 @@ PROGRAM = textwrap.dedent("""
     (tmp / "result.json").write_text(json.dumps({
         "changed": sorted(k for k in before if before[k] != after[k]),
         "env_added": sorted(set(after["env"]) - set(before["env"])),
-        "scenes": manifest["counts"]["train"]["records"], "texts": len(texts)}))
+        "scenes": world.counts["train"]["records"], "texts": len(texts)}))
 """)
 
 

@@ -122,7 +122,8 @@ def test_every_demo_setting_with_a_help_is_a_demo_flag_the_preset_fills_in(runne
         assert flag.help == help_text, f.name
     assert set(params) == {f.name for f in flag_fields(DemoConfig)} | {"preset"}
     configs = []
-    found = dict(summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={}, headline=None, mde={})
+    found = dict(table="", power=None, summary={}, wise={}, rows=[], minutes=0.1, selection=None, control={"verdict": ""},
+                 headline=None, mde={})
     monkeypatch.setattr(mosaictool.demo, "run_demo", lambda cfg: configs.append(cfg) or found)
     result = runner.invoke(app, ["demo", "--quick", "--world-seed", "3", "--hard-images", "none", "-x", "ablate"])
     assert result.exit_code == 0, result.output
