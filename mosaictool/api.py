@@ -103,7 +103,7 @@ def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicEr
 _UNCHECKED = {"source", "records", "return"}
 
 
-def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):  # noqa: C901 (its closures count)
+def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable[[], Iterable[str]] | None = None):
     """Check every argument against `fn`'s annotations before it runs, as the command line's flag
     parser does: pydantic's strict mode, so "10" or 2.7 for a whole number, True for a number, 1 for
     true or false, a list for a path, are MosaicError naming the flag, not a traceback

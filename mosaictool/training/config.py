@@ -130,43 +130,68 @@ class TrainConfig:
         check_flags(cfg)
         method = methods.create(cfg.method, cfg.method_options)
         cfg.method_options = dict(method.opts)  # every option, defaults included: the stored config is complete
-        if cfg.precision not in PRECISIONS:
-            raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
-        if cfg.optimizer not in OPTIMIZERS:
-            raise MosaicError(f"--optimizer {cfg.optimizer!r}: choose one of {', '.join(OPTIMIZERS)}")
+        _check_choices(cfg)
         if cfg.lr is None:
             cfg.lr = 1e-5 if cfg.pretrained else 5e-4
         if cfg.merge_equal_texts is None:
             cfg.merge_equal_texts = method.merge_equal_texts
-        cfg.crop_scale = tuple(cfg.crop_scale)  # a list once read back from config.json
-        low, high = cfg.crop_scale
-        if not 0 < low <= high <= 1:
-            raise MosaicError(f"--crop-scale {low},{high}: two area fractions with 0 < low <= high <= 1, e.g. 0.8,1")
-        # absolute paths: the stored config must still work when resumed from another folder
-        cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
-        for name in ("image_root", "texts", "model_config", "pretrained", "eval_data_root"):
-            value = getattr(cfg, name)
-            if value and os.path.exists(value):
-                setattr(cfg, name, os.path.abspath(value))
+        _check_crop_scale(cfg)
+        _make_paths_absolute(cfg)
         if cfg.record_hard_images is None:
             cfg.record_hard_images = method.uses_hard_images
-        if cfg.images_on_device and cfg.augment:
-            raise MosaicError("--images-on-device keeps each image decoded once: it needs --no-augment (a fixed center crop)")
-        if cfg.lock_image and cfg.lock_text:
-            raise MosaicError("--lock-image and --lock-text together leave nothing to train")
+        _check_exclusive_flags(cfg)
         from mosaictool.training.reporting import parse_report_to
 
         cfg.report_to = ",".join(parse_report_to(cfg.report_to)) or None
-        if cfg.eval_bench:
-            if not cfg.eval_data_root or not os.path.isdir(cfg.eval_data_root):
-                raise MosaicError(f"--eval-bench {cfg.eval_bench}: give --eval-data-root, the folder holding the "
-                                  f"benchmark (not found: {cfg.eval_data_root})")
-            from mosaictool.bench import get
-            from mosaictool.bench.engine import parse_bench_spec
-
-            for name, _ in parse_bench_spec(cfg.eval_bench):
-                get(name)  # an unknown name fails here, before any training
+        _check_eval_bench(cfg)
         return cfg
+
+
+def _check_choices(cfg: TrainConfig) -> None:
+    """--precision and --optimizer name one of the known choices: a typo fails before any model is built."""
+    if cfg.precision not in PRECISIONS:
+        raise MosaicError(f"--precision {cfg.precision!r}: choose one of {', '.join(PRECISIONS)}")
+    if cfg.optimizer not in OPTIMIZERS:
+        raise MosaicError(f"--optimizer {cfg.optimizer!r}: choose one of {', '.join(OPTIMIZERS)}")
+
+
+def _check_crop_scale(cfg: TrainConfig) -> None:
+    """--crop-scale as a tuple (a list once read back from config.json) of two area fractions in order."""
+    cfg.crop_scale = tuple(cfg.crop_scale)
+    low, high = cfg.crop_scale
+    if not 0 < low <= high <= 1:
+        raise MosaicError(f"--crop-scale {low},{high}: two area fractions with 0 < low <= high <= 1, e.g. 0.8,1")
+
+
+def _make_paths_absolute(cfg: TrainConfig) -> None:
+    """Absolute paths: the stored config must still work when resumed from another folder."""
+    cfg.data = os.path.abspath(cfg.data) if cfg.data else cfg.data
+    for name in ("image_root", "texts", "model_config", "pretrained", "eval_data_root"):
+        value = getattr(cfg, name)
+        if value and os.path.exists(value):
+            setattr(cfg, name, os.path.abspath(value))
+
+
+def _check_exclusive_flags(cfg: TrainConfig) -> None:
+    """Flags that contradict each other, named together rather than one silently winning."""
+    if cfg.images_on_device and cfg.augment:
+        raise MosaicError("--images-on-device keeps each image decoded once: it needs --no-augment (a fixed center crop)")
+    if cfg.lock_image and cfg.lock_text:
+        raise MosaicError("--lock-image and --lock-text together leave nothing to train")
+
+
+def _check_eval_bench(cfg: TrainConfig) -> None:
+    """--eval-bench's folder and benchmark names, checked before any training rather than at the first epoch's end."""
+    if not cfg.eval_bench:
+        return
+    if not cfg.eval_data_root or not os.path.isdir(cfg.eval_data_root):
+        raise MosaicError(f"--eval-bench {cfg.eval_bench}: give --eval-data-root, the folder holding the "
+                          f"benchmark (not found: {cfg.eval_data_root})")
+    from mosaictool.bench import get
+    from mosaictool.bench.engine import parse_bench_spec
+
+    for name, _ in parse_bench_spec(cfg.eval_bench):
+        get(name)  # an unknown name fails here
 
 
 def flag_fields(config: type = None) -> list[dataclasses.Field]:

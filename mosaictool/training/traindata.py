@@ -60,8 +60,6 @@ class TrainData:
         from mosaictool import records as contracts
 
         skips = Skips(enabled=skip_bad)
-        records: list[dict] = []
-        images: list[ImageLocation] = []
         if texts is not None:
             if is_record_file(spec) or image_root:
                 raise MosaicError("--texts joins records to the images of WebDataset shards (img2dataset's): give the "
@@ -72,45 +70,13 @@ class TrainData:
         elif is_record_file(spec):
             root = Path(image_root) if image_root else Path(spec).resolve().parent
             check = _checks(contracts.checker(contracts.train_record("image")), method.check_record)
-            for rec in read_records(spec, skips=skips, check=check):
-                try:  # inside the root, a regular file whose declared size is within bounds (header read, no pixel decoded)
-                    path = image_path(root, rec["image"], allow_outside=allow_outside_root)
-                    open_image(path).close()
-                except ImageError as e:
-                    hint = " (check --image-root)" if str(e).startswith("image not found") else ""
-                    if in_tar(rec["image"]):
-                        hint = f" ({IN_TAR_HINT})"
-                    skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
-                    continue
-                records.append(slim_record(rec))
-                images.append(ImageLocation(str(path)))
+            records, images = _from_record_file(spec, root, check, skips, allow_outside_root)
         else:
             if image_root:
                 raise MosaicError("--image-root applies to JSONL/Parquet data; shards carry their images")
-            seen: set = set()
             shards = shards if shards is not None else ShardCache()
             check = _checks(contracts.checker(contracts.TrainRecord), method.check_record)
-            tars = expand_shards(spec)
-            listed = _listed_sizes(spec, tars)
-            for tar in tars:
-                for rec, loc, slim in shards.samples(tar):
-                    where = f"{tar}: record {rec.get('id')!r}"
-                    try:
-                        check(rec)
-                    except RecordError as e:
-                        skips.handle(where, str(e))
-                        continue
-                    if rec["id"] in seen:
-                        skips.handle(where, "duplicate 'id'")
-                        continue
-                    if loc is None:
-                        skips.handle(where, "the sample has no image member")
-                        continue
-                    seen.add(rec["id"])
-                    records.append(rec if slim else slim_record(rec))
-                    images.append(loc)
-            if listed is not None:
-                _compare_sizes(listed, {os.path.basename(tar): len(shards.samples(tar)) for tar in tars})
+            records, images = _from_shards(spec, shards, check, skips)
         skips.report()
         if not records:
             raise MosaicError(f"{spec}: no usable training records")
@@ -136,6 +102,58 @@ class TrainData:
             self.hard = [[] for _ in self.records]
         for i, extra in enumerate(neighbours):
             self.hard[i].extend(j for j in extra if j not in self.hard[i] and j != i)
+
+
+def _from_record_file(spec: str, root: Path, check, skips: Skips,
+                      allow_outside_root: bool) -> tuple[list[dict], list[ImageLocation]]:
+    """The usable records of a JSONL/Parquet file and their image paths under `root`. Each image is
+    opened (header only) here, so a missing or oversized file is skipped or named before training,
+    not found by a data loader worker mid-epoch."""
+    records: list[dict] = []
+    images: list[ImageLocation] = []
+    for rec in read_records(spec, skips=skips, check=check):
+        try:  # inside the root, a regular file whose declared size is within bounds (header read, no pixel decoded)
+            path = image_path(root, rec["image"], allow_outside=allow_outside_root)
+            open_image(path).close()
+        except ImageError as e:
+            hint = " (check --image-root)" if str(e).startswith("image not found") else ""
+            if in_tar(rec["image"]):
+                hint = f" ({IN_TAR_HINT})"
+            skips.handle(f"{spec}: record {rec['id']!r}", f"{e}{hint}")
+            continue
+        records.append(slim_record(rec))
+        images.append(ImageLocation(str(path)))
+    return records, images
+
+
+def _from_shards(spec: str, shards: ShardCache, check, skips: Skips) -> tuple[list[dict], list[ImageLocation]]:
+    """The usable samples of `spec`'s WebDataset shards (indexed through `shards`): records that pass
+    `check`, with a unique id and an image member; the counts are compared with the shards' listing."""
+    records: list[dict] = []
+    images: list[ImageLocation] = []
+    seen: set = set()
+    tars = expand_shards(spec)
+    listed = _listed_sizes(spec, tars)
+    for tar in tars:
+        for rec, loc, slim in shards.samples(tar):
+            where = f"{tar}: record {rec.get('id')!r}"
+            try:
+                check(rec)
+            except RecordError as e:
+                skips.handle(where, str(e))
+                continue
+            if rec["id"] in seen:
+                skips.handle(where, "duplicate 'id'")
+                continue
+            if loc is None:
+                skips.handle(where, "the sample has no image member")
+                continue
+            seen.add(rec["id"])
+            records.append(rec if slim else slim_record(rec))
+            images.append(loc)
+    if listed is not None:
+        _compare_sizes(listed, {os.path.basename(tar): len(shards.samples(tar)) for tar in tars})
+    return records, images
 
 
 def _listed_sizes(spec: str, tars: list[str]) -> tuple[Path, dict] | None:
