@@ -155,30 +155,40 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable
         return result
 
     def check_and_call(*args, **kwargs):
-        from pydantic import ValidationError
-
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:  # an unknown keyword, a missing argument: Python's own TypeError, raised by the call
             return fn(*args, **kwargs)
-        given = dict(bound.arguments)
-        for name, p in signature.parameters.items():
-            if p.kind is inspect.Parameter.VAR_KEYWORD:
-                given.update(given.pop(name, {}))
-        for name, value in given.items():
+        for name, value in _given(signature, bound).items():
             if name not in checks() or (config and isinstance(value, config())):  # train(TrainConfig(...)): checked whole
                 continue
-            adapter, flag, words, takes_str = checks()[name]
-            if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
-                raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
-            try:
-                adapter.validate_python(value)
-            except ValidationError as e:
-                wrong_type = any(err["type"].endswith("_type") for err in e.errors())
-                raise MosaicError(f"{flag} {value!r}: must be {words}" + (f", not {type(value).__name__}" if wrong_type else "")) from None
+            _check_value(value, *checks()[name])
         return fn(*args, **kwargs)
 
     return checked
+
+
+def _given(signature: inspect.Signature, bound: inspect.BoundArguments) -> dict:
+    """The arguments as given, the **settings spread out: each setting is checked as its own flag."""
+    given = dict(bound.arguments)
+    for name, p in signature.parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            given.update(given.pop(name, {}))
+    return given
+
+
+def _check_value(value, adapter, flag: str, words: str, takes_str: bool) -> None:
+    """MosaicError naming `flag` when `value` does not fit its type (`adapter`, strict): one line in
+    the words of the flag's bounds, as the command line's own errors are, not pydantic's report."""
+    from pydantic import ValidationError
+
+    if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
+        raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
+    try:
+        adapter.validate_python(value)
+    except ValidationError as e:
+        wrong_type = any(err["type"].endswith("_type") for err in e.errors())
+        raise MosaicError(f"{flag} {value!r}: must be {words}" + (f", not {type(value).__name__}" if wrong_type else "")) from None
 
 
 def _options(tp) -> tuple:
