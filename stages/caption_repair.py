@@ -497,39 +497,55 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
     verb or copula, as the caption words them (the verb, then its spatial phrase)."""
     found = []
     for tok in g.doc:
-        dep, pos = tok.dep_, tok.pos_
-        if pos == "VERB" and dep != "amod":
-            for c in tok.children:
-                if c.dep_ == "dobj":
-                    found += [(s, [tok.lower_], o) for s in _subjects(tok) for o in _objects(c)]
-        if pos != "ADP" or dep not in ("prep", "agent"):
-            continue
-        read = _prepositional(tok)
-        if read is None:
-            continue
-        words, obj = read
-        gov = tok.head
-        if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
-            words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
-        if gov.pos_ == "VERB" and gov.dep_ != "amod":
-            # the verb is part of the relation unless it has an object of its own ("a man plays tennis
-            # in front of an audience": man "in front of" audience) or only frames ("is shown in")
-            if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
-                words = [gov.lower_, *words]
-        elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
-            continue
-        subjects = _subjects(gov)
-        dobjs = [d for c in gov.children if c.dep_ == "dobj" for d in _objects(c)]
-        if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
-            # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
-            found += [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
-        elif gov.pos_ == "VERB" and dobjs and dobjs[0].i < tok.i and tok.lower_ in PATH_PREPOSITIONS:
-            # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
-            found += [(dobjs[0], words, o) for o in _objects(obj)]
-        elif obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
-            found += [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
-        else:
-            found += [(s, words, o) for s in subjects for o in _objects(obj)]
+        if tok.pos_ == "VERB" and tok.dep_ != "amod":
+            found += _verb_objects(tok)
+        if tok.pos_ == "ADP" and tok.dep_ in ("prep", "agent"):
+            found += _preposition_relations(tok)
+    return _between_entities(g, found) + _possessives(g) + _trailing_spatial_words(g)
+
+
+def _verb_objects(verb) -> list[tuple[object, list[str], object]]:
+    """(subject token, [verb], object token) for each direct object of `verb`: "a man rides a horse"."""
+    found = []
+    for c in verb.children:
+        if c.dep_ == "dobj":
+            found += [(s, [verb.lower_], o) for s in _subjects(verb) for o in _objects(c)]
+    return found
+
+
+def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
+    """(subject token, words, object token) for preposition `prep` under a verb or copula; none when it
+    hangs off anything else (a noun's: "a man with a hat")."""
+    read = _prepositional(prep)
+    if read is None:
+        return []
+    words, obj = read
+    gov = prep.head
+    if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
+        words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
+    if gov.pos_ == "VERB" and gov.dep_ != "amod":
+        # the verb is part of the relation unless it has an object of its own ("a man plays tennis
+        # in front of an audience": man "in front of" audience) or only frames ("is shown in")
+        if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
+            words = [gov.lower_, *words]
+    elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
+        return []
+    subjects = _subjects(gov)
+    dobjs = [d for c in gov.children if c.dep_ == "dobj" for d in _objects(c)]
+    if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
+        # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
+        return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
+        # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
+        return [(dobjs[0], words, o) for o in _objects(obj)]
+    if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
+        return [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
+    return [(s, words, o) for s in subjects for o in _objects(obj)]
+
+
+def _between_entities(g: _Graph, found: list[tuple[object, list[str], object]]) -> list[tuple[int, str, int]]:
+    """The token triples as (entity, words, entity), adding an entity for each subject noun not yet
+    one; pronouns without an entity and a relation of an entity with itself are dropped."""
     for s, _, _ in found:  # first every new entity (adding one renumbers those after it), then the indices
         if s.pos_ != "PRON" and _entity_of(g, s) is None:
             _new_entity(g, s)
@@ -538,7 +554,7 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
         ks, ko = _entity_of(g, s), _entity_of(g, o)
         if ks is not None and ko is not None and ks != ko:
             out.append((ks, " ".join(words), ko))
-    return out + _possessives(g) + _trailing_spatial_words(g)
+    return out
 
 
 def _trailing_spatial_words(g: _Graph) -> list[tuple[int, str, int]]:

@@ -355,43 +355,67 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
 
 
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
-    """Append to `pools` the drafts of every negative the three transforms make of one positive."""
+    """Append to `pools` the drafts of every negative the three transforms make of one positive. The
+    helpers run in a fixed order: each draws from the record's one random stream."""
     objects, relations = sg["objects"], sg["relations"]
-    vocab = sampler.vocab
     if len(objects) == 1 and not relations:
-        category, transform = "obj", "f_obj"
+        _attribute_drafts(index, "obj", "f_obj", objects, sampler, pools["obj"])
     elif len(objects) == 2 and len(relations) == 1:
-        category, transform = "attr", "f_attr:replace"
-        s, o = objects
-        if not sampler.type_aware:  # the paper: the two attribute lists swapped
-            if s["attributes"] != o["attributes"]:
-                before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
-                pools["attr"].append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
-        elif not (s["lemma"] == o["lemma"] and vocab.is_symmetric(relations[0]["relation"], s["lemma"], o["lemma"])):
-            # "the smaller giraffe next to the larger giraffe" swapped says the same
-            for j, k in _attribute_swaps(s, o, vocab):
-                a, b = s["attributes"][j], o["attributes"][k]
-                pools["attr"].append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
-    else:
-        return
-    pool = pools[category]
-    for i, obj in enumerate(objects):  # f_obj, f_attr:replace: each attribute in turn
+        _attribute_swap_drafts(index, objects, relations[0], sampler, pools["attr"])
+        _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"])
+        _relation_drafts(index, objects, relations[0], sampler, pools["rel"])
+
+
+def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:
+    """f_attr:swap of a two-object positive: the paper's swap of the two attribute lists, or (type-aware)
+    one swap per pair of same-category attributes (_attribute_swaps)."""
+    s, o = objects
+    vocab = sampler.vocab
+    if not sampler.type_aware:  # the paper: the two attribute lists swapped
+        if s["attributes"] != o["attributes"]:
+            before = f"{' '.join(s['attributes'])}|{' '.join(o['attributes'])}"
+            pool.append((index, "attr", "f_attr:swap", "attributes", before, ("swap_attributes",)))
+    elif not (s["lemma"] == o["lemma"] and vocab.is_symmetric(rel["relation"], s["lemma"], o["lemma"])):
+        # "the smaller giraffe next to the larger giraffe" swapped says the same
+        for j, k in _attribute_swaps(s, o, vocab):
+            a, b = s["attributes"][j], o["attributes"][k]
+            pool.append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
+
+
+def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
+                      pool: list[_Draft]) -> None:
+    """f_obj, f_attr:replace: each attribute of each object replaced in turn."""
+    for i, obj in enumerate(objects):
         attributes = obj["attributes"]
         for j, attr in enumerate(attributes):
             new = sampler.attribute(attr, set(attributes), obj["lemma"])
             if new is not None:
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
-    if category == "obj":
-        return
 
-    pool = pools["rel"]
-    rel = relations[0]
+
+def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:
+    """The f_rel transforms of a two-object positive: the objects swapped, each object replaced, the
+    relation replaced, a third object joined."""
+    vocab = sampler.vocab
     si, oi = rel["subject"], rel["object"]
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
     if (not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])  # "a cat next to a dog" swapped says the same
             and (not sampler.type_aware or plausible_swap(vocab, rel["relation"], objects[si]["lemma"], objects[oi]["lemma"]))):
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
     lemmas = {x["lemma"] for x in objects}
+    _object_replacement_drafts(index, objects, rel, lemmas, sampler, pool)
+    new = sampler.relation(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
+    if new is not None:
+        pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
+    _join_draft(index, objects, lemmas, sampler, pool)
+
+
+def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemmas: set[str], sampler: _Sampler,
+                               pool: list[_Draft]) -> None:
+    """f_rel:replace_object: each object replaced in turn; `seen` lets the sampler ask whether the
+    vocabulary has the new object in this relation with the other one."""
+    vocab = sampler.vocab
+    si, oi = rel["subject"], rel["object"]
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()
     for i, node in enumerate(objects):
         if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS:
@@ -405,12 +429,13 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
         new = sampler.object(node["lemma"], lemmas, node["attributes"], seen)
         if new is not None:
             pool.append((index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
-    new = sampler.relation(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
-    if new is not None:
-        pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
+
+
+def _join_draft(index: int, objects: list[dict], lemmas: set[str], sampler: _Sampler, pool: list[_Draft]) -> None:
+    """f_rel:join: a third, attributed object tied to one of the two through a relation."""
     if not sampler.type_aware:
         # the paper's join: a random attributed object, tied to one of the two through a random relation
-        rng = sampler.rng
+        vocab, rng = sampler.vocab, sampler.rng
         noun, attribute = rng.choice(vocab.object_names), rng.choice(vocab.attribute_names)
         anchor, edge = sampler.below(2), rng.choice(vocab.relation_names)
         pool.append((index, "rel", "f_rel:join", "relations[1]", None, ("join", noun, attribute, anchor, edge)))
@@ -534,7 +559,6 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
 def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, doc=None) -> list[dict]:
     """Caption-level negatives in a fixed order: negclip, replace, shuffle, order; each distinct
     from the caption and from each other after `normalize_text`."""
-    from mosaictool.perturb import ORDER_FUNCTIONS
     from mosaictool.stages import text_negatives as tn
 
     caption = record[text_key]
@@ -553,14 +577,32 @@ def text_negatives(record: dict, vocab, *, methods, seed: int, text_key: str, do
             made.append(("shuffle:bigram", "text", None, None, None, text))
     original = normalize_text(caption)
     if "order" in methods:
-        for transform, fn in ORDER_FUNCTIONS.items():
-            source = doc if transform in ("order:nouns_adj", "order:allbut_nouns_adj") else caption
-            rng = record_rng(seed, rid, transform)
-            for _ in range(ORDER_TRIES):  # a draw can give the caption back (two nouns: one time in two)
-                text = fn(source, rng)
-                if normalize_text(text) != original:
-                    made.append((transform, "text", None, None, None, text))
-                    break
+        made += _order_negatives(caption, doc, original, seed, rid)
+    return _distinct_texts(made, original, caption_index)
+
+
+def _order_negatives(caption: str, doc, original: str, seed: int, rid) -> list[tuple]:
+    """ARO's word-order perturbations (Yuksekgonul et al. 2023, Table 1), each redrawn until it differs from the
+    caption (`original`, normalized), or left out after ORDER_TRIES draws."""
+    from mosaictool.perturb import ORDER_FUNCTIONS
+
+    made = []
+    for transform, fn in ORDER_FUNCTIONS.items():
+        source = doc if transform in ("order:nouns_adj", "order:allbut_nouns_adj") else caption
+        rng = record_rng(seed, rid, transform)
+        for _ in range(ORDER_TRIES):  # a draw can give the caption back (two nouns: one time in two)
+            text = fn(source, rng)
+            if normalize_text(text) != original:
+                made.append((transform, "text", None, None, None, text))
+                break
+    return made
+
+
+def _distinct_texts(made: list[tuple], original: str, caption_index: int | None) -> list[dict]:
+    """The text negatives as records, in order, dropping any equal (after `normalize_text`) to the
+    caption, to an earlier one, or empty: the same negative twice says nothing new."""
+    from mosaictool.stages import text_negatives as tn
+
     seen = {original}
     out = []
     for transform, category, slot, before, after, text in made:

@@ -23,6 +23,7 @@ processes), so they equal one-at-a-time parsing, only faster.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import sys
 from collections import deque
@@ -142,13 +143,16 @@ def merge_spatial_compounds(graph: dict) -> dict:
 
 # --- worker processes -------------------------------------------------------------------------
 
-_WORKER: tuple | None = None  # (model name, nlp, graph builder) of this process
+@functools.lru_cache(maxsize=1)
+def _pipeline(model: str) -> tuple:
+    """spaCy's `model` and a graph builder, loaded once per process: one model kept, a parse with
+    another replaces it. Forked workers inherit the parent's cached pipeline and load nothing."""
+    return load_nlp(model), _GraphBuilder()
 
 
 def _init_worker(model: str) -> None:
-    global _WORKER
-    if _WORKER is None or _WORKER[0] != model:  # forked workers inherit the parent's pipeline
-        _WORKER = (model, load_nlp(model), _GraphBuilder())
+    """Pool initializer: the pipeline is ready before the first batch (spawned workers load it here)."""
+    _pipeline(model)
 
 
 def repaired(graph: dict, doc, repairs: frozenset[str]) -> dict:
@@ -185,9 +189,10 @@ def doc_tokens(doc, model: str) -> dict:
     return {"model": model, **{name: list(values) for name, values in zip(("words", "spaces", "tags", "pos", "deps", "heads"), columns)}}
 
 
-def _parse_texts(texts: list[str], batch_size: int, repairs: frozenset[str] = frozenset(REPAIRS), tokens: bool = False) -> list[dict]:
+def _parse_texts(texts: list[str], batch_size: int, model: str, repairs: frozenset[str] = frozenset(REPAIRS),
+                 tokens: bool = False) -> list[dict]:
     """The fields parse adds for each text: `graph`, and with `tokens` the Doc's `tokens`."""
-    model, nlp, builder = _WORKER
+    nlp, builder = _pipeline(model)
     docs = nlp.pipe(texts, batch_size=batch_size)
     if not tokens:
         return [{"graph": repaired(builder.graph(doc), doc, repairs)} for doc in docs]
@@ -226,7 +231,7 @@ def parse(
     if workers <= 1:
         for batch in batches:
             texts = known.new_texts(batch, text_key)
-            known.add(texts, _parse_texts(texts, batch_size, chosen, tokens))
+            known.add(texts, _parse_texts(texts, batch_size, name, chosen, tokens))
             yield from known.merge(batch, text_key)
         return
 
@@ -238,7 +243,7 @@ def parse(
         pending: deque = deque()
         for batch in batches:
             texts = known.new_texts(batch, text_key)  # also not those of the batches in flight
-            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, chosen, tokens))))
+            pending.append((batch, texts, pool.apply_async(_parse_texts, (texts, batch_size, name, chosen, tokens))))
             if len(pending) >= window:
                 batch, texts, result = pending.popleft()
                 known.add(texts, result.get())
