@@ -116,7 +116,7 @@ def _raw_records(path: str, fields=None) -> Iterator[tuple[str, int, Any, str | 
     from mosaictool import sources
 
     if sources.kind(path):
-        yield from sources.raw_records(path, fields or sources.Fields())
+        yield from sources.raw_records(path, fields or sources.Fields(), _raw_records)
         return
     name = display_name(path)
     stream = _open_binary_in(path)

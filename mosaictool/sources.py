@@ -37,7 +37,7 @@ import os
 import posixpath
 import tarfile
 import zlib
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -128,27 +128,26 @@ def input_files(path: str) -> list[str]:
     return expand(path)
 
 
-def raw_records(path: str, fields: Fields) -> Iterator[Raw]:
-    """The raw records of a tar spec, of several JSONL files, or of CSV/TSV or Parquet files (one, or a
-    pattern of them: 🤗's `data/train-*.parquet`), see the module's docstring."""
+def raw_records(path: str, fields: Fields, jsonl_file: Callable[[str], Iterator[Raw]]) -> Iterator[Raw]:
+    """The raw records of a tar spec, of several JSONL files (each read by `jsonl_file`: mosaictool.io's
+    reader, passed down so that io uses this module and not the other way round), or of CSV/TSV or
+    Parquet files (one, or a pattern of them: 🤗's `data/train-*.parquet`), see the module's docstring."""
     what = kind(path)
     if what == "tar":
         return _tars(path, fields)
     if what == "jsonl":
-        return _jsonl_files(input_files(path))
+        return _jsonl_files(input_files(path), jsonl_file)
     return _tables(input_files(path), _parquet if what == "parquet" else _delimited, fields)
 
 
-def _jsonl_files(files: list[str]) -> Iterator[Raw]:
-    """The records of several JSONL files in turn (io reads each), numbered on from one file to the
-    next (so that --assign-ids numbers stay unique)."""
-    from mosaictool.io import _raw_records
-
+def _jsonl_files(files: list[str], jsonl_file: Callable[[str], Iterator[Raw]]) -> Iterator[Raw]:
+    """The records of several JSONL files in turn, numbered on from one file to the next (so that
+    --assign-ids numbers stay unique)."""
     before = 0
     for path in files:
         check_input_file(path)
         last = 0
-        for where, last, value, error in _raw_records(path):
+        for where, last, value, error in jsonl_file(path):
             yield where, before + last, value, error
         before += last
 

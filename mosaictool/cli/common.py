@@ -57,13 +57,14 @@ AssignIdsOpt = Annotated[
 ]
 
 
-def config_options(config: type, *, unset: bool = False) -> list[inspect.Parameter]:
+def config_options(config: type, *, unset: bool = False, helps: dict[str, str] | None = None) -> list[inspect.Parameter]:
     """One keyword parameter, a typer option, per flag field of a config dataclass (TrainConfig,
     DemoConfig; made with training.config.setting), in the fields' order: its flag --NAME-WITH-DASHES
     (a switch: and --no-NAME) or its `flags`, its help, its metavar, and the field's default (`text`,
     the flag's form, where it has one). `unset`: every flag without a `text` defaults to None (a
     switch to off), "not given", for a preset to fill in. Bounds are the config's, checked with its
-    own messages when the config is built (records.check_flags)."""
+    own messages when the config is built (records.check_flags). `helps`: a field's help made by the
+    command (DemoConfig's --experiment lists the experiment registry, which itself imports the config)."""
     from mosaictool.training.config import flag_fields
 
     hints = typing.get_type_hints(config)  # without Annotated: the plain type the flag parses
@@ -84,7 +85,7 @@ def config_options(config: type, *, unset: bool = False) -> list[inspect.Paramet
             default = False if tp is bool else None
         dash = f.name.replace("_", "-")
         decl = meta.get("flags") or ((f"--{dash}/--no-{dash}",) if tp is bool else ())
-        help_text = meta["help"]() if callable(meta["help"]) else meta["help"]
+        help_text = (helps or {}).get(f.name) or meta["help"]
         option = typer.Option(*decl, help=help_text, metavar=meta.get("metavar"))
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[Optional[tp] if default is None else tp, option]))

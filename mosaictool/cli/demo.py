@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
     import functools
     import inspect
 
+    from mosaictool.demo import experiments
     from mosaictool.demo.config import DemoConfig
 
     @functools.wraps(demo_cli)
@@ -76,7 +77,7 @@ def register(app: typer.Typer) -> None:
         return demo_cli(**kwargs)
 
     # DemoConfig's flag fields (setting(): help, bounds), each None unless given: the preset fills them in
-    settings = config_options(DemoConfig, unset=True)
+    settings = config_options(DemoConfig, unset=True, helps={"experiments": experiments.help_text()})
     own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(demo_cli, eval_str=True).parameters.values()
            if p.kind is not inspect.Parameter.VAR_KEYWORD]
     command.__signature__ = inspect.Signature(settings[:3] + own + settings[3:])  # --preset after --out, --cache-dir, --quick

@@ -67,12 +67,6 @@ FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
 
 
-def _experiments_help() -> str:
-    from mosaictool.demo import experiments
-
-    return experiments.help_text()
-
-
 @dataclass
 class DemoConfig:
     """The demo's settings. The flags of `mosaictool demo` are made from the fields made with a help
@@ -138,7 +132,8 @@ class DemoConfig:
                                   'Yuksekgonul et al. 2023, App. C.3).', flags=("--select-on-val",))
     select_lrs: tuple[PositiveNumber, ...] = setting(SELECT_LRS, flag=False)
     # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
-    experiments: tuple[str, ...] = setting((), _experiments_help, flags=("--experiment", "-x"), metavar="NAME")
+    experiments: tuple[str, ...] = setting((), "After the table, also run this experiment (repeat for several); `mosaictool demo --help` "
+                                           "lists them.", flags=("--experiment", "-x"), metavar="NAME")
     # --experiment teach: fine-tuning steps and lr from the base that must be taught (None: the table's lr);
     # chosen on world 0's val: the most found to teach on 2 cores (docs/results.md)
     teach_steps: AtLeastOne = setting(1500, '--experiment teach: fine-tuning steps from the base that knows no arrangement (default 1500; '

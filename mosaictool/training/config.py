@@ -32,8 +32,8 @@ OPTIMIZERS = ("adamw", "sgd")
 def setting(default=dataclasses.MISSING, help=None, *, factory=dataclasses.MISSING, flag: bool = True, text: str | None = None,
             path: bool = False, flags: tuple[str, ...] = (), metavar: str | None = None):
     """A field of a config dataclass (TrainConfig, DemoConfig) with what its command and API function
-    show of it: `help`, the flag's help (a function for one made when asked; None: the option every
-    command shares, mosaictool.cli.common's); `flag=False`: no flag of its own (set by recipes, the
+    show of it: `help`, the flag's help (None: the option every command shares, mosaictool.cli.common's;
+    a command may word it itself: config_options' `helps`); `flag=False`: no flag of its own (set by recipes, the
     method's own flags or the code); `text`: the flag's form of the default (crop_scale's "0.8,1");
     `path`: a file or folder, which the API also takes as an os.PathLike; `flags`: the flag's
     spellings where they are not --NAME-WITH-DASHES (and its --no- form for a switch); `metavar`: its
