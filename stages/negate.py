@@ -29,7 +29,9 @@ Type-aware (the default), a replacement contradicts the word it replaces and fit
 (`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
 marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
 relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
-well); a word the vocabulary does not know is left alone. With `type_aware=False` replacements come
+well; a posture relation, "sitting on" -> "standing on", only for a person or an animal); a word the
+vocabulary does not know is left alone, but for a compound noun read by its last word (`compound_head`).
+With `type_aware=False` replacements come
 from the whole vocabulary (the paper's uniform sampling). Either way a replacement is never from the
 word's synonym group, its hypernyms or its hyponyms (`Vocab.unsafe`: "star" -> "shape", "diamond"
 -> "rhombus", "above" -> "over" would not be false). Then categories are
@@ -220,7 +222,8 @@ class _Sampler:
     well); one that can describe the object at all (`Vocab.applies`: no "brand new" kid, no
     "burgundy" dog); never a synonym, hypernym or hyponym (`Vocab.unsafe`), nor a noun sharing a
     word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
-    after undoing its inflection (`Vocab.known`), is left alone. Where the vocabulary has corpus
+    after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
+    last word (`compound_head`). Where the vocabulary has corpus
     co-occurrence counts (`vocab build`), a replacement seen with the object is drawn, and an unseen
     one only at `unseen_rate`."""
 
