@@ -29,7 +29,9 @@ Type-aware (the default), a replacement contradicts the word it replaces and fit
 (`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
 marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
 relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
-well); a word the vocabulary does not know is left alone. With `type_aware=False` replacements come
+well; a posture relation, "sitting on" -> "standing on", only for a person or an animal); a word the
+vocabulary does not know is left alone, but for a compound noun read by its last word (`compound_head`).
+With `type_aware=False` replacements come
 from the whole vocabulary (the paper's uniform sampling). Either way a replacement is never from the
 word's synonym group, its hypernyms or its hyponyms (`Vocab.unsafe`: "star" -> "shape", "diamond"
 -> "rhombus", "above" -> "over" would not be false). Then categories are
@@ -101,6 +103,35 @@ FREE_SWAP_RELATIONS = frozenset({
 })
 ANIMATE = frozenset({"person", "animal"})
 AGENTIVE_TYPES = frozenset({"handling", "motion", "pose"})
+
+
+# Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
+# in groups whose compounds mostly are their head and whose members replace each other plausibly ("a lunch
+# box" -> "a bowl", "a cargo van" -> "a taxi"): a compound on an animal, person, body part or place head is
+# often something else ("teddy bear", "baseball bat", "computer mouse", "snow man", "kitchen island"), as it
+# is for these heads ("stove top", "tank top") and after these first words ("toy car", "teddy bear").
+COMPOUND_HEAD_GROUPS = frozenset({
+    "vehicle", "furniture", "kitchenware", "electronics", "food", "drink", "building", "building_part", "bathroom",
+    "clothing", "plant",
+})
+NOT_A_HEAD = frozenset({"top"})
+NOT_THE_HEAD = frozenset({"toy", "stuffed", "teddy", "hot", "model", "fake", "cartoon", "statue", "play", "miniature"})
+
+
+def compound_head(vocab, lemma: str) -> str | None:
+    """The vocabulary's name for the last word of an unknown compound noun when the compound is a kind of
+    it ("computer desk" -> "desk", "lunch box" -> "box"): a type-aware replacement then takes the whole
+    compound's place ("a computer desk with two monitors" -> "a bench with two monitors"), as a replacement
+    of a listed noun does. None for a single word, a head the vocabulary does not know or whose group is
+    not in `COMPOUND_HEAD_GROUPS`, a head of `NOT_A_HEAD`, or one after a word of `NOT_THE_HEAD`."""
+    words = lemma.lower().split()
+    if len(words) < 2 or words[-1] in NOT_A_HEAD or NOT_THE_HEAD.intersection(words[:-1]):
+        return None
+    head = vocab.known("objects", words[-1])
+    if head is None:
+        return None
+    group = vocab.objects.get(head) or vocab.objects.get(vocab.head("objects", head))  # a synonym takes its head's group
+    return head if group in COMPOUND_HEAD_GROUPS else None
 
 
 def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
@@ -191,7 +222,8 @@ class _Sampler:
     well); one that can describe the object at all (`Vocab.applies`: no "brand new" kid, no
     "burgundy" dog); never a synonym, hypernym or hyponym (`Vocab.unsafe`), nor a noun sharing a
     word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
-    after undoing its inflection (`Vocab.known`), is left alone. Where the vocabulary has corpus
+    after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
+    last word (`compound_head`). Where the vocabulary has corpus
     co-occurrence counts (`vocab build`), a replacement seen with the object is drawn, and an unseen
     one only at `unseen_rate`."""
 
@@ -252,11 +284,11 @@ class _Sampler:
         lemma = lemma.lower()
         if not self.type_aware:
             return self._uniform(v.object_names, exclude | v.unsafe("objects", lemma) | {lemma})
-        name = v.known("objects", lemma)
+        name = v.known("objects", lemma) or compound_head(v, lemma)
         if name is None or v.is_general("objects", name):  # "food" -> "noodle" would hold
             return None
         exclude = exclude | v.unsafe("objects", name) | {lemma, name}
-        words = set(name.split())
+        words = set(lemma.split())
         group = self._kind("objects", name)
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
         pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
@@ -269,7 +301,8 @@ class _Sampler:
         if not self.type_aware:
             return self._uniform(v.relation_names, set(v.unsafe("relations", current)) | {current})
         name = v.known("relations", current)
-        if name is None:
+        if name is None or (subj and v.category(name.split()[0]) == "posture" and v.object_kind(subj) not in ANIMATE):
+            # a thing "sits on" or "stands on" a table alike: only a person's or animal's posture contradicts another
             return None
         kind = self._kind("relations", name)
         exclude = set(v.unsafe("relations", name)) | {current, name}

@@ -19,6 +19,7 @@ from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
     _Sampler,
+    compound_head,
     graph_candidates,
     graph_negatives,
     negate,
@@ -657,3 +658,89 @@ def test_bad_tokens_are_one_line_naming_the_field(change, message, tmp_path):
     path.write_text(json.dumps({**record, "tokens": tokens}) + "\n")
     result = runner.invoke(app, ["negate", str(path), "-o", str(tmp_path / "out.jsonl")])
     assert result.exit_code == 1 and f"in.jsonl:1: {message}" in result.output and not (tmp_path / "out.jsonl").exists()
+
+
+# --- real COCO captions (SugarCrepe) that had no graph negative: compounds, postures, sex, eaten -----------------
+
+
+def _candidates(sg, seeds=range(12)):
+    """Every (transform, slot, from, to) the type-aware transforms draw for `sg` over a few seeds."""
+    out = set()
+    for seed in seeds:
+        for pool in graph_candidates(1, sg, _Sampler(VOCAB, random.Random(seed), True)).values():
+            out |= {(c["transform"], c["slot"], c["from"], c["to"]) for c in pool}
+    return out
+
+
+@pytest.mark.parametrize(("caption", "subject", "obj", "relation", "group"), [
+    ("A computer desk with two monitors and a laptop.", "computer desk", "laptop", "with", "furniture"),
+    ("A lunch box with a sandwich, carrots, salad and a muffin.", "lunch box", "sandwich", "with", "kitchenware"),
+    ("A cargo van with a chip sign is parked in the lot.", "cargo van", "lot", "parked in", "vehicle"),
+    ("A dinner plate with beans, bones, and veggies.", "dinner plate", "bean", "with", "kitchenware"),
+    ("A church steeple is shown amidst telephone wires and lights.", "church steeple", "light", "amidst", "building"),
+])
+def test_an_unknown_compound_is_replaced_whole_by_its_heads_group(caption, subject, obj, relation, group):
+    sg = rel_graph(node(subject), node(obj), relation)
+    subjects = {to for t, slot, _, to in _candidates(sg) if t == "f_rel:replace_object" and slot == "objects[0].noun"}
+    assert subjects, caption
+    for new in subjects:  # a whole object of the head's group, sharing no word with the compound
+        assert VOCAB.group(new) == group and set(new.split()).isdisjoint(subject.split()), (caption, new)
+
+
+@pytest.mark.parametrize("lemma", [
+    "baseball bat",    # "a blurry photo of a baseball player holding a bat": an animal head, another sense
+    "computer mouse",  # "Person holding ... while using a computer mouse"
+    "toy bear",        # "Stuffed toy bear with rubber green turtle displayed next to chair."
+    "kitchen island",  # "A kitchen island has a farmhouse sink on it.": a place head
+    "stove top",       # "A woman makes eggs on the stove top.": "top" names no garment here
+    "kite surfer",     # "A kite surfer gets high in the air ...": persons give antonyms only
+    "desk",            # a single word is no compound
+])
+def test_compounds_that_are_not_their_head_are_not_read_by_it(lemma):
+    assert compound_head(VOCAB, lemma) is None
+    assert compound_head(VOCAB, "computer desk") == "desk" and compound_head(VOCAB, "lunch box") == "box"
+
+
+def test_a_kitchen_island_keeps_its_open_object_and_gets_no_replacement():
+    # "A kitchen island has a farmhouse sink on it.": the island is no landscape, the sink is under "has"
+    sg = rel_graph(node("kitchen island"), node("farmhouse sink"), "has")
+    assert not {c for c in _candidates(sg) if c[0] == "f_rel:replace_object"}
+
+
+@pytest.mark.parametrize(("caption", "attribute", "noun", "expected"), [
+    ("A female skier stops and poses for a picture", "female", "skier", {"male"}),
+    ("A male skater jumps in the air at a skate park.", "male", "skater", {"female"}),
+    ("A photograph portrait of a male teen in coat and tie.", "male", "teen", {"female"}),
+    ("A person is holding up a half eaten pastry.", "half eaten", "pastry", {"whole"}),
+    ("A partially-eaten pastry, a glass Arizona tea and another piece of pastry.", "partially-eaten", "pastry", {"whole"}),
+    ("A group of people standing around holding Nintendo Wii controllers.", "standing around", "people", {"sitting", "lying"}),
+])
+def test_attributes_of_real_captions_get_their_contradiction(caption, attribute, noun, expected):
+    sg = {"kind": "object", "text": None, "objects": [node(noun, [attribute])], "relations": []}
+    assert {to for t, _, _, to in _candidates(sg) if t == "f_obj"} == expected, caption
+
+
+def test_uncooked_is_raw_and_never_replaced_by_it():
+    # "A close up of a bowl of uncooked rice and a jar of oil."
+    sg = {"kind": "object", "text": None, "objects": [node("rice", ["uncooked"])], "relations": []}
+    drawn = {to for t, _, _, to in _candidates(sg) if t == "f_obj"}
+    assert drawn and "raw" not in drawn and all(VOCAB.category(a) == "cooking" for a in drawn)
+
+
+@pytest.mark.parametrize(("caption", "subject", "obj", "relation", "expected"), [
+    ("A person is sitting with their dog watching tv.", "person", "dog", "sitting with", "standing with"),
+    ("A black and white image of people sitting near a santa", "people", "santa", "sitting near", "standing near"),
+    ("A group of people that are standing near a tennis net.", "people", "tennis net", "standing near", "sitting near"),
+    ("three people standing near one another with an umbrella", "people", "umbrella", "standing with", "sitting with"),
+])
+def test_a_persons_posture_in_a_relation_is_contradicted(caption, subject, obj, relation, expected):
+    sg = rel_graph(node(subject), node(obj), relation)
+    assert {to for t, _, _, to in _candidates(sg) if t == "f_rel:replace_relation"} == {expected}, caption
+
+
+def test_a_things_posture_is_not_contradicted():
+    # "One apple and several oranges sit in a bowl.": oranges "standing in" a bowl would hold as well
+    sg = rel_graph(node("oranges", lemma="orange", plural=True), node("bowl"), "sit in")
+    assert not {c for c in _candidates(sg) if c[0] == "f_rel:replace_relation"}
+    cat = _candidates(rel_graph(node("cat"), node("bowl"), "sit in"))
+    assert {c[3] for c in cat if c[0] == "f_rel:replace_relation"} == {"standing in"}
