@@ -1,9 +1,12 @@
-"""Helpers the test modules share: records as JSONL text, the command run in this process, and the
-check of a refused command (exit 1, one `Error:` line naming what was wrong, no traceback)."""
+"""Helpers the test modules share: records as JSONL text and back, a folder's contents to compare
+before and after, the command run in this process, and the check of a refused command (exit 1, one
+`Error:` line naming what was wrong, no traceback)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -15,6 +18,19 @@ runner = CliRunner()
 def jsonl(*records) -> str:
     """The records as JSONL text, one a line."""
     return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def read_jsonl(path) -> list:
+    """The records of a JSONL file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def snapshot(folder) -> dict[str, str]:
+    """Every file under `folder` (hidden temp files included) -> its content hash; folders as "<dir>"."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
+        for p in sorted(Path(folder).rglob("*"))
+    }
 
 
 def invoke(args, input: str | bytes | None = None):

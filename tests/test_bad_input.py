@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -57,19 +56,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke, jsonl
+from helpers import invoke, jsonl, snapshot
 from helpers import refused as assert_refused
 from train_fixtures import write_tiny_model
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (hidden temp files included) -> its content hash."""
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
-        for p in sorted(Path(folder).rglob("*"))
-    }
 
 
 def assert_ok(result) -> None:

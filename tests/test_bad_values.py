@@ -5,14 +5,13 @@ the flag / file and field, no traceback, the inputs byte-identical, nothing half
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import invoke, refused
+from helpers import invoke, refused, snapshot
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -27,11 +26,6 @@ def refused_leaving_files(folder: Path, args, *needles) -> str:
     line = refused(invoke(args), *map(str, needles))
     assert files() == before
     return line
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
-            for p in sorted(folder.rglob("*"))}
 
 
 # ---- flags ------------------------------------------------------------------------------------------
