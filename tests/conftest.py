@@ -89,6 +89,17 @@ def tiny_worlds(tmp_path_factory):
     return build
 
 
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """The shipped mosaic-tiny model (seed 0) saved once a session as a mosaictool checkpoint, tiny.pt,
+    for the tests that evaluate or score with some model; they read it and write elsewhere."""
+    from mosaictool.model import openclip
+
+    path = tmp_path_factory.mktemp("tiny-checkpoint") / "tiny.pt"
+    openclip.save_checkpoint(path, openclip.create("mosaic-tiny", seed=0))
+    return path
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
