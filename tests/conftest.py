@@ -70,6 +70,36 @@ def real_captions(real_benchmarks) -> list[str]:
     return coco_captions(real_benchmarks)
 
 
+@pytest.fixture(scope="session")
+def tiny_worlds(tmp_path_factory):
+    """make_world's records with images and the tiny model's config, made once a session for each set
+    of arguments: `tiny_worlds(n=12)` -> (captions.jsonl, model config). Several modules train on the
+    same world; they read it and write elsewhere (tmp_path)."""
+    from train_fixtures import make_world, write_tiny_model
+
+    made: dict[tuple, tuple[Path, Path]] = {}
+
+    def build(n: int = 12, **kwargs) -> tuple[Path, Path]:
+        key = (n, *sorted(kwargs.items()))
+        if key not in made:
+            root = tmp_path_factory.mktemp(f"tiny-world-{n}")
+            made[key] = make_world(root, n=n, **kwargs), write_tiny_model(root)
+        return made[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """The shipped mosaic-tiny model (seed 0) saved once a session as a mosaictool checkpoint, tiny.pt,
+    for the tests that evaluate or score with some model; they read it and write elsewhere."""
+    from mosaictool.model import openclip
+
+    path = tmp_path_factory.mktemp("tiny-checkpoint") / "tiny.pt"
+    openclip.save_checkpoint(path, openclip.create("mosaic-tiny", seed=0))
+    return path
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

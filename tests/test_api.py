@@ -19,7 +19,7 @@ import mosaictool
 from mosaictool import api
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
-from train_fixtures import write_tiny_model
+from train_fixtures import weights, write_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTIONS = REPO / "examples" / "captions.jsonl"
@@ -213,9 +213,6 @@ def test_train_wise_ft_evaluate_tree_score_give_the_cli_results(runner, tmp_path
     cli(runner, "train", "--data", "w/train/captions.jsonl", "--out", "runs/cli", *_flags(flags))
     final = mosaictool.train("w/train/captions.jsonl", out="runs/api", **flags)
     assert final == Path("runs/api/final.pt")
-
-    def weights(path) -> dict:
-        return torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
 
     same = weights("runs/cli/final.pt")
     assert all(torch.equal(v, same[k]) for k, v in weights(final).items())

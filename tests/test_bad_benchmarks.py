@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers import jsonl
 from mosaictool.cli import app
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -47,10 +48,6 @@ def js(*entries) -> str:
 
 def obj(**entries) -> str:
     return json.dumps(entries)
-
-
-def jsonl(*records) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 def drop(record: dict, key: str) -> dict:

@@ -13,16 +13,6 @@ import pytest
 
 from test_bad_values import refused_leaving_files as refused
 
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from mosaictool.model import openclip
-
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
-    openclip.save_checkpoint(path, openclip.create("mosaic-tiny", seed=0))
-    return path
-
-
 # ---- evaluate --bench -----------------------------------------------------------------------------------
 
 BENCH = {
@@ -119,8 +109,8 @@ def caps(tmp_path):
 
 @pytest.mark.parametrize("flags, needle", [(["--seed", "-1"], "--seed -1"), (["--limit", "0"], "--limit")],
                          ids=["seed -1", "limit 0"])
-def test_tree_score_bad_numbers(tmp_path, caps, tiny, flags, needle):
-    refused(tmp_path, ["tree-score", caps, "--checkpoint", tiny, "-o", tmp_path / "t.jsonl", "-q", *flags], needle)
+def test_tree_score_bad_numbers(tmp_path, caps, tiny_checkpoint, flags, needle):
+    refused(tmp_path, ["tree-score", caps, "--checkpoint", tiny_checkpoint, "-o", tmp_path / "t.jsonl", "-q", *flags], needle)
 
 
 GOLD = {
@@ -137,10 +127,10 @@ GOLD = {
 
 
 @pytest.mark.parametrize("tree, needle", GOLD.values(), ids=list(GOLD))
-def test_tree_score_bad_gold_trees(tmp_path, caps, tiny, tree, needle):
+def test_tree_score_bad_gold_trees(tmp_path, caps, tiny_checkpoint, tree, needle):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"id": 2, "tree": "(a (red cube))"}) + "\n" + json.dumps({"id": 1, "tree": tree}) + "\n")
-    refused(tmp_path, ["tree-score", caps, "--checkpoint", tiny, "--gold", gold, "-o", tmp_path / "t.jsonl", "-q"],
+    refused(tmp_path, ["tree-score", caps, "--checkpoint", tiny_checkpoint, "--gold", gold, "-o", tmp_path / "t.jsonl", "-q"],
             f"{gold}:2:", "bad gold `tree`", needle)
 
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -56,45 +55,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from mosaictool.cli import app
-from train_fixtures import make_world, write_tiny_model
-
-runner = CliRunner()
-
+from helpers import invoke, jsonl, snapshot
+from helpers import refused as assert_refused
+from train_fixtures import write_tiny_model
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (hidden temp files included) -> its content hash."""
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
-        for p in sorted(Path(folder).rglob("*"))
-    }
-
-
-def jsonl(*records) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
-
-
-def invoke(args: list[str], input: str | bytes | None = None):
-    return runner.invoke(app, [str(a) for a in args], input=input)
-
-
-def assert_refused(result, *needles: str, code: int = 1) -> str:
-    """Exit `code`, one `Error:` line holding every needle, no traceback; returns the line."""
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == code, (result.exit_code, result.stdout[-500:], result.stderr[-2000:])
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    line = lines[0]
-    assert line.startswith("Error: "), line
-    for needle in needles:
-        assert needle in line, (needle, line)
-    return line
 
 
 def assert_ok(result) -> None:
@@ -494,9 +460,9 @@ def _bad_image(kind: str, path: Path, good: bytes) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
+def world(tiny_worlds) -> Path:
     """8 make_world records with images (batch 4: two batches)."""
-    return make_world(tmp_path_factory.mktemp("world"), n=8)
+    return tiny_worlds(n=8)[0]
 
 
 def copy_world(world: Path, case: Case, replace: dict[int, str] | None = None) -> Path:

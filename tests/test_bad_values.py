@@ -5,35 +5,15 @@ the flag / file and field, no traceback, the inputs byte-identical, nothing half
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from mosaictool.cli import app
+from helpers import invoke, refused, snapshot
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-runner = CliRunner()
-
-
-def invoke(args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def refused(result, *needles: str, code: int = 1) -> str:
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == code, (result.exit_code, result.stdout[-300:], result.stderr[-1500:])
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def refused_leaving_files(folder: Path, args, *needles) -> str:
@@ -46,11 +26,6 @@ def refused_leaving_files(folder: Path, args, *needles) -> str:
     line = refused(invoke(args), *map(str, needles))
     assert files() == before
     return line
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "<dir>"
-            for p in sorted(folder.rglob("*"))}
 
 
 # ---- flags ------------------------------------------------------------------------------------------

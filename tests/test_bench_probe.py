@@ -190,12 +190,10 @@ def test_probe_b_unknown_class(tmp_path):
 # --- end to end: build from tiny VG / COCO files, then evaluate --------------------------------------
 
 
-def test_build_then_evaluate(tmp_path):
-    from mosaictool.model.openclip import create, save_checkpoint
+def test_build_then_evaluate(tmp_path, tiny_checkpoint):
     from mosaictool.stages import probe_build as pb
 
-    ckpt = tmp_path / "tiny.pt"
-    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+    ckpt = tiny_checkpoint
     vg = [{"image_id": i, "relationships": [{"predicate": p, "subject": {"name": s}, "object": {"name": o}}]}
           for i, (s, p, o) in enumerate([("man", "riding", "horse"), ("man", "near", "tree"), ("dog", "on", "grass")], 1)]
     (tmp_path / "rel.json").write_text(json.dumps(vg))
@@ -281,11 +279,8 @@ def test_world_probe_b_images(small_world):
 
 
 @pytest.mark.slow
-def test_world_bench_scores_the_probes(small_world, tmp_path):
-    from mosaictool.model.openclip import create, save_checkpoint
-
-    ckpt = tmp_path / "tiny.pt"
-    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+def test_world_bench_scores_the_probes(small_world, tmp_path, tiny_checkpoint):
+    ckpt = tiny_checkpoint
     out = tmp_path / "r.jsonl"
     res = CliRunner().invoke(app, ["evaluate", "--bench", "world:probe_c+probe_b+aro", "-c", str(ckpt), "--data-root",
                                    str(small_world), "-o", str(out)])

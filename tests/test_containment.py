@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 from itertools import combinations
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 from mosaictool import methods
 from mosaictool.model.losses import MultiPositiveContrastiveLoss
 from mosaictool.model.text_ids import text_id
-from train_fixtures import make_world, spawned_rank, write_tiny_model
+from train_fixtures import free_port, spawned_rank
 
 INPUTS = ("img", "pos", "pm", "neg", "nm", "scale", "pos_ids", "neg_ids", "image_keys", "pos_keys", "neg_keys")
 GRAD_KEYS = ("img", "pos", "neg", "scale")
@@ -174,12 +173,6 @@ def test_containment_moves_texts_between_positives_and_denominators():
 # ---- 2 gloo ranks = 1 process ---------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _half(x: dict, rank: int, world: int) -> dict:
     """Rank `rank`'s images and their slots; key rows cut to this half's widest (+ 2 zero columns on
     rank 1), so the ranks' K differ."""
@@ -221,7 +214,7 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Global and --local-loss: the terms averaged over ranks are the 1-process terms; each rank's
     gradients / world size (DDP's average) are the 1-process gradients of its half of the batch."""
     world, out = 2, str(tmp_path / "rank")
-    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, _free_port(), out), nprocs=world)
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, free_port(), out), nprocs=world)
     ranks = [torch.load(f"{out}.{r}") for r in range(world)]
     x = leafs(make_case(3))
     single = run_loss(x)
@@ -247,9 +240,8 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("world")
-    return make_world(root, n=8), write_tiny_model(root)
+def world(tiny_worlds):
+    return tiny_worlds(n=8)
 
 
 def _no_tokens(texts: list[str]) -> torch.Tensor:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.decompose import SAMPLE_WEIGHTS, candidate_subgraphs, decompose, decompose_record, sample_subgraphs
 from mosaictool.stages.subgraph import canonical_key, graph_key, object_node
@@ -40,10 +41,6 @@ def record(rid, entities, relations, caption="a caption"):
 def informative(subgraph):
     """A sub-graph f_obj, f_attr or f_rel can perturb (MosaiCLIP App. B)."""
     return bool(subgraph["relations"]) or any(o["attributes"] for o in subgraph["objects"])
-
-
-def read_jsonl(path):
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
 def test_object_node_reads_number_determiner_and_quantifiers():

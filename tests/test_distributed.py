@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 
 import pytest
@@ -11,15 +10,9 @@ import torch
 
 import clirun
 from clirun import TORCHRUN
-from train_fixtures import make_world, spawned_rank, write_tiny_model
+from train_fixtures import free_port, make_world, spawned_rank, write_tiny_model
 
 METHODS = ("mosaiclip", "negclip")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def first_step(rank: int, world: int, data: str, model_cfg: str, local_loss: bool, method: str) -> dict:
@@ -80,7 +73,7 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
     """Both loss modes (global, --local-loss), MosaiCLIP's multi-positive slots and NegCLIP's hard images."""
     data, model_cfg = make_world(tmp_path, n=8), write_tiny_model(tmp_path)
     out = tmp_path / "ranks.pt"
-    torch.multiprocessing.spawn(spawned_rank, args=(_worker, 2, _free_port(), str(data), str(model_cfg), str(out)), nprocs=2)
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, 2, free_port(), str(data), str(model_cfg), str(out)), nprocs=2)
     results = torch.load(out)
     assert len(results) == 2 * len(METHODS)
     for (method, local_loss), two in results.items():
@@ -99,7 +92,7 @@ def test_torchrun_end_to_end_matches_one_process(tmp_path):
     common = ["--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip", "--steps", "2",
               "--warmup", "1", "--lr", "1e-6", "--device", "cpu", "-q"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    two = subprocess.run([*TORCHRUN, "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m", "mosaictool",
+    two = subprocess.run([*TORCHRUN, "--nproc_per_node", "2", "--master_port", str(free_port()), "-m", "mosaictool",
                           "train", "--out", str(tmp_path / "two"), "--batch-size", "2", "--local-loss", *common],
                          capture_output=True, text=True, env=env, timeout=300)
     assert two.returncode == 0, two.stderr[-3000:]
@@ -133,13 +126,13 @@ def test_two_nodes_equal_one_node_of_two_ranks(tmp_path):
     common = ["-m", "mosaictool", "train", "--data", str(shards), "--model-config", str(model_cfg), "--method", "mosaiclip",
               "--steps", "3", "--warmup", "1", "--batch-size", "2", "--device", "cpu", "-q"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    port = _free_port()
+    port = free_port()
     nodes = [_torchrun(["--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(node), "--rdzv-backend", "c10d",
                         "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "two-nodes", *common, "--out",
                         str(tmp_path / "nodes")], env) for node in (0, 1)]
     outputs = [node.communicate(timeout=300)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], "\n".join(out[-3000:] for out in outputs)
-    one = subprocess.run([*TORCHRUN, "--nproc-per-node", "2", "--master-port", str(_free_port()), *common, "--out",
+    one = subprocess.run([*TORCHRUN, "--nproc-per-node", "2", "--master-port", str(free_port()), *common, "--out",
                           str(tmp_path / "node")], capture_output=True, text=True, env=env, timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]
     from mosaictool.model import openclip

@@ -13,8 +13,8 @@ import torch
 from mosaictool.demo import experiments
 from mosaictool.demo.config import METHODS, DemoConfig
 from mosaictool.demo.experiments import Context, ablate, common, ladder, towers
-from mosaictool.training import TrainConfig, train
-from train_fixtures import make_world, write_tiny_model
+from mosaictool.training import train
+from train_fixtures import tiny_config, weights
 
 
 def _context(tmp_path, **cfg) -> Context:
@@ -113,16 +113,13 @@ def test_ladder_ends_train_in_the_table_rows_run_folders(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("world")
-    return make_world(root, n=12), write_tiny_model(root)
+def world(tiny_worlds):
+    return tiny_worlds(n=12)
 
 
 def _weights(world, out: Path, method: str, options: dict) -> dict:
-    data, model_cfg = world
-    cfg = TrainConfig(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=4, warmup=1, quiet=True,
-                      method=method, method_options=options, record_hard_images=False, seed=3)
-    return torch.load(train(cfg), weights_only=True, map_location="cpu")["state_dict"]
+    cfg = tiny_config(world, out, steps=4, method=method, method_options=options, record_hard_images=False, seed=3)
+    return weights(train(cfg))
 
 
 @pytest.mark.slow
@@ -296,7 +293,7 @@ def test_noisy_regime_measures_each_methods_drop(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_text_tower_measures_read_the_worlds_cases(tmp_path):
+def test_text_tower_measures_read_the_worlds_cases(tmp_path, tiny_worlds):
     """The ladder's text-only measures on a real (tiny) world and checkpoint: a finite cosine for every
     case column and a tree-score."""
     import math
@@ -305,9 +302,7 @@ def test_text_tower_measures_read_the_worlds_cases(tmp_path):
 
     world = tmp_path / "world"
     generate_world(world, train=20, seed=0, image_size=64, eval_scale=0.02)
-    data, model_cfg = make_world(tmp_path / "data", n=8), write_tiny_model(tmp_path)
-    final = train(TrainConfig(data=str(data), out=str(tmp_path / "run"), model_config=str(model_cfg), batch_size=4, steps=1,
-                              warmup=1, quiet=True))
+    final = train(tiny_config(tiny_worlds(n=8), tmp_path / "run", steps=1))
     ctx = Context(DemoConfig(device="cpu"), tmp_path, tmp_path, final, world, tmp_path)
     measured = ladder.text_tower_measures(ctx, {"run": [final]}, "val")
     [m] = measured["run"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import socket
 
 import pytest
 import torch
@@ -220,12 +219,6 @@ def test_local_score_ties_and_padding():
 # ---- distributed -----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _half(x, rank, world):
     b = x["image"].shape[0] // world
     part = {k: (v[rank * b:(rank + 1) * b] if v.ndim and k != "scale" else v).detach().clone() for k, v in x.items()}
@@ -254,9 +247,9 @@ def test_two_gloo_ranks_equal_one_process(tmp_path, local_loss):
     """Logged terms averaged over ranks = the 1-process terms; each rank's gradients / world size (what
     DDP's averaging makes of them) = the 1-process gradients of its half of the batch."""
     world, out = 2, str(tmp_path / "rank")
-    from train_fixtures import spawned_rank
+    from train_fixtures import free_port, spawned_rank
 
-    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, _free_port(), out, local_loss), nprocs=world)
+    torch.multiprocessing.spawn(spawned_rank, args=(_worker, world, free_port(), out, local_loss), nprocs=world)
     ranks = [torch.load(f"{out}.{r}") for r in range(world)]
     x = make_inputs(0, b=8)
     single = run_module(x)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -33,7 +32,8 @@ from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.config import PRECISIONS
-from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
+from train_fixtures import add_fsc_negatives, free_port, make_world, weights, write_tiny_model
+from train_fixtures import tiny_config as config
 
 ON_CPU = not torch.cuda.is_available() and os.environ.get("MOSAICTOOL_GPU_TESTS_ON_CPU", "1") != "0"
 pytestmark = [
@@ -53,23 +53,10 @@ def method_names() -> list[str]:
     return list(names()) if callable(names) else ["clip", "negclip", "mosaiclip"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu-world")
     return add_fsc_negatives(make_world(root, n=16)), write_tiny_model(root)  # fsc-clip's text negatives too
-
-
-def config(world, out, **kw) -> TrainConfig:
-    data, model_cfg = world
-    base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
-    base.update(kw)
-    return TrainConfig(**base)
 
 
 def run_on_device(cfg: TrainConfig, **kw) -> tuple[Path, list[dict]]:
@@ -82,10 +69,6 @@ def run_on_device(cfg: TrainConfig, **kw) -> tuple[Path, list[dict]]:
         logged.append(metrics)
 
     return train(cfg, on_step=check, **kw), logged
-
-
-def weights(path) -> dict:
-    return openclip.read_checkpoint(path)["state_dict"]
 
 
 # ---- train --------------------------------------------------------------------------------------
@@ -205,7 +188,7 @@ def test_torchrun_one_rank_default_device(world, tmp_path):
     """`torchrun --nproc_per_node 1 -m mosaictool train` with no --device (torch.device('cuda') without an index
     used to crash set_device)."""
     data, model_cfg = world
-    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(_free_port()), "-m", "mosaictool",
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "1", "--master_port", str(free_port()), "-m", "mosaictool",
                            "train", "--data", str(data), "--model-config", str(model_cfg), "--method", "mosaiclip",
                            "--steps", "2", "--batch-size", "4", "--out", str(tmp_path / "run"), "-q"],
                           capture_output=True, text=True, timeout=600)
@@ -243,7 +226,7 @@ def test_torchrun_nccl_collectives(tmp_path, ranks):
         pytest.skip(f"{ranks} ranks need {ranks} GPUs")
     script = tmp_path / "collectives.py"
     script.write_text(NCCL_SCRIPT)
-    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(ranks), "--master_port", str(_free_port()), str(script)],
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(ranks), "--master_port", str(free_port()), str(script)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = sorted((json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")), key=lambda r: r["rank"])

@@ -14,7 +14,6 @@ import torch
 from mosaictool.io import read_records
 from mosaictool.stages.shard import write_shards
 from mosaictool.training import TrainConfig, train
-from train_fixtures import make_world, write_tiny_model
 
 # open_clip_train 3.3 groups tar members without handling the end-of-shard marker `{}` that
 # webdataset >= 0.2.96 yields by default (KeyError: 'fname'; open_clip issue #935): passing
@@ -31,11 +30,11 @@ DRIVER = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tiny_worlds, tmp_path_factory):
     root = tmp_path_factory.mktemp("interop")
-    data = make_world(root / "w", n=12)
+    data, model_cfg = tiny_worlds(n=12)
     write_shards(read_records(data), out=root / "shards", image_root=data.parent, shard_size=5)
-    return root, data, write_tiny_model(root)
+    return root, data, model_cfg
 
 
 @pytest.mark.slow

@@ -17,7 +17,6 @@ import pytest
 
 from mosaictool import methods
 from mosaictool.training import TrainConfig, train
-from train_fixtures import make_world, write_tiny_model
 
 PROBS = {"obj": 0.2, "attr": 0.4, "rel": 0.4}
 SELECTIONS = [
@@ -37,16 +36,14 @@ STEPS = [
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("world")
-    return make_world(root, n=12, keys=False), write_tiny_model(root)
+def world(tiny_worlds):
+    return tiny_worlds(n=12, keys=False)
 
 
 @pytest.fixture(scope="module")
-def keyed_world(tmp_path_factory):
+def keyed_world(tiny_worlds):
     """The same records as `world`, with their sub-graph keys."""
-    root = tmp_path_factory.mktemp("keyed")
-    return make_world(root, n=12), write_tiny_model(root)
+    return tiny_worlds(n=12)
 
 
 def records_of(world) -> list[dict]:

@@ -4,6 +4,7 @@ StackedCLIP's forward and gradients are each model's own."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -14,9 +15,9 @@ from mosaictool import methods
 from mosaictool.errors import MosaicError
 from mosaictool.model import openclip
 from mosaictool.model.stacked import StackedCLIP, supports
-from mosaictool.training import TrainConfig, train, train_many
+from mosaictool.training import train, train_many
 from mosaictool.training.batch import ContrastiveForward
-from train_fixtures import add_fsc_negatives, make_world, write_tiny_model
+from train_fixtures import add_fsc_negatives, make_world, tiny_config, weights, write_tiny_model
 
 # |w_together - w_alone| / |w_alone - w_start| after a few steps: measured 1e-5 to 7e-5 (float32; the
 # batched matmuls sum in another order, and AdamW's normalised step turns rounding of a near-zero
@@ -31,14 +32,7 @@ def world(tmp_path_factory):
     return add_fsc_negatives(make_world(root / "w", n=16), without_hn=(3,)), write_tiny_model(root)
 
 
-def config(world, out, **kw) -> TrainConfig:
-    data, model = world
-    return TrainConfig(**{**dict(data=str(data), out=str(out), model_config=str(model), batch_size=4, steps=5, warmup=1,
-                                 lr=5e-4, quiet=True), **kw})
-
-
-def weights(path) -> dict:
-    return openclip.read_checkpoint(path)["state_dict"]
+config = functools.partial(tiny_config, steps=5, lr=5e-4)
 
 
 def distance(a: dict, b: dict, start: dict) -> float:

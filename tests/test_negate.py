@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import read_jsonl
 from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
@@ -42,10 +43,6 @@ def node(noun, attributes=(), lemma=None, plural=False, count=None):
 
 def rel_graph(s, o, relation="next to"):
     return {"kind": "relation", "text": None, "objects": [s, o], "relations": [{"subject": 0, "object": 1, "relation": relation}]}
-
-
-def read_jsonl(path):
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")

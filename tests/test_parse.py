@@ -10,6 +10,7 @@ import sys
 import orjson
 import pytest
 
+from helpers import jsonl
 from mosaictool.cli import app
 from mosaictool.nlp import load_nlp, resolve_model
 from mosaictool.stages.parse import merge_spatial_compounds, parse, to_record
@@ -276,10 +277,6 @@ def test_cnn_pipeline_loads_without_torch_and_torch_still_imports():
 
 
 # --- CLI ------------------------------------------------------------------------------------------
-
-def jsonl(*recs) -> str:
-    return "".join(json.dumps(r) + "\n" for r in recs)
-
 
 def test_cli_stdin_to_stdout(runner):
     result = runner.invoke(app, ["parse", "-q"], input=jsonl({"id": 1, "caption": "A dog on a sofa."}))

@@ -513,12 +513,9 @@ def test_layout_detection_errors(tmp_path, bench, ours, theirs):
 
 
 @pytest.mark.slow
-def test_evaluate_reads_the_authors_files(tmp_path):
+def test_evaluate_reads_the_authors_files(tmp_path, tiny_checkpoint):
     """`mosaictool evaluate --bench probe_r,probe_c,probe_b` on a folder holding only the authors' layout."""
-    from mosaictool.model.openclip import create, save_checkpoint
-
-    ckpt = tmp_path / "tiny.pt"
-    save_checkpoint(ckpt, create("mosaic-tiny", seed=0))
+    ckpt = tiny_checkpoint
     data = tmp_path / "data"
     write_probe_r(data, groups=1)
     write_probe_c(data)

@@ -15,10 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import webdataset as wds
 from PIL import Image
-from typer.testing import CliRunner
 
 import mosaictool
-from mosaictool.cli import app
+from helpers import invoke
 from mosaictool.errors import MosaicError
 from mosaictool.io import read_records
 from mosaictool.sources import Fields
@@ -63,10 +62,6 @@ def raw_tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return path
-
-
-def invoke(args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def error_line(result) -> str:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.negate import graph_negatives
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
@@ -26,10 +27,6 @@ VOCAB = load()
 def node(noun, attributes=(), plural=False, count=None, determiner="a", lemma=None):
     return {"noun": noun, "lemma": lemma or noun, "plural": plural, "count": count, "attributes": list(attributes),
             "determiner": determiner, "entity": None}
-
-
-def read_jsonl(path):
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
 def test_articles():

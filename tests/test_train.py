@@ -15,24 +15,13 @@ from mosaictool.cli import app
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
 from mosaictool.training.sampler import BatchPlan, SamplerConfig
-from train_fixtures import make_world, train_killed_at, write_tiny_model
+from train_fixtures import tiny_config as config
+from train_fixtures import train_killed_at, weights
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("world")
-    return make_world(root, n=12), write_tiny_model(root)
-
-
-def config(world, out, **kw) -> TrainConfig:
-    data, model_cfg = world
-    base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
-    base.update(kw)
-    return TrainConfig(**base)
-
-
-def weights(path) -> dict:
-    return openclip.read_checkpoint(path)["state_dict"]
+def world(tiny_worlds):
+    return tiny_worlds(n=12)
 
 
 def assert_same_weights(a: dict, b: dict, atol: float = 0.0) -> None:
@@ -209,10 +198,10 @@ def test_mined_hard_images_skip_the_same_picture_under_another_caption(world, tm
 
     data, model_cfg = world
     records = [json.loads(line) for line in Path(data).read_text().splitlines()]
-    twice = Path(data).parent / "twice.jsonl"
+    twice = tmp_path / "twice.jsonl"  # the shared world stays as it is
     twice.write_text("".join(json.dumps(r) + "\n" + json.dumps({**r, "id": r["id"] + "-plain", "caption": "x"}) + "\n"
                              for r in records))
-    loaded = TrainData.load(str(twice), method=methods.create("negclip", {}))
+    loaded = TrainData.load(str(twice), method=methods.create("negclip", {}), image_root=str(Path(data).parent))
     bundle = openclip.create("test-tiny", model_config_file=model_cfg, seed=7)
     prep = ImagePrep.of(bundle)
     mined = mine_hard_images(loaded, bundle.model, ImageTransform(prep.size, augment=False), prep.mean, prep.std, k=3,

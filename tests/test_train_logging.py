@@ -4,6 +4,7 @@ changes the trained weights or --resume."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -15,25 +16,22 @@ from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.model import openclip
 from mosaictool.training import TrainConfig, train
-from train_fixtures import make_world, write_tiny_model
+from train_fixtures import tiny_config
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tiny_worlds, tmp_path_factory):
     """8 training records (2 micro-batches of 4 per epoch), a tiny model, and a small world's val split."""
     from mosaictool.world.generate import generate_world
 
     root = tmp_path_factory.mktemp("logging")
     generate_world(root / "bench", train=0, eval_scale=0.01)
-    return make_world(root / "w", n=8), write_tiny_model(root), root / "bench"
+    return (*tiny_worlds(n=8), root / "bench")
 
 
-def config(world, out, **kw) -> TrainConfig:
-    data, model_cfg, _ = world
-    return TrainConfig(**{**dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=4,
-                                 warmup=1, quiet=True), **kw})
+config = functools.partial(tiny_config, steps=4)
 
 
 def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:

@@ -168,3 +168,29 @@ def spawned_rank(rank: int, worker, *args) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def tiny_config(world, out, **kw):
+    """A TrainConfig of the tiny model on `world` (its records and its model config first): batch 4,
+    3 steps, warmup 1, quiet; `kw` wins."""
+    from mosaictool.training import TrainConfig
+
+    data, model_cfg = world[:2]
+    base = dict(data=str(data), out=str(out), model_config=str(model_cfg), batch_size=4, steps=3, warmup=1, quiet=True)
+    return TrainConfig(**{**base, **kw})
+
+
+def weights(path) -> dict:
+    """A checkpoint's weights (its state_dict), read as the library reads them."""
+    from mosaictool.model import openclip
+
+    return openclip.read_checkpoint(path)["state_dict"]
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for a distributed run's MASTER_PORT."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
