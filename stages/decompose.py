@@ -73,8 +73,10 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
     # The graph_key of each sub-graph, from the node keys computed once.
-    for node, key in zip(nodes, keys):
-        if node is None:  # "it", "that": nothing to show on its own
+    # "a man without a shirt": the relation is true of the image, the shirt on its own is not
+    lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
+    for i, (node, key) in enumerate(zip(nodes, keys)):
+        if node is None or i in lacking:  # "it", "that": nothing to show on its own
             continue
         identity = ((key,), ())
         if identity not in seen:

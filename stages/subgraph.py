@@ -70,6 +70,13 @@ def is_pronoun(entity: dict) -> bool:
     return head in PRONOUNS or head in DETERMINERS
 
 
+def is_absent(entity: dict) -> bool:
+    """An entity the caption says is not there ("a bathroom with no toilets", "a street with no
+    cars"): no text that shows it, alone or in a relation, is true of the image."""
+    return any(m.get("dep") == "det" and str(m.get("lemma_span") or m.get("span") or "").lower() == "no"
+               for m in entity.get("modifiers") or ())
+
+
 def object_node(entity: dict, index: int | None) -> dict:
     """A sub-graph object from one `parse` entity."""
     noun = str(entity.get("head") or "").lower()
@@ -252,12 +259,13 @@ def _word_sets(vocab) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 
 
 def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
-    """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns
-    and place nouns, fused colour compounds split (`clean_node`; `vocab`'s colour attributes count
-    as colour words too)."""
+    """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns,
+    place nouns and what the caption says is absent ("no toilets"), fused colour compounds split
+    (`clean_node`; `vocab`'s colour attributes count as colour words too)."""
     colours, things, adjectives = (COLOUR_WORDS, frozenset(), frozenset()) if vocab is None else _word_sets(vocab)
     return [
-        None if is_pronoun(e) else clean_node(object_node(e, i), colours, things, adjectives) for i, e in enumerate(graph["entities"])
+        None if is_pronoun(e) or is_absent(e) else clean_node(object_node(e, i), colours, things, adjectives)
+        for i, e in enumerate(graph["entities"])
     ]
 
 

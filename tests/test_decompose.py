@@ -271,3 +271,23 @@ def test_real_objects_are_kept():
     red_light = next(o for sg in motorcycles for o in sg["objects"] if o["lemma"] == "light")
     assert red_light["attributes"] == ["red"]
     assert "gold" not in lemmas(records["beautifully"]) and "blue" not in lemmas(records["beautifully"])
+
+
+def _entity(span: str, head: str, det: str) -> dict:
+    return {"span": span, "lemma_span": span, "head": head, "lemma_head": head, "attributes": [],
+            "modifiers": [{"dep": "det", "span": det, "lemma_span": det}]}
+
+
+def test_what_the_caption_says_is_absent_is_shown_nowhere():
+    # A blind review read "a bathroom with toilets" from "A bathroom with no toilets and a red and
+    # green bucket." as a positive: an entity under "no" is in no sub-graph, alone or related; the
+    # object of "without" is in its relation ("a man without a shirt") but not alone ("a shirt").
+    bathroom = {"entities": [_entity("A bathroom", "bathroom", "a"), _entity("no toilets", "toilets", "no"),
+                             _entity("a bucket", "bucket", "a")],
+                "relations": [{"subject": 0, "object": 1, "relation": "with"}, {"subject": 0, "object": 2, "relation": "with"}]}
+    shown = [[o["noun"] for o in s["objects"]] for s in candidate_subgraphs(bathroom, load())]
+    assert shown == [["bathroom"], ["bucket"], ["bathroom", "bucket"]]
+    shirtless = {"entities": [_entity("A man", "man", "a"), _entity("a shirt", "shirt", "a")],
+                 "relations": [{"subject": 0, "object": 1, "relation": "without"}]}
+    shown = [[o["noun"] for o in s["objects"]] for s in candidate_subgraphs(shirtless, load())]
+    assert shown == [["man"], ["man", "shirt"]]
