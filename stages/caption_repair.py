@@ -470,11 +470,15 @@ def _objects(tok) -> list:
 
 def _conjuncts(tok) -> list:
     """The nouns coordinated with `tok` by "and"/"or" ("a cat and a dog"); none where spaCy joins two
-    clauses without one ("a cross left of a box; the star is ...")."""
+    clauses without one ("a cross left of a box; the star is ..."). The middle of a list that spaCy
+    reads as an apposition counts ("with mixing equipment, a keyboard and a computer monitor": the
+    keyboard an appos of the equipment, the monitor its conjunct)."""
     chain = [tok, *tok.conjuncts]
+    chain += [x for t in list(chain) for a in t.children if a.dep_ == "appos" and a.pos_ in ("NOUN", "PROPN")
+              and any(c.dep_ == "cc" for c in a.children) for x in (a, *a.conjuncts)]
     if not any(c.dep_ == "cc" for t in chain for c in t.children):
         return []
-    return list(tok.conjuncts)
+    return [t for t in dict.fromkeys(chain) if t.i != tok.i]
 
 
 def _prepositional(prep) -> tuple[list[str], object] | None:

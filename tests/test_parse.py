@@ -386,6 +386,10 @@ REAL_CAPTION_REPAIRS = [
     ("relations", "A cat and a dog on a bed.", {"relations": [("cat", "on", "bed"), ("dog", "on", "bed")]}),
     ("relations", "a plate with bananas, peanut butter and a drink",
      {"relations": [("plate", "with", "bananas"), ("plate", "with", "drink"), ("plate", "with", "peanut butter")]}),
+    # the middle of the list read as an apposition by spaCy (the keyboard an appos of the equipment)
+    ("relations", "A man by desk with mixing equipment, a keyboard and a computer monitor.",
+     {"relations": [("desk", "with", "computer monitor"), ("desk", "with", "keyboard"), ("desk", "with", "mixing equipment"),
+                    ("man", "by", "desk")]}),
     ("relations", "A man and a woman standing next to each other.",
      {"relations": [("man", "standing next to", "woman"), ("woman", "standing next to", "man")]}),
     ("relations", "giraffe standing on green grass", {"relations": [("giraffe", "standing on", "grass")]}),
