@@ -624,11 +624,11 @@ def test_train_recipe_sets_the_authors_settings_and_explicit_flags_win(monkeypat
     command line win over it."""
     from typer.testing import CliRunner
 
-    import mosaictool.training
+    import mosaictool.training.loop
     from mosaictool.cli import app
 
     seen = []
-    monkeypatch.setattr(mosaictool.training, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
+    monkeypatch.setattr(mosaictool.training.loop, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
     base = ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--method", "fsc-clip", "--recipe", recipe]
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 0, result.output

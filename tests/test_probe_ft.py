@@ -186,11 +186,11 @@ def test_train_recipe_paper_from_the_command_line(monkeypatch, tmp_path):
     """`train --method probe-ft --recipe paper` sets App. B's values; an explicit --lr (and others) wins."""
     from typer.testing import CliRunner
 
-    import mosaictool.training
+    import mosaictool.training.loop
     from mosaictool.cli import app
 
     seen = []
-    monkeypatch.setattr(mosaictool.training, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
+    monkeypatch.setattr(mosaictool.training.loop, "train", lambda cfg, **kw: seen.append(cfg) or "final.pt")
     base = ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--method", "probe-ft", "--recipe", "paper"]
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 0, result.output
