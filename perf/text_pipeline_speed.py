@@ -25,23 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from parse_speed import SHARED, real_captions  # the same SugarCrepe captions as parse_speed.py, one reader
+
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
 STAGES = (
     ("parse", ["parse", "{input}", "-q", "-o", "{out}"]),
     ("decompose", ["decompose", "--max", "3", "{input}", "-q", "-o", "{out}"]),
     ("negate", ["negate", "--max", "6", "--text", "negclip,replace,shuffle", "--seed", "0", "{input}", "-q", "-o", "{out}"]),
     ("template", ["template", "{input}", "-q", "-o", "{out}"]),
 )
-
-
-def real_captions() -> list[str]:
-    """SugarCrepe's unique COCO captions (Hsieh et al. 2023), in a fixed order."""
-    seen: dict[str, None] = {}
-    for path in sorted((SHARED / "benchmarks" / "sugarcrepe" / "data").glob("*.json")):
-        for _k, ex in sorted(json.loads(path.read_text()).items(), key=lambda kv: int(kv[0])):
-            seen.setdefault(ex["caption"].strip(), None)
-    return list(seen)
 
 
 def write_captions(path: Path, captions: list[str], times: int) -> int:
