@@ -126,11 +126,19 @@ class DemoConfig:
     # "val" to choose hyperparameters; the reported table is test's
     split: str = setting("test", "Evaluate on the world's 'val' split (to choose hyperparameters) or 'test' (the table to report).",
                          text="test")
-    # --select-on-val: every row at each of these learning rates, seed 0, on val
-    select_on_val: bool = setting(False, 'First fine-tune every row (seed 0) at each candidate lr (3e-4, 5e-4, 1e-3), evaluate on the '
-                                  "world's val split, and give each row the lr of its own best val retrieval (ARO's criterion, "
-                                  'Yuksekgonul et al. 2023, App. C.3).', flags=("--select-on-val",))
+    # --select-on-val: every row's equal budget of trials on val over its own grid (mosaictool.demo.tuning)
+    select_on_val: bool = setting(False, "First tune every row on the world's val split with the same number of fine-tuning runs "
+                                  "(--tuning-budget) over its own grid: the lr (3e-4, 5e-4, 1e-3) for all, and the knobs its paper "
+                                  "tuned (MosaiCLIP's p_obj and caps, FSC-CLIP's loss components); each row takes its best val "
+                                  "retrieval (ARO's criterion, Yuksekgonul et al. 2023, App. C.3). Example: mosaictool demo "
+                                  "--select-on-val --tuning-budget 9", flags=("--select-on-val",))
     select_lrs: tuple[PositiveNumber, ...] = setting(SELECT_LRS, flag=False)
+    # 6: the lr-only rows see each lr at 2 seeds, MosaiCLIP 6 of its 27 points, FSC-CLIP 6 of its 12; 30 runs, 0.6x the table's
+    tuning_budget: AtLeastOne = setting(6, "--select-on-val: fine-tuning runs on val per row, the same for every row (default 6); "
+                                        "a row's grid larger than that is sampled (--tuning-seed), a smaller one run whole and then "
+                                        "again at the next seeds. Example: --select-on-val --tuning-budget 9")
+    tuning_seed: Count = setting(0, "--select-on-val: seed of each row's draw of trials from its grid (default 0).")
+    row_options: dict = setting(factory=dict, flag=False)  # each row's method options chosen by --select-on-val
     # --experiment: what runs after the table (mosaictool.demo.experiments: ablate, ladder, towers, ...)
     experiments: tuple[str, ...] = setting((), "After the table, also run this experiment (repeat for several); `mosaictool demo --help` "
                                            "lists them.", flags=("--experiment", "-x"), metavar="NAME")

@@ -88,7 +88,9 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     for seed in range(cfg.seeds):
         for label, method, options in rows or METHODS:
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
-            options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
+            # the options --select-on-val chose for this row come next; a row's own options win
+            options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared},
+                       **cfg.row_options.get(label, {}), **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
                              pretrained=str(base) if base is not None else None, augment=False, steps=cfg.finetune_steps,
                              lr=cfg.lr_for(label),

@@ -23,6 +23,7 @@ from mosaictool.demo.significance import (
     power_by_column,
     power_markdown,
 )
+from mosaictool.demo.tuning import describe
 from mosaictool.io import read_json
 
 
@@ -161,8 +162,9 @@ class Report:
 
 def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]], runs: dict, curves: dict, world: Path,
                  out: Path, minutes: float, *, selection: str | None = None, sections: list | None = None,
-                 audited: str = "") -> Report:
-    """report.md of a demo run, and the plots beside it (methods.png, wise_ft.png)."""
+                 audited: str = "", preregistration: str = "") -> Report:
+    """report.md of a demo run, and the plots beside it (methods.png, wise_ft.png); `preregistration`: its
+    statement (mosaictool.demo.prereg.report_line), right after the settings."""
     from mosaictool.world.audit import relation_prior_accuracy
 
     summary = summarise(rows, groups)
@@ -177,8 +179,11 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
             ", calibrated on val by the positive control (world seed 0: the lr at which NegCLIP's known gain over CLIP is "
             "clearest; docs/results.md)" if cfg.finetune_lr == FINETUNE_LR else " (--finetune-lr)")
     else:
-        lrs = ("each row's own lr, " + ", ".join(f"{label} {cfg.lr_for(label):g}" for label in runs)
-               + ", chosen on val by the row's own val retrieval (ARO's criterion; --select-on-val, table below)")
+        lrs = ("each row's own settings, " + "; ".join(f"{label} {describe(cfg.lr_for(label), cfg.row_options.get(label, {}))}"
+                                                      for label in runs)
+               + f", chosen on val by one criterion, val retrieval (ARO's), from {cfg.tuning_budget} trials per row over its "
+               "own grid (--select-on-val, table below)" if cfg.select_on_val else
+               "each row's own lr, " + ", ".join(f"{label} {cfg.lr_for(label):g}" for label in runs))
     control = positive_control(rows, groups)
     head = headline(rows, groups)
     found = comparisons(rows, groups)
@@ -201,6 +206,7 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
         + f"), AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}, {cfg.seeds} seed(s) per row; {lrs}. "
         f"World seed {cfg.world_seed}.",
         "",
+        *([preregistration, ""] if preregistration else []),
         f"**{control['verdict']}**",
         "",
         *([f"**{head['verdict']}**", ""] if head else []),
@@ -238,9 +244,11 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
            "above; the other columns Holm-adjusted over this table):", "", versus_table, ""] if versus_table else []),
         *([f"Every column, paired by seed only ({cfg.seeds} seeds; scipy's paired t-test over the seeds' column values, "
            "Holm-adjusted over this table): difference ± 95% CI (p).", "", paired, ""] if paired else []),
-        *(["Learning rates chosen on the **val** split: each row at each candidate (seed 0), scored by val retrieval "
-           "(mean R@1/5/10 both ways on the world's val captions, ARO's criterion; in brackets the compositional "
-           "headline, not used); each row takes its own best:", "",
+        *([f"Settings chosen on the **val** split with an equal budget: {cfg.tuning_budget} fine-tuning runs per row over its "
+           "own grid (the lr for every row; MosaiCLIP's p_obj and caps, FSC-CLIP's loss components, as their papers tuned "
+           f"them; drawn with seed {cfg.tuning_seed} where the grid is larger, repeated at further seeds where it is smaller), "
+           "each point scored by val retrieval (mean R@1/5/10 both ways on the world's val captions, ARO's criterion; the "
+           "mean over its runs; in brackets the compositional headline, not used); each row takes its own best:", "",
            selection, ""] if selection else []),
         *[part for section in sections or [] for part in (f"## {section.title}", "", section.text, "")],
         f"WiSE-FT of all weights (seed 0, {cfg.split} split; α=0 is the base, α=1 the fine-tuned model): "

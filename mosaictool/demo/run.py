@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mosaictool.atomic import write_text
-from mosaictool.demo import experiments
+from mosaictool.demo import experiments, prereg
 from mosaictool.demo.base import pretrain_base
-from mosaictool.demo.config import MAIN_FAMILIES, DemoConfig
+from mosaictool.demo.config import MAIN_FAMILIES, METHODS, DemoConfig
 from mosaictool.demo.data import data_cache, keep_data, make_texts, make_world, restore_data, shards_and_audit
 from mosaictool.demo.evaluation import column_value, evaluate_all
 from mosaictool.demo.finetune import finetune_all, patch_label, wise_models
 from mosaictool.demo.report import build_report
+from mosaictool.demo.tuning import CRITERION, draw_trials
 from mosaictool.errors import MosaicError
 from mosaictool.io import read_json
 
@@ -33,8 +34,9 @@ def _split_bench(split: str) -> str:
 
 
 # ARO's criterion (Yuksekgonul et al. 2023, App. C.3: each model's lr "based on the retrieval performance in the
-# COCO validation set"): the mean of R@1/5/10, image->text and text->image, on the world's val
-# captions. Not the compositional columns: choosing by them rewarded the rows that move least.
+# COCO validation set"), one for every row: the mean of R@1/5/10, image->text and text->image, on the
+# world's val captions. Not the compositional columns: choosing by them rewarded the rows that move least,
+# and a criterion a method was built for would favour it.
 RETRIEVAL_METRICS = [f"{d}_R@{k}" for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)]
 
 
@@ -43,32 +45,50 @@ def val_retrieval(rows: list[dict], model: str) -> float:
 
 
 def select_on_val(cfg: DemoConfig, shards: Path, base: Path, world: Path, out: Path,
-                  shard_cache: ShardCache | None = None) -> tuple[dict[str, float], str]:
-    """Fine-tune every row (seed 0) at each candidate lr of the config, evaluate on the world's val
-    split, and give each row the lr of its own best val retrieval (ARO's criterion, RETRIEVAL_METRICS):
-    {row: lr} and the markdown table of all candidates (retrieval, and the compositional headline
-    for reference). Test is never read."""
+                  shard_cache: ShardCache | None = None) -> tuple[dict[str, dict], str]:
+    """Every row's equal budget of trials on the world's val split (mosaictool.demo.tuning: the same
+    number of fine-tuning runs for every row, over its own grid), each scored by val retrieval (ARO's
+    criterion, RETRIEVAL_METRICS); each row takes its best grid point. Returns {row: {"lr", "options"}}
+    and the markdown table of every point (retrieval, and the compositional headline for reference).
+    Test is never read."""
     from mosaictool.bench.base import HEADLINE
 
     device, workers = cfg.runtime()
-    scores: dict[str, dict[float, tuple[float, float]]] = {}
-    for lr in cfg.select_lrs:
-        trial = dataclasses.replace(cfg, seeds=1, finetune_lr=lr)
-        logger.info(f"select on val: every row at lr {lr:g}")
-        runs = finetune_all(trial, shards, base, out, shard_cache=shard_cache)
-        models = [(f"{label}-s0", finals[0]) for label, finals in runs.items()]
+    trials = {label: draw_trials(cfg, label) for label, _, _ in METHODS}
+    scores: dict[str, list[tuple[float, float]]] = {label: [] for label in trials}
+    for k in range(cfg.tuning_budget):  # the k-th trial of every row: one round of runs, trained together
+        logger.info(f"select on val: trial {k + 1} of {cfg.tuning_budget} of every row")
+        by_seed: dict[int, list[tuple[str, str, dict]]] = {}
+        for label, method, options in METHODS:
+            by_seed.setdefault(trials[label][k].seed, []).append((label, method, {**options, **trials[label][k].options}))
+        models = []
+        for seed, group in sorted(by_seed.items()):  # a repeat at seed s: seeds < s of its point were run in earlier rounds
+            trial = dataclasses.replace(cfg, seeds=seed + 1, finetune_lr=None, row_options={},
+                                        row_lrs={label: trials[label][k].lr for label, _, _ in group})
+            runs = finetune_all(trial, shards, base, out, rows=group, shard_cache=shard_cache)
+            models += [(f"{label}-trial{k}", finals[seed]) for label, finals in runs.items()]
         rows = evaluate_all(models, world, "world-val", device=device, workers=workers, families=[*MAIN_FAMILIES, "retrieval"],
                             cache=out / "evals")
-        for label in runs:
-            scores.setdefault(label, {})[lr] = (val_retrieval(rows, f"{label}-s0"), column_value(rows, f"{label}-s0", HEADLINE, "accuracy"))
-    chosen = {label: max(by_lr, key=lambda lr: by_lr[lr][0]) for label, by_lr in scores.items()}  # ties: the first lr
-    lines = ["| row | " + " | ".join(f"lr {lr:g}" for lr in cfg.select_lrs) + " |", "|---|" + "---|" * len(cfg.select_lrs)]
-    for label, by_lr in scores.items():
-        lines.append(f"| {label} | " + " | ".join(f"{100 * by_lr[lr][0]:.1f} ({100 * by_lr[lr][1]:.1f})"
-                                                  + (" **(chosen)**" if lr == chosen[label] else "") for lr in cfg.select_lrs) + " |")
+        for label in trials:
+            name = f"{label}-trial{k}"
+            scores[label].append((val_retrieval(rows, name), column_value(rows, name, HEADLINE, "accuracy")))
+    chosen, lines = {}, ["| row | grid point | runs | val retrieval (val relation) |", "|---|---|---|---|"]
+    for label, row_trials in trials.items():
+        points: dict[str, list[int]] = {}
+        for k, t in enumerate(row_trials):
+            points.setdefault(t.point, []).append(k)
+        mean = {p: [sum(scores[label][k][j] for k in ks) / len(ks) for j in (0, 1)] for p, ks in points.items()}
+        best = max(points, key=lambda p: mean[p][0])  # ties: the first in grid order
+        first = row_trials[points[best][0]]
+        chosen[label] = {"lr": first.lr, "options": first.options}
+        lines += [f"| {label} | {p} | {len(ks)} | {100 * mean[p][0]:.1f} ({100 * mean[p][1]:.1f})"
+                  + (" **(chosen)**" if p == best else "") + " |" for p, ks in points.items()]
     write_text(out / "selection.json", json.dumps({
-        "val_retrieval": {k: {str(lr): v[0] for lr, v in d.items()} for k, d in scores.items()},
-        "val_headline": {k: {str(lr): v[1] for lr, v in d.items()} for k, d in scores.items()}, "chosen": chosen}, indent=1) + "\n")
+        "budget": cfg.tuning_budget, "seed": cfg.tuning_seed, "criterion": CRITERION,
+        "trials": {label: [{"lr": t.lr, "options": t.options, "seed": t.seed, "val_retrieval": scores[label][k][0],
+                            "val_headline": scores[label][k][1]} for k, t in enumerate(row_trials)]
+                   for label, row_trials in trials.items()},
+        "chosen": chosen}, indent=1) + "\n")
     return chosen, "\n".join(lines)
 
 
@@ -114,6 +134,8 @@ def _run_demo(cfg: DemoConfig) -> dict:
     bench = _split_bench(cfg.split)
     logger.info(f"device: {device}")
     out.mkdir(parents=True, exist_ok=True)
+    # declared first, before any work: a plan other than the one this folder declared is refused here
+    preregistration = prereg.declare(cfg, out) if cfg.split == "test" else None
     other_settings = _settings_differ(out / "demo_config.json", cfg)
     write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     t0 = time.perf_counter()
@@ -132,7 +154,8 @@ def _run_demo(cfg: DemoConfig) -> dict:
     selection = None
     if cfg.select_on_val:
         chosen, selection = select_on_val(cfg, shards, base, world, out, shard_cache)
-        cfg = dataclasses.replace(cfg, row_lrs=chosen, finetune_lr=None)
+        cfg = dataclasses.replace(cfg, row_lrs={label: c["lr"] for label, c in chosen.items()}, finetune_lr=None,
+                                  row_options={label: c["options"] for label, c in chosen.items()})
         write_text(out / "demo_config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")
     runs = finetune_all(cfg, shards, base, out, shard_cache=shard_cache)
     curves, patched = wise_models(cfg, base, runs, out)
@@ -150,6 +173,8 @@ def _run_demo(cfg: DemoConfig) -> dict:
     # the WiSE-FT points need aro and zeroshot only; with crepe too (~0.5 s a point) they share the
     # table's pool, its loaded benchmark and the images each process decoded once
     rows = evaluate_all(models + wise, world, bench, device=device, workers=workers, families=MAIN_FAMILIES, cache=out / "evals")
+    if preregistration is not None:
+        prereg.read_once(out, preregistration, rows)
     write_records(out / "results.jsonl", rows)
 
     context = experiments.Context(cfg, shards, plain_shards, base, world, out, table_rows=rows, groups=groups,
@@ -157,7 +182,7 @@ def _run_demo(cfg: DemoConfig) -> dict:
     sections = [experiments.run(name, context) for name in cfg.experiments]
     minutes = (time.perf_counter() - t0) / 60
     report = build_report(cfg, rows, groups, runs, curves, world, out, minutes, selection=selection, sections=sections,
-                          audited=audited)
+                          audited=audited, preregistration=prereg.report_line(preregistration) if preregistration else "")
     write_text(out / "report.md", report.text)
     if other_settings:  # an earlier demo's report files in OUT, of other settings, never stand beside this one's
         written = {out / "selection.json"} if selection is not None else set()

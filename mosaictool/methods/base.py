@@ -11,7 +11,7 @@ Interface (override what differs from the defaults):
     name, help              the --method value and its one-line description
     place                   its place in the lists of methods (--help, the demo's table rows)
     options                 its own flags: Option(name, type, default, help, parse, format)
-    demo_rows               the rows it adds to `mosaictool demo`'s table: DemoRow(label, options, wise)
+    demo_rows               the rows it adds to `mosaictool demo`'s table: DemoRow(label, options, wise, tuning)
     recipes                 named recipes of its paper (`train --recipe NAME`): name -> TrainConfig
                             fields ("method_options": its own options); flags given explicitly win
     merge_equal_texts       the default of --merge-equal-texts: equal texts of a batch are one text
@@ -82,11 +82,14 @@ class Option:
 @dataclass(frozen=True)
 class DemoRow:
     """A row of `mosaictool demo`'s table: its label and the method options it trains with; `wise`:
-    the demo also draws its WiSE-FT curve (all weights, seed 0)."""
+    the demo also draws its WiSE-FT curve (all weights, seed 0); `tuning`: the knobs its paper tuned on
+    validation data besides the learning rate, each (name, the method options of each of its values),
+    which `demo --select-on-val` searches with the lr (mosaictool.demo.tuning)."""
 
     label: str
     options: Mapping[str, Any] = field(default_factory=dict)
     wise: bool = False
+    tuning: tuple[tuple[str, tuple[Mapping[str, Any], ...]], ...] = ()
 
 
 @dataclass

@@ -128,7 +128,11 @@ class FscClip(Method):
                "fsc-clip: an image's empty HN slots (fewer than K HN texts): zero (the authors' code: in the HN softmax "
                "with logit 0, as zero features) or drop (left out of the softmax)."),
     )
-    demo_rows = (DemoRow("FSC-CLIP", wise=True),)
+    # its tuning: Oh et al. 2024 set lambda_g 0.5, lambda_l 0.2, gamma 2.0, beta 0.02 (Sec. 4, Training Setup) and
+    # vary the local HN loss, the focal loss and the label smoothing, each on or off (Table 2) and in size (Table 3):
+    # the demo searches the final model and each of the three taken away
+    demo_rows = (DemoRow("FSC-CLIP", wise=True, tuning=(
+        ("component", ({}, {"lambda_local": 0.0}, {"focal_gamma": 0.0}, {"label_smoothing": 0.0})),)),)
     recipes = {"paper": PAPER, "paper-lora": {**PAPER, "lr": 5e-5, "lora": 4}}
     merge_equal_texts = False  # the authors' L_clip: arange labels, equal captions of two images are negatives
     stage_hint = NEGATE_HINT
