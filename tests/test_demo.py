@@ -122,9 +122,9 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
     trained, benches = [], []
     best_lr = {label: config.SELECT_LRS[k % 3] for k, (label, _, _) in enumerate(METHODS)}
 
-    def fake_finetune(cfg, shards, base, out, shard_cache=None):
-        trained.append((cfg.finetune_lr, cfg.seeds))
-        return {label: [Path(f"{label}|{cfg.finetune_lr}")] for label, _, _ in METHODS}
+    def fake_finetune(cfg, shards, base, out, rows=None, shard_cache=None):
+        trained.extend((label, cfg.lr_for(label), cfg.seeds) for label, _, _ in rows)
+        return {label: [Path(f"{label}|{cfg.lr_for(label)}")] * cfg.seeds for label, _, _ in rows}
 
     def fake_evaluate(models, world, bench, **kwargs):
         benches.append(bench)
@@ -139,12 +139,14 @@ def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, mo
 
     monkeypatch.setattr(run, "finetune_all", fake_finetune)
     monkeypatch.setattr(run, "evaluate_all", fake_evaluate)
-    chosen, table = run.select_on_val(DemoConfig(seeds=3, device="cpu"), tmp_path, tmp_path, tmp_path, tmp_path)
-    assert chosen == best_lr
-    assert sorted(trained) == sorted((lr, 1) for lr in config.SELECT_LRS)  # one seed per candidate
+    chosen, table = run.select_on_val(DemoConfig(seeds=3, device="cpu", tuning_budget=3), tmp_path, tmp_path, tmp_path, tmp_path)
+    lr_only = ["CLIP", "NegCLIP", "Probe-FT"]  # the rows whose papers tuned the lr alone: their grid is the 3 lrs
+    assert {label: chosen[label] for label in lr_only} == {label: {"lr": best_lr[label], "options": {}} for label in lr_only}
+    assert sorted(lr for label, lr, _ in trained if label == "CLIP") == sorted(config.SELECT_LRS)  # one seed per candidate
+    assert {seeds for _, _, seeds in trained} == {1}
     assert set(benches) == {"world-val"}  # never the test split
-    assert "| CLIP | 60.0 (50.0) **(chosen)** | 50.0 (60.0) | 50.0 (60.0) |" in table
-    assert json.loads((tmp_path / "selection.json").read_text())["chosen"] == best_lr
+    assert "| CLIP | lr 0.0003 | 1 | 60.0 (50.0) **(chosen)** |" in table
+    assert json.loads((tmp_path / "selection.json").read_text())["chosen"] == chosen
 
 
 def test_every_row_takes_one_lr_unless_selection_gave_each_its_own():
