@@ -43,7 +43,7 @@ def demo_cli(
 
       mosaictool demo --split val --finetune-steps 120   # choosing settings: never on test
 
-      mosaictool demo --select-on-val   # each row's lr chosen on val, then the test table
+      mosaictool demo --select-on-val --tuning-budget 9   # every row 9 runs on val over its own knobs, then test
 
       mosaictool demo --world-seed 7   # another world: settings were tuned on seed 0's val
 
