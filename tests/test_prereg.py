@@ -201,3 +201,30 @@ def test_a_val_run_declares_nothing(tmp_path, monkeypatch):
     run.run_demo(_config(tmp_path, split="val"))
     assert calls[-2:] == ["evaluate world-val", "report"]
     assert not (tmp_path / "out" / prereg.NAME).exists() and not (tmp_path / "out" / prereg.READ_NAME).exists()
+
+
+def test_every_grid_point_builds_its_method_and_the_chosen_point_reuses_its_val_run(tmp_path):
+    """Each knob value is a valid option of its method, and the table's run of a row at its chosen point is
+    the seed-0 trial run of that point (one folder: the same settings' digest), not a second training."""
+    from mosaictool.demo import finetune
+    from mosaictool.methods import create
+
+    cfg = DemoConfig(tuning_budget=40, device="cpu", parallel_runs=1, seeds=2)
+    methods = {label: (method, options) for label, method, options in METHODS}
+    for label in LABELS:
+        for _, options in tuning.row_grid(cfg, label):
+            create(methods[label][0], {**methods[label][1], **options})  # raises on an option the method lacks
+    base = tmp_path / "base.pt"
+    base.write_bytes(b"base")
+    trial = tuning.draw_trials(cfg, "MosaiCLIP")[5]
+    method, options = methods["MosaiCLIP"]
+    searched, _ = finetune.planned_runs(DemoConfig(**{**cfg.__dict__, "seeds": 1, "finetune_lr": None,
+                                                      "row_lrs": {"MosaiCLIP": trial.lr}}),
+                                        tmp_path / "shards", base, tmp_path, rows=[("MosaiCLIP", method, {**options, **trial.options})])
+    table, todo = finetune.planned_runs(DemoConfig(**{**cfg.__dict__, "finetune_lr": None,
+                                                      "row_lrs": dict.fromkeys(LABELS, trial.lr),
+                                                      "row_options": {"MosaiCLIP": trial.options}}),
+                                        tmp_path / "shards", base, tmp_path)
+    assert table["MosaiCLIP"][0] == searched["MosaiCLIP"][0]
+    [chosen] = [tc for tc in todo if tc.method == "mosaiclip" and tc.seed == 0]
+    assert chosen.lr == trial.lr and chosen.method_options == {**options, **trial.options}
