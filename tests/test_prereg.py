@@ -228,3 +228,23 @@ def test_every_grid_point_builds_its_method_and_the_chosen_point_reuses_its_val_
     assert table["MosaiCLIP"][0] == searched["MosaiCLIP"][0]
     [chosen] = [tc for tc in todo if tc.method == "mosaiclip" and tc.seed == 0]
     assert chosen.lr == trial.lr and chosen.method_options == {**options, **trial.options}
+
+
+def test_an_experiments_variant_of_a_tuned_row_starts_from_its_chosen_knobs(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import Context, common
+
+    seen = []
+
+    def fake_finetune(cfg, shards, base, out, rows=None, lock=None, shard_cache=None):
+        seen.extend((label, options) for label, _, options in rows)
+        return {label: [] for label, _, _ in rows}
+
+    monkeypatch.setattr(common, "finetune_all", fake_finetune)
+    cfg = DemoConfig(finetune_lr=None, row_lrs=dict.fromkeys(LABELS, 5e-4), row_options={"MosaiCLIP": {"max_pos": 4, "max_neg": 8}})
+    common.finetune_variants(Context(cfg, tmp_path, tmp_path, tmp_path, tmp_path, tmp_path), [
+        common.Variant("− curriculum", "ablation − curriculum", "mosaiclip", {"curriculum": False}, lr_row="MosaiCLIP"),
+        common.Variant("max-pos 1", "ablation max-pos", "mosaiclip", {"max_pos": 1}, lr_row="MosaiCLIP"),
+        common.Variant("NegCLIP", "NegCLIP", "negclip", {}, lr_row="NegCLIP"),
+        common.Variant("rung 2", "ladder 2", "mosaiclip", {}, lr=1e-4)])  # no row of the table: nothing chosen for it
+    assert seen == [("ablation − curriculum", {"max_pos": 4, "max_neg": 8, "curriculum": False}),
+                    ("ablation max-pos", {"max_pos": 1, "max_neg": 8}), ("NegCLIP", {}), ("ladder 2", {})]

@@ -7,7 +7,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from mosaictool.demo.config import MAIN_FAMILIES
+from mosaictool.demo.config import MAIN_FAMILIES, METHODS
 from mosaictool.demo.evaluation import evaluate_all
 from mosaictool.demo.experiments import Context
 from mosaictool.demo.finetune import finetune_all
@@ -41,10 +41,17 @@ def finetune_variants(ctx: Context, variants: list[Variant]) -> dict[str, list[P
     runs: dict[str, list[Path]] = {}
     for (hard_images, lr, lock), group in groups.items():
         trial = dataclasses.replace(cfg, finetune_lr=lr, hard_images=hard_images)
-        by_label = finetune_all(trial, ctx.shards, ctx.base, ctx.out, rows=[(v.label, v.method, v.options) for v in group],
-                                lock=lock, shard_cache=ctx.shard_cache)
+        by_label = finetune_all(trial, ctx.shards, ctx.base, ctx.out, rows=[(v.label, v.method, {**_tuned(cfg, v), **v.options})
+                                                                       for v in group], lock=lock, shard_cache=ctx.shard_cache)
         runs.update({v.name: by_label[v.label] for v in group})
     return {v.name: runs[v.name] for v in variants}
+
+
+def _tuned(cfg, v: Variant) -> dict:
+    """The method options --select-on-val chose for the row a variant changes (its `lr_row`, of the same method):
+    a variant is that row with one thing changed, so it starts from the row's chosen knobs; its own options win."""
+    row = v.lr_row or v.label
+    return dict(cfg.row_options.get(row, {})) if (row, v.method) in {(label, method) for label, method, _ in METHODS} else {}
 
 
 def score_on_val(ctx: Context, runs: dict[str, list[Path]], prefix: str) -> tuple[list[dict], dict[str, list[str]]]:
