@@ -165,6 +165,9 @@ def test_the_preregistration_is_written_before_test_is_read_and_its_digest_is_in
     assert {label: len(r["trials"]) for label, r in plan["tuning"]["rows"].items()} == dict.fromkeys(LABELS, 2)
     assert plan["headline"]["comparison"] == "MosaiCLIP − NegCLIP" and plan["headline"]["column"] == "relation"
     assert plan["claims"]["regimes"][0] == "preservation (the table)" and "demo/claims.py" in plan["claims"]["code"]
+    stated = {(c["regime"], c["comparison"]): c for c in plan["claims"]["stated"]}  # every claim as its code states it
+    assert stated["noisy", "MosaiCLIP clean − MosaiCLIP noisy, ARO cases"]["test"] == "equivalence"
+    assert ("TABLE_REGIME", "MosaiCLIP − NegCLIP, CREPE productivity R@1") in stated
     digest = hashlib.sha256((out / prereg.NAME).read_bytes()).hexdigest()
     report = (out / "report.md").read_text()
     assert f"sha256 `{digest}`" in report and "2 fine-tuning runs per row over its own grid" in report

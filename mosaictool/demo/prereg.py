@@ -4,9 +4,9 @@ written before any evaluation on test and never changed there; and the one readi
 It states the settings (every DemoConfig field but where and how fast the demo runs), every row's
 search on val (its grid, the budget, the seed and the trials drawn: mosaictool.demo.tuning) and the
 criterion, the headline measure and the positive control with their levels, the rule for every other
-p, and, with `--experiment claims`, the claims' rules, their regimes and the SHA-256 of the code that
-states each claim (its words, comparison, test and margin), so that no claim changes after test was
-read without the plan changing. A rerun in the same OUT with another plan is refused; the file's
+p, and, with `--experiment claims`, the claims' rules, their regimes, every claim as its code states
+it (comparison, regime, test, margin, family) and the SHA-256 of that code, so that no claim changes
+after test was read without the plan changing. A rerun in the same OUT with another plan is refused; the file's
 SHA-256 is printed in report.md.
 
 Test is read once: the table's test results are recorded under the plan's digest (test-read.json), and
@@ -16,6 +16,7 @@ other numbers are refused, never reported in their place.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -38,17 +39,34 @@ def _code(*modules: str) -> dict[str, str]:
     return {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules}
 
 
+def _stated_claims(modules: list[str]) -> list[dict]:
+    """Every Claim(...) the modules construct, as their source states it (the comparison, its regime, source,
+    test, margin and family; an expression where the code computes it, e.g. per column): the findings and
+    controls a claims.md will judge, listed before test is read."""
+    root, fields = Path(__file__).resolve().parents[1], ("words", "source", "paper", "comparison", "regime")
+    found = []
+    for module in modules:
+        for node in ast.walk(ast.parse((root / module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Claim":
+                stated = {**dict(zip(fields, node.args)), **{k.arg: k.value for k in node.keywords if k.arg in
+                                                             ("test", "margin", "family", "role", "columns")}}
+                found.append({"module": module, **{k: ast.literal_eval(v) if isinstance(v, ast.Constant) else ast.unparse(v)
+                                                   for k, v in stated.items() if k != "words"}})
+    return found
+
+
 def _claims_plan() -> dict:
     from mosaictool.demo import claims
     from mosaictool.demo.experiments import claims as claims_experiment
 
+    modules = ["demo/claims.py", "demo/experiments/claims.py", *(f"demo/experiments/{r}.py" for r in claims_experiment.REGIMES)]
     return {"alpha": claims.ALPHA,
             "rules": "each finding at the size the paper states (superiority, non-inferiority, equivalence by TOST), its "
                      "verdict read off a two-sided 1 − alpha/m interval (Bonferroni over the file's m findings); a verdict "
                      "only where its regime's positive control passed on its columns; the controls apart; one family per effect",
             "regimes": [claims.TABLE_REGIME, *claims_experiment.REGIMES],
-            "code": _code("demo/claims.py", "demo/experiments/claims.py",
-                          *(f"demo/experiments/{regime}.py" for regime in claims_experiment.REGIMES))}
+            "stated": _stated_claims(modules),
+            "code": _code(*modules)}
 
 
 def plan(cfg: DemoConfig) -> dict:
