@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -226,6 +227,8 @@ def test_demo_quick_end_to_end(runner, tmp_path):
             for c in configs} == {(True, True, 16, 15), (False, False, 16, 15)}
     assert {orjson.loads(p.read_bytes())["lr"] for p in (out / "runs").glob("*-seed0-*/config.json")} == {config.FINETUNE_LR}
     report = (out / "report.md").read_text()
+    # the plan declared before test was read: report.md prints its digest
+    assert f"sha256 `{hashlib.sha256((out / 'preregistration.json').read_bytes()).hexdigest()}`" in report
     assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report
     assert "lr 0.0005 for every row, calibrated on val" in report
     assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
