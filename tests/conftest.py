@@ -112,3 +112,14 @@ def shell_env(tmp_path_factory) -> dict[str, str]:
     from clirun import shell_env
 
     return shell_env(tmp_path_factory.mktemp("bin"))
+
+
+@pytest.fixture(scope="session")
+def relforms_world(tmp_path_factory) -> Path:
+    """A tiny world (30 train scenes with their twins, eval_scale 0.01: 24 relation-form records a split),
+    made once a session: the relation-form tests read it."""
+    from mosaictool.world.generate import generate_world
+
+    out = tmp_path_factory.mktemp("relforms") / "world"
+    generate_world(out, train=30, seed=0, twins=True, binding_twins=True, shape_twins=True, eval_scale=0.01)
+    return out

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mosaictool.analysis.stats import format_p
 from mosaictool.cli import app
 from mosaictool.demo import DemoConfig, config, finetune, run
 from mosaictool.demo.config import COLUMNS, METHODS
@@ -45,8 +46,11 @@ def test_paired_table_compares_each_method_with_clip_by_seed():
             for m, v in (("CLIP", 0.5), ("NegCLIP", 0.6)) for s in range(3) for _, sub, metric in COLUMNS]
     table = paired_markdown(rows, {"CLIP": ["CLIP-s0", "CLIP-s1", "CLIP-s2"],
                                    "NegCLIP": ["NegCLIP-s0", "NegCLIP-s1", "NegCLIP-s2"]})
-    # seven columns with one p each: Holm multiplies the (equal) p-values by 7
-    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join(["+10.3 ± 1.4 (p = 0.0073)"] * len(COLUMNS)) + " |"
+    # one p per column, all equal: Holm multiplies each by the number of columns (7 of them: 0.0073)
+    raw = paired_diff([0.5, 0.51, 0.52], [0.6, 0.62, 0.62])[2]
+    assert format_p(min(1.0, 7 * raw)) == "p = 0.0073"
+    cell = f"+10.3 ± 1.4 ({format_p(min(1.0, len(COLUMNS) * raw))})"
+    assert table.splitlines()[2] == "| NegCLIP | " + " | ".join([cell] * len(COLUMNS)) + " |"
     assert paired_markdown(rows, {"CLIP": ["CLIP-s0"], "NegCLIP": ["NegCLIP-s0"]}) == ""  # one seed: no table
 
 

@@ -6,8 +6,9 @@ CREPE (crepe/), zero-shot classification (zeroshot/) and, when the Karpathy-styl
 there, retrieval. Subtasks are prefixed with their family: `aro/VG-Relation`, `crepe/atom`,
 `zeroshot/<task>`, `retrieval/coco`.
 
-Probe-C and Probe-B (Schiappa et al. 2023; families `probe_c`, `probe_b`) are scored when the split has them; their rows
-are reported but stay out of the headline, which therefore means what it meant before they existed.
+Probe-C and Probe-B (Schiappa et al. 2023; families `probe_c`, `probe_b`) and relation in several sentence forms
+(family `relforms`, mosaictool.bench.relforms) are scored when the split has them; their rows are reported but stay
+out of the headline, which therefore means what it meant before they existed.
 
 Headline: the mean over the compositional scores present — the ARO accuracies and the CREPE
 productivity R@1 of atom / swap / negate (a score that is NaN, e.g. VG-Attribution of a very small
@@ -22,18 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-from mosaictool.bench import aro, crepe, metrics, probe_b, probe_c, retrieval, zeroshot
+from mosaictool.bench import aro, crepe, metrics, probe_b, probe_c, relforms, retrieval, zeroshot
 from mosaictool.bench.base import HEADLINE, Item, row
 from mosaictool.errors import MosaicError
 
-FAMILIES = ["aro", "crepe", "zeroshot", "retrieval", "probe_c", "probe_b"]
+FAMILIES = ["aro", "crepe", "zeroshot", "retrieval", "probe_c", "probe_b", "relforms"]
 
 LAYOUT_TEMPLATE = """\
   manifest.json                        written by `mosaictool world --out W`
   {split}/aro/..., {split}/coco/...      ARO layout (see `aro`)
   {split}/crepe/...                      CREPE layout (see `crepe`)
   {split}/zeroshot/<task>/...            zero-shot layout (see `zeroshot`)
-  {split}/probe_c/..., {split}/probe_b/...  Probe-C / Probe-B layouts (see `probe_c`, `probe_b`)"""
+  {split}/probe_c/..., {split}/probe_b/...  Probe-C / Probe-B layouts (see `probe_c`, `probe_b`)
+  {split}/relforms/relation_forms.jsonl, images/  relation in several sentence forms, on an image and its twin"""
 
 
 def _prefixed(items: list[Item], family: str) -> list[Item]:
@@ -56,6 +58,9 @@ def load_split(split_dir: Path, limit: int | None = None, families: list[str] | 
         items += _prefixed(probe_c.load_groups(split_dir / "probe_c", "world probe_c", limit), "probe_c")
     if "probe_b" in wanted and (split_dir / "probe_b" / "probe_b.jsonl").is_file():
         items += _prefixed(probe_b.load_records(split_dir / "probe_b", "world probe_b", limit), "probe_b")
+    # relation in several sentence forms on an image and its twin, in worlds made since mosaic-world/5
+    if "relforms" in wanted and (split_dir / relforms.FILE).is_file():
+        items += _prefixed(relforms.load_items(split_dir, "world relforms", limit), "relforms")
     return items
 
 
@@ -83,6 +88,8 @@ def score_split(items: list[Item], sims, logit_scale: float) -> list[dict]:
             got = [r for r in probe_c.score_rows(fam_items, fam_sims, logit_scale) if r["subtask"] != HEADLINE]
         elif family == "probe_b":
             got = [r for r in probe_b.score_rows(fam_items, fam_sims, logit_scale) if r["subtask"] != HEADLINE]
+        elif family == "relforms":
+            got = relforms.score_rows(fam_items, fam_sims)
         else:
             got = retrieval.score_rows(fam_items, fam_sims)
         rows += [{**r, "subtask": f"{family}/{r['subtask']}"} for r in got]
@@ -127,10 +134,14 @@ class WorldSplit:
         return items
 
     def item_hits(self, items: list[Item], sims) -> dict[str, np.ndarray]:
-        """Per ARO subtask (prefixed aro/), every case's outcome: see aro.item_hits."""
-        idx = [i for i, it in enumerate(items) if it.meta["family"] == "aro"]
-        got = aro.item_hits([items[i] for i in idx], _Subset(sims, idx)) if idx else {}
-        return {f"aro/{sub}": hits for sub, hits in got.items()}
+        """Per ARO subtask (prefixed aro/) and relforms subtask (prefixed relforms/), every case's outcome: see
+        aro.item_hits, relforms.item_hits."""
+        out = {}
+        for family, hits_of in (("aro", aro.item_hits), ("relforms", relforms.item_hits)):
+            idx = [i for i, it in enumerate(items) if it.meta["family"] == family]
+            got = hits_of([items[i] for i in idx], _Subset(sims, idx)) if idx else {}
+            out.update({f"{family}/{sub}": hits for sub, hits in got.items()})
+        return out
 
     def score(self, items: list[Item], sims, *, logit_scale: float = metrics.CLIP_LOGIT_SCALE) -> list[dict]:
         return score_split(items, sims, logit_scale)

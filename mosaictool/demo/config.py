@@ -44,7 +44,7 @@ WISE_ROWS = wise_rows()
 PATCH_ROW, PATCH_ALPHA = "Probe-FT", 0.2
 # the families of the table's columns (the split's other benchmarks are not in the table); the
 # WiSE-FT points are scored on them too
-MAIN_FAMILIES = ["aro", "crepe", "zeroshot"]
+MAIN_FAMILIES = ["aro", "crepe", "zeroshot", "relforms"]
 
 # The columns of the paper's Table 1, scaled down to the world: (column, subtask, metric).
 COLUMNS: list[tuple[str, str, str]] = [
@@ -55,6 +55,18 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("unseen", "crepe/syst/unseen_compounds_in_laion/comp", "R@1"),
     ("productivity", "crepe/*", "R@1"),
     ("recognition", "zeroshot/*", "top1"),
+    # Relation where neither one sentence form nor the placement prior helps (bench/relforms.py): each item is an
+    # image and its twin (the two objects trade cells), with the caption and its swap in each form. The copular
+    # form is VG-Relation's and the plain captions' (NegCLIP's swaps of them are its negatives word for word),
+    # sub-graph is MosaiCLIP's sub-graph text, fronted and with are forms no train text uses; group = Winoground's
+    # group score (Thrush et al. 2022) in the held-out forms, violate = the held-out forms on the images whose
+    # relation goes against the placement prior (a reader who knows the prior scores 0 there, 100 on agree).
+    ("rel copular", "relforms/copular", "accuracy"),
+    ("rel sub-graph", "relforms/subgraph", "accuracy"),
+    ("rel fronted", "relforms/fronted", "accuracy"),
+    ("rel with", "relforms/with", "accuracy"),
+    ("rel group", "relforms/held-out-group", "group"),
+    ("rel violate", "relforms/held-out-violate", "accuracy"),
 ]
 
 

@@ -67,7 +67,7 @@ def keep_data(cached: Path, out: Path) -> None:
 
 
 def make_world(cfg: DemoConfig, out: Path) -> Path:
-    from mosaictool.world.generate import generate_world, load_manifest
+    from mosaictool.world.generate import GENERATOR_VERSION, generate_world, load_manifest
     from mosaictool.world.noise import NOISE_KINDS
 
     world = out / "world"
@@ -77,7 +77,8 @@ def make_world(cfg: DemoConfig, out: Path) -> Path:
         wanted.update(caption_noise=cfg.caption_noise, noise_kinds=list(NOISE_KINDS))
     if (world / "manifest.json").is_file():
         m = load_manifest(world)
-        if {"seed": m.get("seed"), **m.get("options", {})} == wanted:
+        # a world of an older generator lacks what newer columns read (relforms/): made again
+        if {"seed": m.get("seed"), **m.get("options", {})} == wanted and m.get("generator") == GENERATOR_VERSION:
             logger.info(f"world: reusing {world}")
             return world
     logger.info(f"world: {cfg.world_train} scenes{' + twins' if cfg.twins else ''} -> {world}")

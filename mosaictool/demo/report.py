@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from mosaictool.demo.finetune import patch_label
 from mosaictool.demo.significance import (
     CONTROL_ALPHA,
     CONTROL_TREATED,
+    HEADLINE_COLUMN,
     HEADLINE_METHOD,
     comparisons,
     comparisons_markdown,
@@ -165,7 +167,7 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
                  audited: str = "", preregistration: str = "") -> Report:
     """report.md of a demo run, and the plots beside it (methods.png, wise_ft.png); `preregistration`: its
     statement (mosaictool.demo.prereg.report_line), right after the settings."""
-    from mosaictool.world.audit import relation_prior_accuracy
+    from mosaictool.world.audit import relation_forms_prior_accuracy, relation_prior_accuracy
 
     summary = summarise(rows, groups)
     table = table_markdown(summary)
@@ -193,6 +195,9 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
     versus = {m: r for m, r in comparisons(rows, groups, reference=CONTROL_TREATED).items() if m == HEADLINE_METHOD}
     relation_items = read_json(world / cfg.split / "aro" / "visual_genome_relation.json")
     blind = relation_prior_accuracy(relation_items)
+    forms_file = world / cfg.split / "relforms" / "relation_forms.jsonl"
+    blind_forms = (relation_forms_prior_accuracy(json.loads(line) for line in forms_file.read_text().splitlines() if line.strip())
+                   if forms_file.is_file() else None)
     cases_table = comparisons_markdown(found, adjusted=holm_family(found))
     versus_table = comparisons_markdown(versus, reference=CONTROL_TREATED, adjusted=holm_family(versus))
     paired = paired_markdown(rows, groups)
@@ -230,18 +235,27 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
         "(the Probe paper's patching).",
         f"The world places shapes by priors, as real scenes do: a reader blind to the image who knows them scores "
         f"{100 * blind:.1f} on relation (chance 50), the share a text prior alone can win (ARO's VG-Relation swaps are "
-        "mostly implausible ones).",
+        "mostly implausible ones)."
+        + (f" On the relation-form columns (rel ...) the same reader scores {100 * blind_forms['accuracy']:.1f} (every item "
+           f"is an image and its twin, one with the prior and one against it) and {100 * blind_forms['group']:.0f} on the "
+           "group score." if blind_forms else ""),
         "attribute = VG-Attribution-style swap (micro accuracy), relation = VG-Relation-style swap, order = COCO-Order-style "
         "(1 true + 4 shuffled captions), seen/unseen = CREPE systematicity R@1 (comp negatives), productivity = CREPE "
-        "productivity R@1 (mean over atom/swap/negate × complexity), recognition = zero-shot top-1 (mean over tasks).",
+        "productivity R@1 (mean over atom/swap/negate × complexity), recognition = zero-shot top-1 (mean over tasks). "
+        "rel copular / sub-graph / fronted / with = relation on an image and its twin (the two objects trade cells), the "
+        "caption against its swap on each image, said as \"the A is REL the B\" (VG-Relation's and the plain captions' "
+        "form), \"a A REL a B\" (MosaiCLIP's sub-graph texts), \"REL the B is the A\" and \"a B with a A REL it\" (held "
+        "out: no train text has these forms); rel group = Winoground's group score (Thrush et al. 2022) in the held-out "
+        "forms; rel violate = the held-out forms on the images whose relation goes against the placement prior. "
+        f"The confirmatory headline is on {HEADLINE_COLUMN} (docs/demo.md, \"headline measure\").",
         "",
         table,
         "",
         *([f"Each method minus CLIP fine-tuning ({cfg.split} split), paired by seed and by test case: difference [95% CI] "
            "(Holm-adjusted p over this table; the estimated MDE of that comparison).", "", cases_table, ""]
           if cases_table else []),
-        *(["The method under study against the control's winner, the same way (relation is the confirmatory headline "
-           "above; the other columns Holm-adjusted over this table):", "", versus_table, ""] if versus_table else []),
+        *([f"The method under study against the control's winner, the same way ({HEADLINE_COLUMN} is the confirmatory "
+           "headline above; the other columns Holm-adjusted over this table):", "", versus_table, ""] if versus_table else []),
         *([f"Every column, paired by seed only ({cfg.seeds} seeds; scipy's paired t-test over the seeds' column values, "
            "Holm-adjusted over this table): difference ± 95% CI (p).", "", paired, ""] if paired else []),
         *([f"Settings chosen on the **val** split with an equal budget: {cfg.tuning_budget} fine-tuning runs per row over its "

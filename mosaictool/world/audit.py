@@ -461,3 +461,12 @@ def relation_prior_accuracy(items: Iterable[dict]) -> float:
         score += 0.5 if order == 0 else (order > 0) == (pred in ("above", "to the left of"))
         n += 1
     return score / n if n else float("nan")
+
+
+def relation_forms_prior_accuracy(records: Iterable[dict]) -> dict[str, float]:
+    """What the same blind reader scores on the world's relation-form items (relforms/relation_forms.jsonl),
+    in any form: the accuracy over every image (right on an agree image, wrong on a violate one, a coin
+    flip on a neutral one) and its Winoground group score, 0 since its choice cannot follow the image."""
+    credit = {"agree": 1.0, "violate": 0.0, "neutral": 0.5}
+    images = [credit[p] for rec in records for p in rec["prior"]]
+    return {"accuracy": sum(images) / len(images) if images else float("nan"), "group": 0.0}

@@ -9,6 +9,7 @@ into place at the end, under the folder's lock (mosaictool.locks: one writer at 
                      VG_100K/*.jpg
     W/{val,test}/zeroshot/{shape,colour,object}/classnames.txt, templates.txt, test/<class>/*.png
     W/{val,test}/probe_c/probe_c.jsonl, images/; probe_b/probe_b.jsonl, classes.txt, prompts.txt, images/ (Schiappa et al. 2023)
+    W/{val,test}/relforms/relation_forms.jsonl, images/ (relation in several sentence forms, on an image and its twin)
 
 Items are made in chunks, in worker processes when --workers > 1; each item has its own seeded
 random stream and its own files, and rows are gathered in item order, so the bytes never depend on
@@ -51,8 +52,9 @@ from mosaictool.world.vocab import (
 )
 
 logger = logging.getLogger(__name__)
-GENERATOR_VERSION = "mosaic-world/4"  # 2: copular relation sentences ("the X is above the Y"); 3: placement priors;
-# 4: twice the order images (the first 1200 unchanged: each item is drawn from its own index)
+GENERATOR_VERSION = "mosaic-world/5"  # 2: copular relation sentences ("the X is above the Y"); 3: placement priors;
+# 4: twice the order images (the first 1200 unchanged: each item is drawn from its own index); 5: relforms/ (relation
+# in several sentence forms on an image and its twin; every file of world 4 unchanged but the manifest)
 EVAL_SPLITS = ("val", "test")
 # Items per val/test split at --eval-scale 1. ARO attribution: per group (25 groups; ARO drops
 # groups under 25); relation: per predicate; productivity: per complexity (4..12), shared by the
@@ -62,7 +64,7 @@ EVAL_SPLITS = ("val", "test")
 EVAL_SIZES = {"attribution_per_group": 120, "relation_per_predicate": 1200, "order_images": 2400,
               "syst_seen": 200, "syst_unseen": 200, "prod_per_complexity": 40,
               "zs_shape_per_class": 30, "zs_colour_per_class": 30, "zs_object_per_class": 5,
-              "probe_c_per_split": 60, "probe_b_scenes_per_split": 20}
+              "probe_c_per_split": 60, "probe_b_scenes_per_split": 20, "relforms_per_predicate": 600}
 # Numeric CREPE image ids (VG's are numbers): one range per file family.
 SYST_SEEN_BASE, SYST_UNSEEN_BASE, PROD_BASE = 1_000_000, 2_000_000, 3_000_000
 CHUNK = 64
@@ -139,6 +141,7 @@ def _eval_jobs(seed: int, split: str, size: int, n: dict) -> dict[str, list[tupl
         per_class = n[f"zs_{task}_per_class"]
         jobs[f"zs_{task}"] = [("zeroshot_item", seed, split, task, k, size)
                               for k in range(per_class * len(splits.zeroshot_classes(task)))]
+    jobs["relforms"] = [("relation_forms_item", seed, split, k, size) for k in range(n["relforms_per_predicate"] * len(RELATIONS))]
     return jobs
 
 
@@ -168,6 +171,7 @@ def _write_eval_split(root: Path, results: dict[str, list]) -> dict[str, int]:
     for task in ("shape", "colour", "object"):
         counts[f"zeroshot_{task}"] = len(results[f"zs_{task}"])
     counts.update(splits.write_probe_files(root, results))
+    counts.update(splits.write_relation_forms(root, results["relforms"]))
     return counts
 
 
@@ -366,6 +370,7 @@ _WORLD_FILES = re.compile(r"""manifest\.json
       | probe_b/(classes\.txt | prompts\.txt | probe_b\.jsonl)
       | probe_b/images/M?R/((black|gray|noise|scene)/\d+_x\d+(_patch)?|x\d+/\d+)\.png
       | probe_c/probe_c\.jsonl | probe_c/images/(composition|object)_\d+_\d+\.png
+      | relforms/relation_forms\.jsonl | relforms/images/\d+_[01]\.png
       | zeroshot/(shape|colour|object)/(classnames\.txt | templates\.txt | test/\d+/\d+\.png))""", re.VERBOSE)
 
 

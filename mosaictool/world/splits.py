@@ -33,6 +33,7 @@ from mosaictool.world.scene import (
     binding_twin,
     cell_bounds,
     make_scene,
+    prior_order,
     sample_objects,
     sample_scene,
     shape_twin,
@@ -561,3 +562,79 @@ def write_probe_files(root: Path, results: dict[str, list]) -> dict[str, int]:
     (root / "probe_b" / "prompts.txt").write_text("\n".join(f"{noun_phrase([s], 'a')}." for s in SHAPES) + "\n")
     return {"probe_c_composition": len(results["probe_c_composition"]), "probe_c_object": len(results["probe_c_object"]),
             "probe_b_records": len(recs)}
+
+
+# --- relation in several surface forms ----------------------------------------------------------------
+# VG-Relation above reads relation through one sentence form, the plain captions' copular "the A is
+# <rel> the B", so NegCLIP's swaps of the plain captions are its negatives word for word; and through the
+# placement priors, which a reader blind to the image uses to win most of it. These items say each
+# relation in several forms, on an image and its twin (the two objects trade cells: Winoground's
+# minimal pair, Thrush et al. 2022), so that neither one sentence form nor a prior can win:
+# - copular: the test form of VG-Relation and of the plain captions;
+# - subgraph: MosaiCLIP's sub-graph text "{N1} {R} {N2}" (Singh et al. 2023, Sec. 3.3; stages/template.py);
+# - fronted, with: held-out forms that no train text uses (no caption form, plain caption, sub-graph
+#   template or swap of them starts with a relation or says "with ... it"); both name the relation's
+#   object first, where every train form names its subject first.
+RELATION_FORMS = ("copular", "subgraph", "fronted", "with")
+HELD_OUT_FORMS = ("fronted", "with")
+
+
+def relation_form(form: str, subject: dict, pred: str, obj: dict) -> str:
+    """The sentence "subject <pred> obj" in `form` (subject and obj: objects, named by colour and shape)."""
+    the_s, the_o = canonical_np(subject), canonical_np(obj)
+    a_s, a_o = canonical_np(subject, det="a"), canonical_np(obj, det="a")
+    if form == "copular":
+        return f"{the_s} is {pred} {the_o}"
+    if form == "subgraph":
+        return f"{a_s} {pred} {a_o}"
+    if form == "fronted":
+        return f"{pred} {the_o} is {the_s}"
+    if form == "with":
+        return f"{a_o} with {a_s} {pred} it"
+    raise ValueError(f"unknown relation form {form!r}")
+
+
+def prior_class(subject_shape: str, pred: str, object_shape: str) -> str:
+    """Whether "subject <pred> object" is what the world's placement priors favour for these shapes
+    (scene.HEIGHT_RANK / LEFT_RANK): agree, violate, or neutral when both shapes rank the same."""
+    order = prior_order(subject_shape, object_shape, 0 if pred in ("above", "below") else 1)
+    if order == 0:
+        return "neutral"
+    return "agree" if (order > 0) == (pred in ("above", "to the left of")) else "violate"
+
+
+def relation_forms_item(seed: int, split: str, index: int, image_size: int, *, root: Path) -> dict:
+    """An image where object A is <pred> object B, and its twin where A and B trade cells (so B is
+    <pred> A there): for every form, the caption (true of the image, false of the twin) and its swap (A
+    and B exchanged: true of the twin, false of the image). `prior`: the prior class of each image's
+    true relation; the twin's is the image's mirrored, so every item that is not neutral has one image
+    with the prior and one against it."""
+    rng = stream(seed, split, "relation-forms", index)
+    pred = RELATIONS[index % len(RELATIONS)]
+    while True:
+        scene = sample_scene(rng, rng.choice((2, 3, 4)), image_size, train=True)
+        pairs = [(r["subject"], r["object"]) for r in scene["relations"] if r["relation"] == pred]
+        if not pairs:
+            continue
+        i, j = pairs[rng.randrange(len(pairs))]
+        other = twin(scene, i, j)
+        if not shows_held_out(other):
+            break
+    a, b = scene["objects"][i], scene["objects"][j]
+    names = [f"images/{index:05d}_{k}.png" for k in (0, 1)]
+    for s, name in zip((scene, other), names):
+        save(render(s), root / "relforms", name)
+    first = prior_class(a["shape"], pred, b["shape"])
+    mirrored = {"agree": "violate", "violate": "agree", "neutral": "neutral"}[first]
+    return {"id": f"relforms-{index:05d}", "images": names, "relation": pred, "subject": i, "object": j,
+            "forms": {f: [relation_form(f, a, pred, b), relation_form(f, b, pred, a)] for f in RELATION_FORMS},
+            "held_out": list(HELD_OUT_FORMS), "prior": [first, mirrored], "scenes": [scene, other]}
+
+
+def write_relation_forms(root: Path, items: list[dict]) -> dict[str, int]:
+    """relforms/relation_forms.jsonl (one item a line; images under relforms/images/)."""
+    import orjson
+
+    (root / "relforms").mkdir(parents=True, exist_ok=True)
+    (root / "relforms" / "relation_forms.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in items))
+    return {"relation_forms": len(items)}

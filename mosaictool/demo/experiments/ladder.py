@@ -152,7 +152,8 @@ def text_tower_measures(ctx: Context, runs: dict[str, list[Path]], split: str = 
     from mosaictool.model.openclip import load_checkpoint
 
     items = load_items(get("world" if split == "test" else "world-val"), ctx.world, subtasks=["aro"])
-    by_sub = {col: [it for it in items if it.meta["subtask"] == sub.split("/", 1)[1]] for col, sub in CASE_COLUMNS.items()}
+    by_sub = {col: [it for it in items if it.meta["subtask"] == sub.split("/", 1)[1]]
+              for col, sub in CASE_COLUMNS.items() if sub.startswith("aro/")}
     captions = [{"id": k, "caption": it.texts[it.meta["correct"]]} for k, it in enumerate(by_sub["order"][:TREE_CAPTIONS])]
     logger.info(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
 
