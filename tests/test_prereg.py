@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mosaictool.demo import DemoConfig, prereg, run, tuning
+from mosaictool.demo import significance as sig
 from mosaictool.demo.config import METHODS, SELECT_LRS
 from mosaictool.demo.experiments import Section
 from mosaictool.demo.report import build_report
@@ -163,7 +164,7 @@ def test_the_preregistration_is_written_before_test_is_read_and_its_digest_is_in
     assert plan["settings"]["tuning_budget"] == 2 and "out" not in plan["settings"]
     assert plan["tuning"]["criterion"] == tuning.CRITERION
     assert {label: len(r["trials"]) for label, r in plan["tuning"]["rows"].items()} == dict.fromkeys(LABELS, 2)
-    assert plan["headline"]["comparison"] == "MosaiCLIP − NegCLIP" and plan["headline"]["column"] == "relation"
+    assert plan["headline"]["comparison"] == "MosaiCLIP − NegCLIP" and plan["headline"]["column"] == sig.HEADLINE_COLUMN == "rel group"
     assert plan["claims"]["regimes"][0] == "preservation (the table)" and "demo/claims.py" in plan["claims"]["code"]
     stated = {(c["regime"], c["comparison"]): c for c in plan["claims"]["stated"]}  # every claim as its code states it
     assert stated["noisy", "MosaiCLIP clean − MosaiCLIP noisy, ARO cases"]["test"] == "equivalence"
