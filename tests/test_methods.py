@@ -74,6 +74,7 @@ def test_text_draws_are_what_the_method_takes(world, method, options):
         else:
             assert 1 <= len(pos) <= options["max_pos"] and len(neg) <= options["max_neg"]
             assert len(set(pos)) == len(pos) and set(pos) <= set(positives)
+            assert pos[0] == record["caption"]  # in every positive set, whatever pairs the draw brings
             assert all(negatives[t]["kind"] == "graph" for t in neg)
             # a drawn negative brings the positive it perturbs along
             assert all(positives[negatives[t]["positive"]] in pos for t in neg)
