@@ -103,6 +103,27 @@ def test_text_draws_with_subgraph_keys(world, keyed_world, method, options):
     assert drawn_true["keyed"] == 0 and drawn_true["keyless"] > 0
 
 
+def test_texts_are_redrawn_each_epoch_from_the_records_pool(world):
+    """App. H.1 samples 3 positive and 6 negative sub-graphs per image "during fine-tuning": an image's
+    texts come from a generator seeded by (seed, epoch, record), so where the record's pool is larger
+    than the slots another epoch draws other texts, and the same (seed, epoch, record) the same ones."""
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
+
+    def texts(seed: int, epoch: int) -> list:
+        m = methods.create("mosaiclip", {"max_pos": 2, "max_neg": 2})
+        dataset = TrainDataset(TrainData.load(str(world[0]), method=m), SamplerConfig(method=m, batch_size=4, seed=seed),
+                               ImageTransform(32), tokenizer=None, with_images=False)
+        return [(s["pos"], s["neg"]) for s in (dataset[(i, epoch, 2, 2, False)] for i in range(len(dataset)))]
+
+    first = texts(0, 0)
+    assert texts(0, 0) == first  # the same (seed, epoch, record): the same texts
+    for other in (texts(0, 1), texts(1, 0)):
+        assert any(a != b for a, b in zip(first, other))  # 4 positives and 6 negatives a record for 2 + 2 slots
+
+
 _STEPS: dict = {}
 
 
