@@ -203,6 +203,10 @@ def test_registry_names_options_and_errors():
     with pytest.raises(MosaicError, match="--loss-weighting 'sum': choose paper or mean"):
         methods.create("mosaiclip", {"loss_weighting": "sum"})
     assert methods.create("mosaiclip").make_loss().weighting == "paper"  # Singh et al. 2023, Sec. 3.5's sums
+    with pytest.raises(MosaicError, match="--denominators 'none': choose masked or all"):
+        methods.create("mosaiclip", {"denominators": "none"})
+    assert methods.create("mosaiclip").make_loss().mask_denominators
+    assert not methods.create("mosaiclip", {"denominators": "all"}).make_loss().mask_denominators
     options = methods.all_options()
     assert options["max_pos"][1] == ["mosaiclip"]
 
