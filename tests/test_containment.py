@@ -1,6 +1,6 @@
 """MosaiCLIP's P(i) by sub-graph containment (Singh et al. 2023, Sec. 3.5) against a brute-force reference
 written from the paper's formula, in one process and on 2 gloo ranks; the keys' way from records
-(JSONL and shards) to the batch; curriculum stage 1 = the caption + at most one negative."""
+(JSONL and shards) to the batch; curriculum stage 1 = one positive-negative pair."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ GRAD_KEYS = ("img", "pos", "neg", "scale")
 # ---- the reference ------------------------------------------------------------------------------
 
 
-def reference(x: dict, weighting: str = "mean") -> torch.Tensor:
+def reference(x: dict, weighting: str = "mean", denominators: str = "masked") -> torch.Tensor:
     """Singh et al. (2023), Sec. 3.5, with means, one image and one text at a time over explicit sets:
 
     G_i   = the key set of image i; key(t) = 0 for a text without a key
@@ -38,6 +38,7 @@ def reference(x: dict, weighting: str = "mean") -> torch.Tensor:
     loss  = (i2t + t2i) / 2
     weighting "paper": the paper's sums, sum_i i2t_i and sum_t t2i_t, each divided by the number of
     images with a positive (so t2i weighs |P| times i2t, as in the paper, at a batch-free scale).
+    denominators "all": the equations' sums as written, D(i) = every text, E(t) = every image.
     """
     img, pos, neg, s = x["img"], x["pos"], x["neg"], x["scale"]
     b, kp = x["pm"].shape
@@ -52,16 +53,19 @@ def reference(x: dict, weighting: str = "mean") -> torch.Tensor:
     def true_of(i, tid, key):
         return (key != 0 and key in G[i]) or tid in owned[i]
 
+    def masked(i, tid, key):
+        return denominators == "masked" and true_of(i, tid, key)
+
     i2t = []
     for i in range(b):
-        denominator = [v for v, _, _, _ in positives] + [v for v, tid, key in negatives if not true_of(i, tid, key)]
+        denominator = [v for v, _, _, _ in positives] + [v for v, tid, key in negatives if not masked(i, tid, key)]
         lse = torch.logsumexp(s * torch.stack(denominator) @ img[i], 0)
         P = [v for v, tid, key, _ in positives if true_of(i, tid, key)]
         if P:
             i2t.append(-torch.stack([s * v @ img[i] - lse for v in P]).mean())
     t2i = []
     for v, tid, key, o in positives:
-        images = [j for j in range(b) if j == o or not true_of(j, tid, key)]
+        images = [j for j in range(b) if j == o or not masked(j, tid, key)]
         t2i.append(-(s * v @ img[o] - torch.logsumexp(s * img[images] @ v, 0)))
     if weighting == "paper":
         return (torch.stack(i2t).sum() + torch.stack(t2i).sum()) / len(i2t) / 2
@@ -138,13 +142,14 @@ def leafs(x: dict) -> dict:
 # ---- the loss -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("denominators", ["masked", "all"])
 @pytest.mark.parametrize("weighting", ["mean", "paper"])
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("kp,kn", [(3, 3), (1, 1), (2, 0)])
-def test_loss_and_gradients_match_the_paper_formula(seed, kp, kn, weighting):
+def test_loss_and_gradients_match_the_paper_formula(seed, kp, kn, weighting, denominators):
     x = leafs(make_case(seed, kp=kp, kn=kn))
-    ours = run_loss(x, weighting=weighting)["loss"]
-    ref = reference(x, weighting)
+    ours = run_loss(x, weighting=weighting, denominators=denominators)["loss"]
+    ref = reference(x, weighting, denominators)
     assert ours.item() == pytest.approx(ref.item(), rel=1e-10)
     ours_grads, ref_grads = grads(ours, x), grads(ref, x)
     for name in GRAD_KEYS:
@@ -168,6 +173,36 @@ def test_containment_moves_texts_between_positives_and_denominators():
     assert with_keys != pytest.approx(plain, rel=1e-6)  # the keys change P(1), D(1) and E("a star")
     no_keys = {**x, "image_keys": torch.zeros(2, 0, dtype=torch.long)}
     assert float(run_loss(no_keys)["loss"]) == pytest.approx(plain, rel=1e-12)  # keyless: the equal-text loss
+
+
+def test_masked_denominators_differ_from_the_equations_exactly_where_a_text_is_true_of_another_image():
+    """Two images, one positive and one negative each. With keys no text shares with the other image the
+    masked loss is the equations' (denominators="all") to the bit; a negative of image 1 true of image 0
+    changes i2t only (image 0's row), a positive of image 0 true of image 1 changes t2i too (its column)."""
+    a, b, c, d = 21, 22, 23, 24
+    g = torch.Generator().manual_seed(1)
+    unit = lambda n: F.normalize(torch.randn(n, 4, generator=g, dtype=torch.float64), dim=-1)  # noqa: E731
+    base = {"img": unit(2), "pos": unit(2), "pm": torch.ones(2, 1, dtype=torch.bool), "neg": unit(2),
+            "nm": torch.ones(2, 1, dtype=torch.bool), "scale": torch.tensor(3.0, dtype=torch.float64),
+            "pos_ids": torch.tensor([[1], [2]]), "neg_ids": torch.tensor([[3], [4]]),
+            "pos_keys": torch.tensor([[a], [b]]), "neg_keys": torch.tensor([[c], [d]]),
+            "image_keys": torch.tensor([[a, 0], [b, 0]])}
+
+    def both(x):
+        return [{k: float(v) for k, v in run_loss(x, denominators=rule).items()} for rule in ("masked", "all")]
+
+    masked, literal = both(base)
+    assert masked == literal  # nothing shared: the same loss, term by term
+    negative_shared = {**base, "image_keys": torch.tensor([[a, d], [b, 0]])}  # image 1's negative is true of image 0
+    masked, literal = both(negative_shared)
+    assert masked["i2t"] != literal["i2t"] and masked["t2i"] == literal["t2i"]
+    assert masked["i2t"] < literal["i2t"]  # a term fewer in image 0's denominator
+    positive_shared = {**base, "image_keys": torch.tensor([[a, 0], [b, a]])}  # image 0's positive is true of image 1
+    masked, literal = both(positive_shared)
+    assert masked["t2i"] != literal["t2i"]
+    for x in (negative_shared, positive_shared):
+        for rule in ("masked", "all"):
+            assert float(run_loss(x, denominators=rule)["loss"]) == pytest.approx(float(reference(x, denominators=rule)), rel=1e-12)
 
 
 # ---- 2 gloo ranks = 1 process ---------------------------------------------------------------------
@@ -304,20 +339,29 @@ def test_batch_keys_are_the_records_keys_from_jsonl_and_shards(world, tmp_path):
 # ---- curriculum stage 1 -----------------------------------------------------------------------------
 
 
-def test_stage_one_is_the_caption_and_at_most_one_true_negative(world):
+def test_stage_one_is_one_positive_negative_pair_and_never_a_true_negative(world):
+    """Curriculum stage 1 samples "(at max) a single positive and negative sub-graph per image" (Singh et
+    al. 2023, Sec. 3.6): the negative comes with the positive it perturbs (here a sub-graph, not the
+    caption); --max-pos 1 without the curriculum stays the caption alone."""
     records = [json.loads(line) for line in Path(world[0]).read_text().splitlines()]
     m = methods.create("mosaiclip", {"curriculum": True, "curriculum_split": 0.5})
+    caption_only = methods.create("mosaiclip", {"max_pos": 1, "max_neg": 1})
     assert m.slots(0, 10) == (1, 1) and m.slots(5, 10) == (3, 6)  # App. H.1: 3 positives, 6 negatives
-    entailed = 0
+    entailed = sub_graph_positives = 0
     for seed in range(10):
         for i, rec in enumerate(records):
+            positives = rec["texts"]["positives"]
             chosen = m.select(rec, random.Random(f"{seed}:{i}"), 1, 1)
-            assert chosen.pos == [rec["caption"]] and chosen.pos_keys == [rec["texts"]["positives"][0]["key"]]
-            assert len(chosen.neg) == 1 and chosen.neg_keys[0] not in rec["subgraph_keys"]
-            graph_negs = {n["text"]: n["key"] for n in rec["texts"]["negatives"] if n["kind"] == "graph"}
-            assert graph_negs[chosen.neg[0]] == chosen.neg_keys[0]
-            entailed += any(k in rec["subgraph_keys"] for k in graph_negs.values())
+            assert len(chosen.pos) == 1 and len(chosen.neg) == 1 and chosen.neg_keys[0] not in rec["subgraph_keys"]
+            graph_negs = {n["text"]: n for n in rec["texts"]["negatives"] if n["kind"] == "graph"}
+            perturbed = positives[graph_negs[chosen.neg[0]]["positive"]]
+            assert chosen.pos == [perturbed["text"]] and chosen.pos_keys == [perturbed["key"]]
+            assert graph_negs[chosen.neg[0]]["key"] == chosen.neg_keys[0]
+            sub_graph_positives += chosen.pos != [rec["caption"]]
+            entailed += any(n["key"] in rec["subgraph_keys"] for n in graph_negs.values())
+            assert caption_only.select(rec, random.Random(f"{seed}:{i}"), 1, 1).pos == [rec["caption"]]
             full = m.select(rec, random.Random(f"{seed}:{i}"), 3, 6)
             keys = set(rec["subgraph_keys"])
             assert not set(full.neg_keys) & keys and set(full.pos_keys) <= keys
     assert entailed > 0  # some records have a negative true of their image ("a blue circle" beside one)
+    assert sub_graph_positives > 0  # make_world's graph negatives perturb sub-graphs, never the caption

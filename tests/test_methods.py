@@ -31,7 +31,7 @@ STEPS = [
     ("clip", {}),
     ("negclip", {}),
     ("mosaiclip", {"max_pos": 4, "category_probs": PROBS, "loss_weighting": "mean"}),
-    ("mosaiclip", {"max_pos": 2, "category_probs": PROBS, "loss_weighting": "mean"}),
+    ("mosaiclip", {"max_pos": 3, "category_probs": PROBS, "loss_weighting": "mean"}),
 ]
 
 
@@ -74,6 +74,7 @@ def test_text_draws_are_what_the_method_takes(world, method, options):
         else:
             assert 1 <= len(pos) <= options["max_pos"] and len(neg) <= options["max_neg"]
             assert len(set(pos)) == len(pos) and set(pos) <= set(positives)
+            assert pos[0] == record["caption"]  # in every positive set, whatever pairs the draw brings
             assert all(negatives[t]["kind"] == "graph" for t in neg)
             # a drawn negative brings the positive it perturbs along
             assert all(positives[negatives[t]["positive"]] in pos for t in neg)
@@ -100,6 +101,27 @@ def test_text_draws_with_subgraph_keys(world, keyed_world, method, options):
             for true, (_, neg) in zip(true_of_image, draws(records, method, options, seed=str(seed))):
                 drawn_true[name] += len(true & set(neg))
     assert drawn_true["keyed"] == 0 and drawn_true["keyless"] > 0
+
+
+def test_texts_are_redrawn_each_epoch_from_the_records_pool(world):
+    """App. H.1 samples 3 positive and 6 negative sub-graphs per image "during fine-tuning": an image's
+    texts come from a generator seeded by (seed, epoch, record), so where the record's pool is larger
+    than the slots another epoch draws other texts, and the same (seed, epoch, record) the same ones."""
+    from mosaictool.training.loader import TrainDataset
+    from mosaictool.training.sampler import SamplerConfig
+    from mosaictool.training.traindata import TrainData
+    from mosaictool.training.transform import ImageTransform
+
+    def texts(seed: int, epoch: int) -> list:
+        m = methods.create("mosaiclip", {"max_pos": 2, "max_neg": 2})
+        dataset = TrainDataset(TrainData.load(str(world[0]), method=m), SamplerConfig(method=m, batch_size=4, seed=seed),
+                               ImageTransform(32), tokenizer=None, with_images=False)
+        return [(s["pos"], s["neg"]) for s in (dataset[(i, epoch, 2, 2, False)] for i in range(len(dataset)))]
+
+    first = texts(0, 0)
+    assert texts(0, 0) == first  # the same (seed, epoch, record): the same texts
+    for other in (texts(0, 1), texts(1, 0)):
+        assert any(a != b for a, b in zip(first, other))  # 4 positives and 6 negatives a record for 2 + 2 slots
 
 
 _STEPS: dict = {}
@@ -156,8 +178,8 @@ def test_negclip_negatives_enlarge_the_clip_loss(steps):
 @pytest.mark.slow
 def test_subgraph_keys_change_only_what_containment_changes(steps):
     """CLIP and NegCLIP ignore keys: the same step. MosaiCLIP with every positive sampled (max_pos 4):
-    equal texts already say what containment says, the same step; with max_pos 2 the unsampled
-    sub-graphs contained in an image count in its P(i), another step."""
+    equal texts already say what containment says, the same step; with max_pos 3 (the caption and two
+    sub-graphs) the unsampled sub-graphs contained in an image count in its P(i), another step."""
     for i in (0, 1, 2):
         assert steps[i, "keyed"] == pytest.approx(steps[i, "keyless"], rel=1e-6), STEPS[i]
     assert steps[3, "keyed"] != pytest.approx(steps[3, "keyless"], rel=1e-3)
@@ -181,6 +203,10 @@ def test_registry_names_options_and_errors():
     with pytest.raises(MosaicError, match="--loss-weighting 'sum': choose paper or mean"):
         methods.create("mosaiclip", {"loss_weighting": "sum"})
     assert methods.create("mosaiclip").make_loss().weighting == "paper"  # Singh et al. 2023, Sec. 3.5's sums
+    with pytest.raises(MosaicError, match="--denominators 'none': choose masked or all"):
+        methods.create("mosaiclip", {"denominators": "none"})
+    assert methods.create("mosaiclip").make_loss().mask_denominators
+    assert not methods.create("mosaiclip", {"denominators": "all"}).make_loss().mask_denominators
     options = methods.all_options()
     assert options["max_pos"][1] == ["mosaiclip"]
 

@@ -3,15 +3,19 @@ caption and its sub-graphs) and --max-neg graph negatives, with the coarse-to-fi
 (mosaictool.model.losses), optionally after a curriculum stage with at most one of each.
 
 Filling the slots: negatives are drawn as (positive, negative) pairs, a category (obj/attr/rel) at
-a time with probabilities --category-probs; a drawn pair brings its positive along while there is
-room; remaining positive slots are filled with the caption first, then other positives at random.
-With one positive slot (curriculum stage 1, or --max-pos 1) that slot is the caption and the
-negatives are drawn the same way from every pair, without their positives: stage 1 "closely mimics
-the contrastive pre-training objective" (Singh et al. 2023, Sec. 3.6): the caption and at most one hard
-negative, as NegCLIP. Stage 2 samples up to --max-pos positive and --max-neg negative sub-graphs
-(App. H.1: 3 and 6). A negative whose key is one of the image's `subgraph_keys` is true of the image
-and never drawn. Each chosen text comes with its key (Selection.pos_keys / neg_keys): the loss's
-P(i) is every batch positive whose sub-graph is in the image's graph (Sec. 3.5).
+a time with probabilities --category-probs (App. B); a drawn pair brings its positive along while there
+is room. The caption holds the first positive slot of every image (the coarse end of coarse-to-fine:
+the paper does not say whether the caption is always a positive; here it is, so no draw of pairs can
+leave it out); remaining positive slots are filled with other positives at random. Curriculum stage 1
+"first fine-tunes the model while sampling (at max) a single positive and negative sub-graph per
+image" (Singh et al. 2023, Sec. 3.6): one drawn pair, the negative with the very positive it perturbs
+(the caption when no negative is left to draw). --max-pos 1 without the curriculum is the caption alone
+with a negative of any pair (the demo's "− sub-graph positives" ablation). Stage 2 samples up to
+--max-pos positive and --max-neg negative sub-graphs (App. H.1: 3 and 6). Every draw comes from the
+rng the loader seeds by (seed, epoch, record): a record whose texts hold more candidates than slots
+gets other sub-graphs in another epoch. A negative whose key is one of the image's `subgraph_keys` is
+true of the image and never drawn. Each chosen text comes with its key (Selection.pos_keys /
+neg_keys): the loss's P(i) is every batch positive whose sub-graph is in the image's graph (Sec. 3.5).
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ class MosaiClip(Method):
         Option("max_neg", int, 6, "mosaiclip: graph negatives per image at most."),
         Option("category_probs", str, dict(DEFAULT_CATEGORY_PROBS), "mosaiclip: sampling weights of negative categories.",
                parse=parse_category_probs, format=format_category_probs),
-        Option("curriculum", bool, False, "mosaiclip: stage 1 with the caption + <= 1 negative, then full."),
+        Option("curriculum", bool, False, "mosaiclip: stage 1 with one positive-negative pair per image (Sec. 3.6), "
+               "then the full --max-pos / --max-neg."),
         Option("curriculum_split", float, 0.5, "mosaiclip: fraction of the steps spent in curriculum stage 1."),
         Option("negatives", str, "graph", "mosaiclip: graph (the paper's: perturbed scene graphs) | text (an ablation, not the "
                "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place) | "
@@ -78,6 +83,10 @@ class MosaiClip(Method):
                "text (an ablation)."),
         Option("loss_weighting", str, "paper", "mosaiclip: paper (Sec. 3.5's sums: t2i, one term per positive text, "
                "weighs ~|P(i)| times i2t; both divided by the images) | mean (each direction averaged)."),
+        Option("denominators", str, "masked", "mosaiclip: masked (a negative text true of an image, by its sub-graph key, "
+               "leaves that image's i2t denominator, and an image holding a positive text's sub-graph leaves that text's "
+               "t2i denominator) | all (every text and every image, as Sec. 3.5's equations write them). Example: "
+               "--denominators all."),
     )
     # without its curriculum it is an ablation (demo --ablate, "− curriculum"), not a row of the table;
     # its tuning as Singh et al. 2023, App. H.1 did it on ARO's val set (TUNED_P_OBJ, TUNED_CAPS)
@@ -99,11 +108,14 @@ class MosaiClip(Method):
             raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose graph, text or negclip")
         if self.opts["loss_weighting"] not in ("paper", "mean"):
             raise MosaicError(f"--loss-weighting {self.opts['loss_weighting']!r}: choose paper or mean")
+        if self.opts["denominators"] not in ("masked", "all"):
+            raise MosaicError(f"--denominators {self.opts['denominators']!r}: choose masked or all")
 
     def make_loss(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1):
         from mosaictool.model.losses import ContrastiveLoss
 
-        return ContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size, weighting=self.opts["loss_weighting"])
+        return ContrastiveLoss(local_loss=local_loss, rank=rank, world_size=world_size, weighting=self.opts["loss_weighting"],
+                               denominators=self.opts["denominators"])
 
     def check_record(self, record: dict) -> None:
         texts = record.get("texts")
@@ -135,8 +147,15 @@ class MosaiClip(Method):
             if self._is_negative(n) and not holds_key(implied, n.get("key")):
                 pair = (n.get("positive"), n["text"], n.get("key"))
                 by_category.setdefault(n.get("category") or "other", []).append(pair)
-        caption_only = kp == 1  # stage 1: the caption is the one positive, negatives come without theirs
-        chosen_pos: list[int] = [0] if caption_only else []
+        # Curriculum stage 1 (one slot of each where --max-pos allows more): "sampling (at max) a single
+        # positive and negative sub-graph per image" (Singh et al. 2023, Sec. 3.6), a drawn pair, the
+        # negative with the positive it perturbs. --max-pos 1 is the caption alone, with a negative of any pair.
+        one_pair = kp == 1 < self.opts["max_pos"]
+        caption_only = kp == 1 and not one_pair
+        # Stage 2 keeps the caption, the coarsest of the coarse-to-fine positives, in every image's set;
+        # drawn pairs bring their sub-graphs into the other slots.
+        has_caption = entries[0].get("kind", "caption") == "caption"
+        chosen_pos: list[int] = [0] if caption_only or (has_caption and kp > 1) else []
         chosen_neg: list[tuple[str, str | None]] = []
         if self.opts["negatives"] == "negclip":
             chosen_neg = [(text, None) for text in negclip_negative(record, rng)] if kn > 0 else []
@@ -157,8 +176,10 @@ class MosaiClip(Method):
                     continue  # no room for the positive this negative perturbs
                 chosen_pos.append(pos_index)
             chosen_neg.append((text, key))
+        # the slots left: the caption (or first positive) first, then other positives at random; in stage 1
+        # the pair's positive, or the caption where no negative came (nor one of a known positive)
         rest = [i for i in range(len(positives)) if i not in chosen_pos]
-        if rest and rest[0] == 0:  # the caption (or first positive) before the others
+        if rest and rest[0] == 0:
             first, others = rest[:1], rest[1:]
         else:
             first, others = [], rest

@@ -30,8 +30,11 @@ is a positive of i, a negative column whose key is in it leaves i's row, and in 
 whose key set holds the text's key leave its denominator (its owner stays: the target). A text or
 image without keys falls back to the equal-text rule above; both rules are OR-ed. Without
 `image_keys` (clip, negclip) nothing changes. The paper writes the denominators over every text
-and image; taking out those the graph says are true of the image is what makes P(i) a set of
-positives rather than positives that are also pushed away as negatives.
+and image (Sec. 3.5: sum_{j=1}^{|B_t|} in i2t, sum_{i=1}^{|B_I|} in t2i) and says nothing of texts true
+of several images; taking out those the graph says are true of the image (`denominators="masked"`,
+the default) is what makes P(i) a set of positives rather than positives that are also pushed away
+as negatives. `denominators="all"` keeps the equations' denominators as written: every filled text
+in each i2t row, every image in each t2i column; P(i) and the targets are the same under both.
 
 Distributed: features are gathered with gradient and laid out as [positives of rank 0, 1, ...;
 negatives of rank 0, 1, ...], so the owner of positive slot j is still j // Kp (ranks' images are
@@ -49,11 +52,15 @@ from mosaictool.model.collectives import all_gather_no_grad, all_gather_with_gra
 
 
 class MultiPositiveContrastiveLoss(nn.Module):
-    def __init__(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1, weighting: str = "mean"):
+    def __init__(self, *, local_loss: bool = False, rank: int = 0, world_size: int = 1, weighting: str = "mean",
+                 denominators: str = "masked"):
         super().__init__()
         if weighting not in ("mean", "paper"):
             raise ValueError(f"weighting {weighting!r}: 'mean' or 'paper'")
+        if denominators not in ("masked", "all"):
+            raise ValueError(f"denominators {denominators!r}: 'masked' or 'all'")
         self.weighting = weighting
+        self.mask_denominators = denominators == "masked"
         self.local_loss = local_loss
         self.rank = rank
         self.world_size = world_size
@@ -124,7 +131,7 @@ class MultiPositiveContrastiveLoss(nn.Module):
             match |= _contains(sorted_image_keys[rows], text_keys)
         match &= text_valid
         positive = match & is_pos_column
-        excluded = ~text_valid | (match & ~is_pos_column)
+        excluded = ~text_valid | (match & ~is_pos_column) if self.mask_denominators else ~text_valid
         logits_i2t = (logit_scale * row_images @ texts.T).masked_fill(excluded, float("-inf"))
         logp_i2t = logits_i2t.log_softmax(dim=1)
         n_positive = positive.sum(1)
@@ -132,17 +139,19 @@ class MultiPositiveContrastiveLoss(nn.Module):
         has_pos = n_positive > 0
         i2t_sum = -per_image[has_pos].sum()
 
-        # positive text -> images: target = its owner; other images owning the same text or holding its
-        # sub-graph are left out
+        # positive text -> images: target = its owner; masked: other images owning the same text or holding
+        # its sub-graph are left out
         col_slots = torch.arange(first_image * kp, (first_image + n_rows) * kp, device=device)
         col_features = pos_features if local else all_pos
         col_valid = filled[col_slots]
         owners = col_slots // kp
-        also_owner = owns[:, text_uid[col_slots]].T  # (columns, images)
-        if containment:
-            also_owner |= _contains(sorted_image_keys, text_keys[col_slots]).T
-        also_owner[torch.arange(col_slots.shape[0], device=device), owners] = False
-        logits_t2i = (logit_scale * col_features @ all_images.T).masked_fill(also_owner, float("-inf"))
+        logits_t2i = logit_scale * col_features @ all_images.T
+        if self.mask_denominators:
+            also_owner = owns[:, text_uid[col_slots]].T  # (columns, images)
+            if containment:
+                also_owner |= _contains(sorted_image_keys, text_keys[col_slots]).T
+            also_owner[torch.arange(col_slots.shape[0], device=device), owners] = False
+            logits_t2i = logits_t2i.masked_fill(also_owner, float("-inf"))
         logp_t2i = logits_t2i.log_softmax(dim=1).gather(1, owners[:, None])[:, 0]
         t2i_sum = -logp_t2i[col_valid].sum()
 
