@@ -8,6 +8,7 @@ import json
 import logging
 import shutil
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     # indexed and decoded once here, read by every run (and every forked process): a CLIP run
     # 22.3 -> 20.5 s (the same weights), for 4.4 s here; on a GPU, one copy of them on the device
     shard_cache.decode(str(shards), ImagePrep.size_of(model_config(cfg.model)))
+    if base is not None:
+        share_mined(todo, base, out, shard_cache)
     shares = share_out(todo, min(at_once, len(todo)))
     if len(shares) > 1:
         logger.info(f"fine-tuning {len(todo)} runs in {len(shares)} processes (one thread each; "
@@ -87,13 +90,14 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     todo: list[TrainConfig] = []
     for seed in range(cfg.seeds):
         for label, method, options in rows or METHODS:
+            from_records, mined = cfg.row_hard_image_settings(method)
             declared = {o.name for o in get_method(method).options}  # the demo's --max-pos reaches who has it
             options = {**{k: v for k, v in (("max_pos", cfg.max_pos), ("max_neg", cfg.max_neg)) if k in declared}, **options}
             tc = TrainConfig(data=str(shards), out="", method=method, method_options=options, model=cfg.model,
                              pretrained=str(base) if base is not None else None, augment=False, steps=cfg.finetune_steps,
                              lr=cfg.lr_for(label),
                              batch_size=cfg.row_batch(method), warmup=min(50, cfg.finetune_steps // 10),
-                             record_hard_images=cfg.row_hard_images(method), seed=seed, quiet=not sys.stderr.isatty(),
+                             record_hard_images=from_records, hard_images=mined, seed=seed, quiet=not sys.stderr.isatty(),
                              lock_image=lock == "image", lock_text=lock == "text")
             threads = 1 if at_once > 1 else None
             # trained by train_many (stacked with the runs that share its steps): alone's weights up to rounding
@@ -104,13 +108,107 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
             if not final.is_file():
                 if run.exists():
                     shutil.rmtree(run)
+                hard = f"{mined} mined" if mined else "twins (oracle)" if from_records else "off"
                 logger.info(f"fine-tune: {label}, seed {seed}, {cfg.finetune_steps} steps, lr {cfg.lr_for(label):g}, "
-                            f"hard images {'on' if tc.record_hard_images else 'off'}")
+                            f"hard images {hard}")
                 # device, loader workers and where the images wait are runtime: not in the run's digest
                 todo.append(dataclasses.replace(tc, out=str(run), device=device, num_workers=workers,
                                                 images_on_device=device.startswith("cuda")))
             runs[label].append(final)
     return dict(runs), todo
+
+
+def share_mined(todo: list, base: Path, out: Path, shard_cache: ShardCache) -> None:
+    """Mine once the hard images of the runs in `todo` that mine them (TrainConfig.hard_images K: the
+    K nearest neighbours in the base's image space, training's mine_hard_images), and put them in
+    each such run's folder as mined_hard_images.json, which the run then reads instead of mining:
+    computed once before fine-tuning, as NegCLIP's were (Yuksekgonul et al. 2023, App. C.2: "we
+    compute the pairwise similarity between all the images. Then, for each image we collect the 3
+    most similar images"), instead of once per run and seed. Kept in OUT/mined/, named by the
+    digest of the base, the data and K, and mined in one thread on a CPU, so that the neighbours do
+    not depend on the machine's cores. Beside them, MINED_TWINS: how many are the images' twins."""
+    from mosaictool.io import write_json
+
+    for tc in todo:
+        if not tc.hard_images:
+            continue
+        mined = mined_neighbours(tc, base, out, shard_cache)
+        Path(tc.out).mkdir(parents=True, exist_ok=True)
+        write_json(Path(tc.out) / "mined_hard_images.json", mined["neighbours"])
+        write_json(Path(tc.out) / MINED_TWINS, mined["twins"])
+
+
+MINED_TWINS = "mined_twins.json"  # in a run folder beside its mined neighbours: twin_share's counts
+
+
+def mined_file(tc, base: Path, out: Path) -> Path:
+    """Where OUT keeps the neighbours mined for run `tc`: named by its base's and data's digests and K."""
+    recipe = Path(tc.data).with_name(Path(tc.data).name + ".recipe.json")
+    # the method and the data's settings too: they decide which records the run keeps, whose indices the neighbours are
+    read = ("method", "method_options", "model", "model_config", "texts", "image_root", "skip_bad", "hard_images")
+    key = {**{name: getattr(tc, name) for name in read}, "base": file_digest(base), "data": Path(tc.data).name,
+           "recipe": file_digest(recipe) if recipe.is_file() else None, "threads": 1}
+    return out / "mined" / f"hard-images-{digest(key)}.json"
+
+
+def mined_neighbours(tc, base: Path, out: Path, shard_cache: ShardCache | None = None) -> dict:
+    """The mining of run `tc`'s hard images (mined_file's, mined now when it is not kept): {"k",
+    "neighbours": per record, the indices of its hard images, "twins": twin_share's counts}."""
+    from mosaictool.io import read_json, write_json
+
+    path = mined_file(tc, base, out)
+    if path.is_file():
+        return read_json(path)
+    import torch
+
+    from mosaictool.training.data import mine_for
+
+    logger.info(f"hard images: mining each image's {tc.hard_images} nearest neighbours in {base.name}'s image space")
+    started = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        data, neighbours = mine_for(tc, shards=shard_cache)
+    finally:
+        torch.set_num_threads(threads)
+    twins = twin_share(data.records, neighbours)
+    logger.info(f"hard images: mined in {time.perf_counter() - started:.1f} s; {twins_sentence(twins)}")
+    mined = {"k": tc.hard_images, "neighbours": neighbours, "twins": twins}
+    write_json(path, mined)
+    return mined
+
+
+def image_id(record_id: str) -> str:
+    """The image a fine-tuning record shows: its `-plain` copy (data.two_captions) shows the same one."""
+    return str(record_id).removesuffix("-plain")
+
+
+def twin_share(records: list[dict], neighbours: list[list[int]]) -> dict:
+    """How many of the mined neighbours are the image's twins: the images its record's hard_images
+    name (the world's twins of a scene, arrangement, binding or shape, and the scene a twin was made
+    from: the hard images --hard-image-source twin-oracle gives). Counted once per image (its
+    records share their neighbours): {"images", "neighbours", "twins", "images_with_twin"}."""
+    counted: set[str] = set()
+    n_images = n_neighbours = n_twins = with_twin = 0
+    for rec, near in zip(records, neighbours):
+        image = image_id(rec["id"])
+        if image in counted:
+            continue
+        counted.add(image)
+        twins = {image_id(h) for h in rec.get("hard_images") or []}
+        found = sum(image_id(records[j]["id"]) in twins for j in near)
+        n_images += 1
+        n_neighbours += len(near)
+        n_twins += found
+        with_twin += found > 0
+    return {"images": n_images, "neighbours": n_neighbours, "twins": n_twins, "images_with_twin": with_twin}
+
+
+def twins_sentence(twins: dict) -> str:
+    share = twins["twins"] / max(1, twins["neighbours"])
+    return (f"{twins['twins']:,} of the {twins['neighbours']:,} mined neighbours ({100 * share:.1f}%) are the image's own twins "
+            f"(arrangement, binding or shape; the twin oracle's hard images); {twins['images_with_twin']:,} of "
+            f"{twins['images']:,} images have one among theirs")
 
 
 def share_out(todo: list, processes: int) -> list[list]:
@@ -124,7 +222,7 @@ def share_out(todo: list, processes: int) -> list[list]:
         by_row[(tc.method, json.dumps(tc.method_options, sort_keys=True, default=str), tc.batch_size)].append(tc)
 
     def cost(tc) -> int:  # images and texts encoded over the run
-        return tc.steps * tc.batch_size * (2 if tc.record_hard_images else 1) + tc.batch_size * _expected_texts(
+        return tc.steps * tc.batch_size * (2 if tc.record_hard_images or tc.hard_images else 1) + tc.batch_size * _expected_texts(
             tc.method, tc.method_options, tc.steps)
 
     shares: list[list] = [[] for _ in range(processes)]
