@@ -33,7 +33,7 @@ def _expected_texts(method: str, options: dict, steps: int) -> int:
 
 def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
                  rows: list[tuple[str, str, dict]] | None = None, lock: str | None = None,
-                 shard_cache: ShardCache | None = None) -> dict[str, list[Path]]:
+                 shard_cache: ShardCache | None = None, miner: Path | None = None) -> dict[str, list[Path]]:
     """Every row x seed from the base, all with the same steps and images per step (hard images as
     cfg.hard_images says, cfg.row_batch), each at its lr (cfg.lr_for); `lock` "image" or "text"
     freezes that tower (open_clip's lock conventions); with `base` None every run starts from a random
@@ -42,10 +42,13 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     stale run. The runs train with training.train_many: those that share their steps' shape take
     them together (the rows with the same images per step, every seed), on a CPU in
     cfg.runs_at_once() forked processes of one thread, each with its share of every row.
-    `shard_cache`: the shards' index (and images, decoded here) for every run."""
+    `shard_cache`: the shards' index (and images, decoded here) for every run. `miner`: the model in
+    whose image space mined hard images are mined (share_mined; default `base`: the model the runs
+    start from, as NegCLIP's paper mined with the CLIP it fine-tuned)."""
     from mosaictool.training import ShardCache
 
-    runs, todo = planned_runs(cfg, shards, base, out, rows, lock)
+    miner = miner if miner is not None else base
+    runs, todo = planned_runs(cfg, shards, base, out, rows, lock, miner)
     if not todo:
         return runs
     import open_clip  # noqa: F401  imported once here: each forked process spent ~4 s importing it
@@ -58,8 +61,8 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     # indexed and decoded once here, read by every run (and every forked process): a CLIP run
     # 22.3 -> 20.5 s (the same weights), for 4.4 s here; on a GPU, one copy of them on the device
     shard_cache.decode(str(shards), ImagePrep.size_of(model_config(cfg.model)))
-    if base is not None:
-        share_mined(todo, base, out, shard_cache)
+    if miner is not None:
+        share_mined(todo, miner, out, shard_cache)
     shares = share_out(todo, min(at_once, len(todo)))
     if len(shares) > 1:
         logger.info(f"fine-tuning {len(todo)} runs in {len(shares)} processes (one thread each; "
@@ -75,15 +78,17 @@ def finetune_all(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
 
 
 def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
-                 rows: list[tuple[str, str, dict]] | None = None, lock: str | None = None):
+                 rows: list[tuple[str, str, dict]] | None = None, lock: str | None = None, miner: Path | None = None):
     """{row: every seed's final checkpoint} and the TrainConfigs of those not trained yet (their
-    folders, named by their settings' digest, emptied)."""
+    folders, named by their settings' digest, emptied). A run with mined hard images is named by
+    the model they are mined with (`miner`, finetune_all's) too."""
     from mosaictool.methods import get as get_method
     from mosaictool.training import TrainConfig
 
     device, workers = cfg.runtime()
     at_once = cfg.runs_at_once()
     base_sha = file_digest(base) if base is not None else None
+    miner_sha = file_digest(miner) if miner is not None else None
     recipe = shards.with_name(shards.name + ".recipe.json")  # what the shards hold: a new recipe, new runs
     data_sha = file_digest(recipe) if recipe.is_file() else None
     runs: dict[str, list[Path]] = defaultdict(list)
@@ -102,7 +107,7 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
             threads = 1 if at_once > 1 else None
             # trained by train_many (stacked with the runs that share its steps): alone's weights up to rounding
             key = digest({**dataclasses.asdict(tc), "quiet": None, "base": base_sha, "data": data_sha, "stacked": True,
-                          **({"threads": threads} if threads else {})})
+                          **({"threads": threads} if threads else {}), **({"miner": miner_sha} if mined else {})})
             run = out / "runs" / f"{slug(label)}-seed{seed}-{key}"
             final = run / "final.pt"
             if not final.is_file():
@@ -118,21 +123,21 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
     return dict(runs), todo
 
 
-def share_mined(todo: list, base: Path, out: Path, shard_cache: ShardCache) -> None:
+def share_mined(todo: list, miner: Path, out: Path, shard_cache: ShardCache) -> None:
     """Mine once the hard images of the runs in `todo` that mine them (TrainConfig.hard_images K: the
-    K nearest neighbours in the base's image space, training's mine_hard_images), and put them in
+    K nearest neighbours in the image space of `miner`, the base, with training's mine_hard_images), and put them in
     each such run's folder as mined_hard_images.json, which the run then reads instead of mining:
     computed once before fine-tuning, as NegCLIP's were (Yuksekgonul et al. 2023, App. C.2: "we
     compute the pairwise similarity between all the images. Then, for each image we collect the 3
     most similar images"), instead of once per run and seed. Kept in OUT/mined/, named by the
-    digest of the base, the data and K, and mined in one thread on a CPU, so that the neighbours do
+    digest of the miner, the data and K, and mined in one thread on a CPU, so that the neighbours do
     not depend on the machine's cores. Beside them, MINED_TWINS: how many are the images' twins."""
     from mosaictool.io import write_json
 
     for tc in todo:
         if not tc.hard_images:
             continue
-        mined = mined_neighbours(tc, base, out, shard_cache)
+        mined = mined_neighbours(tc, miner, out, shard_cache)
         Path(tc.out).mkdir(parents=True, exist_ok=True)
         write_json(Path(tc.out) / "mined_hard_images.json", mined["neighbours"])
         write_json(Path(tc.out) / MINED_TWINS, mined["twins"])
@@ -141,39 +146,41 @@ def share_mined(todo: list, base: Path, out: Path, shard_cache: ShardCache) -> N
 MINED_TWINS = "mined_twins.json"  # in a run folder beside its mined neighbours: twin_share's counts
 
 
-def mined_file(tc, base: Path, out: Path) -> Path:
-    """Where OUT keeps the neighbours mined for run `tc`: named by its base's and data's digests and K."""
+def mined_file(tc, miner: Path, out: Path) -> Path:
+    """Where OUT keeps the neighbours mined for run `tc` with `miner`: named by their digests and K."""
     recipe = Path(tc.data).with_name(Path(tc.data).name + ".recipe.json")
     # the method and the data's settings too: they decide which records the run keeps, whose indices the neighbours are
     read = ("method", "method_options", "model", "model_config", "texts", "image_root", "skip_bad", "hard_images")
-    key = {**{name: getattr(tc, name) for name in read}, "base": file_digest(base), "data": Path(tc.data).name,
+    key = {**{name: getattr(tc, name) for name in read}, "miner": file_digest(miner), "data": Path(tc.data).name,
            "recipe": file_digest(recipe) if recipe.is_file() else None, "threads": 1}
     return out / "mined" / f"hard-images-{digest(key)}.json"
 
 
-def mined_neighbours(tc, base: Path, out: Path, shard_cache: ShardCache | None = None) -> dict:
-    """The mining of run `tc`'s hard images (mined_file's, mined now when it is not kept): {"k",
+def mined_neighbours(tc, miner: Path, out: Path, shard_cache: ShardCache | None = None) -> dict:
+    """The mining of run `tc`'s hard images in the image space of `miner` (mined_file's, mined now when
+    it is not kept): {"k",
     "neighbours": per record, the indices of its hard images, "twins": twin_share's counts}."""
     from mosaictool.io import read_json, write_json
 
-    path = mined_file(tc, base, out)
+    path = mined_file(tc, miner, out)
     if path.is_file():
         return read_json(path)
     import torch
 
     from mosaictool.training.data import mine_for
 
-    logger.info(f"hard images: mining each image's {tc.hard_images} nearest neighbours in {base.name}'s image space")
+    logger.info(f"hard images: mining each image's {tc.hard_images} nearest neighbours in {miner.name}'s image space")
     started = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        data, neighbours = mine_for(tc, shards=shard_cache)
+        data, neighbours = mine_for(dataclasses.replace(tc, pretrained=str(miner)), shards=shard_cache)
     finally:
         torch.set_num_threads(threads)
     twins = twin_share(data.records, neighbours)
     logger.info(f"hard images: mined in {time.perf_counter() - started:.1f} s; {twins_sentence(twins)}")
     mined = {"k": tc.hard_images, "neighbours": neighbours, "twins": twins}
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, mined)
     return mined
 
