@@ -159,6 +159,15 @@ class Report:
     power: str
 
 
+def mined_twins_line(runs: dict[str, list[Path]], hard_rows: list[str]) -> str:
+    """How many of the first hard-image row's mined neighbours are the images' twins (its seed 0's
+    MINED_TWINS, written beside its mined hard images), or "" when that row's were not mined."""
+    if not hard_rows:
+        return ""
+    found = runs[hard_rows[0]][0].parent / MINED_TWINS
+    return f"Mined hard images ({hard_rows[0]}): {twins_sentence(read_json(found))}." if found.is_file() else ""
+
+
 def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]], runs: dict, curves: dict, world: Path,
                  out: Path, minutes: float, *, selection: str | None = None, sections: list | None = None,
                  audited: str = "") -> Report:
@@ -176,9 +185,7 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
                   "NegCLIP's paper mined nearest neighbours" if cfg.hard_image_source == "twin-oracle" else
                   f"one of its {MINED_NEIGHBOURS} nearest neighbours in the base's image space, mined once before fine-tuning "
                   "(NegCLIP's hard images")
-    twins_file = runs[hard_rows[0]][0].parent / MINED_TWINS if hard_rows else None
-    mined_twins = (f"Mined hard images ({hard_rows[0]}): {twins_sentence(read_json(twins_file))}."
-                   if twins_file is not None and twins_file.is_file() else "")
+    mined_twins = mined_twins_line(runs, hard_rows)
     if cfg.finetune_lr is not None:
         lrs = f"lr {cfg.finetune_lr:g} for every row" + (
             ", calibrated on val by the positive control (world seed 0: the lr at which NegCLIP's known gain over CLIP is "
