@@ -242,14 +242,18 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     # a WiSE-FT point is scored with the table's checkpoints, on the table's families
     assert {r["subtask"].split("/")[0] for r in rows if r["model"] == "wise-fsc-clip-a0.5"} == \
         {r["subtask"].split("/")[0] for r in rows if r["model"] == "FSC-CLIP-s0"}
-    # every row was fine-tuned with the same steps and images per step: NegCLIP with its hard images
+    # every row was fine-tuned with the same steps and images per step: NegCLIP with its hard images,
+    # its 3 nearest neighbours mined in the base's image space (ARO App. C.2), not the world's twins
     configs = [orjson.loads(p.read_bytes()) for p in (out / "runs").glob("*-seed0-*/config.json")]
     assert len(configs) == len(METHODS)
-    assert {(c["method"] == "negclip", c["record_hard_images"], c["batch_size"] * (1 + c["record_hard_images"]), c["steps"])
-            for c in configs} == {(True, True, 16, 15), (False, False, 16, 15)}
+    assert {(c["method"] == "negclip", c["record_hard_images"], c["hard_images"], c["batch_size"] * (1 + bool(c["hard_images"])),
+             c["steps"]) for c in configs} == {(True, False, 3, 16, 15), (False, False, 0, 16, 15)}
+    [negclip] = (out / "runs").glob("negclip-seed0-*")
+    assert len(orjson.loads((negclip / "mined_hard_images.json").read_bytes())[0]) == 3
     assert {orjson.loads(p.read_bytes())["lr"] for p in (out / "runs").glob("*-seed0-*/config.json")} == {config.FINETUNE_LR}
     report = (out / "report.md").read_text()
-    assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report
+    assert "16 images per step (NegCLIP: 8 images + each one's hard image, one of its 3 nearest neighbours" in report
+    assert "Mined hard images (NegCLIP): " in report and "mined neighbours" in report
     assert "lr 0.0005 for every row, calibrated on val" in report
     assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report

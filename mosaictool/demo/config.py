@@ -128,7 +128,7 @@ class DemoConfig:
     # real data set hands a method
     hard_image_source: str = setting(
         "mined", "Which image is an image's hard image: 'mined' (default), one of its 3 nearest neighbours in the image space of "
-                 "the model the row starts from, mined once before fine-tuning as NegCLIP's paper did (ARO App. C.2); or "
+                 "the base the rows are fine-tuned from, mined once before fine-tuning as NegCLIP's paper did (ARO App. C.2); or "
                  "'twin-oracle', its world twin (the same scene rearranged, its colours traded or a shape changed): a "
                  "minimal pair aimed at the test, an oracle no real data set offers. Example: --hard-image-source twin-oracle",
         metavar="mined|twin-oracle")
