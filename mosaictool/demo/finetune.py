@@ -125,8 +125,8 @@ def planned_runs(cfg: DemoConfig, shards: Path, base: Path | None, out: Path,
 
 def share_mined(todo: list, miner: Path, out: Path, shard_cache: ShardCache) -> None:
     """Mine once the hard images of the runs in `todo` that mine them (TrainConfig.hard_images K: the
-    K nearest neighbours in the image space of `miner`, the base, with training's mine_hard_images), and put them in
-    each such run's folder as mined_hard_images.json, which the run then reads instead of mining:
+    K nearest neighbours in the image space of `miner`, the base, by training's mine_hard_images), and
+    put them in each such run's folder as mined_hard_images.json, which the run then reads instead of mining:
     computed once before fine-tuning, as NegCLIP's were (Yuksekgonul et al. 2023, App. C.2: "we
     compute the pairwise similarity between all the images. Then, for each image we collect the 3
     most similar images"), instead of once per run and seed. Kept in OUT/mined/, named by the
@@ -158,8 +158,8 @@ def mined_file(tc, miner: Path, out: Path) -> Path:
 
 def mined_neighbours(tc, miner: Path, out: Path, shard_cache: ShardCache | None = None) -> dict:
     """The mining of run `tc`'s hard images in the image space of `miner` (mined_file's, mined now when
-    it is not kept): {"k",
-    "neighbours": per record, the indices of its hard images, "twins": twin_share's counts}."""
+    it is not kept): {"k", "neighbours": per record, the indices of its hard images, "twins":
+    twin_share's counts}."""
     from mosaictool.io import read_json, write_json
 
     path = mined_file(tc, miner, out)

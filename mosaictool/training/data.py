@@ -81,7 +81,7 @@ def nearest_indices(sims: torch.Tensor, k: int) -> torch.Tensor:
     order = order[torch.sort(row[order], stable=True).indices]  # then grouped by row, keeping that order
     counts = torch.bincount(row, minlength=sims.shape[0])
     starts = torch.cumsum(counts, 0) - counts
-    return col[order][starts[:, None] + torch.arange(k)]
+    return col[order][starts[:, None] + torch.arange(k, device=sims.device)]
 
 
 def mine_for(cfg, shards: ShardCache | None = None) -> tuple[TrainData, list[list[int]]]:
