@@ -8,6 +8,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -82,35 +83,51 @@ def test_rows_come_from_the_registry():
 
 
 @pytest.mark.parametrize("hard", ["method", "all", "none"])
-def test_every_row_gets_the_same_images_per_step_steps_and_lr(tmp_path, monkeypatch, hard):
+@pytest.mark.parametrize("source", ["mined", "twin-oracle"])
+def test_every_row_gets_the_same_images_per_step_steps_and_lr(tmp_path, monkeypatch, hard, source):
     """The fair comparison: the same steps, learning rate and images per step for every row; hard
     images for the rows whose paper uses them (NegCLIP), for all or for none, and a row with hard
-    images takes half the images, each with its hard image."""
+    images takes half the images, each with its hard image: mined (3 nearest neighbours, mined once
+    for every run and put in its folder) or the twins the records name (the oracle)."""
     import mosaictool.training as train_module
+    import mosaictool.training.data as training_data
 
-    seen = []
+    seen, mined = [], []
 
     def fake_train_many(tcs, shards=None):
         assert shards is not None  # the shards' index, built once for every run
         for tc in tcs:
             seen.append(tc)
-            Path(tc.out).mkdir(parents=True)
+            Path(tc.out).mkdir(parents=True, exist_ok=True)
             (Path(tc.out) / "final.pt").write_bytes(b"x")
         return [Path(tc.out) / "final.pt" for tc in tcs]
 
+    def fake_mine_for(tc, shards=None):
+        mined.append((tc.method, tc.pretrained))
+        return SimpleNamespace(records=[{"id": "a", "hard_images": ["b"]}, {"id": "b", "hard_images": ["a"]}]), [[1], [0]]
+
     monkeypatch.setattr(train_module, "train_many", fake_train_many)
     monkeypatch.setattr(train_module.ShardCache, "decode", lambda self, spec, size: False)
+    monkeypatch.setattr(training_data, "mine_for", fake_mine_for)
     base = tmp_path / "base.pt"
     base.write_bytes(b"base")
-    cfg = DemoConfig(seeds=2, hard_images=hard, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8,
+    cfg = DemoConfig(seeds=2, hard_images=hard, hard_image_source=source, finetune_steps=7, finetune_lr=3e-4, finetune_batch=8,
                      device="cpu", parallel_runs=1)
     runs = finetune.finetune_all(cfg, tmp_path / "shards", base, tmp_path)
     assert list(runs) == [label for label, _, _ in METHODS] and all(len(v) == 2 for v in runs.values())
     assert len(seen) == 2 * len(METHODS)
-    assert {(tc.hard_images, tc.steps, tc.lr, tc.warmup) for tc in seen} == {(0, 7, 3e-4, 0)}
-    with_hard = {tc.method for tc in seen if tc.record_hard_images}
+    assert {(tc.steps, tc.lr, tc.warmup) for tc in seen} == {(7, 3e-4, 0)}
+    with_hard = {tc.method for tc in seen if tc.record_hard_images or tc.hard_images}
     assert with_hard == {"method": {"negclip"}, "all": {tc.method for tc in seen}, "none": set()}[hard]
-    assert all(tc.batch_size == (4 if tc.record_hard_images else 8) for tc in seen)
+    assert all(tc.batch_size == (4 if tc.method in with_hard else 8) for tc in seen)
+    # mined: ARO's 3 nearest neighbours (App. C.2), no twins; the oracle: the records' twins, nothing mined
+    assert {(tc.record_hard_images, tc.hard_images) for tc in seen if tc.method in with_hard} <= {
+        "mined": {(False, 3)}, "twin-oracle": {(True, 0)}}[source]
+    assert all((tc.record_hard_images, tc.hard_images) == (False, 0) for tc in seen if tc.method not in with_hard)
+    # mined once per row in the base's image space (not once per seed), in every mining run's folder
+    assert sorted(mined) == sorted({(tc.method, str(base)) for tc in seen if tc.hard_images})
+    assert all(json.loads((Path(tc.out) / "mined_hard_images.json").read_text()) == [[1], [0]]
+               for tc in seen if tc.hard_images)
     assert {tc.method for tc in seen} >= {"clip", "negclip", "mosaiclip", "fsc-clip", "probe-ft"}
     # the setting is part of each run's name: changing it trains new runs for the rows it changes
     other_setting = "none" if hard != "none" else "all"
@@ -119,8 +136,16 @@ def test_every_row_gets_the_same_images_per_step_steps_and_lr(tmp_path, monkeypa
     changed = [label for label, method, _ in METHODS
                if cfg.row_hard_images(method) != DemoConfig(hard_images=other_setting).row_hard_images(method)]
     assert changed and all(not set(runs[label]) & set(other[label]) for label in changed)
+    if hard != "none":  # and so is the source of the hard images
+        swapped = finetune.finetune_all(
+            DemoConfig(**{**cfg.__dict__, "hard_image_source": "twin-oracle" if source == "mined" else "mined"}),
+            tmp_path / "shards", base, tmp_path)
+        assert all(set(runs[label]).isdisjoint(swapped[label]) == (label in {
+            row for row, method, _ in METHODS if cfg.row_hard_images(method)}) for label in runs)
     with pytest.raises(MosaicError, match="choose method, all or none"):
         DemoConfig(hard_images="some").row_hard_images("clip")
+    with pytest.raises(MosaicError, match="choose mined or twin-oracle"):
+        DemoConfig(hard_image_source="twins").row_hard_images("clip")
 
 
 def test_select_on_val_reads_val_only_and_gives_each_row_its_own_lr(tmp_path, monkeypatch):
@@ -224,16 +249,20 @@ def test_demo_quick_end_to_end(runner, tmp_path):
     # a WiSE-FT point is scored with the table's checkpoints, on the table's families
     assert {r["subtask"].split("/")[0] for r in rows if r["model"] == "wise-fsc-clip-a0.5"} == \
         {r["subtask"].split("/")[0] for r in rows if r["model"] == "FSC-CLIP-s0"}
-    # every row was fine-tuned with the same steps and images per step: NegCLIP with its hard images
+    # every row was fine-tuned with the same steps and images per step: NegCLIP with its hard images,
+    # its 3 nearest neighbours mined in the base's image space (ARO App. C.2), not the world's twins
     configs = [orjson.loads(p.read_bytes()) for p in (out / "runs").glob("*-seed0-*/config.json")]
     assert len(configs) == len(METHODS)
-    assert {(c["method"] == "negclip", c["record_hard_images"], c["batch_size"] * (1 + c["record_hard_images"]), c["steps"])
-            for c in configs} == {(True, True, 16, 15), (False, False, 16, 15)}
+    assert {(c["method"] == "negclip", c["record_hard_images"], c["hard_images"], c["batch_size"] * (1 + bool(c["hard_images"])),
+             c["steps"]) for c in configs} == {(True, False, 3, 16, 15), (False, False, 0, 16, 15)}
+    [negclip] = (out / "runs").glob("negclip-seed0-*")
+    assert len(orjson.loads((negclip / "mined_hard_images.json").read_bytes())[0]) == 3
     assert {orjson.loads(p.read_bytes())["lr"] for p in (out / "runs").glob("*-seed0-*/config.json")} == {config.FINETUNE_LR}
     report = (out / "report.md").read_text()
     # the plan declared before test was read: report.md prints its digest
     assert f"sha256 `{hashlib.sha256((out / 'preregistration.json').read_bytes()).hexdigest()}`" in report
-    assert "16 images per step (NegCLIP: 8 images + each one's hard image" in report
+    assert "16 images per step (NegCLIP: 8 images + each one's hard image, one of its 3 nearest neighbours" in report
+    assert "Mined hard images (NegCLIP): " in report and "mined neighbours" in report
     assert "lr 0.0005 for every row, calibrated on val" in report
     assert "positive control" in report.lower() and "minimal detectable effect" in report and "Holm-adjusted" in report
     assert "world's **test** split" in report and "FSC-CLIP comp" in report and "Texts audit" in report

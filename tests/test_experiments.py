@@ -5,6 +5,7 @@ real training."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -77,13 +78,18 @@ def test_ladder_ends_are_the_table_rows_and_the_middle_shares_one_lr(tmp_path):
     ctx = _context(tmp_path)
     rungs = ladder.variants(ctx)
     rows = {label: (method, options) for label, method, options in METHODS}
-    first, last = rungs[0], rungs[-1]
-    assert (first.label, first.method, first.options, first.hard_images) == ("NegCLIP", *rows["NegCLIP"], None)
+    oracle, negclip, last = rungs[0], rungs[ladder.FROM], rungs[-1]
+    # NegCLIP's hard images: the twins (an oracle), then mined as its paper mined them (the table's row), then none
+    assert (oracle.method, oracle.options, oracle.hard_images, oracle.hard_image_source) == (
+        *rows["NegCLIP"], None, "twin-oracle")
+    assert (negclip.label, negclip.method, negclip.options, negclip.hard_images, negclip.hard_image_source) == (
+        "NegCLIP", *rows["NegCLIP"], None, "mined")
+    assert (rungs[2].method, rungs[2].options, rungs[2].hard_images) == (*rows["NegCLIP"], "none")
     assert (last.label, last.method, last.options, last.hard_images) == ("MosaiCLIP", *rows["MosaiCLIP"], None)
-    assert {v.lr for v in rungs[1:-1]} == {ctx.cfg.lr_for("NegCLIP")} == {ctx.cfg.lr_for("MosaiCLIP")}
-    assert all(v.hard_images == "none" for v in rungs[1:-1])
+    assert {v.lr for v in rungs if v.lr is not None} == {ctx.cfg.lr_for("NegCLIP")} == {ctx.cfg.lr_for("MosaiCLIP")}
+    assert all(v.hard_images == "none" for v in rungs[2:-1])
     # every rung changes its predecessor's training, one named change at a time
-    settings = [(v.method, tuple(sorted(v.options.items())), v.hard_images) for v in rungs]
+    settings = [(v.method, tuple(sorted(v.options.items())), v.hard_images, v.hard_image_source) for v in rungs]
     assert len(set(settings)) == len(settings)
     with pytest.raises(Exception, match="one learning rate"):
         ladder.run(_context(tmp_path, finetune_lr=None, row_lrs={"NegCLIP": 1e-4, "MosaiCLIP": 2e-4}))
@@ -93,6 +99,7 @@ def test_ladder_ends_train_in_the_table_rows_run_folders(tmp_path, monkeypatch):
     """finetune_all names a run folder by its label and its settings' digest: the ladder's ends land in
     the table's NegCLIP and MosaiCLIP folders, so they are the same runs (bit for bit: not retrained)."""
     import mosaictool.training as training
+    import mosaictool.training.data as training_data
     from mosaictool.demo.finetune import finetune_all
 
     recipe = tmp_path / "shards.recipe.json"
@@ -103,13 +110,17 @@ def test_ladder_ends_train_in_the_table_rows_run_folders(tmp_path, monkeypatch):
     monkeypatch.setattr(training, "train_many", lambda tcs, shards=None: [seen.append(tc.out) or Path(tc.out) / "final.pt"
                                                                           for tc in tcs])
     monkeypatch.setattr(training.ShardCache, "decode", lambda self, spec, size: False)
+    monkeypatch.setattr(training_data, "mine_for", lambda tc, shards=None: (SimpleNamespace(records=[{"id": "a"}]), [[]]))
     cfg = DemoConfig(device="cpu", seeds=1, parallel_runs=1)
     table = finetune_all(cfg, tmp_path / "shards", base, tmp_path)
     ctx = Context(cfg, tmp_path / "shards", tmp_path, base, tmp_path, tmp_path)
     monkeypatch.setattr(common, "finetune_all", finetune_all)
     rungs = ladder.variants(ctx)
-    runs = common.finetune_variants(ctx, [rungs[0], rungs[-1]])
+    runs = common.finetune_variants(ctx, rungs)
     assert runs["NegCLIP"] == table["NegCLIP"] and runs["MosaiCLIP"] == table["MosaiCLIP"]
+    # the oracle rung is NegCLIP with the twins: a run of its own
+    oracle = rungs[0].name
+    assert runs[oracle] != table["NegCLIP"] and not set(runs[oracle]) & {p for finals in table.values() for p in finals}
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +135,7 @@ def _weights(world, out: Path, method: str, options: dict) -> dict:
 
 @pytest.mark.slow
 def test_negclip_inside_mosaiclips_method_trains_the_same_weights(world, tmp_path):
-    """Rung 2 re-expresses rung 1: NegCLIP's training (caption + its swap, no hard images) run by
+    """Rung 3 re-expresses rung 2: NegCLIP's training (caption + its swap, no hard images) run by
     mosaiclip's code with --max-pos 1 --max-neg 1 --negatives negclip --no-containment --loss-weighting
     mean gives the same weights, bit for bit, after 4 steps."""
     rung1 = _weights(world, tmp_path / "negclip", "negclip", {})
@@ -172,7 +183,7 @@ def test_ladder_steps_add_up_to_the_whole_gap_and_draw_the_waterfall(tmp_path, m
     names = [name for name, *_ in ladder.RUNGS]
 
     def accuracy(label, col):
-        k = 0 if label == "NegCLIP" else len(names) - 1 if label == "MosaiCLIP" else int(label.split()[-1])
+        k = ladder.FROM if label == "NegCLIP" else len(names) - 1 if label == "MosaiCLIP" else int(label.split()[-1])
         return 0.8 - 0.02 * k if col == "relation" else 0.5
 
     trained = _fake_training(monkeypatch, accuracy)
@@ -186,8 +197,10 @@ def test_ladder_steps_add_up_to_the_whole_gap_and_draw_the_waterfall(tmp_path, m
     assert table.strip() in section.text
     gap = next(line for line in table.splitlines() if line.startswith("The whole gap"))
     whole = float(gap.split("relation ")[1].split(" ")[0])
-    summed = float(gap.split("rungs sum ")[1].split(")")[0])
-    assert whole == summed and whole == pytest.approx(-16.0, abs=3)
+    summed = float(gap.split(f"rungs {ladder.FROM + 1}-{len(names) - 1} sum ")[1].split(")")[0])
+    # the gap runs from the table's NegCLIP (mined hard images) to MosaiCLIP; the oracle's step is apart
+    assert whole == summed and whole == pytest.approx(-2 * (len(names) - 1 - ladder.FROM), abs=3)
+    assert float(gap.split("(rung 0 to 1): relation ")[1].split(",")[0]) == pytest.approx(-2 * ladder.FROM, abs=3)
     assert f"| {len(names) - 1}. MosaiCLIP |" in table and "| base (before fine-tuning) |" in table
 
 

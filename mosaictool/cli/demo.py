@@ -49,6 +49,8 @@ def demo_cli(
 
       mosaictool demo --hard-images none   # no row gets hard images
 
+      mosaictool demo --hard-image-source twin-oracle   # NegCLIP's hard images: the world's twins, an oracle
+
       mosaictool demo --experiment ladder --experiment towers   # why MosaiCLIP and NegCLIP differ (val)
 
       mosaictool demo --parallel-runs 1   # every fine-tuning run in this process

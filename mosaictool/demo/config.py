@@ -77,6 +77,11 @@ COLUMNS: list[tuple[str, str, str]] = [
 # (val retrieval, Yuksekgonul et al. 2023, App. C.3).
 FINETUNE_LR = 5e-4
 SELECT_LRS = (3e-4, 5e-4, 1e-3)  # --select-on-val's candidates
+# NegCLIP's mined hard images: "for each image we collect the 3 most similar images" (Yuksekgonul
+# et al. 2023, App. C.2), by the pairwise similarity of CLIP's image embeddings, computed once
+# before fine-tuning; "at each epoch for each image we sample one of its negative images"
+MINED_NEIGHBOURS = 3
+HARD_IMAGE_SOURCES = ("mined", "twin-oracle")
 
 
 @dataclass
@@ -123,14 +128,22 @@ class DemoConfig:
                      "control; --select-on-val gives each row its own).")
     row_lrs: dict = setting(factory=dict, flag=False)
     finetune_batch: AtLeastOne = setting(32, flag=False)
-    # hard images (each image's twin: arrangement, binding or shape; the world's nearest alternative,
-    # as NegCLIP mined its nearest neighbours, Yuksekgonul et al. 2023, App. C.2) in the batch: "method" for the rows
-    # whose paper uses them (NegCLIP), "all" or "none". Every row sees finetune_batch images per step:
-    # a row with hard images takes finetune_batch / 2 images, each with its hard image.
-    hard_images: str = setting("method", "Hard images in the batch (each image's twin, the world's nearest alternative): 'method' "
-                               "(default) for the rows whose paper uses them (NegCLIP, ARO App. C.2), 'all' rows, or 'none'. "
-                               'Every row sees the same images per step: a row with hard images takes half as many images, each '
-                               'with its hard image.', metavar="method|all|none")
+    # hard images in the batch: "method" for the rows whose paper uses them (NegCLIP), "all" or "none".
+    # Every row sees finetune_batch images per step: a row with hard images takes finetune_batch / 2
+    # images, each with its hard image (hard_image_source says which).
+    hard_images: str = setting("method", "Hard images in the batch (--hard-image-source says which): 'method' (default) for the "
+                               "rows whose paper uses them (NegCLIP, ARO App. C.2), 'all' rows, or 'none'. Every row sees the "
+                               'same images per step: a row with hard images takes half as many images, each with its hard '
+                               'image. Example: --hard-images none', metavar="method|all|none")
+    # "mined": MINED_NEIGHBOURS nearest neighbours in the starting model's image space, as NegCLIP's
+    # paper mined them; "twin-oracle": the world's twins, minimal pairs built for the test that no
+    # real data set hands a method
+    hard_image_source: str = setting(
+        "mined", "Which image is an image's hard image: 'mined' (default), one of its 3 nearest neighbours in the image space of "
+                 "the base the rows are fine-tuned from, mined once before fine-tuning as NegCLIP's paper did (ARO App. C.2); or "
+                 "'twin-oracle', its world twin (the same scene rearranged, its colours traded or a shape changed): a "
+                 "minimal pair aimed at the test, an oracle no real data set offers. Example: --hard-image-source twin-oracle",
+        metavar="mined|twin-oracle")
     max_pos: AtLeastOne = setting(3, "MosaiCLIP's positive texts per image: the caption + sub-graphs (default 3; 1 = the caption "
                                   'only).')
     max_neg: Count = setting(6, flag=False)
@@ -220,7 +233,16 @@ class DemoConfig:
 
         if self.hard_images not in ("method", "all", "none"):
             raise MosaicError(f"--hard-images {self.hard_images!r}: choose method, all or none")
+        if self.hard_image_source not in HARD_IMAGE_SOURCES:
+            raise MosaicError(f"--hard-image-source {self.hard_image_source!r}: choose {' or '.join(HARD_IMAGE_SOURCES)}")
         return self.hard_images == "all" or (self.hard_images == "method" and get_method(method).uses_hard_images)
+
+    def row_hard_image_settings(self, method: str) -> tuple[bool, int]:
+        """The TrainConfig's (record_hard_images, hard_images) of the row of `method`: the twins the
+        world's records name, or MINED_NEIGHBOURS mined with the starting model, or neither."""
+        if not self.row_hard_images(method):
+            return False, 0
+        return (True, 0) if self.hard_image_source == "twin-oracle" else (False, MINED_NEIGHBOURS)
 
     def row_batch(self, method: str) -> int:
         """Images per step before hard images: half of finetune_batch for a row with hard images."""

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from mosaictool.analysis.stats import format_p, holm
 from mosaictool.atomic import atomic_output
-from mosaictool.demo.config import COLUMNS, FINETUNE_LR, METHODS, PATCH_ALPHA, DemoConfig
+from mosaictool.demo.config import COLUMNS, FINETUNE_LR, METHODS, MINED_NEIGHBOURS, PATCH_ALPHA, DemoConfig
 from mosaictool.demo.evaluation import column_value, comp_score
-from mosaictool.demo.finetune import patch_label
+from mosaictool.demo.finetune import MINED_TWINS, patch_label, twins_sentence
 from mosaictool.demo.significance import (
     CONTROL_ALPHA,
     CONTROL_TREATED,
@@ -162,6 +162,15 @@ class Report:
     power: str
 
 
+def mined_twins_line(runs: dict[str, list[Path]], hard_rows: list[str]) -> str:
+    """How many of the first hard-image row's mined neighbours are the images' twins (its seed 0's
+    MINED_TWINS, written beside its mined hard images), or "" when that row's were not mined."""
+    if not hard_rows:
+        return ""
+    found = runs[hard_rows[0]][0].parent / MINED_TWINS
+    return f"Mined hard images ({hard_rows[0]}): {twins_sentence(read_json(found))}." if found.is_file() else ""
+
+
 def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]], runs: dict, curves: dict, world: Path,
                  out: Path, minutes: float, *, selection: str | None = None, sections: list | None = None,
                  audited: str = "", preregistration: str = "") -> Report:
@@ -176,6 +185,11 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
     plot_methods(summary, out / "methods.png", cfg.split)
     plot_wise(wise_points, out / "wise_ft.png")
     hard_rows = [label for label, method, _ in METHODS if label in runs and cfg.row_hard_images(method)]
+    hard_image = ("its world twin (an oracle, --hard-image-source twin-oracle: a minimal pair aimed at the test, where "
+                  "NegCLIP's paper mined nearest neighbours" if cfg.hard_image_source == "twin-oracle" else
+                  f"one of its {MINED_NEIGHBOURS} nearest neighbours in the base's image space, mined once before fine-tuning "
+                  "(NegCLIP's hard images")
+    mined_twins = mined_twins_line(runs, hard_rows)
     if cfg.finetune_lr is not None:
         lrs = f"lr {cfg.finetune_lr:g} for every row" + (
             ", calibrated on val by the positive control (world seed 0: the lr at which NegCLIP's known gain over CLIP is "
@@ -206,12 +220,13 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
         "",
         f"Every row is fine-tuned from the same base with the same settings: {cfg.finetune_steps} steps, "
         f"{cfg.finetune_batch} images per step ("
-        + (f"{', '.join(hard_rows)}: {cfg.finetune_batch // 2} images + each one's hard image, its twin (NegCLIP's hard "
-           "images, Yuksekgonul et al. 2023, App. C.2); the others none" if hard_rows else "no hard images for any row")
+        + (f"{', '.join(hard_rows)}: {cfg.finetune_batch // 2} images + each one's hard image, {hard_image}, "
+           "Yuksekgonul et al. 2023, App. C.2); the others none" if hard_rows else "no hard images for any row")
         + f"), AdamW, cosine, warmup {min(50, cfg.finetune_steps // 10)}, {cfg.seeds} seed(s) per row; {lrs}. "
         f"World seed {cfg.world_seed}.",
         "",
         *([preregistration, ""] if preregistration else []),
+        *([mined_twins, ""] if mined_twins else []),
         f"**{control['verdict']}**",
         "",
         *([f"**{head['verdict']}**", ""] if head else []),

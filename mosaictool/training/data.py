@@ -30,7 +30,9 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
     """The k nearest other images of every image under `model` (cosine), as NegCLIP mined them
     with CLIP ViT-B/32 (Yuksekgonul et al. 2023, App. C.2). An image that comes with several captions (several
     records, the same bytes) is embedded once and is never its own neighbour: its twin record's
-    caption is true of it, so it is no negative (it was every such record's first neighbour)."""
+    caption is true of it, so it is no negative (it was every such record's first neighbour).
+    Each image's neighbours are ordered by similarity, equal similarities by index (nearest_indices),
+    so that a sampler's draw from them is the same on every run."""
     model.eval()
     rng = random.Random(0)
     first: dict[bytes, int] = {}  # image bytes' digest -> index among the distinct images
@@ -62,9 +64,44 @@ def mine_hard_images(data: TrainData, model, transform: ImageTransform, mean, st
         sims = feats[start : start + 1024] @ feats.T
         rows = torch.arange(sims.shape[0])
         sims[rows, rows + start] = float("-inf")
-        nearest.extend(sims.topk(k, dim=1).indices.tolist())
+        nearest.extend(nearest_indices(sims, k).tolist())
     model.train()
     return [[distinct[j] for j in nearest[image_of[i]]] for i in range(len(data))]
+
+
+def nearest_indices(sims: torch.Tensor, k: int) -> torch.Tensor:
+    """Per row of `sims`, the columns of its k largest values, largest first and equal values by
+    column: torch's topk leaves the order of ties (and which of them is kept at the k-th place)
+    to the kernel. Every value equal to a row's k-th is a candidate; candidates are sorted by
+    value, then column, and the first k kept."""
+    kth = sims.topk(k, dim=1).values[:, -1:]
+    row, col = (sims >= kth).nonzero(as_tuple=True)  # row-major: columns ascending within a row
+    value = sims[row, col]
+    order = torch.sort(-value, stable=True).indices  # by value, ties in column order
+    order = order[torch.sort(row[order], stable=True).indices]  # then grouped by row, keeping that order
+    counts = torch.bincount(row, minlength=sims.shape[0])
+    starts = torch.cumsum(counts, 0) - counts
+    return col[order][starts[:, None] + torch.arange(k, device=sims.device)]
+
+
+def mine_for(cfg, shards: ShardCache | None = None) -> tuple[TrainData, list[list[int]]]:
+    """The hard images a run of `cfg` (a TrainConfig with hard_images K > 0) mines when it starts:
+    its data's K nearest neighbours under its starting model (mine_hard_images), mined here so that
+    the runs of one starting model on one data set share one mining: a run whose folder holds them as
+    mined_hard_images.json reads them instead of mining again (load_run_data). -> (the run's data, the
+    neighbours of each of its records)."""
+    from mosaictool import methods
+    from mosaictool.model import openclip
+    from mosaictool.training.device import resolve_device
+
+    device = resolve_device(cfg.device)
+    bundle = openclip.create(cfg.model, cfg.pretrained, model_config_file=cfg.model_config, force_quick_gelu=cfg.force_quick_gelu,
+                             device=device, seed=cfg.seed)
+    images = ImagePrep.of(bundle)
+    data = TrainData.load(cfg.data, method=methods.create(cfg.method, cfg.method_options), image_root=cfg.image_root,
+                          skip_bad=cfg.skip_bad, shards=shards, texts=cfg.texts, allow_outside_root=cfg.allow_outside_root)
+    return data, mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean, images.std,
+                                  k=cfg.hard_images, device=device)
 
 
 def _say_once(note: str, said: set[str] | None) -> None:

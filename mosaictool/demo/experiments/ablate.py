@@ -17,7 +17,7 @@ HELP = "MosaiCLIP's parts taken away one at a time (val)"
 PLACE = 10  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("ablation.md",)  # what it writes in the demo folder
 # (name, options changed, hard images): the last is the batch, not the method (NegCLIP's: each
-# image with its twin; DemoConfig.hard_images)
+# image with its hard image; DemoConfig.hard_images and hard_image_source)
 ABLATIONS: list[tuple[str, dict, str | None]] = [
     ("MosaiCLIP (the paper's)", {}, None),
     ("− sub-graph positives (--max-pos 1)", {"max_pos": 1}, None),

@@ -25,6 +25,7 @@ class Variant:
     method: str
     options: dict
     hard_images: str | None = None  # "all" / "none": this row's batch; None: the demo's rule
+    hard_image_source: str | None = None  # "mined" / "twin-oracle": which hard images; None: the demo's
     lr: float | None = None  # None: the demo's lr for `lr_row`
     lr_row: str | None = None
     lock: str | None = None  # "image" / "text": that tower frozen (open_clip's lock conventions)
@@ -37,10 +38,11 @@ def finetune_variants(ctx: Context, variants: list[Variant]) -> dict[str, list[P
     groups: dict[tuple, list[Variant]] = {}
     for v in variants:
         lr = v.lr if v.lr is not None else cfg.lr_for(v.lr_row or v.label)
-        groups.setdefault((v.hard_images or cfg.hard_images, lr, v.lock), []).append(v)
+        groups.setdefault((v.hard_images or cfg.hard_images, v.hard_image_source or cfg.hard_image_source, lr, v.lock),
+                          []).append(v)
     runs: dict[str, list[Path]] = {}
-    for (hard_images, lr, lock), group in groups.items():
-        trial = dataclasses.replace(cfg, finetune_lr=lr, hard_images=hard_images)
+    for (hard_images, source, lr, lock), group in groups.items():
+        trial = dataclasses.replace(cfg, finetune_lr=lr, hard_images=hard_images, hard_image_source=source)
         by_label = finetune_all(trial, ctx.shards, ctx.base, ctx.out, rows=[(v.label, v.method, {**_tuned(cfg, v), **v.options})
                                                                        for v in group], lock=lock, shard_cache=ctx.shard_cache)
         runs.update({v.name: by_label[v.label] for v in group})

@@ -1,10 +1,14 @@
 """From NegCLIP to MosaiCLIP one change at a time (val split): where MosaiCLIP's gap comes from.
 
 Every difference between the two rows' training is on exactly one rung, and the rungs accumulate:
-rung 0 is the table's NegCLIP row and the last rung the table's MosaiCLIP row (the same settings,
-so the same runs), and each rung is paired with the one before it by seed and test case. The
-rungs' differences of means add up to the whole gap exactly (they telescope over the same seeds
-and cases).
+rung 1 is the table's NegCLIP row (its hard images mined as its paper mined them: each image's 3
+nearest neighbours in the base's image space, Yuksekgonul et al. 2023, App. C.2) and the last rung
+the table's MosaiCLIP row (the same settings, so the same runs), and each rung is paired with the
+one before it by seed and test case. The rungs' differences of means add up to the whole gap
+exactly (they telescope over the same seeds and cases). Rung 0 comes before the table's NegCLIP:
+NegCLIP given each image's world twin as its hard image, an oracle (a minimal pair aimed at the
+test, which no real data set offers), so that the hard images' step is read as twins -> mined ->
+none.
 
 The order: first the batch (a setting of the training loop, not of the method), then NegCLIP
 re-expressed inside MosaiCLIP's method (the same training step for step: a rung that must cost
@@ -43,45 +47,52 @@ HELP = "from NegCLIP to MosaiCLIP one change at a time, each rung paired with th
 PLACE = 20  # HELP: its line in `demo --help` and docs/demo.md; PLACE: its place in those lists
 FILES = ("ladder.md", "ladder.png")  # what it writes in the demo folder
 
-# (name, what the rung changes, method, the options it trains with, hard images). Options are the
-# method's; those equal to the method's defaults are left out (finetune_all adds the demo's max_pos /
-# max_neg), so that the last rung is the table's MosaiCLIP row option for option.
+# (name, what the rung changes, method, the options it trains with, hard images, their source: None
+# the demo's). Options are the method's; those equal to the method's defaults are left out
+# (finetune_all adds the demo's max_pos / max_neg), so that the last rung is the table's MosaiCLIP
+# row option for option.
 _NEGCLIP_IN_MOSAICLIP = {"max_pos": 1, "max_neg": 1, "negatives": "negclip", "containment": False, "loss_weighting": "mean"}
-RUNGS: list[tuple[str, str, str, dict, str | None]] = [
-    ("NegCLIP", "the table's NegCLIP row: the caption + one NegCLIP swap, each image with its twin", "negclip", {}, None),
-    ("− hard images", "32 images per step, no twins (MosaiCLIP's batch)", "negclip", {}, "none"),
+RUNGS: list[tuple[str, str, str, dict, str | None, str | None]] = [
+    ("NegCLIP, twin hard images (oracle)", "the caption + one NegCLIP swap, each image with its world twin (an oracle)",
+     "negclip", {}, None, "twin-oracle"),
+    ("NegCLIP", "the table's NegCLIP row: each image with one of its 3 nearest neighbours in the base's image space, "
+     "mined as its paper did (ARO App. C.2)", "negclip", {}, None, "mined"),
+    ("− hard images", "32 images per step, no hard images (MosaiCLIP's batch)", "negclip", {}, "none", None),
     ("NegCLIP in MosaiCLIP's method", "the same training in mosaiclip's code (must cost nothing)", "mosaiclip",
-     dict(_NEGCLIP_IN_MOSAICLIP), "none"),
+     dict(_NEGCLIP_IN_MOSAICLIP), "none", None),
     ("one graph negative", "the swap replaced by one graph negative (App. B sampler, p_obj 0.15)", "mosaiclip",
-     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph"}, "none"),
+     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph"}, "none", None),
     ("6 graph negatives", "up to 6 graph negatives per image", "mosaiclip",
-     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph", "max_neg": 6}, "none"),
+     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph", "max_neg": 6}, "none", None),
     ("sub-graph positives", "the caption + up to 2 sub-graph texts as positives (P(i): equal texts)", "mosaiclip",
-     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph", "max_neg": 6, "max_pos": 3}, "none"),
+     {**_NEGCLIP_IN_MOSAICLIP, "negatives": "graph", "max_neg": 6, "max_pos": 3}, "none", None),
     ("P(i) by containment", "a text is a positive of every image whose graph contains it", "mosaiclip",
-     {"containment": True, "max_neg": 6, "max_pos": 3, "loss_weighting": "mean"}, "none"),
+     {"containment": True, "max_neg": 6, "max_pos": 3, "loss_weighting": "mean"}, "none", None),
     ("paper's loss weighting", "the paper's sums: t2i weighs |P(i)| times i2t", "mosaiclip",
-     {"max_neg": 6, "max_pos": 3}, "none"),
-    ("MosaiCLIP", "+ the curriculum: the table's MosaiCLIP row", "mosaiclip", {"curriculum": True}, None),
+     {"max_neg": 6, "max_pos": 3}, "none", None),
+    ("MosaiCLIP", "+ the curriculum: the table's MosaiCLIP row", "mosaiclip", {"curriculum": True}, None, None),
 ]
+TABLE_ROWS = ("NegCLIP", "MosaiCLIP")  # the rungs that are the table's rows (their labels, so their runs)
+FROM = 1  # the table's NegCLIP: the whole gap is the last rung minus this one
 CHART_COLUMNS = ("relation", "order", "attribute", "recognition")
 
 
 def variants(ctx: Context) -> list[Variant]:
-    """The rungs as fine-tuning rows; the ends keep the table's labels (and runs)."""
+    """The rungs as fine-tuning rows; the table's rows keep the table's labels (and runs)."""
     from mosaictool import methods
 
     rows = {label: (method, options) for label, method, options in METHODS}
     out = []
-    for k, (name, _, method, options, hard) in enumerate(RUNGS):
-        if k in (0, len(RUNGS) - 1):
+    for k, (name, _, method, options, hard, source) in enumerate(RUNGS):
+        if name in TABLE_ROWS:
             method, options = rows[name]
-            out.append(Variant(name, name, method, dict(options), lr_row=name))
+            out.append(Variant(name, name, method, dict(options), hard_images=hard, hard_image_source=source, lr_row=name))
             continue
         defaults = {o.name: o.default for o in methods.get(method).options}
         injected = {"max_pos": ctx.cfg.max_pos, "max_neg": ctx.cfg.max_neg}
         kept = {key: v for key, v in options.items() if v != injected.get(key, defaults.get(key))}
-        out.append(Variant(name, f"ladder {k}", method, kept, hard_images=hard, lr=ctx.cfg.lr_for("NegCLIP")))
+        out.append(Variant(name, f"ladder {k}", method, kept, hard_images=hard, hard_image_source=source,
+                           lr=ctx.cfg.lr_for("NegCLIP")))
     return out
 
 
@@ -110,7 +121,8 @@ def raise_different_lrs() -> None:
 
 def ladder_steps(rows: list[dict], groups: dict[str, list[str]], names: list[str]) -> dict:
     """Per column: the rungs' means and each rung minus the one before ({diff, lo, hi, p}), with
-    Holm's adjustment over every step of every column (one family); and the whole gap."""
+    Holm's adjustment over every step of every column (one family); and the whole gap (the last rung
+    minus rung FROM, the table's NegCLIP)."""
     means = {col: [float(np.mean([column_value(rows, m, sub, metric) for m in groups[n]])) for n in names]
              for col, sub, metric in COLUMNS if col in CHART_COLUMNS}
     deltas: dict[tuple[str, int], dict] = {}
@@ -131,7 +143,7 @@ def ladder_steps(rows: list[dict], groups: dict[str, list[str]], names: list[str
     keys = [k for k, v in deltas.items() if not math.isnan(v["p"])]
     for key, adjusted in zip(keys, holm([deltas[k]["p"] for k in keys])):
         deltas[key]["p_holm"] = adjusted
-    whole = compare(rows, groups, names[-1], names[0])
+    whole = compare(rows, groups, names[-1], names[FROM])
     return {"means": means, "deltas": deltas, "whole": whole}
 
 
@@ -192,10 +204,11 @@ def ladder_markdown(steps: dict, names: list[str], text_measures: dict[str, dict
         text = (f"{t['relation']:.3f} / {t['order']:.3f} / {t['attribute']:.3f} | {t['tree-score']:.2f}" if t else "– | –")
         lines.append(f"| {k}. {name} | " + " | ".join(cells) + f" | {text} |")
     whole = steps["whole"]
-    sums = {col: sum(steps["deltas"][col, k]["diff"] for k in range(1, len(names)) if (col, k) in steps["deltas"])
+    sums = {col: sum(steps["deltas"][col, k]["diff"] for k in range(FROM + 1, len(names)) if (col, k) in steps["deltas"])
             for col in cols}
-    gap = ", ".join(f"{col} {100 * (steps['means'][col][-1] - steps['means'][col][0]):+.1f} (rungs sum "
-                    f"{100 * sums[col]:+.1f})" for col in cols)
+    gap = ", ".join(f"{col} {100 * (steps['means'][col][-1] - steps['means'][col][FROM]):+.1f} (rungs {FROM + 1}-"
+                    f"{len(names) - 1} sum {100 * sums[col]:+.1f})" for col in cols)
+    oracle = ", ".join(f"{col} {100 * (steps['means'][col][FROM] - steps['means'][col][0]):+.1f}" for col in cols)
     tests = ", ".join(f"{col} {format_p(r.p)}" for col, r in whole.items())
     why = "\n".join(f"{k}. **{name}**: {what}" for k, (name, what, *_rest) in enumerate(RUNGS))
     return ("Each rung's mean over seeds on val, and in brackets its change from the rung before (paired by seed and "
@@ -203,7 +216,9 @@ def ladder_markdown(steps: dict, names: list[str], text_measures: dict[str, dict
             "of the table: exploratory). Text cos: the text tower's mean cosine between a val case's true caption "
             "and its false ones (lower: the tower tells them apart); tree-score over "
             f"{TREE_CAPTIONS} val captions (higher: more tree-like), both means over seeds.\n\n"
-            + "\n".join(lines) + f"\n\nThe whole gap, MosaiCLIP − NegCLIP: {gap}; tested as one comparison: {tests}.\n\n"
+            + "\n".join(lines) + f"\n\nThe whole gap, MosaiCLIP − NegCLIP (the table's rows, rung {FROM} to the last): "
+            f"{gap}; tested as one comparison: {tests}. Before it, NegCLIP's mined hard images − the twin oracle's "
+            f"(rung 0 to {FROM}): {oracle}.\n\n"
             + "The rungs:\n\n" + why)
 
 
@@ -231,7 +246,8 @@ def plot_waterfall(steps: dict, names: list[str], path: Path) -> None:
         ax.set_title(col)
         ax.set_xlabel("rung")
     np.atleast_1d(axes)[0].set_ylabel("val accuracy / top-1 (%)")
-    fig.suptitle("NegCLIP (0) to MosaiCLIP (%d), one change per rung" % (len(names) - 1), fontsize=10)
+    fig.suptitle("NegCLIP with twin hard images (0, an oracle), with mined ones (%d), to MosaiCLIP (%d), one change per rung"
+                 % (FROM, len(names) - 1), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -7,7 +7,8 @@ two-object scenes, each with its arrangement twin in the batch), so its table as
 (COCO fine-tuning: CLIP VG-Relation 59.8 -> 58.9 fine-tuned, NegCLIP 81.7, MosaiCLIP 82.6). Here the
 base is pretrained with the plain CLIP loss on the fine-tuning data itself (every image with its
 varied and its plain caption) with no twins in the batch, so nothing makes arrangement worth
-learning; the rows are then fine-tuned from it with the demo's batches (NegCLIP with its twins).
+learning; the rows are then fine-tuned from it with the demo's batches (NegCLIP with its hard
+images, mined in this base's image space: the model it starts from).
 
 Its positive control has the paper's shape: NegCLIP above the base AND above CLIP fine-tuning, on
 relation and on order, each p < 0.01.
