@@ -165,7 +165,7 @@ class Report:
 def mined_twins_line(runs: dict[str, list[Path]], hard_rows: list[str]) -> str:
     """How many of the first hard-image row's mined neighbours are the images' twins (its seed 0's
     MINED_TWINS, written beside its mined hard images), or "" when that row's were not mined."""
-    if not hard_rows:
+    if not hard_rows or not runs.get(hard_rows[0]):
         return ""
     found = runs[hard_rows[0]][0].parent / MINED_TWINS
     return f"Mined hard images ({hard_rows[0]}): {twins_sentence(read_json(found))}." if found.is_file() else ""
