@@ -502,7 +502,8 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
                 continue
-            new = sampler.attribute(attr, own | together if sampler.type_aware else set(attributes), obj["lemma"])
+            joined = set(together).union(*(vocab.unsafe("attributes", vocab.known("attributes", w) or w) for w in together))
+            new = sampler.attribute(attr, own | joined if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
 
