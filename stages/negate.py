@@ -26,7 +26,9 @@ Graph transforms (App. B), on every positive sub-graph:
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
   without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
 Type-aware (the default), a replacement contradicts the word it replaces and fits its object
-(`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
+(`_Sampler`), and is none the caption leaves open (`_attribute_drafts`, `_object_replacement_drafts`: an
+attribute coordinated with the replaced one, a subject before a backdrop, a member of a collection at the
+other end): an antonym, or a member of the word's category / group / type when the vocabulary
 marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
 relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
 well; a posture relation, "sitting on" -> "standing on", only for a person or an animal); a word the
@@ -188,18 +190,19 @@ def compound_head(vocab, lemma: str) -> str | None:
 
 
 def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
-    """Whether "obj relation subj" is a scene a text-only prior accepts. MosaiCLIP's swap exchanges
-    subject and object (Singh et al. 2023, App. B), which on real captions mostly yields scenes no one
-    would write ("a racket holding a man", "a field grazing in cattle"); SugarCrepe drops such negatives
-    with a text-only model, since a model learns to reject them from the text alone (Hsieh et al. 2023,
-    Sec. 3). Our prior: a triple the corpus showed (`Vocab.relation_count`, from `vocab build`) is
-    plausible; otherwise the ends' kinds (groups.tsv) decide. A free spatial relation ("behind") takes
-    any two ends; a verb ("holding", "grazing in", "sitting on", and any relation the vocabulary does
-    not know) needs two persons or two animals, as the swapped subject must be able to do it and the
-    swapped object to undergo it ("a dog chasing a cat", not "a horse riding a man"); support,
-    containment and possession ("on", "in", "with", "covered in") need two ends of one kind, not a
-    place, and of one group unless they are persons or animals ("a cat on a dog", "a cup on a
-    plate", not "a table on cellphones")."""
+    """Whether "obj relation subj" is a scene a text-only prior accepts. MosaiCLIP's swap exchanges subject
+    and object (Singh et al. 2023, App. B), which on real captions mostly yields scenes no one would
+    write ("a racket holding a man", "a field grazing in cattle"); SugarCrepe drops such negatives with
+    a text-only model, since a model learns to reject them from the text alone (Hsieh et al. 2023, Sec.
+    3). Our prior: a triple the corpus showed (`Vocab.relation_count`, from `vocab build`) is plausible;
+    otherwise the ends' kinds (groups.tsv) decide. A free spatial relation ("behind") takes any two
+    ends, but for one the viewer's side decides with a way at an end or two things on a street
+    (`VIEWPOINT_RELATIONS`: "a street in front of a stop sign"), which takes none; a verb ("holding",
+    "grazing in", "sitting on", and any relation the vocabulary does not know) needs two persons or two
+    animals, as the swapped subject must be able to do it and the swapped object to undergo it ("a dog
+    chasing a cat", not "a horse riding a man"); support, containment and possession ("on", "in",
+    "with", "covered in") need two ends of one kind, not a place, and of one group unless they are
+    persons or animals ("a cat on a dog", "a cup on a plate", not "a table on cellphones")."""
     name = vocab.known("relations", relation) or relation.lower()
     if vocab.relation_count(obj, name, subj) > 0:
         return True
