@@ -141,7 +141,7 @@ MEMBERSHIP_RELATIONS = frozenset({
     "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
 })
 ANIMATE = frozenset({"person", "animal"})
-AGENTIVE_TYPES = frozenset({"handling", "motion", "pose"})
+AGENTIVE_TYPES = frozenset({"handling", "motion", "pursuit", "pose"})
 
 
 # Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
@@ -444,7 +444,10 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
     """(j, k): attribute j of the subject and k of the object, of one category, different, and
     each able to describe the other object: swapping them contradicts the caption ("a white dog on
     a brown couch" -> "a brown dog on a white couch"). Moving an attribute onto an object that had
-    none only says what the caption left open ("a dog on a small bed")."""
+    none only says what the caption left open ("a dog on a small bed"). In a category whose members
+    may hold together (sizes) only antonyms are swapped: "two long boats near a large bridge" ->
+    "two large boats near a long bridge" may be true (blind review r4), "a small elephant under a big
+    elephant" swapped is not."""
     out = []
     for j, a in enumerate(s["attributes"]):
         name_a = vocab.known("attributes", a)
@@ -455,6 +458,7 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
             if (name_b is not None and vocab.category(name_b) == vocab.category(name_a)
                     and vocab.head("attributes", name_a) != vocab.head("attributes", name_b)
                     and name_b not in vocab.unsafe("attributes", name_a)
+                    and (vocab.is_exclusive(vocab.category(name_a)) or _antonyms(vocab, name_a, name_b))
                     and vocab.applies(name_a, o["lemma"]) and vocab.applies(name_b, s["lemma"])):
                 out.append((j, k))
     return out
@@ -470,6 +474,11 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
         _attribute_swap_drafts(index, objects, relations[0], sampler, pools["attr"])
         _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"])
         _relation_drafts(index, objects, relations[0], sampler, pools["rel"])
+
+
+def _antonyms(vocab, a: str, b: str) -> bool:
+    heads = {vocab.head("attributes", a), a}
+    return any(x in vocab.antonyms.get(h, ()) for h in heads for x in (b, vocab.head("attributes", b)))
 
 
 def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:

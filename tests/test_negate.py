@@ -863,3 +863,25 @@ def test_a_mixed_group_keeps_its_bodily_states():
 ])
 def test_an_attribute_only_an_antonym_replaces_gets_it(caption, attribute, noun, expected):
     assert {to for _, to in _attribute_draws(caption, node(noun, [attribute]))} == expected, caption
+
+
+def test_sizes_are_swapped_only_as_antonyms():
+    # "Two long boats are sailing near a large bridge." -> "two large boats ... a long bridge": long boats may be large
+    long_large = rel_graph(node("boats", ["long"], lemma="boat", plural=True), node("bridge", ["large"]), "sailing near")
+    assert not [c for c in _transforms(long_large) if c["transform"] == "f_attr:swap"]
+    # "a small elephant walks underneath a big elephant": the swap contradicts
+    small_big = rel_graph(node("elephant", ["small"]), node("elephant", ["big"]), "walking underneath")
+    assert [c for c in _transforms(small_big) if c["transform"] == "f_attr:swap"]
+
+
+def test_a_pursuit_is_no_contradiction_of_a_motion():
+    # "A group of people riding motorcycles and horses on a race track." -> "people following motorcycles" (review r4)
+    drawn = {to for t, _, _, to in _candidates(rel_graph(node("people", plural=True), node("motorcycles", plural=True), "riding"))
+             if t == "f_rel:replace_relation"}
+    assert drawn and not drawn & {"following", "chasing", "walking toward"}
+    assert not {to for t, _, _, to in _candidates(rel_graph(node("dog"), node("cat"), "chasing")) if t == "f_rel:replace_relation"}
+
+
+def test_a_flat_surface_is_not_made_round():
+    # "Multiple time pieces displayed on the wall and on a flat surface." -> "a round surface" (review r4)
+    assert "round" not in {to for _, to in _attribute_draws("on a flat surface", node("surface", ["flat"]))}
