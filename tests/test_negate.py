@@ -885,3 +885,11 @@ def test_a_pursuit_is_no_contradiction_of_a_motion():
 def test_a_flat_surface_is_not_made_round():
     # "Multiple time pieces displayed on the wall and on a flat surface." -> "a round surface" (review r4)
     assert "round" not in {to for _, to in _attribute_draws("on a flat surface", node("surface", ["flat"]))}
+
+
+def test_a_way_is_replaced_by_a_way_and_a_thing_on_it_by_a_thing():
+    # "Five people riding some motorbikes on the road" -> "five people on the utility pole" read as nonsense
+    ways = _replacements(rel_graph(node("car"), node("street"), "on"), "objects[1].noun")
+    assert ways and all(VOCAB.group(w) == "street" for w in ways)
+    things = _replacements(rel_graph(node("fire hydrant"), node("car"), "next to"), "objects[0].noun")
+    assert things and all(VOCAB.group(t) == "street_furniture" for t in things)
