@@ -121,6 +121,13 @@ BACKDROP_RELATIONS = frozenset({
     "by", "close to", "outside", "around", "against",
 })
 BACKDROP_GROUPS = frozenset({"building"})
+# Weather and light that fill a scene: everything outdoors is "in the rain" ("a white car parked on a street in
+# the rain" -> "a driveway in the rain": review r5), so the subject of "in" / "under" one is not replaced either.
+AMBIENT_NOUNS = frozenset({
+    "rain", "snow", "fog", "mist", "haze", "storm", "wind", "sun", "sunshine", "sunlight", "daylight", "shade", "shadow",
+    "dark", "darkness", "night", "sunset", "sunrise", "dust", "smoke", "steam",
+})
+AMBIENT_RELATIONS = frozenset({"in", "under", "during"})
 WAY_GROUP, STREET_FURNITURE = "street", "street_furniture"  # groups.tsv: street, sidewalk; stop sign, parking meter
 # Nouns that name a mixed collection rather than a kind ("a laptop with some other electronics", "a table with
 # a plate, glass and bread, among other items"): under a relation of company or membership their members are
@@ -542,7 +549,7 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
     for i, node in enumerate(objects):
         if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS:
             continue  # "a table with a plate" -> "a table with a basket": the table may hold both, nothing is contradicted
-        if i == si and sampler.type_aware and relation in BACKDROP_RELATIONS and _is_backdrop(vocab, objects[oi]["lemma"]):
+        if i == si and sampler.type_aware and _is_backdrop(vocab, relation, objects[oi]["lemma"]):
             continue  # "a street sign in front of a skyscraper" -> "a mailbox in front of ...": both may stand there
         covered = (_covered_by(vocab, objects[oi if i == si else si]["lemma"])
                    if sampler.type_aware and relation in MEMBERSHIP_RELATIONS else frozenset())
@@ -567,9 +574,13 @@ def _bodily(vocab, attr: str) -> bool:
     return bool(kinds) and kinds <= ANIMATE
 
 
-def _is_backdrop(vocab, lemma: str) -> bool:
-    """Whether `lemma` is a place or a building (`BACKDROP_GROUPS`): what many things stand in front of or near."""
-    return vocab.object_kind(lemma) == "place" or vocab.group(lemma) in BACKDROP_GROUPS
+def _is_backdrop(vocab, relation: str, lemma: str) -> bool:
+    """Whether the object `lemma` of `relation` is a backdrop: a place or a building (`BACKDROP_GROUPS`) that
+    many things stand in front of or near (`BACKDROP_RELATIONS`), or weather or light that everything is in
+    (`AMBIENT_NOUNS` under `AMBIENT_RELATIONS`)."""
+    if relation in AMBIENT_RELATIONS:
+        return " ".join(lemma.lower().split()) in AMBIENT_NOUNS
+    return relation in BACKDROP_RELATIONS and (vocab.object_kind(lemma) == "place" or vocab.group(lemma) in BACKDROP_GROUPS)
 
 
 def _covered_by(vocab, lemma: str) -> frozenset[str] | None:
@@ -582,8 +593,10 @@ def _covered_by(vocab, lemma: str) -> frozenset[str] | None:
     if lemma in VAGUE_NOUNS:  # not "toiletry items", "ski equipment": a kind of thing, which "a freezer" is not
         return None
     name = vocab.known("objects", lemma)
-    # a group's name as a collection ("electronics", "vegetables"), not as one listed thing ("a street")
-    group = next((g for g in vocab.objects_by_group if lemma == vocab.plural(g) != g or (lemma == g and name is None)), None)
+    # a group's name as a collection ("electronics", "vegetables"), not as one listed thing ("a street"); the
+    # parser's lemma of "electronics" is "electronic"
+    group = next((g for g in vocab.objects_by_group
+                  if lemma == vocab.plural(g) != g or (name is None and g in (lemma, vocab.plural(lemma)))), None)
     members = set(vocab.objects_by_group.get(group, ())) if group else set()
     if name is not None:
         members |= vocab.unsafe("objects", name)

@@ -811,12 +811,16 @@ def test_a_subject_before_a_backdrop_is_not_replaced():
     assert _replacements(sg, "objects[1].noun")  # "... in front of a factory" still contradicts
     # "a cat on a table" -> "a dog on a table": a support, not a backdrop
     assert _replacements(rel_graph(node("cat"), node("table"), "on"), "objects[0].noun")
+    # "A white car parked on a street in the rain." -> "a driveway in the rain": everything is in the rain
+    assert not _replacements(rel_graph(node("street"), node("rain"), "in"), "objects[0].noun")
+    assert _replacements(rel_graph(node("street"), node("city"), "in"), "objects[0].noun")
 
 
 def test_no_replacement_that_a_collection_at_the_other_end_may_hold():
     # "a laptop with some other electronics on top of it" -> "a cable with electronics": electronics may include a cable
     # (a laptop's replacements are all electronics, so none is left)
     assert not _replacements(rel_graph(node("laptop"), node("electronics"), "with"), "objects[0].noun")
+    assert not _replacements(rel_graph(node("laptop"), node("electronics", lemma="electronic"), "with"), "objects[0].noun")
     assert _replacements(rel_graph(node("laptop"), node("mug"), "with"), "objects[0].noun")
     # "A table with a plate, wine-filled glass, and bread, among other items" -> "a tin among items"
     assert not _replacements(rel_graph(node("plate"), node("items", lemma="item", plural=True), "among"), "objects[0].noun")
