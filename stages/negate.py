@@ -26,7 +26,9 @@ Graph transforms (App. B), on every positive sub-graph:
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
   without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
 Type-aware (the default), a replacement contradicts the word it replaces and fits its object
-(`_Sampler`): an antonym, or a member of the word's category / group / type when the vocabulary
+(`_Sampler`), and is none the caption leaves open (`_attribute_drafts`, `_object_replacement_drafts`: an
+attribute coordinated with the replaced one, a subject before a backdrop, a member of a collection at the
+other end): an antonym, or a member of the word's category / group / type when the vocabulary
 marks its members mutually exclusive (a colour for a colour; "large" only by "small"; a spatial
 relation only by its opposites, "to the left of" -> "to the right of", since "above" may hold as
 well; a posture relation, "sitting on" -> "standing on", only for a person or an animal); a word the
@@ -51,6 +53,7 @@ import functools
 import logging
 import math
 import multiprocessing
+import re
 import sys
 from bisect import bisect
 from collections import Counter, deque
@@ -101,8 +104,46 @@ FREE_SWAP_RELATIONS = frozenset({
     "behind", "in front of", "left of", "right of", "to the left of", "to the right of", "across from", "opposite",
     "facing", "far from", "close to", "alongside", "beyond", "away from",
 })
+# Of those, the ones whose order depends on where the viewer stands: with a way at either end ("a row
+# of parking meters line a street in front of a stop sign" -> "a stop sign in front of a street"), or two
+# things that stand on one ("parking meters in front of a stop sign"), the swapped scene is the same street
+# seen from its other side (blind review r5 of COCO negatives: "viewpoint-dependent spatial swap"), so no
+# swap is made; "a street sign in front of a skyscraper" has one side.
+VIEWPOINT_RELATIONS = frozenset({
+    "behind", "in front of", "across from", "opposite", "facing", "beyond", "alongside",
+})
+# Relations that place their subject against a backdrop ("a street sign in front of a skyscraper", "a dog near
+# the beach"): a building or a place shows many things around it, so another subject ("a mailbox in front of a
+# skyscraper") may be there as well, out of the sub-graph that dropped the caption's other objects (review r5,
+# "another object may also be there"). Their subject is not replaced when the object is such a backdrop.
+BACKDROP_RELATIONS = frozenset({
+    "behind", "in front of", "across from", "opposite", "beyond", "alongside", "along", "near", "next to", "beside",
+    "by", "close to", "outside", "around", "against",
+})
+BACKDROP_GROUPS = frozenset({"building"})
+# Weather and light that fill a scene: everything outdoors is "in the rain" ("a white car parked on a street in
+# the rain" -> "a driveway in the rain": review r5), so the subject of "in" / "under" one is not replaced either.
+AMBIENT_NOUNS = frozenset({
+    "rain", "snow", "fog", "mist", "haze", "storm", "wind", "sun", "sunshine", "sunlight", "daylight", "shade", "shadow",
+    "dark", "darkness", "night", "sunset", "sunrise", "dust", "smoke", "steam",
+})
+AMBIENT_RELATIONS = frozenset({"in", "under", "during"})
+WAY_GROUP, STREET_FURNITURE = "street", "street_furniture"  # groups.tsv: street, sidewalk; stop sign, parking meter
+# Nouns that name a mixed collection rather than a kind ("a laptop with some other electronics", "a table with
+# a plate, glass and bread, among other items"): under a relation of company or membership their members are
+# unknown, so replacing the other end by one more thing ("a cable with electronics", "a tin among items") may
+# name one of them (review r5: "electronics may include a cable"). With such an end the other is not replaced;
+# with a group's or a hypernym's name ("electronics", "vegetables", "people") only by a noun outside it.
+VAGUE_NOUNS = frozenset({
+    "item", "items", "thing", "things", "stuff", "object", "objects", "belongings", "supplies", "equipment", "gear",
+    "accessories", "goods", "products",
+})
+MEMBERSHIP_RELATIONS = frozenset({
+    "with", "among", "amongst", "including", "includes", "include", "along with", "together with", "next to", "beside",
+    "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
+})
 ANIMATE = frozenset({"person", "animal"})
-AGENTIVE_TYPES = frozenset({"handling", "motion", "pose"})
+AGENTIVE_TYPES = frozenset({"handling", "motion", "pursuit", "pose"})
 
 
 # Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
@@ -116,6 +157,22 @@ COMPOUND_HEAD_GROUPS = frozenset({
 })
 NOT_A_HEAD = frozenset({"top"})
 NOT_THE_HEAD = frozenset({"toy", "stuffed", "teddy", "hot", "model", "fake", "cartoon", "statue", "play", "miniature"})
+
+
+COORDINATORS = frozenset({"and", "or", ",", "&", "/", "-", "with"})
+
+
+def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
+    """word -> the words a caption joins to it by a coordinator ("grey and orange", "black, white", "white
+    with red"): attributes that hold together of one thing or one group, so that neither
+    replaces the other in a negative ("a grey and orange hydrant" -> "a grey hydrant" is still true)."""
+    words = re.findall(r"[a-z]+(?:'[a-z]+)?|[,&/-]", caption.lower())
+    out: dict[str, set[str]] = {}
+    for w, joint, other in zip(words, words[1:], words[2:]):
+        if joint in COORDINATORS and w not in COORDINATORS and other not in COORDINATORS:
+            out.setdefault(w, set()).add(other)
+            out.setdefault(other, set()).add(w)
+    return {w: frozenset(o) for w, o in out.items()}
 
 
 def compound_head(vocab, lemma: str) -> str | None:
@@ -135,24 +192,28 @@ def compound_head(vocab, lemma: str) -> str | None:
 
 
 def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
-    """Whether "obj relation subj" is a scene a text-only prior accepts. MosaiCLIP's swap exchanges
-    subject and object (Singh et al. 2023, App. B), which on real captions mostly yields scenes no one
-    would write ("a racket holding a man", "a field grazing in cattle"); SugarCrepe drops such negatives
-    with a text-only model, since a model learns to reject them from the text alone (Hsieh et al. 2023,
-    Sec. 3). Our prior: a triple the corpus showed (`Vocab.relation_count`, from `vocab build`) is
-    plausible; otherwise the ends' kinds (groups.tsv) decide. A free spatial relation ("behind") takes
-    any two ends; a verb ("holding", "grazing in", "sitting on", and any relation the vocabulary does
-    not know) needs two persons or two animals, as the swapped subject must be able to do it and the
-    swapped object to undergo it ("a dog chasing a cat", not "a horse riding a man"); support,
-    containment and possession ("on", "in", "with", "covered in") need two ends of one kind, not a
-    place, and of one group unless they are persons or animals ("a cat on a dog", "a cup on a
-    plate", not "a table on cellphones")."""
+    """Whether "obj relation subj" is a scene a text-only prior accepts. MosaiCLIP's swap exchanges subject
+    and object (Singh et al. 2023, App. B), which on real captions mostly yields scenes no one would
+    write ("a racket holding a man", "a field grazing in cattle"); SugarCrepe drops such negatives with
+    a text-only model, since a model learns to reject them from the text alone (Hsieh et al. 2023, Sec.
+    3). Our prior: a triple the corpus showed (`Vocab.relation_count`, from `vocab build`) is plausible;
+    otherwise the ends' kinds (groups.tsv) decide. A free spatial relation ("behind") takes any two
+    ends, but for one the viewer's side decides with a way at an end or two things on a street
+    (`VIEWPOINT_RELATIONS`: "a street in front of a stop sign"), which takes none; a verb ("holding",
+    "grazing in", "sitting on", and any relation the vocabulary does not know) needs two persons or two
+    animals, as the swapped subject must be able to do it and the swapped object to undergo it ("a dog
+    chasing a cat", not "a horse riding a man"); support, containment and possession ("on", "in",
+    "with", "covered in") need two ends of one kind, not a place, and of one group unless they are
+    persons or animals ("a cat on a dog", "a cup on a plate", not "a table on cellphones")."""
     name = vocab.known("relations", relation) or relation.lower()
     if vocab.relation_count(obj, name, subj) > 0:
         return True
-    if name in FREE_SWAP_RELATIONS:
-        return True
     kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)
+    if name in FREE_SWAP_RELATIONS:
+        if name not in VIEWPOINT_RELATIONS:
+            return True
+        groups = (vocab.group(subj), vocab.group(obj))
+        return WAY_GROUP not in groups and groups != (STREET_FURNITURE, STREET_FURNITURE)
     if kind_s != kind_o:
         return False
     rtype = vocab.relation_type(name)
@@ -227,8 +288,9 @@ class _Sampler:
     co-occurrence counts (`vocab build`), a replacement seen with the object is drawn, and an unseen
     one only at `unseen_rate`."""
 
-    def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE):
+    def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = ""):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
+        self.coordinated = coordinated_words(caption)
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -266,18 +328,31 @@ class _Sampler:
         if not self.type_aware:
             return self._uniform(v.attribute_names, exclude | v.unsafe("attributes", current.lower()) | {current})
         name = v.known("attributes", current)
-        if name is None or (obj and not v.applies(name, obj)):
+        if name is None or (obj and not self._fits(name, obj)):
             # unknown, or in another sense than the vocabulary's ("a white man" is no colour of his)
             return None
         exclude = exclude | v.unsafe("attributes", name) | {current, name}
         heads = {name, v.head("attributes", name)}
-        pool = [a for h in sorted(heads) for a in v.antonyms.get(h, ())]
         kind = self._kind("attributes", name)
+        # a word of two senses ("light": a colour, a weight) only by an antonym of the sense it is listed in
+        same_sense = v.applies_to.get(name) == NEVER_DRAWN
+        pool = [a for h in sorted(heads) for a in v.antonyms.get(h, ())
+                if self._fits(a, obj) and not (same_sense and self._kind("attributes", a) != kind)]
         if kind != UNKNOWN and v.is_exclusive(kind) and v.applies_to.get(name) != NEVER_DRAWN:
             basic = v.is_basic_only(kind)
-            pool += [a for a in v.attributes_by_category.get(kind, ()) if not (basic and v.broader("attributes", a))]
-        pool = [a for a in dict.fromkeys(pool) if a not in exclude and v.applies(a, obj)]
+            pool += [a for a in v.attributes_by_category.get(kind, ())
+                     if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
+        pool = [a for a in dict.fromkeys(pool) if a not in exclude]
         return self._choose(pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes))
+
+    def _fits(self, attr: str, obj: str) -> bool:
+        """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
+        by its category's kinds, so that its antonym ("a dark room" -> "a bright room") replaces it."""
+        v = self.vocab
+        if v.applies_to.get(attr.lower()) != NEVER_DRAWN:
+            return v.applies(attr, obj)
+        kinds = v.categories.get(self._kind("attributes", attr.lower()), {}).get("applies_to")
+        return not obj or kinds is None or "*" in kinds or v.object_kind(obj) in kinds or v.group(obj) in kinds
 
     def object(self, lemma: str, exclude: set[str], attributes=(), seen=None) -> str | None:
         v = self.vocab
@@ -371,7 +446,10 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
     """(j, k): attribute j of the subject and k of the object, of one category, different, and
     each able to describe the other object: swapping them contradicts the caption ("a white dog on
     a brown couch" -> "a brown dog on a white couch"). Moving an attribute onto an object that had
-    none only says what the caption left open ("a dog on a small bed")."""
+    none only says what the caption left open ("a dog on a small bed"). In a category whose members
+    may hold together (sizes) only antonyms are swapped: "two long boats near a large bridge" ->
+    "two large boats near a long bridge" may be true (blind review r4), "a small elephant under a big
+    elephant" swapped is not."""
     out = []
     for j, a in enumerate(s["attributes"]):
         name_a = vocab.known("attributes", a)
@@ -382,6 +460,7 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
             if (name_b is not None and vocab.category(name_b) == vocab.category(name_a)
                     and vocab.head("attributes", name_a) != vocab.head("attributes", name_b)
                     and name_b not in vocab.unsafe("attributes", name_a)
+                    and (vocab.is_exclusive(vocab.category(name_a)) or _antonyms(vocab, name_a, name_b))
                     and vocab.applies(name_a, o["lemma"]) and vocab.applies(name_b, s["lemma"])):
                 out.append((j, k))
     return out
@@ -397,6 +476,11 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
         _attribute_swap_drafts(index, objects, relations[0], sampler, pools["attr"])
         _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"])
         _relation_drafts(index, objects, relations[0], sampler, pools["rel"])
+
+
+def _antonyms(vocab, a: str, b: str) -> bool:
+    heads = {vocab.head("attributes", a), a}
+    return any(x in vocab.antonyms.get(h, ()) for h in heads for x in (b, vocab.head("attributes", b)))
 
 
 def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:
@@ -417,11 +501,23 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
                       pool: list[_Draft]) -> None:
-    """f_obj, f_attr:replace: each attribute of each object replaced in turn."""
+    """f_obj, f_attr:replace: each attribute of each object replaced in turn, never by one the object
+    carries already (nor its synonyms: "gray" for "grey") nor by one the caption coordinates with it ("a
+    grey and orange fire hydrant" -> "a grey fire hydrant" only drops a colour: blind review r5); a state of
+    a body (`_bodily`) of a plural object coordinated with another of its own ("people sitting and walking")
+    describes some of them only, so replacing it ("standing walking people") contradicts nothing and is not
+    made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced."""
+    vocab, coordinated = sampler.vocab, sampler.coordinated
     for i, obj in enumerate(objects):
         attributes = obj["attributes"]
+        own = set(attributes).union(*(vocab.unsafe("attributes", vocab.known("attributes", a) or a) for a in attributes))
         for j, attr in enumerate(attributes):
-            new = sampler.attribute(attr, set(attributes), obj["lemma"])
+            together = coordinated.get(attr.lower(), frozenset())
+            if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
+                    and _bodily(vocab, attr)):
+                continue
+            joined = set(together).union(*(vocab.unsafe("attributes", vocab.known("attributes", w) or w) for w in together))
+            new = sampler.attribute(attr, own | joined if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
 
@@ -453,15 +549,58 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
     for i, node in enumerate(objects):
         if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS:
             continue  # "a table with a plate" -> "a table with a basket": the table may hold both, nothing is contradicted
+        if i == si and sampler.type_aware and _is_backdrop(vocab, relation, objects[oi]["lemma"]):
+            continue  # "a street sign in front of a skyscraper" -> "a mailbox in front of ...": both may stand there
+        covered = (_covered_by(vocab, objects[oi if i == si else si]["lemma"])
+                   if sampler.type_aware and relation in MEMBERSHIP_RELATIONS else frozenset())
+        if covered is None:
+            continue  # "a laptop with some other electronics" -> "a cable with ...": the other end may be it
         if i == si:
             other = objects[oi]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731
         else:
             other = objects[si]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
-        new = sampler.object(node["lemma"], lemmas, node["attributes"], seen)
+        new = sampler.object(node["lemma"], lemmas | covered, node["attributes"], seen)
         if new is not None:
             pool.append((index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+
+
+def _bodily(vocab, attr: str) -> bool:
+    """Whether `attr` is of a category only persons and animals have (posture, activity, age, sex, emotion:
+    categories.tsv applies_to), which one body holds one of at a time."""
+    name = vocab.known("attributes", attr) or attr.lower()
+    kinds = vocab.categories.get(vocab.category(vocab.head("attributes", name)), {}).get("applies_to")
+    return bool(kinds) and kinds <= ANIMATE
+
+
+def _is_backdrop(vocab, relation: str, lemma: str) -> bool:
+    """Whether the object `lemma` of `relation` is a backdrop: a place or a building (`BACKDROP_GROUPS`) that
+    many things stand in front of or near (`BACKDROP_RELATIONS`), or weather or light that everything is in
+    (`AMBIENT_NOUNS` under `AMBIENT_RELATIONS`)."""
+    if relation in AMBIENT_RELATIONS:
+        return " ".join(lemma.lower().split()) in AMBIENT_NOUNS
+    return relation in BACKDROP_RELATIONS and (vocab.object_kind(lemma) == "place" or vocab.group(lemma) in BACKDROP_GROUPS)
+
+
+def _covered_by(vocab, lemma: str) -> frozenset[str] | None:
+    """The nouns an end of a relation of company (`MEMBERSHIP_RELATIONS`) may stand for, which no replacement of
+    the other end may be: None for a
+    vague collection (`VAGUE_NOUNS`: any noun), a group's members for a group's name read as a collection
+    ("electronics", "vegetables"), a word's hyponyms for a hypernym ("fruit": "a banana on top of fruit" ->
+    "a date on top of fruit" may be true); empty otherwise."""
+    lemma = " ".join(lemma.lower().split())
+    if lemma in VAGUE_NOUNS:  # not "toiletry items", "ski equipment": a kind of thing, which "a freezer" is not
+        return None
+    name = vocab.known("objects", lemma)
+    # a group's name as a collection ("electronics", "vegetables"), not as one listed thing ("a street"); the
+    # parser's lemma of "electronics" is "electronic"
+    group = next((g for g in vocab.objects_by_group
+                  if lemma == vocab.plural(g) != g or (name is None and g in (lemma, vocab.plural(lemma)))), None)
+    members = set(vocab.objects_by_group.get(group, ())) if group else set()
+    if name is not None:
+        members |= vocab.unsafe("objects", name)
+    return frozenset(members)
 
 
 def _join_draft(index: int, objects: list[dict], lemmas: set[str], sampler: _Sampler, pool: list[_Draft]) -> None:
@@ -547,13 +686,15 @@ def graph_candidates(index: int, sg: dict, sampler: _Sampler) -> dict[str, list[
 
 
 def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int, type_aware: bool,
-                    unseen_rate: float = DEFAULT_UNSEEN_RATE) -> list[dict]:
+                    unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "") -> list[dict]:
+    """Up to `max_negatives` graph negatives of the record's sub-graphs; `caption`, when given, keeps an
+    attribute the caption coordinates with the replaced one from replacing it (`coordinated_words`)."""
     subgraphs = record["subgraphs"]
     positives = [(i, sg) for i, sg in enumerate(subgraphs) if sg.get("kind") != "caption"]
     if max_negatives <= 0 or not positives:
         return []
     rng = record_rng(seed, record["id"], "graph")
-    sampler = _Sampler(vocab, rng, type_aware, unseen_rate)
+    sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption)
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)
@@ -745,9 +886,11 @@ def _negate_batch(records: list[dict]) -> list[dict]:
     docs = _docs(records, text_key) if "model" in _STATE else [None] * len(records)
     out = []
     for record, doc in zip(records, docs):
+        caption = record.get(text_key)
         negatives = graph_negatives(
             record, vocab, max_negatives=options["max_negatives"], probs=options["probs"],
             seed=options["seed"], type_aware=options["type_aware"], unseen_rate=options["unseen_rate"],
+            caption=caption if isinstance(caption, str) else "",
         )
         if methods:
             negatives += text_negatives(record, vocab, methods=methods, seed=options["seed"], text_key=text_key, doc=doc)
