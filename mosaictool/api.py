@@ -44,6 +44,9 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
 from mosaictool.records import check_workers
 
+if typing.TYPE_CHECKING:
+    from mosaictool.training.config import TrainConfig
+
 Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
 
@@ -648,8 +651,17 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
     >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
     runs/tiny/final.pt
     """
-    from mosaictool import methods
     from mosaictool.training import loop
+
+    return loop.train(_config_of(data, resume, given, settings), resume=bool(resume))
+
+
+def _config_of(data: PathLike | TrainConfig | None, resume: PathLike | None, given: Iterable[str] | None,
+               settings: dict) -> TrainConfig:
+    """train's keywords as the one TrainConfig the training loop runs (the command's flags are these
+    keywords): the settings with their defaults, the method's options apart, paths as strings, the
+    recipe filled in; with `resume`, only what may change between the parts of a run."""
+    from mosaictool import methods
     from mosaictool.training.config import TrainConfig, flag_fields, with_recipe
 
     fields = {f.name: f for f in flag_fields(TrainConfig)}
@@ -674,7 +686,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
             raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
         cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, **{k: settings[k] for k in ("device", "num_workers", "quiet",
                                                                                                        "report_to")})
-        return loop.train(cfg, resume=True)
+        return cfg
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings["crop_scale"] = _pair(settings["crop_scale"], "--crop-scale")
@@ -685,9 +697,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
             settings[name] = os.fspath(settings[name])
     settings["grad_clip"] = settings["grad_clip"] or None
     cfg = TrainConfig(out=os.fspath(out), method_options=method_options, **settings)
-    if recipe:
-        cfg = with_recipe(cfg, recipe, set(given))
-    return loop.train(cfg)
+    return with_recipe(cfg, recipe, set(given)) if recipe else cfg
 
 
 def _alphas(alpha: float | str | Sequence[float]) -> list[float]:
