@@ -78,6 +78,13 @@ def flag_words():
         _FLAG_WORDS.reset(token)
 
 
+def _named(argument: str) -> str:
+    """The word an error names `argument` by: its flag while a command runs (`--max`), the argument
+    itself for a caller of the API (`max_subgraphs`). The checks of parse, decompose, negate and
+    template build their messages with it."""
+    return FLAGS.get(argument, "--" + argument.replace("_", "-")) if _FLAG_WORDS.get() else argument
+
+
 def _argument_table(names: Iterable[str]) -> dict[str, str]:
     """flag -> the argument it stands for: --max-chars -> max_chars, --no-augment -> augment=False."""
     table = {}
@@ -92,7 +99,9 @@ def _argument_table(names: Iterable[str]) -> dict[str, str]:
 
 def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicError:
     """`error` with the flags of its message named as the caller's arguments, unless a command runs;
-    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags."""
+    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags. For the
+    errors raised below the API's own checks, which speak flags: the records' hints (--text-key),
+    the vocabulary, training, evaluation (the stages' and the argument checks name by `_named`)."""
     if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
         parts = error.args[0].split("`")
 
@@ -143,7 +152,7 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable
             hints = {**_setting_types(config()), **hints}
         # NaN and inf pass here: each function bounds its numbers, with the message naming the bound
         strict = ConfigDict(strict=True, arbitrary_types_allowed=True)
-        return {name: (TypeAdapter(tp, config=strict), FLAGS.get(name, "--" + name.replace("_", "-")),
+        return {name: (TypeAdapter(tp, config=strict), name,
                        rule(declared[name]) if name in declared and not _takes_str(tp) else _words(tp), _takes_str(tp))
                 for name, tp in hints.items() if (name in signature.parameters or config) and name not in _UNCHECKED}
 
@@ -180,11 +189,12 @@ def _given(signature: inspect.Signature, bound: inspect.BoundArguments) -> dict:
     return given
 
 
-def _check_value(value, adapter, flag: str, words: str, takes_str: bool) -> None:
-    """MosaicError naming `flag` when `value` does not fit its type (`adapter`, strict): one line in
-    the words of the flag's bounds, as the command line's own errors are, not pydantic's report."""
+def _check_value(value, adapter, argument: str, words: str, takes_str: bool) -> None:
+    """MosaicError naming `argument` (_named) when `value` does not fit its type (`adapter`, strict): one
+    line in the words of the flag's bounds, as the command line's own errors are, not pydantic's report."""
     from pydantic import ValidationError
 
+    flag = _named(argument)
     if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
         raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
     try:
@@ -345,8 +355,8 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     from mosaictool.stages.parse import parse as parse_records
 
     if batch_size < 1 or workers < 1 or max_chars < 1:
-        raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
-    check_workers(workers)
+        raise MosaicError(f"{_named('batch_size')}, {_named('workers')} and {_named('max_chars')} must be at least 1")
+    check_workers(workers, _named("workers"))
     return _records(
         source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
         fields=_fields(source, caption_field, id_field, text_key), text_key=text_key,
@@ -370,11 +380,11 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
     from mosaictool.stages.decompose import make_check
     from mosaictool.vocab import load
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if max_subgraphs < 1:
-        raise MosaicError("--max must be at least 1")
+        raise MosaicError(f"{_named('max_subgraphs')} must be at least 1")
     if max_keys < 1:
-        raise MosaicError("--max-keys must be at least 1")
+        raise MosaicError(f"{_named('max_keys')} must be at least 1")
     loaded = load(vocab)
     return _records(
         source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
@@ -401,14 +411,14 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     from mosaictool.stages.negate import make_check, parse_probs, parse_text_methods
     from mosaictool.stages.negate import negate as negate_records
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if max_negatives < 0 or batch_size < 1 or workers < 1:
-        raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
+        raise MosaicError(f"{_named('max_negatives')} must be at least 0, {_named('batch_size')} and {_named('workers')} at least 1")
     if not 0 <= unseen_rate <= 1:  # NaN too
-        raise MosaicError(f"--unseen-rate must be between 0 and 1, got {unseen_rate}")
-    check_workers(workers)
-    category_probs = parse_probs(_csv(probs))
-    methods = parse_text_methods(_csv(text))
+        raise MosaicError(f"{_named('unseen_rate')} must be between 0 and 1, got {unseen_rate}")
+    check_workers(workers, _named("workers"))
+    category_probs = parse_probs(_csv(probs), _named("probs"))
+    methods = parse_text_methods(_csv(text), _named("text"))
     return _records(
         source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
         transform=lambda recs: negate_records(
@@ -434,9 +444,9 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
     from mosaictool.stages.template import template as template_records
     from mosaictool.vocab import load
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if style not in STYLES:
-        raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
+        raise MosaicError(f"{_named('style')} must be one of {', '.join(STYLES)}, got {style!r}")
     loaded = load(vocab)
     return _records(
         source, check=make_check(), skip_bad=skip_bad, quiet=quiet, desc="template",
