@@ -497,7 +497,7 @@ def test_world_overwrite_of_a_world_still_works(cli_world, tmp_path):
 
 
 def test_every_file_of_a_world_with_every_option_is_one_overwrite_may_replace(tmp_path):
-    from mosaictool.cli_world.generate import _not_written_by_a_world
+    from mosaictool.world.generate import _not_written_by_a_world
 
     w = tmp_path / "w"
     assert run("world", "--out", w, "--twins", "--binding-twins", "--shape-twins", "--caption-noise", "0.5", "--train", "4",
