@@ -78,11 +78,15 @@ def flag_words():
         _FLAG_WORDS.reset(token)
 
 
-def _named(argument: str) -> str:
-    """The word an error names `argument` by: its flag while a command runs (`--max`), the argument
-    itself for a caller of the API (`max_subgraphs`). The checks of parse, decompose, negate and
-    template build their messages with it."""
-    return FLAGS.get(argument, "--" + argument.replace("_", "-")) if _FLAG_WORDS.get() else argument
+def _named(argument: str, off: bool = False) -> str:
+    """The word an error names `argument` by: its flag while a command runs (`--max`; `off`: the flag
+    that turns it off, `--no-caption`), the argument itself for a caller of the API (`max_subgraphs`,
+    `caption=False`). The checks of parse, decompose, negate and template build their messages with it."""
+    from mosaictool.records import flag_name
+
+    if not _FLAG_WORDS.get():
+        return f"{argument}=False" if off else argument
+    return flag_name(argument, off) if off else FLAGS.get(argument, flag_name(argument))
 
 
 def _argument_table(names: Iterable[str]) -> dict[str, str]:
@@ -358,7 +362,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
         raise MosaicError(f"{_named('batch_size')}, {_named('workers')} and {_named('max_chars')} must be at least 1")
     check_workers(workers, _named("workers"))
     return _records(
-        source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
+        source, check=make_check(text_key, max_chars, _named), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
         fields=_fields(source, caption_field, id_field, text_key), text_key=text_key,
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
                                              repairs=repairs and spatial_compounds, tokens=tokens),
@@ -387,7 +391,7 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
         raise MosaicError(f"{_named('max_keys')} must be at least 1")
     loaded = load(vocab)
     return _records(
-        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
+        source, check=make_check(text_key, caption, _named), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
         transform=lambda recs: decompose_records(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed,
                                                  text_key=text_key, vocab=loaded, max_keys=max_keys),
     )
@@ -420,7 +424,7 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     category_probs = parse_probs(_csv(probs), _named("probs"))
     methods = parse_text_methods(_csv(text), _named("text"))
     return _records(
-        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
+        source, check=make_check(methods, text_key, _named), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
         transform=lambda recs: negate_records(
             recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
             seed=seed, type_aware=not uniform, unseen_rate=unseen_rate, text_methods=methods, text_key=text_key, model=model,

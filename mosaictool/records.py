@@ -86,6 +86,12 @@ def clean_caption(text: str) -> tuple[str, bool]:
     return kept, kept != text
 
 
+def flag_name(argument: str, off: bool = False) -> str:
+    """The command line's word for an argument a check names: text_key -> --text-key; `off`, the flag
+    that turns it off: caption -> --no-caption. The API names its arguments instead (api._named)."""
+    return ("--no-" if off else "--") + argument.replace("_", "-")
+
+
 def check_workers(value: int, flag: str = "--workers", least: int = 1) -> None:
     """A stage's worker count against its bounds (Workers' for TrainConfig and DemoConfig), one line naming the flag."""
     from mosaictool.errors import MosaicError

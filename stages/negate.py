@@ -193,22 +193,24 @@ def parse_text_methods(text: str, name: str = "--text") -> tuple[str, ...]:
     return tuple(m for m in TEXT_METHODS if m in methods)  # fixed order whatever the user wrote
 
 
-def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption"):
+def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption", named=None):
     """The check of a record negate reads: `subgraphs` and `graph` (records.NegateRecord) and, for
-    text negatives, the caption in `text_key`."""
+    text negatives, the caption in `text_key`. Its messages name the arguments as `named` does
+    (default: records.flag_name, the command line's flags)."""
     from mosaictool import records
 
+    named = named or records.flag_name
     schema = records.NegateRecord
     if text_methods:
-        schema = records.with_key(schema, text_key, hint="needed by --text; choose it with --text-key")
+        schema = records.with_key(schema, text_key, hint=f"needed by {named('text')}; choose it with {named('text_key')}")
     validate = records.checker(schema)
 
     def check(record: dict) -> None:
         validate(record)
         if text_methods and not record[text_key].strip():
-            raise RecordError(f"{text_key}: empty, and --text needs the caption")
+            raise RecordError(f"{text_key}: empty, and {named('text')} needs the caption")
         if "replace" in text_methods and record.get("graph") is None:
-            raise RecordError("missing 'graph', needed by --text replace (run `mosaictool parse` first)")
+            raise RecordError(f"missing 'graph', needed by {named('text')} replace (run `mosaictool parse` first)")
 
     return check
 
