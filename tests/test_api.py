@@ -503,3 +503,30 @@ def test_too_many_workers_or_more_than_the_machine_holds_is_refused_naming_the_a
     kwargs = {k: _fill(v, tmp_path, captions) for k, v in {**NEEDS.get(fn, {}), **extra}.items()}
     assert_refused(tmp_path, captions, fn, args, {**kwargs, name: value}, words)
 
+
+
+# The stages' checks write the name they report (no rewrite of a finished message): told to name
+# arguments in some other way, every name in their messages is that way, and none is a flag.
+def _marked(argument: str, off: bool = False) -> str:
+    return f"<{argument}{'=off' if off else ''}>"
+
+
+@pytest.mark.parametrize("stage, make, record, words", [
+    ("parse", lambda: ("caption", 2000), {"id": 1, "text": "a dog"}, ["<text_key>"]),
+    ("parse", lambda: ("caption", 3), {"id": 1, "caption": "a dog"}, ["<max_chars> 3"]),
+    ("decompose", lambda: ("caption", True), {"id": 1, "graph": {"entities": [], "attributes": [], "relations": []}},
+     ["<text_key>", "<caption=off>"]),
+    ("negate", lambda: (("negclip",), "caption"), {"id": 1, "caption": " ", "subgraphs": [],
+                                                   "graph": {"entities": [], "attributes": [], "relations": []}}, ["<text>"]),
+], ids=["parse-key", "parse-length", "decompose-key", "negate-empty"])
+def test_a_stage_check_names_the_arguments_as_it_is_told(stage, make, record, words):
+    import importlib
+
+    from mosaictool.errors import RecordError
+
+    check = importlib.import_module(f"mosaictool.stages.{stage}").make_check(*make(), _marked)
+    with pytest.raises(RecordError) as caught:
+        check(record)
+    for word in words:
+        assert word in str(caught.value), (word, str(caught.value))
+    assert "--" not in str(caught.value)
