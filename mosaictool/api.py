@@ -44,6 +44,9 @@ from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
 from mosaictool.records import check_workers
 
+if typing.TYPE_CHECKING:
+    from mosaictool.training.config import TrainConfig
+
 Source = Union[str, os.PathLike, Iterable[dict]]
 PathLike = Union[str, os.PathLike]
 
@@ -75,6 +78,17 @@ def flag_words():
         _FLAG_WORDS.reset(token)
 
 
+def _named(argument: str, off: bool = False) -> str:
+    """The word an error names `argument` by: its flag while a command runs (`--max`; `off`: the flag
+    that turns it off, `--no-caption`), the argument itself for a caller of the API (`max_subgraphs`,
+    `caption=False`). The checks of parse, decompose, negate and template build their messages with it."""
+    from mosaictool.records import flag_name
+
+    if not _FLAG_WORDS.get():
+        return f"{argument}=False" if off else argument
+    return flag_name(argument, off) if off else FLAGS.get(argument, flag_name(argument))
+
+
 def _argument_table(names: Iterable[str]) -> dict[str, str]:
     """flag -> the argument it stands for: --max-chars -> max_chars, --no-augment -> augment=False."""
     table = {}
@@ -89,7 +103,9 @@ def _argument_table(names: Iterable[str]) -> dict[str, str]:
 
 def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicError:
     """`error` with the flags of its message named as the caller's arguments, unless a command runs;
-    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags."""
+    a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags. For the
+    errors raised below the API's own checks, which speak flags: the records' hints (--text-key),
+    the vocabulary, training, evaluation (the stages' and the argument checks name by `_named`)."""
     if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
         parts = error.args[0].split("`")
 
@@ -140,7 +156,7 @@ def _typed(fn=None, *, config: Callable[[], type] | None = None, names: Callable
             hints = {**_setting_types(config()), **hints}
         # NaN and inf pass here: each function bounds its numbers, with the message naming the bound
         strict = ConfigDict(strict=True, arbitrary_types_allowed=True)
-        return {name: (TypeAdapter(tp, config=strict), FLAGS.get(name, "--" + name.replace("_", "-")),
+        return {name: (TypeAdapter(tp, config=strict), name,
                        rule(declared[name]) if name in declared and not _takes_str(tp) else _words(tp), _takes_str(tp))
                 for name, tp in hints.items() if (name in signature.parameters or config) and name not in _UNCHECKED}
 
@@ -177,11 +193,12 @@ def _given(signature: inspect.Signature, bound: inspect.BoundArguments) -> dict:
     return given
 
 
-def _check_value(value, adapter, flag: str, words: str, takes_str: bool) -> None:
-    """MosaicError naming `flag` when `value` does not fit its type (`adapter`, strict): one line in
-    the words of the flag's bounds, as the command line's own errors are, not pydantic's report."""
+def _check_value(value, adapter, argument: str, words: str, takes_str: bool) -> None:
+    """MosaicError naming `argument` (_named) when `value` does not fit its type (`adapter`, strict): one
+    line in the words of the flag's bounds, as the command line's own errors are, not pydantic's report."""
     from pydantic import ValidationError
 
+    flag = _named(argument)
     if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
         raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
     try:
@@ -342,10 +359,10 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     from mosaictool.stages.parse import parse as parse_records
 
     if batch_size < 1 or workers < 1 or max_chars < 1:
-        raise MosaicError("--batch-size, --workers and --max-chars must be at least 1")
-    check_workers(workers)
+        raise MosaicError(f"{_named('batch_size')}, {_named('workers')} and {_named('max_chars')} must be at least 1")
+    check_workers(workers, _named("workers"))
     return _records(
-        source, check=make_check(text_key, max_chars), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
+        source, check=make_check(text_key, max_chars, _named), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
         fields=_fields(source, caption_field, id_field, text_key), text_key=text_key,
         transform=lambda recs: parse_records(recs, text_key=text_key, model=model, batch_size=batch_size, workers=workers,
                                              repairs=repairs and spatial_compounds, tokens=tokens),
@@ -367,14 +384,14 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
     from mosaictool.stages.decompose import make_check
     from mosaictool.vocab import load
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if max_subgraphs < 1:
-        raise MosaicError("--max must be at least 1")
+        raise MosaicError(f"{_named('max_subgraphs')} must be at least 1")
     if max_keys < 1:
-        raise MosaicError("--max-keys must be at least 1")
+        raise MosaicError(f"{_named('max_keys')} must be at least 1")
     loaded = load(vocab)
     return _records(
-        source, check=make_check(text_key, caption), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
+        source, check=make_check(text_key, caption, _named), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
         transform=lambda recs: decompose_records(recs, max_subgraphs=max_subgraphs, keep_caption=caption, seed=seed,
                                                  text_key=text_key, vocab=loaded, max_keys=max_keys),
     )
@@ -398,16 +415,16 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
     from mosaictool.stages.negate import make_check, parse_probs, parse_text_methods
     from mosaictool.stages.negate import negate as negate_records
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if max_negatives < 0 or batch_size < 1 or workers < 1:
-        raise MosaicError("--max must be at least 0, --batch-size and --workers at least 1")
+        raise MosaicError(f"{_named('max_negatives')} must be at least 0, {_named('batch_size')} and {_named('workers')} at least 1")
     if not 0 <= unseen_rate <= 1:  # NaN too
-        raise MosaicError(f"--unseen-rate must be between 0 and 1, got {unseen_rate}")
-    check_workers(workers)
-    category_probs = parse_probs(_csv(probs))
-    methods = parse_text_methods(_csv(text))
+        raise MosaicError(f"{_named('unseen_rate')} must be between 0 and 1, got {unseen_rate}")
+    check_workers(workers, _named("workers"))
+    category_probs = parse_probs(_csv(probs), _named("probs"))
+    methods = parse_text_methods(_csv(text), _named("text"))
     return _records(
-        source, check=make_check(methods, text_key), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
+        source, check=make_check(methods, text_key, _named), skip_bad=skip_bad, quiet=quiet, desc="negate", text_key=text_key,
         transform=lambda recs: negate_records(
             recs, vocab=None if vocab is None else os.fspath(vocab), max_negatives=max_negatives, probs=category_probs,
             seed=seed, type_aware=not uniform, unseen_rate=unseen_rate, text_methods=methods, text_key=text_key, model=model,
@@ -431,9 +448,9 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
     from mosaictool.stages.template import template as template_records
     from mosaictool.vocab import load
 
-    check_flags(SeedFlag(seed))
+    check_flags(SeedFlag(seed), _named)
     if style not in STYLES:
-        raise MosaicError(f"--style must be one of {', '.join(STYLES)}, got {style!r}")
+        raise MosaicError(f"{_named('style')} must be one of {', '.join(STYLES)}, got {style!r}")
     loaded = load(vocab)
     return _records(
         source, check=make_check(), skip_bad=skip_bad, quiet=quiet, desc="template",
@@ -648,8 +665,17 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
     >>> print(mosaictool.train("shards", out="runs/tiny", batch_size=8, steps=3))
     runs/tiny/final.pt
     """
-    from mosaictool import methods
     from mosaictool.training import loop
+
+    return loop.train(_config_of(data, resume, given, settings), resume=bool(resume))
+
+
+def _config_of(data: PathLike | TrainConfig | None, resume: PathLike | None, given: Iterable[str] | None,
+               settings: dict) -> TrainConfig:
+    """train's keywords as the one TrainConfig the training loop runs (the command's flags are these
+    keywords): the settings with their defaults, the method's options apart, paths as strings, the
+    recipe filled in; with `resume`, only what may change between the parts of a run."""
+    from mosaictool import methods
     from mosaictool.training.config import TrainConfig, flag_fields, with_recipe
 
     fields = {f.name: f for f in flag_fields(TrainConfig)}
@@ -674,7 +700,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
             raise MosaicError(f"--resume uses the run's stored options; leave out {flags}")
         cfg = TrainConfig(data=os.fspath(data) if data else "", out=resume, **{k: settings[k] for k in ("device", "num_workers", "quiet",
                                                                                                        "report_to")})
-        return loop.train(cfg, resume=True)
+        return cfg
     if not data or not out:
         raise MosaicError("give --data (shards or records) and --out (the run folder), or --resume RUN_FOLDER")
     settings["crop_scale"] = _pair(settings["crop_scale"], "--crop-scale")
@@ -685,9 +711,7 @@ def train(data: PathLike | None = None, *, resume: PathLike | None = None, given
             settings[name] = os.fspath(settings[name])
     settings["grad_clip"] = settings["grad_clip"] or None
     cfg = TrainConfig(out=os.fspath(out), method_options=method_options, **settings)
-    if recipe:
-        cfg = with_recipe(cfg, recipe, set(given))
-    return loop.train(cfg)
+    return with_recipe(cfg, recipe, set(given)) if recipe else cfg
 
 
 def _alphas(alpha: float | str | Sequence[float]) -> list[float]:

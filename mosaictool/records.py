@@ -35,7 +35,7 @@ import functools
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union
 
@@ -84,6 +84,12 @@ def clean_caption(text: str) -> tuple[str, bool]:
     kept = "".join(cluster if pictograph.search(cluster) else "".join(c for c in cluster if unicodedata.category(c) != "Cf")
                    for cluster in regex.findall(r"\X", text))
     return kept, kept != text
+
+
+def flag_name(argument: str, off: bool = False) -> str:
+    """The command line's word for an argument a check names: text_key -> --text-key; `off`, the flag
+    that turns it off: caption -> --no-caption. The API names its arguments instead (api._named)."""
+    return ("--no-" if off else "--") + argument.replace("_", "-")
 
 
 def check_workers(value: int, flag: str = "--workers", least: int = 1) -> None:
@@ -644,9 +650,10 @@ def config_errors(cls: type, values: Mapping[str, Any] | str, *, strict: bool = 
     return []
 
 
-def check_flags(config: Any) -> None:
+def check_flags(config: Any, named: Callable[[str], str] | None = None) -> None:
     """A config dataclass built from flags against its declared field types and bounds; MosaicError
-    naming the first wrong one as its flag (`--grad-clip -1.0: must be a finite number > 0 (...)`)."""
+    naming the first wrong one as its flag (`--grad-clip -1.0: must be a finite number > 0 (...)`), or
+    as `named(field)` says."""
     from mosaictool.errors import MosaicError
 
     # strict: "10" or 2.0 for a whole number, True for a number, are refused (pydantic's lax mode takes
@@ -656,7 +663,8 @@ def check_flags(config: Any) -> None:
     if problems:
         name, value, what = problems[0]
         shown = repr(value) if isinstance(value, str) else value  # "--seeds '2'": a str from Python, not the number
-        raise MosaicError(f"--{name.replace('_', '-')} {shown}: must be {what}")
+        flag = named(name) if named else f"--{name.replace('_', '-')}"
+        raise MosaicError(f"{flag} {shown}: must be {what}")
 
 
 @dataclass

@@ -46,14 +46,17 @@ DEFAULT_MAX = 3  # the paper's M
 SAMPLE_WEIGHTS = {"attributed": DEFAULT_PROBS[0], "relation": DEFAULT_PROBS[1] + DEFAULT_PROBS[2]}
 
 
-def make_check(text_key: str = "caption", keep_caption: bool = True):
+def make_check(text_key: str = "caption", keep_caption: bool = True, named=None):
     """The check of a record decompose reads: `graph` (records.DecomposeRecord) and, unless
-    keep_caption is False, the caption in `text_key`."""
+    keep_caption is False, the caption in `text_key`. Its hints name the arguments as `named` does
+    (default: records.flag_name, the command line's flags)."""
     from mosaictool import records
 
+    named = named or records.flag_name
     schema = records.DecomposeRecord
     if keep_caption:
-        schema = records.with_key(schema, text_key, hint="choose it with --text-key, or drop it with --no-caption")
+        schema = records.with_key(schema, text_key,
+                                  hint=f"choose it with {named('text_key')}, or drop it with {named('caption', off=True)}")
     return records.checker(schema)
 
 

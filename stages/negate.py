@@ -224,51 +224,54 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
     return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
 
 
-def parse_probs(text: str) -> tuple[float, float, float]:
+def parse_probs(text: str, name: str = "--probs") -> tuple[float, float, float]:
     """'obj,attr,rel' probabilities, e.g. '0.15,0.425,0.425', summing to 1 (to within rounding of
-    the last digit given, 1e-3; then normalised exactly)."""
+    the last digit given, 1e-3; then normalised exactly). Errors call the value `name`."""
     try:
         values = tuple(float(x) for x in text.split(","))
     except ValueError:
         values = ()
     if len(values) != 3 or not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN and inf too
-        raise MosaicError(f"--probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
+        raise MosaicError(f"{name} must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
     total = sum(values)
     if not math.isclose(total, 1.0, abs_tol=1e-3):
-        raise MosaicError(f"--probs {text!r}: probabilities must sum to 1, these sum to {total:g} "
+        raise MosaicError(f"{name} {text!r}: probabilities must sum to 1, these sum to {total:g} "
                           f"(for these proportions: {','.join(f'{v / total:.4g}' for v in values)})")
     return tuple(v / total for v in values)
 
 
-def parse_text_methods(text: str) -> tuple[str, ...]:
+def parse_text_methods(text: str, name: str = "--text") -> tuple[str, ...]:
+    """The text methods of a comma list, in TEXT_METHODS' order; errors call the list `name`."""
     methods = [m.strip() for m in text.split(",")] if text.strip() else []
     if not all(methods):
-        raise MosaicError(f"--text {text!r}: an empty item between commas; choose from {','.join(TEXT_METHODS)}")
+        raise MosaicError(f"{name} {text!r}: an empty item between commas; choose from {','.join(TEXT_METHODS)}")
     unknown = [m for m in methods if m not in TEXT_METHODS]
     if unknown:
-        raise MosaicError(f"--text: unknown method(s) {', '.join(unknown)}; choose from {','.join(TEXT_METHODS)}")
+        raise MosaicError(f"{name}: unknown method(s) {', '.join(unknown)}; choose from {','.join(TEXT_METHODS)}")
     twice = [m for m in TEXT_METHODS if methods.count(m) > 1]
     if twice:
-        raise MosaicError(f"--text {text!r}: {twice[0]} is named twice; give each method once")
+        raise MosaicError(f"{name} {text!r}: {twice[0]} is named twice; give each method once")
     return tuple(m for m in TEXT_METHODS if m in methods)  # fixed order whatever the user wrote
 
 
-def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption"):
+def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption", named=None):
     """The check of a record negate reads: `subgraphs` and `graph` (records.NegateRecord) and, for
-    text negatives, the caption in `text_key`."""
+    text negatives, the caption in `text_key`. Its messages name the arguments as `named` does
+    (default: records.flag_name, the command line's flags)."""
     from mosaictool import records
 
+    named = named or records.flag_name
     schema = records.NegateRecord
     if text_methods:
-        schema = records.with_key(schema, text_key, hint="needed by --text; choose it with --text-key")
+        schema = records.with_key(schema, text_key, hint=f"needed by {named('text')}; choose it with {named('text_key')}")
     validate = records.checker(schema)
 
     def check(record: dict) -> None:
         validate(record)
         if text_methods and not record[text_key].strip():
-            raise RecordError(f"{text_key}: empty, and --text needs the caption")
+            raise RecordError(f"{text_key}: empty, and {named('text')} needs the caption")
         if "replace" in text_methods and record.get("graph") is None:
-            raise RecordError("missing 'graph', needed by --text replace (run `mosaictool parse` first)")
+            raise RecordError(f"missing 'graph', needed by {named('text')} replace (run `mosaictool parse` first)")
 
     return check
 

@@ -79,12 +79,14 @@ def to_record(raw: dict) -> dict:
     return {"entities": entities, "relations": [dict(r) for r in raw["relations"]]}
 
 
-def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS):
+def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS, named=None):
     """The check of a record parse reads: the caption in `text_key` (records.ParseRecord), not blank,
-    at most `max_chars` long."""
+    at most `max_chars` long. Its messages name the arguments as `named` does (default:
+    records.flag_name, the command line's flags)."""
     from mosaictool import records
 
-    validate = records.checker(records.with_key(records.ParseRecord, text_key, hint="choose the caption field with --text-key"))
+    named = named or records.flag_name
+    validate = records.checker(records.with_key(records.ParseRecord, text_key, hint=f"choose the caption field with {named('text_key')}"))
 
     def check(record: dict) -> None:
         validate(record)
@@ -93,7 +95,7 @@ def make_check(text_key: str = "caption", max_chars: int = MAX_CHARS):
             raise RecordError(f"{text_key!r} is empty")
         if len(text) > max_chars:
             raise RecordError(
-                f"{text_key!r} has {len(text)} characters, more than --max-chars {max_chars}; "
+                f"{text_key!r} has {len(text)} characters, more than {named('max_chars')} {max_chars}; "
                 "is this really a caption?"
             )
 

@@ -40,3 +40,12 @@ def shell_env(bin_dir: Path) -> dict[str, str]:
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
         shim.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def refused_run(cmd, *needles):
+    r = run(*cmd)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("Error:") == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+

@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers import Case
+from train_fixtures import write_tiny_model
+
 REPO = Path(__file__).resolve().parent.parent
 VENDORED = Path(__file__).resolve().parent / "data" / "benchmarks"
 SHARED = Path(os.environ.get("MOSAICTOOL_SHARED", REPO.parent / "shared"))
@@ -123,3 +126,78 @@ def relforms_world(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("relforms") / "world"
     generate_world(out, train=30, seed=0, twins=True, binding_twins=True, shape_twins=True, eval_scale=0.01)
     return out
+
+
+@pytest.fixture
+def case(tmp_path) -> Case:
+    return Case(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_world(tiny_worlds) -> Path:
+    """8 make_world records with images (batch 4: two batches)."""
+    return tiny_worlds(n=8)[0]
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory) -> dict[str, Path]:
+    import torch
+
+    from mosaictool.model import openclip
+
+    d = tmp_path_factory.mktemp("ckpts")
+    tiny = d / "tiny.pt"
+    openclip.save_checkpoint(tiny, openclip.create("mosaic-tiny", seed=0))
+    other = d / "other.pt"
+    openclip.save_checkpoint(other, openclip.create("test-tiny", model_config_file=write_tiny_model(d), seed=0))
+    blob = tiny.read_bytes()
+    (d / "truncated.pt").write_bytes(blob[: len(blob) // 2])
+    (d / "zero.pt").write_bytes(b"")
+    lie = torch.load(tiny, weights_only=True)  # mosaic-tiny weights under another architecture's config
+    other_ckpt = torch.load(other, weights_only=True)
+    lie.update(model_name=other_ckpt["model_name"], model_cfg=other_ckpt["model_cfg"])
+    torch.save(lie, d / "lie.pt")
+    torch.save(other_ckpt["state_dict"], d / "other_weights.pt")  # a plain open_clip weights file
+    return {p.stem: p for p in d.glob("*.pt")}
+
+
+@pytest.fixture(scope="module")
+def bench_root(tmp_path_factory) -> Path:
+    """SugarCrepe's layout: three subsets of three cases, COCO val2017 images."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("bench")
+    (root / "sugarcrepe").mkdir()
+    colours = ["red", "green", "blue"]
+    for sub in ("add_att", "swap_obj", "replace_rel"):
+        cases = {str(i): {"filename": f"{c}.jpg", "caption": f"a {c} square", "negative_caption": f"a {colours[i - 1]} circle"}
+                 for i, c in enumerate(colours)}
+        (root / "sugarcrepe" / f"{sub}.json").write_text(json.dumps(cases))
+    (root / "coco" / "val2017").mkdir(parents=True)
+    for c in colours:
+        Image.new("RGB", (24, 24), c).save(root / "coco" / "val2017" / f"{c}.jpg")
+    return root
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    """A resumable run (last.pt at step 1 of 3, no final.pt) and a finished one (final.pt)."""
+    from mosaictool.training import TrainConfig, train
+    from train_fixtures import make_world, write_tiny_model
+
+    root = tmp_path_factory.mktemp("runs")
+    data, model_cfg = make_world(root / "world", n=8), write_tiny_model(root)
+    base = {"data": str(data), "model_config": str(model_cfg), "batch_size": 4, "steps": 3, "warmup": 1, "quiet": True}
+
+    def stop(step, metrics, model):
+        raise Stop()
+
+    with pytest.raises(Stop):
+        train(TrainConfig(out=str(root / "resumable"), save_every=1, **base), on_step=stop)
+    final = train(TrainConfig(out=str(root / "finished"), **base))
+    return root / "resumable", final, data, model_cfg
+

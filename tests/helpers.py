@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mosaictool.cli import app
@@ -50,3 +52,109 @@ def refused(result, *needles: str, code: int = 1) -> str:
     for needle in needles:
         assert needle in line, (needle, line)
     return line
+
+
+def file_bytes(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def assert_ok(result) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 0, (result.stdout[-500:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+
+
+class Case:
+    """An input folder and an output folder; `untouched()` checks that a failed run lost nothing:
+    the input folder is unchanged and the output folder holds nothing (no partial / temp file)."""
+
+    def __init__(self, tmp_path: Path):
+        self.src = tmp_path / "in"
+        self.dst = tmp_path / "out"
+        self.src.mkdir()
+        self.dst.mkdir()
+        self._before: dict[str, str] | None = None
+
+    def file(self, name: str, content: str | bytes) -> Path:
+        path = self.src / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+        return path
+
+    def freeze(self) -> None:
+        self._before = snapshot(self.src)
+
+    def untouched(self) -> None:
+        assert self._before is not None, "call freeze() before running the command"
+        assert snapshot(self.src) == self._before, "the input changed"
+        assert snapshot(self.dst) == {}, f"output left behind: {snapshot(self.dst)}"
+
+
+def out_records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in Path(path).read_text().splitlines()]
+
+
+CAP = "A red dog on a blue sofa."
+
+
+GRAPH = {"entities": [{"span": "a dog", "lemma_span": "a dog", "head": "dog", "lemma_head": "dog", "span_bounds": [0, 2],
+                       "modifiers": [{"dep": "det", "span": "a", "lemma_span": "a"}], "type": "unknown", "attributes": []}],
+         "relations": []}
+
+
+def copy_world(tiny_world: Path, case: Case, replace: dict[int, str] | None = None) -> Path:
+    """The world into case.src; record i's image becomes `replace[i]` (a name under images/)."""
+    shutil.copytree(tiny_world.parent / "images", case.src / "images")
+    records = [json.loads(x) for x in tiny_world.read_text().splitlines()]
+    for i, name in (replace or {}).items():
+        records[i]["image"] = f"images/{name}"
+    return case.file("captions.jsonl", jsonl(*records))
+
+
+def train_args(data, out, *extra):
+    return ["train", "--data", data, "--out", out, "--batch-size", "4", "--steps", "2", "--no-augment",
+            "--device", "cpu", "-q", *extra]
+
+
+def refused_leaving_files(folder: Path, args, *needles) -> str:
+    """`args` refused (one line holding `needles`) with every file under `folder` byte-identical and none
+    added: inputs untouched, no output written."""
+    def files() -> dict:
+        return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    before = files()
+    line = refused(invoke(args), *map(str, needles))
+    assert files() == before
+    return line
+
+
+def refuses_then_skips(args, made: Path, data: Path, *words: str, run=invoke) -> None:
+    """`args` (a command reading `data`, whose record img-3 has a bad image) stop with one line naming
+    the record and `words`, having made nothing at `made`; with --skip-bad they skip it and say so.
+    `data`'s folder is unchanged."""
+    before = snapshot(data.parent)
+    refused(run(args), "record 'img-3'", *words, "--skip-bad")
+    assert not made.exists()
+    skipped = run(args + ["--skip-bad"])
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 1 bad record(s)" in skipped.stderr and words[-1] in skipped.stderr
+    assert snapshot(data.parent) == before
+
+
+def invoke_within(args, seconds: float, fifo: Path | None = None):
+    """`invoke` in a thread that must finish within `seconds`: a command that opened a FIFO for
+    reading blocks forever (the FIFO is then opened for writing and closed, which releases it)."""
+    import os
+    import threading
+
+    box = []
+    thread = threading.Thread(target=lambda: box.append(invoke(args)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if fifo is not None and fifo.exists():
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail(f"{' '.join(map(str, args))} hung")
+    return box[0]
+

@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from helpers import invoke, refused
 from mosaictool.cli import app
 from mosaictool.io import read_records, write_records
 from mosaictool.world.audit import _Debris, audit, audit_markdown, caption_mentions, describe, is_said, is_true, said_scene
@@ -298,3 +299,12 @@ def test_noisy_captions_make_false_subgraph_positives_by_kind(tmp_path):
     assert sum(rows[g]["records"] for g in rows if g not in ("plain", "clean", "noisy")) == rows["noisy"]["records"]
     markdown = audit_markdown(noisy)
     assert "| wrong_attribute |" in markdown and "sub-graph positives" in markdown and "| caption |" not in audit_markdown(clean)
+
+
+# --- bad input (moved from test_bad_values.py) ---
+
+def test_world_audit_checks_the_texts_it_reads(tmp_path):
+    src = tmp_path / "texts.jsonl"
+    src.write_text('{"id": 1, "caption": "a", "texts": {"positives": "a red cube"}}\n')
+    refused(invoke(["world", "audit", src]), f"{src}:1: texts.positives: expected a list of objects or null, got str")
+

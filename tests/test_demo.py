@@ -13,6 +13,8 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
+from clirun import refused_run
+from clirun import run as run_cli
 from mosaictool.analysis.stats import format_p
 from mosaictool.cli import app
 from mosaictool.demo import DemoConfig, config, finetune, run
@@ -502,3 +504,41 @@ def test_the_data_cache_key_reads_the_package_the_stages_and_the_vocabulary(tmp_
     for folder in folders:
         assert any(f.is_relative_to(folder) for f in read), folder
     assert Path(data.__file__).resolve() in {f.resolve() for f in read}
+
+
+# --- bad input (moved from test_bad_folders.py) ---
+
+@pytest.mark.parametrize("cache", ["f", "f/sub"])
+def test_demo_cache_dir_that_is_a_file_writes_nothing_in_out(tmp_path, cache):
+    (tmp_path / "f").write_text("x")
+    refused_run(["demo", "--quick", "--out", tmp_path / "d", "--cache-dir", tmp_path / cache], "--cache-dir", "is a file, not a folder")
+    assert not (tmp_path / "d").exists() and (tmp_path / "f").read_text() == "x"
+
+
+def test_only_other_settings_make_an_earlier_demos_report_stale(tmp_path):
+    import dataclasses
+    import json
+
+    from mosaictool.demo.config import DemoConfig
+    from mosaictool.demo.run import _settings_differ
+
+    cfg, file = DemoConfig(quick=True), tmp_path / "demo_config.json"
+    assert _settings_differ(file, cfg)  # none, or unreadable: nothing vouches for the files beside it
+    file.write_text(json.dumps(dataclasses.asdict(dataclasses.replace(cfg, experiments=("ladder",)))))
+    assert not _settings_differ(file, cfg)  # the ladder's report, at these settings, still holds
+    file.write_text(json.dumps(dataclasses.asdict(dataclasses.replace(cfg, world_seed=1))))
+    assert _settings_differ(file, cfg)
+
+
+@pytest.mark.slow
+def test_demo_again_leaves_no_report_file_of_an_earlier_demo(tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "demo_config.json").write_text("{}")  # a demo folder, as an earlier run with other settings left it
+    for name in ("claims.md", "selection.json", "ladder.png"):
+        (out / name).write_text("from the earlier demo")
+    r = run_cli("demo", "--quick", "--out", out, "--cache-dir", tmp_path / "cache", timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "report.md").is_file()
+    assert not any((out / name).exists() for name in ("claims.md", "selection.json", "ladder.png"))
+

@@ -15,6 +15,8 @@ import torch
 from PIL import Image
 from typer.testing import CliRunner
 
+from helpers import CAP, invoke, jsonl
+from helpers import refused as assert_refused
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.training import distributed as dist
@@ -308,3 +310,20 @@ def test_gpu_train_measured_runs_work_on_cpu(tmp_path):
     assert "error" not in theirs and "error" not in ours, (theirs, ours)
     assert theirs["samples_per_s"] > 0 and theirs["texts_per_image"] == 1.0 and theirs["peak_bytes"] is None
     assert ours["samples_per_s"] > 0 and ours["texts_per_image"] > 2 and ours["images_per_step"] >= 4
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is visible")
+def test_device_cuda_without_a_gpu(case, tiny_world, ckpts, bench_root):
+    caps = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    for args in (
+        ["train", "--data", tiny_world, "--out", case.dst / "run", "--steps", "1", "--batch-size", "4", "--device", "cuda"],
+        ["evaluate", "-b", "sugarcrepe", "-c", ckpts["tiny"], "-d", bench_root, "--device", "cuda"],
+        ["wise-ft", "--zeroshot", ckpts["tiny"], "--finetuned", ckpts["tiny"], "--out", case.dst / "w", "--device", "cuda"],
+        ["tree-score", caps, "--checkpoint", ckpts["tiny"], "--device", "cuda:1"],
+    ):
+        assert_refused(invoke(args), "--device cuda", "no CUDA GPU is visible", "--device cpu")
+    case.untouched()
+

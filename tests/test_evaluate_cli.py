@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import orjson
 import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from helpers import refused_leaving_files
 from mosaictool.cli import app
 
 runner = CliRunner()
@@ -263,4 +265,42 @@ def test_a_damaged_embedding_cache_is_discarded_with_one_line_and_scores_stay(ch
     notes = [line for line in again.stderr.splitlines() if line.startswith("cache:")]
     assert len(notes) == 1 and str(npz) in notes[0] and "discarded" in notes[0], again.stderr
     assert _rows(tmp_path / "b.jsonl") == _rows(tmp_path / "a.jsonl")
+
+
+# --- bad input (moved from test_bad_flags_more.py) ---
+
+BENCH = {
+    "empty item": ("aro,,sugarcrepe", "empty item"),
+    "trailing comma": ("aro,", "empty item"),
+    "benchmark twice": ("sugarcrepe,sugarcrepe", "sugarcrepe is named twice"),
+    "whole and subtask": ("aro,aro:VG-Relation", "aro is named twice"),
+    "empty subtask list": ("aro:", "empty subtask"),
+    "only a plus": ("aro:+", "empty subtask"),
+    "empty subtask between plus": ("aro:VG-Relation++VG-Attribution", "empty subtask"),
+    "subtask twice": ("aro:VG-Relation+VG-Relation", "named twice"),
+}
+
+
+@pytest.mark.parametrize("spec, needle", BENCH.values(), ids=list(BENCH))
+def test_bad_bench_lists(tmp_path, spec, needle):
+    (tmp_path / "root").mkdir()
+    refused_leaving_files(tmp_path, ["evaluate", "-b", spec, "-c", tmp_path / "m.pt", "-d", tmp_path / "root", "-o", tmp_path / "r.jsonl"],
+            "--bench", needle)
+
+
+def test_bench_spec_keeps_spaces_and_subtasks():
+    from mosaictool.bench.engine import parse_bench_spec
+
+    assert parse_bench_spec(" aro : VG-Relation + COCO-Order , sugarcrepe") == [("aro", ["VG-Relation", "COCO-Order"]),
+                                                                               ("sugarcrepe", None)]
+
+
+@pytest.mark.parametrize("kind", ["folder", "FIFO"])
+def test_evaluate_checkpoint_not_a_file(tmp_path, kind):
+    (tmp_path / "root").mkdir()
+    ckpt = tmp_path / "m.pt"
+    ckpt.mkdir() if kind == "folder" else os.mkfifo(ckpt)
+    words = "a folder" if kind == "folder" else "a FIFO"
+    refused_leaving_files(tmp_path, ["evaluate", "-b", "sugarcrepe", "-c", ckpt, "-d", tmp_path / "root", "-o", tmp_path / "r.jsonl"],
+            f"{ckpt}: not a weights file ({words}")
 

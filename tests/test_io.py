@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import json
 import os
 import re
+import stat
+import sys
 from pathlib import Path
 
 import orjson
 import polars as pl
 import pytest
 
+from helpers import CAP, assert_ok, invoke, jsonl, out_records, refused, snapshot
+from helpers import refused as assert_refused
 from mosaictool.errors import MosaicError, RecordError
 from mosaictool.io import RecordWriter, Skips, read_records, write_records
 
@@ -430,3 +436,283 @@ def test_a_field_given_twice_in_a_line_is_a_bad_record_not_the_last_value(tmp_pa
     nested.write_text('{"id": 1, "graph": {"entities": [{"head": "dog", "head": "cat"}]}}\n')
     with pytest.raises(MosaicError, match="'head' is given twice"):
         list(read_records(nested))
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+def test_bom_is_skipped(case):
+    src = case.file("caps.jsonl", "\ufeff" + jsonl({"id": 1, "caption": CAP}, {"id": 2, "caption": CAP}))
+    case.freeze()
+    result = invoke(["parse", src, "-o", case.dst / "g.jsonl", "-q"])
+    assert_ok(result)
+    assert [r["id"] for r in out_records(case.dst / "g.jsonl")] == [1, 2]
+    assert snapshot(case.src) == case._before
+
+
+def test_bom_in_gzip_is_skipped(case):
+    src = case.src / "caps.jsonl.gz"
+    src.write_bytes(gzip.compress(b"\xef\xbb\xbf" + jsonl({"id": 1, "caption": CAP}).encode()))
+    result = invoke(["parse", src, "-q"])
+    assert_ok(result)
+    assert json.loads(result.stdout)["id"] == 1
+
+
+def test_crlf_and_blank_lines_are_accepted(case):
+    body = jsonl({"id": 1, "caption": CAP}).replace("\n", "\r\n") + "\r\n   \n\n" + jsonl({"id": 2, "caption": CAP})
+    src = case.file("caps.jsonl", body.encode())
+    result = invoke(["parse", src, "-q"])
+    assert_ok(result)
+    recs = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [r["id"] for r in recs] == [1, 2] and recs[0]["caption"] == CAP  # no stray \r in the caption
+
+
+def test_crlf_bad_line_is_numbered_physically(case):
+    src = case.file("caps.jsonl", b'{"id": 1, "caption": "a dog"}\r\n\r\n{"id": 2}\r\n')
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{src}:3:", "missing 'caption'", "--text-key")
+    case.untouched()
+
+
+@pytest.mark.parametrize(
+    "record, message, flag",
+    [
+        ({"id": 2}, "missing 'caption'", "--text-key"),
+        ({"id": 2, "caption": 42}, "caption: expected a string, got int", "--skip-bad"),
+        ({"id": 2, "caption": None}, "caption: expected a string, got null", "--skip-bad"),
+        ({"id": 2, "caption": ["a", "dog"]}, "caption: expected a string, got list", "--skip-bad"),
+        ({"id": 2, "caption": ""}, "'caption' is empty", "--skip-bad"),
+        ({"id": 2, "caption": "  \t "}, "'caption' is empty", "--skip-bad"),
+        ({"id": 2, "caption": "dog " * 25_000}, "100000 characters, more than --max-chars 2000", "--max-chars"),
+        ({"id": 1, "caption": CAP}, "duplicate id 1", "--skip-bad"),
+        ({"caption": CAP}, "missing 'id'", "--assign-ids"),
+        ({"id": 2.5, "caption": CAP}, "'id' must be a string or an integer, got float", "--skip-bad"),
+        ({"id": True, "caption": CAP}, "'id' must be a string or an integer, got bool", "--skip-bad"),
+        ([1, 2], "expected a JSON object, got list", "--skip-bad"),
+        ("just a caption", "expected a JSON object, got str", "--skip-bad"),
+    ],
+    ids=["no-caption", "int-caption", "null-caption", "list-caption", "empty-caption", "blank-caption",
+         "100k-caption", "duplicate-id", "no-id", "float-id", "bool-id", "array-line", "string-line"],
+)
+def test_bad_record_is_refused_with_its_line(case, record, message, flag):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}, record))
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{src}:2:", message, flag)
+    case.untouched()
+
+
+def test_bad_records_skipped_and_counted_with_skip_bad(case):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}, {"id": 2}, {"id": 1, "caption": CAP},
+                                        {"id": 3, "caption": "dog " * 25_000}, {"id": 4, "caption": CAP}))
+    result = invoke(["parse", src, "-o", case.dst / "g.jsonl", "--skip-bad", "-q"])
+    assert_ok(result)
+    assert [r["id"] for r in out_records(case.dst / "g.jsonl")] == [1, 4]
+    assert "skipped 3 bad record(s)" in result.stderr and f"{src}:2:" in result.stderr
+
+
+def test_invalid_json_and_invalid_utf8(case):
+    src = case.file("caps.jsonl", b'{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a \xff cat"}\n')
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{src}:2:", "invalid JSON", "--skip-bad")
+    src2 = case.file("more.jsonl", '{"id": 1, "caption": "a dog"}\n{"id": 2, "caption": "a cat"\n')
+    case.freeze()
+    assert_refused(invoke(["parse", src2, "-o", case.dst / "g.jsonl"]), f"{src2}:2:", "invalid JSON")
+    case.untouched()
+
+
+def test_empty_file_gives_empty_output(case):
+    # A 1:1 stage maps no records to no records (a filter upstream may have kept none); the
+    # commands that need data (shard, train) refuse an empty input themselves.
+    for name in ("empty.jsonl", "blank.jsonl"):
+        src = case.file(name, "" if name == "empty.jsonl" else "\n\n  \n")
+        result = invoke(["parse", src, "-o", case.dst / f"{name}.out.jsonl", "-q"])
+        assert_ok(result)
+        assert (case.dst / f"{name}.out.jsonl").read_text() == ""
+
+
+def test_directory_as_input(case):
+    case.freeze()
+    assert_refused(invoke(["parse", case.src, "-o", case.dst / "g.jsonl"]), f"{case.src}: is a directory",
+                   "give the JSONL or Parquet file")
+    case.untouched()
+
+
+def test_missing_input(case):
+    assert_refused(invoke(["parse", case.src / "nope.jsonl", "-o", case.dst / "g.jsonl"]), "nope.jsonl: no such file")
+    assert snapshot(case.dst) == {}
+
+
+def test_truncated_gzip(case):
+    blob = gzip.compress(jsonl(*({"id": i, "caption": CAP} for i in range(200))).encode())
+    src = case.file("caps.jsonl.gz", blob[: len(blob) // 2])
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl", "-q"]), f"{src}: truncated or corrupt gzip",
+                   "re-create")
+    case.untouched()
+
+
+def test_parquet_of_the_wrong_schema(case):
+    import polars as pl
+
+    src = case.src / "caps.parquet"
+    pl.DataFrame({"id": [1, 2], "text": [CAP, CAP]}).write_parquet(src)
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{src}:row 1:", "missing 'caption'",
+                   "--text-key")
+    wrong_type = case.src / "ints.parquet"
+    pl.DataFrame({"id": [1], "caption": [7]}).write_parquet(wrong_type)
+    case.freeze()
+    assert_refused(invoke(["parse", wrong_type, "-o", case.dst / "g.jsonl"]), f"{wrong_type}:row 1:",
+                   "caption: expected a string, got int")
+    case.untouched()
+
+
+def test_not_parquet_and_truncated_parquet(case):
+    import polars as pl
+
+    fake = case.file("caps.parquet", jsonl({"id": 1, "caption": CAP}))
+    good = case.src / "good.parquet"
+    pl.DataFrame({"id": list(range(500)), "caption": [CAP] * 500}).write_parquet(good)
+    cut = case.file("cut.parquet", good.read_bytes()[: good.stat().st_size // 2])
+    case.freeze()
+    assert_refused(invoke(["parse", fake, "-o", case.dst / "g.jsonl"]), f"{fake}: not a readable Parquet file")
+    assert_refused(invoke(["parse", cut, "-o", case.dst / "g.jsonl"]), f"{cut}: not a readable Parquet file")
+    case.untouched()
+
+
+def test_output_is_a_directory(case):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", case.dst]), f"{case.dst}: is a directory", "-o")
+    case.untouched()
+
+
+def test_output_folder_missing(case):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    assert_refused(invoke(["parse", src, "-o", case.dst / "no" / "g.jsonl"]), "does not exist")
+    assert snapshot(case.dst) == {}
+
+
+def test_output_equals_input(case):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    assert_refused(invoke(["parse", src, "-o", src]), "is the input INPUT", "-o")
+    assert snapshot(case.src) == case._before
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_full_disk_dev_full(case):
+    src = case.file("caps.jsonl", jsonl(*({"id": i, "caption": CAP} for i in range(3))))
+    case.freeze()
+    before = os.stat("/dev/full")
+    assert_refused(invoke(["parse", src, "-o", "/dev/full", "-q"]), "/dev/full: cannot write (No space left on device)",
+                   "disk is full", "-o")
+    after = os.stat("/dev/full")  # written in place: the device itself was not replaced by a file
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+    case.untouched()
+    assert not list(Path("/dev").glob(".full.*"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_full_disk_as_stdout(case):
+    import subprocess
+
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "mosaictool", "decompose", str(src)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              input=None)
+    # decompose refuses a record without a graph before writing; parse's graphs are what it reads
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    graphs = case.file("graphs.jsonl", jsonl({"id": 1, "caption": "a dog", "graph": {
+        "entities": [{"span": "a dog", "lemma_span": "a dog", "head": "dog", "lemma_head": "dog", "span_bounds": [0, 2],
+                      "modifiers": [{"dep": "det", "span": "a", "lemma_span": "a"}], "type": "unknown",
+                      "attributes": []}], "relations": []}}))
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "mosaictool", "decompose", str(graphs), "-q"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == "Error: <stdout>: cannot write (No space left on device): the disk is full; " \
+                                  "free space or choose another -o"
+
+
+@contextlib.contextmanager
+def unwritable(folder: Path):
+    """`folder` made unwritable: by its permission bits, or, for root (whom they do not stop), by the
+    immutable flag (chattr +i; ext4, xfs, btrfs)."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o555)
+        try:
+            yield
+        finally:
+            os.chmod(folder, 0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root on a file system without chattr +i: no folder is unwritable for root here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_read_only_output_folder(case):
+    src = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    with unwritable(case.dst):
+        assert_refused(invoke(["parse", src, "-o", case.dst / "g.jsonl"]), f"{case.dst / 'g.jsonl'}: cannot write",
+                       "permission denied", "-o")
+    case.untouched()
+
+
+# --- bad input (moved from test_bad_values.py) ---
+
+def decompose_input(*extras: dict, ids=None) -> str:
+    graph = json.loads((Path(__file__).parent / "data" / "decompose" / "input.jsonl").read_text().splitlines()[0])
+    ids = ids or list(range(1, len(extras) + 1))
+    return "".join(json.dumps({**graph, "id": i, **extra}) + "\n" for i, extra in zip(ids, extras))
+
+
+def test_parquet_keeps_integer_ids_and_equals_jsonl(tmp_path):
+    from mosaictool.io import read_records
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input({}, {}, {}, ids=[7, 12, 3]))
+    assert invoke(["decompose", src, "-o", tmp_path / "o.parquet", "-q"]).exit_code == 0
+    assert invoke(["decompose", src, "-o", tmp_path / "o.jsonl", "-q"]).exit_code == 0
+    parquet, jsonl = list(read_records(tmp_path / "o.parquet")), list(read_records(tmp_path / "o.jsonl"))
+    assert [r["id"] for r in parquet] == [7, 12, 3] and all(type(r["id"]) is int for r in parquet)
+    assert [r["subgraph_keys"] for r in parquet] == [r["subgraph_keys"] for r in jsonl]
+
+
+PARQUET_CONFLICTS = [
+    (({"meta": 1}, {"meta": "a"}), None, "meta is an integer in output record 1 but a string in output record 2"),
+    (({}, {}), [1, "b"], "id is an integer in output record 1 but a string in output record 2"),
+    (({"meta": {"a": 1}}, {"meta": {"a": "s"}}), None, "meta.a is an integer in output record 1 but a string in output record 2"),
+    (({"meta": {"a": 1}}, {"meta": "s"}), None, "meta is an object in output record 1 but a string in output record 2"),
+    (({"meta": [1]}, {"meta": ["x"]}), None, "meta[] is an integer in output record 1 but a string in output record 2"),
+    (({"meta": True}, {"meta": 3}), None, "meta is true/false in output record 1 but an integer in output record 2"),
+    (({"meta": [1]}, {"meta": {"a": 1}}), None, "meta is a list in output record 1 but an object in output record 2"),
+]
+
+
+@pytest.mark.parametrize("extras, ids, message", PARQUET_CONFLICTS,
+                         ids=[m.split(" is ")[0] + "-" + m.split(" but ")[1].split(" in ")[0] for _, _, m in PARQUET_CONFLICTS])
+def test_parquet_refuses_a_field_whose_type_changes(tmp_path, extras, ids, message):
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input(*extras, ids=ids))
+    out = tmp_path / "out"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    refused(invoke(["decompose", src, "-o", out / "o.parquet", "-q"]), f"{out / 'o.parquet'}: cannot write Parquet", message)
+    assert snapshot(tmp_path) == before  # no output, no temp file
+
+
+def test_parquet_integers_among_floats_become_floats(tmp_path):
+    from mosaictool.io import read_records
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(decompose_input({"score": 1}, {"score": 2.5}, {"score": None}))
+    assert invoke(["decompose", src, "-o", tmp_path / "o.parquet", "-q"]).exit_code == 0
+    assert [r["score"] for r in read_records(tmp_path / "o.parquet")] == [1.0, 2.5, None]
+

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from clirun import refused_run
 from mosaictool import methods
+from mosaictool.errors import MosaicError
+from mosaictool.methods.mosaiclip import parse_category_probs
 from mosaictool.training import TrainConfig, train
 
 PROBS = {"obj": 0.2, "attr": 0.4, "rel": 0.4}
@@ -308,3 +311,32 @@ def test_mosaiclip_text_negatives_variant_draws_the_caption_level_negatives_only
     negclip = methods.create("mosaiclip", {"negatives": "negclip", "max_pos": 1, "max_neg": 1})
     negclip = negclip.select(record, random.Random(0), 1, 1)
     assert negclip.pos == ["a red star above a blue cross"] and negclip.neg == ["a blue cross above a red star"]
+
+
+# --- bad input (moved from test_bad_folders.py) ---
+
+@pytest.mark.parametrize("text, message", [
+    ("obj=1,obj=2", "obj is given twice"),
+    ("obj=1,,attr=1", "expected name=weight pairs"),
+    ("obj=1,attr=1,", "expected name=weight pairs"),
+    ("", "expected name=weight pairs"),
+    ("obj=1,foo=1", "unknown category 'foo'"),
+    ("obj=0,attr=0,rel=0", "sum to 0"),
+    ("obj=nan,attr=1", "expected name=weight pairs"),
+])
+def test_category_probs_that_mean_nothing(text, message):
+    with pytest.raises(MosaicError, match="--category-probs") as e:
+        parse_category_probs(text)
+    assert message in str(e.value)
+
+
+def test_category_probs_that_stay_allowed():
+    assert parse_category_probs("obj = 1, attr=2") == {"obj": 1.0, "attr": 2.0}
+    assert parse_category_probs("obj=0.15,attr=0.425,rel=0.425")["rel"] == 0.425
+
+
+def test_category_probs_on_the_command_line(tmp_path):
+    refused_run(["train", "--data", tmp_path, "--out", tmp_path / "r", "--method", "mosaiclip", "--category-probs", "obj=1,obj=2"],
+            "--category-probs", "given twice")
+    assert not (tmp_path / "r").exists()
+

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import read_jsonl
+from helpers import read_jsonl, refused_leaving_files
 from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
@@ -897,3 +897,38 @@ def test_a_way_is_replaced_by_a_way_and_a_thing_on_it_by_a_thing():
     assert ways and all(VOCAB.group(w) == "street" for w in ways)
     things = _replacements(rel_graph(node("fire hydrant"), node("car"), "next to"), "objects[0].noun")
     assert things and all(VOCAB.group(t) == "street_furniture" for t in things)
+
+
+# --- bad input (moved from test_bad_flags_more.py) ---
+
+NEGATE = {
+    "text empty item": (["--text", "negclip,,replace"], "--text 'negclip,,replace'", "empty item"),
+    "text trailing comma": (["--text", "replace,"], "--text", "empty item"),
+    "text only a comma": (["--text", ","], "--text", "empty item"),
+    "text twice": (["--text", "replace,replace"], "--text", "replace is named twice"),
+    "text unknown": (["--text", "wordnet"], "--text", "unknown method(s) wordnet"),
+    "probs sum 3": (["--probs", "1,1,1"], "--probs '1,1,1'", "sum to 1, these sum to 3"),
+    "probs sum 0.6": (["--probs", "0.2,0.2,0.2"], "--probs", "sum to 0.6"),
+    "probs overflow": (["--probs", "1e308,1e308,1e308"], "--probs", ""),
+    "probs four": (["--probs", "0.25,0.25,0.25,0.25"], "--probs", "three"),
+    "probs text": (["--probs", "obj,attr,rel"], "--probs", "three"),
+    "probs all zero": (["--probs", "0,0,0"], "--probs", "positive sum"),
+    "probs negative": (["--probs", "-0.5,0.75,0.75"], "--probs", "non-negative"),
+}
+
+
+@pytest.mark.parametrize("flags, flag, needle", NEGATE.values(), ids=list(NEGATE))
+def test_bad_negate_lists(tmp_path, flags, flag, needle):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": 1, "caption": "a dog", "graph": {"entities": [], "relations": []}, "subgraphs": []}) + "\n")
+    refused_leaving_files(tmp_path, ["negate", src, "-o", tmp_path / "out.jsonl", "-q", *flags], flag, needle)
+
+
+def test_negate_lists_that_mean_something():
+    from mosaictool.stages.negate import parse_probs, parse_text_methods
+
+    assert parse_text_methods("") == ()
+    assert parse_text_methods(" order , negclip") == ("negclip", "order")
+    assert parse_probs("0.333,0.333,0.333") == pytest.approx((1 / 3,) * 3)  # rounded thirds pass, normalised
+    assert sum(parse_probs("0.15,0.425,0.425")) == pytest.approx(1)
+

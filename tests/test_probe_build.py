@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import refused_leaving_files
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.stages import probe_build as pb
@@ -507,3 +508,76 @@ def test_probe_c_refuses_an_image_linked_out_of_images_unless_allowed(coco_caps,
     recs = list(pb.build_probe_c(coco_caps / "captions.json", coco_caps / "val", coco_caps / "o2", parsed=PARSED,
                                  allow_outside_root=True))
     assert [r["image_ids"] for r in recs if r["split"] == "composition"] == [[2, 1]]
+
+
+# --- bad input (moved from test_bad_inputs_more.py) ---
+
+SUBJ, OBJ = {"name": "dog"}, {"name": "table"}
+
+
+PROBE_R_CASES = {
+    "image_id a list": ([{"image_id": [1], "relationships": [{"predicate": "on", "subject": SUBJ, "object": OBJ}]}], "entry 0: image_id"),
+    "image_id null": ([{"image_id": None, "relationships": []}], "entry 0: image_id"),
+    "subject a string": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": "dog", "object": OBJ}]}], "subject"),
+    "predicate a number": ([{"image_id": 1, "relationships": [{"predicate": 5, "subject": SUBJ, "object": OBJ}]}], "predicate"),
+    "name a list": ([{"image_id": 1, "relationships": [{"predicate": "on", "subject": {"name": ["dog"]}, "object": OBJ}]}],
+                    "subject.name"),
+}
+
+
+@pytest.mark.parametrize("case", PROBE_R_CASES)
+def test_probe_r_bad_relationships(tmp_path, case):
+    data, needle = PROBE_R_CASES[case]
+    rel = tmp_path / "rel.json"
+    rel.write_text(json.dumps(data))
+    (tmp_path / "imgs").mkdir()
+    refused_leaving_files(tmp_path, ["probe", "build", "r", "--vg-relationships", rel, "--images", tmp_path / "imgs",
+                           "--out", tmp_path / "out"],
+            rel, needle)
+
+
+def coco(bbox=(1, 1, 10, 10), iid=1, width=64, seg=None, file_name="a.jpg"):
+    return {"images": [{"id": iid, "file_name": file_name, "width": width, "height": 48}],
+            "categories": [{"id": 1, "name": "dog"}],
+            "annotations": [{"image_id": iid, "category_id": 1, "bbox": list(bbox) if isinstance(bbox, tuple) else bbox,
+                             "segmentation": seg if seg is not None else [[1, 1, 10, 1, 10, 10, 1, 10]]}]}
+
+
+PROBE_B_CASES = {
+    "bbox negative width": (coco(bbox=(1, 1, -10, 10)), "annotations[0]: bbox"),
+    "bbox a string": (coco(bbox="1,1,10,10"), "annotations[0]: bbox"),
+    "bbox 3 numbers": (coco(bbox=(1, 1, 10)), "annotations[0]: bbox"),
+    "bbox of strings": (coco(bbox=("1", "1", "10", "10")), "annotations[0]: bbox[0]"),
+    "width a string": (coco(width="64"), "images[0]: width"),
+    "width negative": (coco(width=-1), "images[0]: width"),
+    "segmentation a string": (coco(seg="x"), "annotations[0]: segmentation"),
+    "polygon of an odd count": (coco(seg=[[1, 1, 10]]), "annotations[0]: segmentation"),
+    "file_name a number": (coco(file_name=5), "images[0]: file_name"),
+}
+
+
+@pytest.mark.parametrize("case", PROBE_B_CASES)
+def test_probe_b_bad_instances(tmp_path, case):
+    pytest.importorskip("pycocotools")
+    from PIL import Image
+
+    data, needle = PROBE_B_CASES[case]
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(data))
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (64, 48), "white").save(tmp_path / "imgs" / "a.jpg")
+    refused_leaving_files(tmp_path, ["probe", "build", "b", "--coco-instances", inst, "--images", tmp_path / "imgs",
+                           "--out", tmp_path / "out"],
+            inst, needle)
+
+
+def test_probe_b_nan_side_refused(tmp_path):
+    """A Python-written NaN (not JSON) in a box: mosaictool.io's JSON reader reads it as Python does, and
+    the annotation schema refuses it naming the value."""
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(coco()).replace('"bbox": [1, 1, 10, 10]', '"bbox": [1, 1, NaN, 10]'))
+    (tmp_path / "imgs").mkdir()
+    refused_leaving_files(tmp_path, ["probe", "build", "b", "--coco-instances", inst, "--images", tmp_path / "imgs",
+                           "--out", tmp_path / "out"],
+            inst, "annotations[0]: bbox[2]: expected a finite number")
+

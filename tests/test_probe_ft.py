@@ -247,3 +247,25 @@ def test_composition_positives_take_a_synonym_as_relcomp():
     assert synonym_positive("A LARGE dog, large", att, random.Random(0)).split()[1] in group - {"large"}
     assert "red" not in _synonym_groups()  # an attribute without synonyms: p unchanged
     assert synonym_positive("a red car", {"transform": "f_obj", "from": "red", "to": "blue"}, random.Random(0)) == "a red car"
+
+
+# --- bad input (moved from test_bad_values.py) ---
+
+def test_probe_ft_reads_the_swapped_attribute_of_a_slimmed_record(tmp_path):
+    """Training keeps a slim copy of each record: the negative's `from` (the attribute an attribute
+    swap replaced), which probe-ft's synonym positives read, must survive it."""
+    from PIL import Image
+
+    from mosaictool import methods
+    from mosaictool.training.traindata import TrainData
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "a.png")
+    negative = {"text": "a tiny bed", "kind": "graph", "positive": 1, "transform": "f_attr:replace", "from": "large",
+                "to": "tiny"}
+    record = {"id": 1, "image": "a.png", "caption": "a large bed", "texts": {
+        "positives": [{"text": "a large bed", "kind": "caption"}, {"text": "a large bed", "kind": "object"}],
+        "negatives": [negative]}}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    data = TrainData.load(str(tmp_path / "r.jsonl"), method=methods.create("probe-ft", {}))
+    assert data.records[0]["texts"]["negatives"][0]["from"] == "large"
+

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers import CAP, GRAPH, invoke, jsonl
+from helpers import refused as assert_refused
 from mosaictool import records
 from mosaictool.cli import app
 from mosaictool.errors import RecordError
@@ -167,3 +169,28 @@ def test_strict_types_refuse_what_lax_parsing_would_convert():
     for field, value in (("plural", 0), ("plural", "false"), ("noun", b"cup"), ("attributes", ("red",))):
         with pytest.raises(RecordError):
             records.check(records.NegateRecord, {"subgraphs": [{**sub, "objects": [{**node, field: value}]}]})
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+@pytest.mark.parametrize(
+    "stage, record, message, fix",
+    [
+        ("decompose", {"id": 2, "caption": CAP}, "missing 'graph'", "mosaictool parse"),
+        ("decompose", {"id": 2, "caption": CAP, "graph": {"entities": [], "relations": [
+            {"subject": 5, "object": 9, "relation": "on"}]}}, "graph.relations[0].subject: 5 is not an index", "--skip-bad"),
+        ("negate", {"id": 2, "caption": CAP, "graph": GRAPH}, "missing 'subgraphs'", "mosaictool decompose"),
+        ("template", {"id": 2, "caption": CAP, "graph": GRAPH, "subgraphs": [], "negatives": [{"text": 5}]},
+         "missing 'negatives[0].kind'", "--skip-bad"),
+    ],
+    ids=["decompose-no-graph", "decompose-bad-relation", "negate-no-subgraphs", "template-bad-negative"],
+)
+def test_stage_input_of_the_wrong_shape(case, stage, record, message, fix):
+    first = {"id": 1, "caption": "a dog", "graph": GRAPH}
+    if stage != "decompose":  # a record the stage accepts, so that the bad one is line 2
+        first = json.loads(invoke(["decompose", "-q"], input=jsonl(first)).stdout)
+    src = case.file("in.jsonl", jsonl(first, record))
+    case.freeze()
+    assert_refused(invoke([stage, src, "-o", case.dst / "out.jsonl", "-q"]), f"{src}:2:", message, fix)
+    case.untouched()
+

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from pathlib import Path
 
 import click
 import pytest
@@ -15,6 +16,8 @@ from typer.main import get_command
 
 import mosaictool
 import mosaictool.training.loop
+from clirun import refused_run
+from helpers import file_bytes, invoke, refused, snapshot
 from mosaictool.cli import app
 from mosaictool.cli.common import AllowOutsideRootOpt, QuietOpt, SkipBadOpt
 from mosaictool.cli.train import config_parameters
@@ -130,3 +133,81 @@ def test_every_demo_setting_with_a_help_is_a_demo_flag_the_preset_fills_in(runne
     assert result.exit_code == 0, result.output
     assert (configs[0].world_seed, configs[0].hard_images, configs[0].experiments) == (3, "none", ("ablate",))
     assert configs[0] == DemoConfig.preset(True, world_seed=3, hard_images="none", experiments=("ablate",), device=configs[0].device)
+
+
+# --- bad input (moved from test_bad_folders.py) ---
+
+@pytest.mark.parametrize("command", ["decompose", "negate", "template"])
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_seed_has_trains_bounds_in_every_text_stage(tmp_path, command, seed):
+    """One rule for --seed: a whole number >= 0 and < 2**31, as train's (numpy's generators take no negative seed)."""
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "caption": "a red circle"}\n')
+    before = file_bytes(tmp_path)
+    refused_run([command, tmp_path / "in.jsonl", "--seed", seed], f"--seed {seed}: must be a whole number >= 0 and < 2147483648")
+    assert file_bytes(tmp_path) == before
+
+
+# --- bad input (moved from test_bad_values.py) ---
+
+TRAIN = ["train", "--data", "data.jsonl", "--out", "run"]
+
+
+FLAGS = [
+    (TRAIN + ["--grad-clip", "-1"], "--grad-clip -1.0", "finite number > 0"),
+    (TRAIN + ["--grad-clip", "nan"], "--grad-clip nan", "finite"),
+    (TRAIN + ["--grad-clip", "inf"], "--grad-clip inf", "finite"),
+    (TRAIN + ["--lr", "nan"], "--lr nan", "finite number > 0"),
+    (TRAIN + ["--lr", "-1e-4"], "--lr", "> 0"),
+    (TRAIN + ["--wd", "inf"], "--wd inf", "finite number >= 0"),
+    (TRAIN + ["--steps", "0"], "--steps 0", ">= 1"),
+    (TRAIN + ["--epochs", "-1"], "--epochs -1", ">= 1"),
+    (TRAIN + ["--batch-size", "0"], "--batch-size 0", ">= 1"),
+    (TRAIN + ["--warmup", "-1"], "--warmup -1", ">= 0"),
+    (TRAIN + ["--accum-freq", "0"], "--accum-freq 0", ">= 1"),
+    (TRAIN + ["--momentum", "nan"], "--momentum nan", "< 1"),
+    (TRAIN + ["--momentum", "1"], "--momentum 1.0", "< 1"),
+    (TRAIN + ["--hard-images", "-2"], "--hard-images -2", ">= 0"),
+    (TRAIN + ["--save-every", "-5"], "--save-every -5", ">= 0"),
+    (TRAIN + ["--log-every", "0"], "--log-every 0", ">= 1"),
+    (TRAIN + ["--num-workers", "-1"], "--num-workers -1", ">= 0"),
+    (TRAIN + ["--lora", "-4"], "--lora -4", ">= 0"),
+    (TRAIN + ["--seed", "-1"], "--seed -1", ">= 0"),
+    (TRAIN + ["--seed", str(2**40)], "--seed", "< 2147483648"),
+    (TRAIN + ["--crop-scale", "nan,1"], "--crop-scale", ""),
+    (TRAIN + ["--method", "mosaiclip", "--category-probs", "obj=nan,attr=1,rel=1"], "--category-probs", ""),
+    (TRAIN + ["--method", "mosaiclip", "--curriculum-split", "nan"], "--curriculum-split", ""),
+    (TRAIN + ["--method", "fsc-clip", "--lambda-global", "nan"], "--lambda-global nan", "finite"),
+    (TRAIN + ["--method", "fsc-clip", "--focal-gamma", "inf"], "--focal-gamma inf", "finite"),
+    (TRAIN + ["--method", "probe-ft", "--itm-weight", "inf"], "--itm-weight inf", "finite"),
+    (["wise-ft", "--zeroshot", "a.pt", "--finetuned", "b.pt", "--out", "w", "--alpha", "-0.5"], "--alpha", ""),
+    (["wise-ft", "--zeroshot", "a.pt", "--finetuned", "b.pt", "--out", "w", "--alpha", "0.5,nan"], "--alpha", ""),
+    (["wise-ft", "--zeroshot", "a.pt", "--finetuned", "b.pt", "--out", "w", "--alpha", "1.5"], "--alpha", ""),
+    (["evaluate", "-b", "aro", "-c", "m.pt", "--batch-size", "0"], "--batch-size", ""),
+    (["evaluate", "-b", "aro", "-c", "m.pt", "--limit", "-1"], "--limit", ""),
+    (["shard", "data.jsonl", "--out", "shards", "--shard-size", "0"], "--shard-size", ""),
+    (["parse", "data.jsonl", "--batch-size", "0"], "--batch-size", ""),
+    (["negate", "data.jsonl", "--probs", "nan,1,1"], "--probs", ""),
+    (["negate", "data.jsonl", "--probs", "inf,1,1"], "--probs", ""),
+    (["world", "--out", "w", "--eval-scale", "nan"], "--eval-scale nan", "finite number > 0"),
+    (["world", "--out", "w", "--eval-scale", "inf"], "--eval-scale inf", "finite number > 0"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--seeds", "0"], "--seeds 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--finetune-steps", "0"], "--finetune-steps 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--finetune-lr", "nan"], "--finetune-lr nan", "finite number > 0"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--world-train", "-1"], "--world-train -1", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--pretrain-steps", "0"], "--pretrain-steps 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--max-pos", "0"], "--max-pos 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--workers", "0"], "--workers 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--parallel-runs", "0"], "--parallel-runs 0", ">= 1"),
+    (["demo", "--out", "d", "--cache-dir", "c", "--loader-workers", "-1"], "--loader-workers -1", ">= 0"),
+]
+
+
+@pytest.mark.parametrize("args, flag, rule", FLAGS,
+                         ids=[" ".join(a[a.index(f.split()[0]) - 2 if a[0] == "train" else 0:]) for a, f, _ in FLAGS])
+def test_meaningless_flag_values_are_refused(tmp_path, monkeypatch, args, flag, rule):
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text('{"id": 1, "caption": "a red cube", "image": "x.png"}\n')
+    before = snapshot(tmp_path)
+    refused(invoke(args), flag, rule)
+    assert snapshot(tmp_path) == before  # nothing written: no run folder, world, shards or demo output
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 import torch
 
 import mosaictool
+from helpers import assert_ok, invoke, snapshot, train_args
+from helpers import refused as assert_refused
 from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
@@ -342,3 +345,103 @@ def test_training_and_the_text_stages_say_the_same_of_a_broken_tar(sharded, tmp_
         list(mosaictool.read(tar))
     assert str(trained.value).removesuffix(SHARD_REDO) == str(read.value).removesuffix(REDO)
     assert str(tar) in str(read.value) and ("truncated" in str(read.value) or "corrupt" in str(read.value))
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+@pytest.fixture(scope="module")
+def shards(tiny_world, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("shards") / "shards"
+    assert_ok(invoke(["shard", tiny_world, "--image-root", tiny_world.parent, "--out", out, "--shard-size", "4", "-q"]))
+    return out
+
+
+def _rewrite_tar(path: Path, change) -> None:
+    """Rewrite a tar member by member; change(name, bytes) -> bytes, or None to drop the member."""
+    import io
+    import tarfile
+
+    with tarfile.open(path) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar]
+    with tarfile.open(path, "w") as tar:
+        for m, data in members:
+            data = change(m.name, data)
+            if data is not None:
+                m.size = len(data)
+                tar.addfile(m, io.BytesIO(data))
+
+
+def _cut_tar(path: Path, inside: str) -> None:
+    """Cut the tar in the middle of its last PNG member's data or header."""
+    import tarfile
+
+    with tarfile.open(path) as tar:
+        last = [m for m in tar if m.name.endswith(".png")][-1]
+    cut = last.offset_data + last.size // 2 if inside == "data" else last.offset + 256
+    path.write_bytes(path.read_bytes()[:cut])
+
+
+@pytest.mark.parametrize(
+    "kind, mutate, words",
+    [
+        ("cut-inside-a-member", lambda p: _cut_tar(p, "data"), "truncated tar shard"),
+        ("cut-inside-a-header", lambda p: _cut_tar(p, "header"), "truncated or corrupt tar shard (no end-of-archive"),
+        ("garbage", lambda p: p.write_bytes(bytes(range(256)) * 20), "not a readable tar shard"),
+        ("zero-byte", lambda p: p.write_bytes(b""), "not a readable tar shard: empty file"),
+        ("invalid-json-member", lambda p: _rewrite_tar(p, lambda n, d: b"{oops" if n == "000000005.json" else d),
+         "000000005.json: invalid JSON"),
+    ],
+    ids=["cut-inside-a-member", "cut-inside-a-header", "garbage", "zero-byte", "invalid-json-member"],
+)
+def test_broken_tar_shard(case, shards, kind, mutate, words):
+    folder = case.src / "shards"
+    shutil.copytree(shards, folder)
+    mutate(folder / "000001.tar")
+    case.freeze()
+    assert_refused(invoke(train_args(folder, case.dst / "run")), str(folder / "000001.tar"), words,
+                   "mosaictool shard", "--data")
+    case.untouched()
+
+
+def test_shard_sample_without_its_image(case, shards):
+    folder = case.src / "shards"
+    shutil.copytree(shards, folder)
+    _rewrite_tar(folder / "000001.tar", lambda n, d: None if n == "000000005.png" else d)
+    case.freeze()
+    assert_refused(invoke(train_args(folder, case.dst / "run")), f"{folder / '000001.tar'}: record 'img-5'",
+                   "no image member", "--skip-bad")
+    case.untouched()
+    result = invoke(train_args(folder, case.dst / "run", "--skip-bad", "--batch-size", "3"))
+    assert_ok(result)
+    assert "skipped 1 bad record(s)" in result.stderr
+    assert snapshot(case.src) == case._before
+
+
+def test_corrupt_image_inside_a_shard(case, shards):
+    folder = case.src / "shards"
+    shutil.copytree(shards, folder)
+    _rewrite_tar(folder / "000001.tar", lambda n, d: b"garbage" if n == "000000005.png" else d)
+    case.freeze()
+    assert_refused(invoke(train_args(folder, case.dst / "run")), f"{folder / '000001.tar'} (member at byte",
+                   "record 'img-5'", "not an image file", "shard --skip-bad")
+    assert snapshot(case.src) == case._before
+    assert not (case.dst / "run" / "final.pt").exists() and not (case.dst / "run" / "last.pt").exists()
+
+
+def test_empty_shard_folder_and_no_match(case):
+    (case.src / "shards").mkdir()
+    case.freeze()
+    assert_refused(invoke(train_args(case.src / "shards", case.dst / "run")), "folder holds no .tar shards",
+                   "mosaictool shard")
+    assert_refused(invoke(train_args(case.src / "shards" / "{000000..000003}.tar", case.dst / "run")),
+                   "no such shard(s)")
+    case.untouched()
+
+
+def test_shard_folder_already_holding_shards(case, tiny_world, shards):
+    case.freeze()
+    before = snapshot(shards)
+    assert_refused(invoke(["shard", tiny_world, "--image-root", tiny_world.parent, "--out", shards, "-q"]), "already holds shards",
+                   "--out")
+    assert snapshot(shards) == before
+

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import assert_ok, invoke, snapshot, train_args
+from helpers import refused as assert_refused
 from mosaictool import methods
 from mosaictool.cli import app
 from mosaictool.model import openclip
@@ -326,3 +328,77 @@ def test_mosaiclip_without_containment_trains_on_equal_texts_only(world, tmp_pat
     without = first_step_gradients(config(world, tmp_path / "nokeys", method="mosaiclip", steps=1,
                                           method_options={"containment": False}))
     assert without[0] != pytest.approx(with_keys[0])  # the positives differ (the fixture's scenes share sub-graphs)
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+def test_training_records_empty_or_too_few(case, tiny_world):
+    empty = case.file("empty.jsonl", "")
+    case.freeze()
+    assert_refused(invoke(train_args(empty, case.dst / "run")), f"{empty}: no usable training records")
+    assert_refused(invoke(train_args(tiny_world, case.dst / "run", "--batch-size", "64")),
+                   "8 training records are fewer than one global batch", "--batch-size")
+    case.untouched()
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(case, tiny_world):
+    import torch
+
+    from mosaictool.model import openclip
+
+    run = case.dst / "run"
+    # --lr 30 with warmup: finite for a few steps (here 3), then the weights blow up
+    result = invoke(train_args(tiny_world, run, "--steps", "10", "--save-every", "1", "--lr", "30", "--warmup", "4",
+                               "--grad-clip", "0"))
+    line = assert_refused(result, "(not finite), training stopped", "--lr")
+    step = int(line.split("step ", 1)[1].split(":", 1)[0])
+    assert not (run / "final.pt").exists() and not [p for p in run.iterdir() if p.name.startswith(".")]
+    if "last good checkpoint" in line:
+        kept = openclip.read_checkpoint(run / "last.pt")
+        assert f"(step {kept['step']})" in line and kept["step"] <= step - 2  # its next loss was finite
+        assert all(torch.isfinite(v).all() for v in kept["state_dict"].values() if v.is_floating_point())
+        # the message's way out works: a new run from it with a lower --lr
+        assert_ok(invoke(train_args(tiny_world, case.dst / "again", "--pretrained", run / "last.pt", "--lr", "1e-4")))
+    else:
+        assert "no checkpoint was written yet" in line and not (run / "last.pt").exists()
+    assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == list(range(1, step))
+
+
+@pytest.mark.parametrize("flag, value", [("--lr", "nan"), ("--lr", "inf"), ("--lr", "-1"), ("--wd", "nan")])
+def test_bad_numbers_refused_before_training(case, tiny_world, flag, value):
+    assert_refused(invoke(train_args(tiny_world, case.dst / "run", flag, value)), f"{flag} ", "must be")
+    assert snapshot(case.dst) == {}
+
+
+def test_resume_from_a_truncated_last_checkpoint_falls_back(case, tiny_world):
+    import torch
+
+    from mosaictool.model import openclip
+
+    run = case.dst / "run"
+    args = train_args(tiny_world, run, "--steps", "6", "--save-every", "2")
+    assert_ok(invoke(args))
+    reference = openclip.read_checkpoint(run / "final.pt")["state_dict"]
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "final.pt", "metrics.jsonl"]
+    # the same run stopped after step 4 (last.pt = step 4, last.prev.pt = step 2), last.pt then cut short
+    crashed = case.dst / "crashed"
+    with pytest.raises(KeyboardInterrupt):  # on_step is not a flag: stop it like Ctrl-C would
+        from mosaictool.training import TrainConfig, train
+
+        def stop(step, metrics, model):
+            if step == 5:
+                raise KeyboardInterrupt
+
+        train(TrainConfig(data=str(tiny_world), out=str(crashed), batch_size=4, steps=6, save_every=2, augment=False,
+                          device="cpu", quiet=True), on_step=stop)
+    assert openclip.read_checkpoint(crashed / "last.prev.pt")["step"] == 2
+    blob = (crashed / "last.pt").read_bytes()
+    (crashed / "last.pt").write_bytes(blob[: len(blob) // 3])
+    result = invoke(["train", "--resume", crashed, "-q"])
+    assert_ok(result)
+    assert "last.pt: truncated or corrupt" in result.stderr and "last.prev.pt (step 2)" in result.stderr
+    resumed = openclip.read_checkpoint(crashed / "final.pt")["state_dict"]
+    assert all(torch.equal(reference[k], resumed[k]) for k in reference)  # bit-exact
+    assert sorted(p.name for p in crashed.iterdir()) == ["config.json", "final.pt", "metrics.jsonl"]
+    assert [json.loads(x)["step"] for x in (crashed / "metrics.jsonl").read_text().splitlines()] == list(range(1, 7))
+

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import CAP, assert_ok, invoke, jsonl, out_records, refused_leaving_files
+from helpers import refused as assert_refused
 from mosaictool.analysis import tree_score as ts
 from mosaictool.cli import app
 
@@ -377,3 +379,71 @@ def test_cli_limit_and_threshold(tmp_path, runner, checkpoints):
     assert result.exit_code == 0, result.output
     recs = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert [r["id"] for r in recs] == [0, 1]
+
+
+# --- bad input (moved from test_bad_flags_more.py) ---
+
+@pytest.fixture
+def caps(tmp_path):
+    path = tmp_path / "caps.jsonl"
+    path.write_text(json.dumps({"id": 1, "caption": "a dog on a mat"}) + "\n" + json.dumps({"id": 2, "caption": "a red cube"}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("flags, needle", [(["--seed", "-1"], "--seed -1"), (["--limit", "0"], "--limit")],
+                         ids=["seed -1", "limit 0"])
+def test_tree_score_bad_numbers(tmp_path, caps, tiny_checkpoint, flags, needle):
+    refused_leaving_files(tmp_path, ["tree-score", caps, "--checkpoint", tiny_checkpoint, "-o", tmp_path / "t.jsonl", "-q", *flags], needle)
+
+
+GOLD = {
+    "leaves numbers": ([[0, 1], [2, [3, 4]]], "leaf 0 is not a word"),
+    "leaf null": (["a", ["dog", None]], "leaf None is not a word"),
+    "leaf bool": ([True, "dog"], "leaf True is not a word"),
+    "leaf float": (["a", 0.5], "leaf 0.5 is not a word"),
+    "empty list": ([], "empty bracket"),
+    "empty node in list": (["a", ["dog", []]], "empty bracket"),
+    "empty string": ("", "empty bracket"),
+    "empty brackets": ("(a (dog ()))", "empty bracket"),
+    "blank leaf": (["a", " "], "is not a word"),
+}
+
+
+@pytest.mark.parametrize("tree, needle", GOLD.values(), ids=list(GOLD))
+def test_tree_score_bad_gold_trees(tmp_path, caps, tiny_checkpoint, tree, needle):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": 2, "tree": "(a (red cube))"}) + "\n" + json.dumps({"id": 1, "tree": tree}) + "\n")
+    refused_leaving_files(tmp_path, ["tree-score", caps, "--checkpoint", tiny_checkpoint, "--gold", gold, "-o", tmp_path / "t.jsonl", "-q"],
+            f"{gold}:2:", "bad gold `tree`", needle)
+
+
+def test_gold_tree_words_still_parse():
+    from mosaictool.analysis import tree_score as ts
+
+    assert ts.parse_tree(["a", ["dog", ["on", ["a", "mat"]]]]) == ["a", ["dog", ["on", ["a", "mat"]]]]
+    assert ts.brackets(ts.parse_tree("((a))")) == set()
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+def test_tree_score_bad_records(case, ckpts):
+    caps = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}, {"id": 2, "text": CAP}))
+    case.freeze()
+    assert_refused(invoke(["tree-score", caps, "--checkpoint", ckpts["tiny"], "-o", case.dst / "t.jsonl", "-q"]),
+                   f"{caps}:2:", "missing or non-string 'caption'", "--text-key")
+    gold = case.file("gold.jsonl", jsonl({"id": 1, "tree": "((a red) dog"}))
+    ok = case.file("ok.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    assert_refused(invoke(["tree-score", ok, "--checkpoint", ckpts["tiny"], "--gold", gold, "-o", case.dst / "t.jsonl",
+                           "-q"]), f"{gold}:1:", "bad gold `tree`")
+    case.untouched()
+
+
+def test_tree_score_skips_an_overlong_caption_with_a_note(case, ckpts):
+    caps = case.file("caps.jsonl", jsonl({"id": 1, "caption": "dog " * 25_000}, {"id": 2, "caption": "a red dog"}))
+    result = invoke(["tree-score", caps, "--checkpoint", ckpts["tiny"], "-o", case.dst / "t.jsonl", "-q"])
+    assert_ok(result)
+    rows = out_records(case.dst / "t.jsonl")
+    assert [(r["id"], r["skipped"]) for r in rows] == [(1, "too_long"), (2, None)]
+    assert "too_long 1" in result.stderr
+

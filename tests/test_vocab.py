@@ -1,15 +1,20 @@
 """The shipped vocabulary, its loader, and `mosaictool vocab show / build / import-vg`."""
 
 import json
+import os
 import random
+import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from helpers import CAP, GRAPH, invoke, jsonl, refused_leaving_files
+from helpers import refused as assert_refused
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.stages.vocab_tools import build_from_graphs, import_vg, iter_json_array
-from mosaictool.vocab import Vocab, load, save
+from mosaictool.vocab import DEFAULT_DIR, Vocab, load, save
 
 runner = CliRunner()
 
@@ -285,3 +290,115 @@ def test_build_with_debris_counts_co_occurrences_too():
     records = [_graph_record(i, ["dog", "frisbee"], ["brown"], ["catching"]) for i in range(2)]
     v = build_from_graphs(records, min_count=1, keep_debris=True)
     assert v.attribute_count("dog", "brown") == 2 and v.relation_count("dog", "catching", "frisbee") == 2
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+@pytest.fixture
+def vocab_copy(case):
+    folder = case.src / "vocab"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "vocab", folder,
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "kind, content, message",
+    [
+        ("short-row", "name\tgroup\nperson\tperson\nman\n", "objects.tsv:3: expected 2 tab-separated columns, got 1"),
+        ("not-utf8", b"name\tgroup\nperson\tperson\n\xff\xfe\tx\n", "objects.tsv: not UTF-8 text"),
+        ("no-header", "", "objects.tsv: the first line must be the header"),
+    ],
+    ids=["short-row", "not-utf8", "no-header"],
+)
+def test_broken_vocabulary_file(case, vocab_copy, kind, content, message):
+    (vocab_copy / "objects.tsv").write_bytes(content if isinstance(content, bytes) else content.encode())
+    case.freeze()
+    assert_refused(invoke(["vocab", "show", "--vocab", vocab_copy]), message)
+    graphs = case.file("sub.jsonl", invoke(["decompose", "-q"], input=jsonl({"id": 1, "caption": "a dog",
+                                                                             "graph": GRAPH})).stdout)
+    case.freeze()
+    assert_refused(invoke(["negate", graphs, "--vocab", vocab_copy, "-o", case.dst / "n.jsonl", "-q"]), message)
+    case.untouched()
+
+
+def test_missing_vocabulary_folder_and_file(case, vocab_copy):
+    os.unlink(vocab_copy / "relations.tsv")
+    case.freeze()
+    assert_refused(invoke(["vocab", "show", "--vocab", case.src / "nope"]), "nope: no such vocabulary folder", "vocab build")
+    assert_refused(invoke(["vocab", "show", "--vocab", vocab_copy]), "relations.tsv: missing")
+    case.untouched()
+
+
+def test_vocab_build_bad_records_and_nothing_to_keep(case):
+    src = case.file("graphs.jsonl", jsonl({"id": 1, "caption": "a dog", "graph": GRAPH}, {"id": 2, "caption": CAP}))
+    case.freeze()
+    assert_refused(invoke(["vocab", "build", src, "-o", case.dst / "v", "--min-count", "1"]), f"{src}:2:",
+                   "missing 'graph'", "mosaictool parse")
+    ok = case.file("ok.jsonl", jsonl({"id": 1, "caption": "a dog", "graph": GRAPH}))
+    case.freeze()
+    assert_refused(invoke(["vocab", "build", ok, "-o", case.dst / "v", "--min-count", "5"]), f"{ok}:",
+                   "--min-count 5", "nothing written")
+    case.untouched()
+
+
+# --- bad input (moved from test_bad_inputs_more.py) ---
+
+VOCAB_CASES = {
+    "enormous entry": ("objects", "name\tgroup\n" + "x" * 200_000 + "\tanimal\n", ("objects.tsv:2:", "field")),
+    "conflicting duplicate": ("objects", "name\tgroup\ndog\tanimal\ndog\tvehicle\n", ("objects.tsv", "'dog'", "twice")),
+    "negative count": ("relations", "name\ttype\tcount\non\tspatial\t-5\n", ("relations.tsv", "negative")),
+    "folder": ("attributes", "DIR", ("attributes.tsv", "not a regular file")),
+    "FIFO": ("antonyms", "FIFO", ("antonyms.tsv", "not a regular file")),
+}
+
+
+@pytest.mark.parametrize("case", VOCAB_CASES, ids=list(VOCAB_CASES))
+@pytest.mark.parametrize("stage", ["show", "decompose", "negate", "template"])
+def test_bad_vocabulary_folder(tmp_path, case, stage):
+    folder = tmp_path / "vocab"
+    shutil.copytree(DEFAULT_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    kind, content, needles = VOCAB_CASES[case]
+    path = folder / f"{kind}.tsv"
+    path.unlink()
+    if content == "DIR":
+        path.mkdir()
+    elif content == "FIFO":
+        os.mkfifo(path)
+    else:
+        path.write_text(content)
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": 1, "caption": "a dog"}) + "\n")
+    args = (["vocab", "show", "--vocab", folder] if stage == "show"
+            else [stage, src, "--vocab", folder, "-o", tmp_path / "out.jsonl", "-q"])
+    if stage == "template":
+        args.remove("-q")
+    refused_leaving_files(tmp_path, args, *needles)
+
+
+GOOD_VG = {
+    "objects": [{"image_id": 1, "objects": [{"names": ["dog"]}]}],
+    "attributes": [{"image_id": 1, "attributes": [{"attributes": ["red"]}]}],
+    "relationships": [{"image_id": 1, "relationships": [{"predicate": "on"}]}],
+}
+
+
+IMPORT_VG_CASES = {
+    "attributes a string": ("attributes", [{"image_id": 1, "attributes": [{"attributes": "red"}]}], "entry 0: attributes[0].attributes"),
+    "entry a string": ("objects", ["dog"], "entry 0: expected an object"),
+    "objects a string": ("objects", [{"image_id": 1, "objects": "dog"}], "entry 0: objects"),
+    "names numbers": ("objects", [{"image_id": 1, "objects": [{"names": [1, 2]}]}], "objects[0].names[0]"),
+    "not UTF-8": ("objects", b'[{"image_id": 1, "objects": [{"names": ["\xff"]}]}]', "not UTF-8"),
+    "predicate a list": ("relationships", [{"image_id": 1, "relationships": [{"predicate": ["on"]}]}], "relationships[0].predicate"),
+}
+
+
+@pytest.mark.parametrize("case", IMPORT_VG_CASES)
+def test_import_vg_bad_files(tmp_path, case):
+    kind, content, needle = IMPORT_VG_CASES[case]
+    vg = tmp_path / "vg"
+    vg.mkdir()
+    for name, data in {**GOOD_VG, kind: content}.items():
+        (vg / f"{name}.json").write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
+    refused_leaving_files(tmp_path, ["vocab", "import-vg", vg, "-o", tmp_path / "v", "--min-count", "1"], f"{kind}.json", needle)
+

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from helpers import refused_leaving_files
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.model import openclip
@@ -175,3 +176,12 @@ def test_fsc_lora_rule_refuses_a_full_fine_tune_and_a_foreign_base(lora_run, pai
     result = runner.invoke(app, ["wise-ft", "--zeroshot", str(root / "base.pt"), "--finetuned", str(root / "ft.pt"),
                                  "--rule", "fsc-lora", "--alpha", "0.5", "--out", str(tmp_path / "d")])
     assert result.exit_code == 0 and result.stdout.split() == [str(tmp_path / "d" / "wise_ft_fsc-lora_alpha_0.500.pt")]
+
+
+# --- bad input (moved from test_bad_flags_more.py) ---
+
+@pytest.mark.parametrize("alpha", ["0.5,,1", "0.5,", ",0.5"])
+def test_wise_ft_alpha_empty_item(tmp_path, alpha):
+    refused_leaving_files(tmp_path, ["wise-ft", "--zeroshot", tmp_path / "a.pt", "--finetuned", tmp_path / "b.pt", "--out", tmp_path / "w",
+                       "--alpha", alpha], f"--alpha {alpha!r}", "empty item")
+

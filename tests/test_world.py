@@ -12,6 +12,9 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from clirun import refused_run, run
+from helpers import CAP, file_bytes, invoke, jsonl
+from helpers import refused as assert_refused
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.world import generate_world
@@ -458,3 +461,75 @@ def test_a_file_put_into_the_old_world_after_the_last_check_is_kept(tmp_path, mo
     assert (kept / "old" / "train" / "notes.txt").read_text() == "mine"
     assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) == ["old/train/notes.txt"]
     assert json.loads((out / "manifest.json").read_text())["seed"] == 1
+
+
+# --- bad input (moved from test_bad_folders.py) ---
+
+WORLD = ["--train", "2", "--eval-scale", "0.01", "-q"]
+
+
+@pytest.fixture(scope="module")
+def cli_world(tmp_path_factory):
+    w = tmp_path_factory.mktemp("w") / "world"
+    assert run("world", "--out", w, *WORLD).returncode == 0
+    return w
+
+
+@pytest.mark.parametrize("where", ["train/notes.txt", "val/aro/mine/a.png", "test/zeroshot/colour/test/00/holiday.png"])
+def test_world_overwrite_keeps_user_files_anywhere_in_the_world(cli_world, tmp_path, where):
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(cli_world, w)
+    (w / where).parent.mkdir(parents=True, exist_ok=True)
+    (w / where).write_text("mine")
+    before = file_bytes(w)
+    refused_run(["world", "--out", w, "--overwrite", *WORLD], where, "no world writes")
+    assert file_bytes(w) == before
+
+
+def test_world_overwrite_of_a_world_still_works(cli_world, tmp_path):
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(cli_world, w)
+    assert run("world", "--out", w, "--overwrite", "--seed", "1", *WORLD).returncode == 0
+
+
+def test_every_file_of_a_world_with_every_option_is_one_overwrite_may_replace(tmp_path):
+    from mosaictool.world.generate import _not_written_by_a_world
+
+    w = tmp_path / "w"
+    assert run("world", "--out", w, "--twins", "--binding-twins", "--shape-twins", "--caption-noise", "0.5", "--train", "4",
+               "--eval-scale", "0.02", "-q").returncode == 0
+    assert _not_written_by_a_world(w) == []
+
+
+def test_world_out_under_a_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    refused_run(["world", "--out", tmp_path / "f" / "sub", *WORLD], "--out", "is a file, not a folder")
+    assert (tmp_path / "f").read_text() == "x"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_world_out_a_link_to_a_folder_writes_where_it_points(cli_world, tmp_path, overwrite):
+    import shutil
+
+    real = tmp_path / "real"
+    shutil.copytree(cli_world, real) if overwrite else real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    r = run("world", "--out", tmp_path / "link", *(["--overwrite"] if overwrite else []), *WORLD)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "link").is_symlink() and (real / "manifest.json").is_file()
+
+
+# --- bad input (moved from test_bad_input.py) ---
+
+def test_world_out_is_a_file_or_not_empty(case):
+    f = case.file("caps.jsonl", jsonl({"id": 1, "caption": CAP}))
+    case.freeze()
+    assert_refused(invoke(["world", "--out", f, "--train", "2"]), f"{f}: is a file", "--out")
+    assert_refused(invoke(["world", "--out", case.src, "--train", "2"]), "exists and is not empty", "--out",
+                   "--overwrite")
+    case.untouched()
+

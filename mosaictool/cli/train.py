@@ -61,7 +61,7 @@ def train_cli(
     """
     # by name: typer ships its own click, whose ParameterSource is not click.core's
     given = {name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"}
-    final = api.train(resume=resume, given=given, **settings)
+    final = api.train(**settings, resume=resume, given=given)
     if os.environ.get("RANK", "0") == "0":  # under torchrun only the first process reports
         typer.echo(str(final))
 
