@@ -52,6 +52,9 @@ PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "sh
 # Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display".
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
                     ("at", "night")})
+# Verb-object idioms whose noun is no object: "a man making his way through the sand".
+VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
+QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
 # Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
 POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
                             "centre", "end", "rear", "corner", "foreground", "background"})
@@ -211,13 +214,29 @@ def framing(g: _Graph) -> None:
         k = 0
 
 
+def _quoted(tok) -> bool:
+    """Whether tok stands inside quotation marks: the text a sign or shirt shows ("a sign that says
+    "Princess Parking Only""), which names no object of the scene."""
+    return sum(t.text in QUOTES for t in tok.doc[:tok.i]) % 2 == 1
+
+
+def _purpose(tok) -> bool:
+    """A bare singular noun after "for" names a purpose, not a thing in the picture ("a turboprop airplane in
+    the hangar for repair", as "for sale"); with a determiner or a number it may be one ("a bowl for the dog")."""
+    return (tok.dep_ == "pobj" and tok.head.lower_ == "for" and tok.tag_ == "NN"
+            and not any(c.dep_ in ("det", "poss", "nummod", "amod", "compound") for c in tok.children))
+
+
 def _not_an_object(tok) -> bool:
     """A picture that frames ("pose for a picture", "the scene is shadowy"; kept by `framing` as the
     subject of a relation: "a picture on the wall"), an event or activity as an object ("plays
-    tennis", "taking a swing"), or the noun of an idiom ("for sale")."""
+    tennis", "taking a swing"), the noun of an idiom ("for sale", "making his way"), a purpose ("for
+    repair") or quoted text."""
     lemma = tok.lemma_.lower()
     return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
-            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS)
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
+            or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
+            or _purpose(tok) or _quoted(tok))
 
 
 def _position(g: _Graph, k: int) -> bool:
