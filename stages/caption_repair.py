@@ -291,13 +291,38 @@ def _join_split_compounds(g: _Graph) -> None:
         return _join_split_compounds(g)
 
 
+def _noun_participle_attributes(g: _Graph) -> None:
+    """"a tree filled forest": spaCy ends a noun phrase at "tree" and hangs "filled" off it, so the tree
+    becomes an object of the relation. A noun followed by a participle and the noun phrase's head is one
+    attribute of that head ("tree filled", as "snow covered"); the first noun's relations go to the head."""
+    k = 0
+    while k < len(g.entities):
+        head = _head_token(g, k)
+        if head.i + 2 < len(g.doc) and head.tag_ == "NN" and g.doc[head.i + 1].tag_ == "VBN" and g.doc[head.i + 2].tag_.startswith("NN"):
+            target = _entity_at(g, head.i + 2)
+            if target is not None and target != k and g.bounds(target)[0] == head.i + 2:
+                words = g.doc[head.i:head.i + 2]
+                ent = g.entities[target]
+                mods = [*ent["modifiers"], {"dep": "amod", "span": words.text, "lemma_span": words.text.lower()}]
+                start = g.bounds(k)[0]
+                g.entities[target] = {**ent, "modifiers": mods, "attributes": [*ent["attributes"], words.text.lower()],
+                                      "span_bounds": [start, g.bounds(target)[1]], "span": g.doc[start:g.bounds(target)[1]].text}
+                _redirect(g, k, target)
+                g.changed = True
+                k = 0
+                continue
+        k += 1
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
     a head are attributes ("dirt road": road, dirt; "baby elephant"); a head that ends in a participle
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
-    (`_join_split_compounds`)."""
+    (`_join_split_compounds`); a noun and a participle before a head are its attribute
+    (`_noun_participle_attributes`)."""
     _join_split_compounds(g)
+    _noun_participle_attributes(g)
     for k in range(len(g.entities)):
         ent = g.entities[k]
         head = _head_token(g, k)
@@ -388,7 +413,7 @@ def predicates(g: _Graph) -> None:
             continue
         for subj in _subjects(tok):
             k = _entity_of(g, subj)
-            if k is None:
+            if k is None or g.bounds(k)[0] <= tok.i < g.bounds(k)[1]:  # a word of its own noun phrase ("tree filled forest")
                 continue
             have = g.entities[k]["attributes"]
             new = [w for w in words if w not in have]

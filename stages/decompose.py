@@ -154,9 +154,9 @@ def attachment_ambiguous(graph: dict, rel: dict) -> bool:
                 and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
                 for r in relations):
             return True
-    if relation in ("in", "inside", "into") and any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of"
+    if relation in ("in", "inside", "into", "up to", "to") and any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of"
                                                     for r in relations):
-        return True  # "a person holding a device in their hand": the hand is the person's, the device is in it
+        return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
     last = _last_phrase(relation)
     # "an image of a clock on a building": the clock is on the building, not the image
     picture = str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower() in PICTURE_NOUNS

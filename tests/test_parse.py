@@ -429,6 +429,9 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "A red traffic stop sign with a blank white sign below it.",
      {"entities": [("traffic stop sign", ["red"]), ("sign", ["blank", "white"])]}),
     ("compounds", "A light pole next to a street.", {"entities": [("light pole", []), ("street", [])]}),
+    # r5's "a filled tree": the noun and participle before the head are its attribute
+    ("compounds", "A long orange train traveling along a tree filled forest.",
+     {"entities": [("train", ["long", "orange"]), ("forest", ["tree filled"])], "relations": [("train", "traveling along", "forest")]}),
     ("compounds", "A snow covered field with men skiing.", {"entities": [("field", ["snow covered"]), ("men", ["skiing"])]}),
     ("compounds", "A grey motorcycle on dirt road next to a building.",
      {"entities": [("motorcycle", ["grey"]), ("road", ["dirt"]), ("building", [])]}),
