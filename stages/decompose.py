@@ -159,7 +159,7 @@ def attachment_ambiguous(graph: dict, rel: dict) -> bool:
         return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
     last = _last_phrase(relation)
     # "an image of a clock on a building": the clock is on the building, not the image
-    picture = str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower() in PICTURE_NOUNS
+    picture = bool(set(str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower().split()) & PICTURE_NOUNS)
 
     def transfers(n: int) -> bool:
         """Whether the phrase holds of the subject whichever noun it hangs off: what sits on, in or at a thing
