@@ -431,7 +431,9 @@ def _verb_attribute(verb) -> list[str]:
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
         return [" ".join([_participle(verb), *(t.lower_ for t in verb.doc[verb.i + 1:objects[0].i + 1])])]
-    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
+    # a particle with an object is a preposition ("reflecting off one"): the verb is not intransitive
+    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp")
+                      or c.dep_ == "prt" and any(g.dep_ == "pobj" for g in c.children) for c in kids):
         return []
     particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):

@@ -457,6 +457,14 @@ def test_real_caption_repairs(repair, caption, expected):
     assert any(off[kind] != got[kind] for kind in expected), f"{caption!r} reads the same without {repair}"
 
 
+def test_a_verb_whose_particle_has_an_object_is_no_attribute():
+    """r5's not-entailed "two parking meters reflecting off": spaCy reads "off one" as a particle with an
+    object; the verb has a phrase, so it is no intransitive verb made an attribute of its subject."""
+    ents, _ = read("Two parking meters with the light of the sunset reflecting off one.")
+    assert ents == [("parking meters", ["two"]), ("light", []), ("sunset", [])]
+    assert read("A man is kneeling down.")[0] == [("man", ["kneeling down"])]  # a particle alone still is
+
+
 def test_no_repairs_is_scenegraphparsers_graph_on_real_repairs(sng, runner):
     captions = [c for _, c, _ in REAL_CAPTION_REPAIRS[:6]]
     (api_graphs) = [r["graph"] for r in parse(records(captions), repairs=False)]
