@@ -76,6 +76,11 @@ CONTACT_VERBS = frozenset({"hold", "carry", "eat", "cook", "fry", "use", "cut", 
                            "wear", "drink", "read", "bake", "play", "brush", "wash", "pet", "hug", "feed", "lead", "walk",
                            "have", "touch", "throw", "catch", "kick", "swing", "hit", "make", "serve"})
 CO_LOCATED = PROXIMITY | {"in", "at", "inside", "in front of", "behind", "in the middle of", "in middle of"}
+# Verbs whose subject goes along with its object, and where it goes: "a person riding skis on a snowy slope"
+# is on the slope, "a woman walking her dogs through the snow" goes through it (the gold set's convention,
+# docs/gold_graphs.md); not "over" ("riding a horse as it jumps over a bar": the horse jumps).
+CARRYING_VERBS = frozenset({"ride", "drive", "walk", "lead", "push", "pull", "carry", "paddle", "steer", "row"})
+PATH = CO_LOCATED | {"on", "down", "up", "along", "across", "through", "around", "into", "onto", "toward", "towards"}
 
 
 def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
@@ -149,45 +154,53 @@ def attachment_ambiguous(graph: dict, rel: dict) -> bool:
     else:
         # the same verb with another phrase: "sleeps on a bed" then "sleeps with a bedspread"
         own = {r["object"] for r in relations if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] == first}
-        if first.endswith("ing") and any(
-                r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
-                and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
-                for r in relations):
+        if first.endswith("ing") and _prepositional_object(relations, s, bounds):
             return True
-    if relation in ("in", "inside", "into", "up to", "to") and any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of"
-                                                    for r in relations):
+    possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
+    if relation in ("in", "inside", "into", "up to", "to") and possessed:
         return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
     last = _last_phrase(relation)
     # "an image of a clock on a building": the clock is on the building, not the image
     picture = bool(set(str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower().split()) & PICTURE_NOUNS)
 
-    def transfers(n: int) -> bool:
-        """Whether the phrase holds of the subject whichever noun it hangs off: what sits on, in or at a thing
-        near Z is near Z too ("people sitting on a bench near a lake"), a container or a whole where its content
-        or part is ("a vase of flowers on a table"); who holds, cooks or plays a thing in a
-        room or next to Z is there too ("a person cooking some food in a kitchen"), though not on what it
-        rests on ("holding two apples on a plate")."""
-        for r in relations:
-            if r["subject"] != s or r["object"] != n:
-                continue
-            if r["relation"].lower() == "of" and not picture:
-                return True  # "a vase of flowers on a dining table": the vase is where its flowers are
-            if last in PROXIMITY and _last_phrase(r["relation"].lower()) in SUPPORT:
-                return True
-            if _contact_verb(r) and last in CO_LOCATED:
-                return True
-        return False
-
-    return any(between(n) and not transfers(n) for n in own - sharing - {s, o})
+    if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
+        return any(between(n) for n in own - sharing - {s, o})
+    return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
 
 
-def _contact_verb(rel: dict) -> bool:
-    """Whether the relation is one of `CONTACT_VERBS` alone, in any inflection ("holds", "cutting", "rides")."""
+def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) -> bool:
+    """Whether the phrase (ending in `last`) holds of subject s whichever noun it hangs off, s or n: what
+    sits on, in or at a thing near Z is near Z too ("people sitting on a bench near a lake"), a container
+    or a whole where its content or part is ("a vase of flowers on a table"); who holds, cooks or plays a
+    thing in a room or next to Z is there too ("a person cooking some food in a kitchen"), though not on
+    what it rests on ("holding two apples on a plate"); who rides, walks or carries a thing goes where it
+    goes ("a person riding skis on a snowy slope")."""
+    for r in relations:
+        if r["subject"] != s or r["object"] != n:
+            continue
+        if r["relation"].lower() == "of" and not picture:
+            return True  # "a vase of flowers on a dining table": the vase is where its flowers are
+        if last in PROXIMITY and _last_phrase(r["relation"].lower()) in SUPPORT:
+            return True
+        if _contact_verb(r, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(r, CARRYING_VERBS) and last in PATH:
+            return True
+    return False
+
+
+def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:
+    """Whether entity s is the object of an earlier noun's prepositional phrase ("a man on a skateboard")."""
+    return any(r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
+               and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               for r in relations)
+
+
+def _contact_verb(rel: dict, verbs: frozenset[str]) -> bool:
+    """Whether the relation is one of `verbs` alone, in any inflection ("holds", "cutting", "rides")."""
     words = " ".join(rel["relation"].lower().split()).split(" ")
     if len(words) != 1 or words[0] in PREPOSITIONS:
         return False
     w = str(rel.get("lemma_relation") or words[0]).lower()
-    return bool({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & CONTACT_VERBS)
+    return bool({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & verbs)
 
 
 def _last_phrase(relation: str) -> str:

@@ -127,6 +127,8 @@ def test_a_phrase_true_of_the_subject_whichever_noun_it_hangs_off_stays_a_positi
             with_bounds(entity("kitchen"), 8, 10)]
     rec = record(0, ents, [(0, 1, "cooking"), (0, 2, "in")], caption="A person that is cooking some food in a kitchen.")
     assert ("person", "in", "kitchen") in relation_triples(rec)
+    rec = record(0, ents, [(0, 1, "riding"), (0, 2, "on")], caption="a person riding skis on a snowy slope")
+    assert ("person", "on", "kitchen") in relation_triples(rec)
     # ... but not what the held thing rests on: "a person is holding two apples on a plate"
     rec = record(0, ents, [(0, 1, "holding"), (0, 2, "on")])
     assert ("person", "on", "kitchen") not in relation_triples(rec)
