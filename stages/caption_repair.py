@@ -52,6 +52,9 @@ PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "sh
 # Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display".
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
                     ("at", "night")})
+# Verb-object idioms whose noun is no object: "a man making his way through the sand".
+VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
+QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
 # Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
 POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
                             "centre", "end", "rear", "corner", "foreground", "background"})
@@ -211,13 +214,29 @@ def framing(g: _Graph) -> None:
         k = 0
 
 
+def _quoted(tok) -> bool:
+    """Whether tok stands inside quotation marks: the text a sign or shirt shows ("a sign that says
+    "Princess Parking Only""), which names no object of the scene."""
+    return sum(t.text in QUOTES for t in tok.doc[:tok.i]) % 2 == 1
+
+
+def _purpose(tok) -> bool:
+    """A bare singular noun after "for" names a purpose, not a thing in the picture ("a turboprop airplane in
+    the hangar for repair", as "for sale"); with a determiner or a number it may be one ("a bowl for the dog")."""
+    return (tok.dep_ == "pobj" and tok.head.lower_ == "for" and tok.tag_ == "NN"
+            and not any(c.dep_ in ("det", "poss", "nummod", "amod", "compound") for c in tok.children))
+
+
 def _not_an_object(tok) -> bool:
     """A picture that frames ("pose for a picture", "the scene is shadowy"; kept by `framing` as the
     subject of a relation: "a picture on the wall"), an event or activity as an object ("plays
-    tennis", "taking a swing"), or the noun of an idiom ("for sale")."""
+    tennis", "taking a swing"), the noun of an idiom ("for sale", "making his way"), a purpose ("for
+    repair") or quoted text."""
     lemma = tok.lemma_.lower()
     return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
-            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS)
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
+            or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
+            or _purpose(tok) or _quoted(tok))
 
 
 def _position(g: _Graph, k: int) -> bool:
@@ -272,13 +291,38 @@ def _join_split_compounds(g: _Graph) -> None:
         return _join_split_compounds(g)
 
 
+def _noun_participle_attributes(g: _Graph) -> None:
+    """"a tree filled forest": spaCy ends a noun phrase at "tree" and hangs "filled" off it, so the tree
+    becomes an object of the relation. A noun followed by a participle and the noun phrase's head is one
+    attribute of that head ("tree filled", as "snow covered"); the first noun's relations go to the head."""
+    k = 0
+    while k < len(g.entities):
+        head = _head_token(g, k)
+        if head.i + 2 < len(g.doc) and head.tag_ == "NN" and g.doc[head.i + 1].tag_ == "VBN" and g.doc[head.i + 2].tag_.startswith("NN"):
+            target = _entity_at(g, head.i + 2)
+            if target is not None and target != k and g.bounds(target)[0] == head.i + 2:
+                words = g.doc[head.i:head.i + 2]
+                ent = g.entities[target]
+                mods = [*ent["modifiers"], {"dep": "amod", "span": words.text, "lemma_span": words.text.lower()}]
+                start = g.bounds(k)[0]
+                g.entities[target] = {**ent, "modifiers": mods, "attributes": [*ent["attributes"], words.text.lower()],
+                                      "span_bounds": [start, g.bounds(target)[1]], "span": g.doc[start:g.bounds(target)[1]].text}
+                _redirect(g, k, target)
+                g.changed = True
+                k = 0
+                continue
+        k += 1
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
     a head are attributes ("dirt road": road, dirt; "baby elephant"); a head that ends in a participle
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
-    (`_join_split_compounds`)."""
+    (`_join_split_compounds`); a noun and a participle before a head are its attribute
+    (`_noun_participle_attributes`)."""
     _join_split_compounds(g)
+    _noun_participle_attributes(g)
     for k in range(len(g.entities)):
         ent = g.entities[k]
         head = _head_token(g, k)
@@ -369,7 +413,7 @@ def predicates(g: _Graph) -> None:
             continue
         for subj in _subjects(tok):
             k = _entity_of(g, subj)
-            if k is None:
+            if k is None or g.bounds(k)[0] <= tok.i < g.bounds(k)[1]:  # a word of its own noun phrase ("tree filled forest")
                 continue
             have = g.entities[k]["attributes"]
             new = [w for w in words if w not in have]
@@ -387,7 +431,9 @@ def _verb_attribute(verb) -> list[str]:
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
         return [" ".join([_participle(verb), *(t.lower_ for t in verb.doc[verb.i + 1:objects[0].i + 1])])]
-    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp") for c in kids):
+    # a particle with an object is a preposition ("reflecting off one"): the verb is not intransitive
+    if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp")
+                      or c.dep_ == "prt" and any(g.dep_ == "pobj" for g in c.children) for c in kids):
         return []
     particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):

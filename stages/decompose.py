@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
+from mosaictool.stages.caption_repair import PICTURE_NOUNS
 from mosaictool.stages.negate import DEFAULT_PROBS
 from mosaictool.stages.subgraph import (
     MAX_KEYS,
@@ -69,6 +70,22 @@ PREPOSITIONS = frozenset({
 })
 
 
+# Relations of nearness, and of resting on or in a thing: what rests on a thing near Z is near Z too.
+PROXIMITY = frozenset({"near", "next to", "by", "beside", "close to", "alongside", "nearby"})
+SUPPORT = frozenset({"on", "in", "at", "inside", "atop", "on top of", "upon", "onto", "into"})
+# Verbs whose subject is where their object is (hands on it, at arm's length, riding it), and the places
+# that share: "a person holding a piece of food in front of a sign" is in front of the sign too.
+CONTACT_VERBS = frozenset({"hold", "carry", "eat", "cook", "fry", "use", "cut", "prepare", "grab", "ride", "push", "pull",
+                           "wear", "drink", "read", "bake", "play", "brush", "wash", "pet", "hug", "feed", "lead", "walk",
+                           "have", "touch", "throw", "catch", "kick", "swing", "hit", "make", "serve"})
+CO_LOCATED = PROXIMITY | {"in", "at", "inside", "in front of", "behind", "in the middle of", "in middle of"}
+# Verbs whose subject goes along with its object, and where it goes: "a person riding skis on a snowy slope"
+# is on the slope, "a woman walking her dogs through the snow" goes through it (the gold set's convention,
+# docs/gold_graphs.md); not "over" ("riding a horse as it jumps over a bar": the horse jumps).
+CARRYING_VERBS = frozenset({"ride", "drive", "walk", "lead", "push", "pull", "carry", "paddle", "steer", "row"})
+PATH = CO_LOCATED | {"on", "down", "up", "along", "across", "through", "around", "into", "onto", "toward", "towards"}
+
+
 def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
     """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated,
     without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`)."""
@@ -103,30 +120,99 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
 
 
 def attachment_ambiguous(graph: dict, rel: dict) -> bool:
-    """Whether the caption may attach the relation's phrase to another noun: the relation is a
-    prepositional phrase alone, and between the subject and the object stands a noun of the
-    subject's own prepositional phrase ("a table with bananas next to a coin": the coin may be next
-    to the bananas; "people in a boat in a lake"), which does not share the relation (coordination
-    gives it to both: "a table with plates and a bottle"). Such a relation is no positive: a
-    sub-graph positive the caption does not entail teaches the model a false text (MosaiCLIP's
-    positives are entailed by the caption, Singh et al. 2023 Sec. 3.3), and precision matters more
-    than recall here. Its key stays among `subgraph_keys`, so no negative equals it."""
+    """Whether the caption may attach the relation's phrase to another noun, or give its verb another
+    subject. Such a relation is no positive: a sub-graph positive the caption does not entail teaches
+    the model a false text (MosaiCLIP's positives are entailed by the caption, Singh et al. 2023 Sec.
+    3.3), and precision matters more than recall here. Its key stays among `subgraph_keys`, so no
+    negative equals it, and as no sub-graph of it is drawn it makes no negative either. Doubtful are:
+
+    - a prepositional phrase with, between the subject and the object, a noun the subject's own
+      prepositional phrase or verb names ("a table with bananas next to a coin": the coin may be next
+      to the bananas; "people in a boat in a lake"; "the man is flying his kite in the sky": the kite
+      is in the sky; "a stoplight flashing green lights at cars"), unless coordination gives the
+      relation to both ("a table with plates and a bottle");
+    - a verb read again for a second phrase past its first object ("a cat sleeps on a bed with a plaid
+      bedspread": the bedspread is the bed's, not "sleeps with");
+    - a participle whose subject is the object of an earlier noun's prepositional phrase ("a man on a
+      skateboard riding by food vendors": the rider is the man, and the phrase may modify either)."""
     entities = graph.get("entities") or []
+    relations = graph.get("relations") or []
     s, o = rel["subject"], rel["object"]
     try:
-        s_end, o_start = entities[s]["span_bounds"][1], entities[o]["span_bounds"][0]
+        bounds = [e["span_bounds"] for e in entities]
+        s_end, o_start = bounds[s][1], bounds[o][0]
     except (IndexError, KeyError, TypeError):
         return False
     relation = rel["relation"].lower()
-    if relation.split(" ", 1)[0] not in PREPOSITIONS:  # a verb's subject is its own ("a baby in plaid eating a cake")
-        return False
-    same = [r for r in graph.get("relations") or [] if r["relation"].lower() == relation]
+    first = relation.split(" ", 1)[0]
+
+    def between(n: int) -> bool:
+        return n < len(bounds) and s_end <= bounds[n][0] and bounds[n][1] <= o_start
+
+    same = [r for r in relations if r["relation"].lower() == relation]
     sharing = {r["subject"] for r in same if r["object"] == o} | {r["object"] for r in same if r["subject"] == s}
-    # a noun the subject's own prepositional phrase names: the later phrase may hang off either
-    own = {r["object"] for r in graph.get("relations") or []
-           if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS}
-    return any(s_end <= entities[n]["span_bounds"][0] and entities[n]["span_bounds"][1] <= o_start
-               for n in own - sharing - {s, o} if n < len(entities))
+    if first in PREPOSITIONS:
+        # a noun the subject's own phrase or verb names: the later phrase may hang off either
+        own = {r["object"] for r in relations if r["subject"] == s}
+    else:
+        # the same verb with another phrase: "sleeps on a bed" then "sleeps with a bedspread"
+        own = {r["object"] for r in relations if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] == first}
+        if first.endswith("ing") and _prepositional_object(relations, s, bounds):
+            return True
+    possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
+    if relation in ("in", "inside", "into", "up to", "to") and possessed:
+        return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
+    last = _last_phrase(relation)
+    # "an image of a clock on a building": the clock is on the building, not the image
+    picture = bool(set(str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower().split()) & PICTURE_NOUNS)
+
+    if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
+        return any(between(n) for n in own - sharing - {s, o})
+    return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) -> bool:
+    """Whether the phrase (ending in `last`) holds of subject s whichever noun it hangs off, s or n: what
+    sits on, in or at a thing near Z is near Z too ("people sitting on a bench near a lake"), a container
+    or a whole where its content or part is ("a vase of flowers on a table"); who holds, cooks or plays a
+    thing in a room or next to Z is there too ("a person cooking some food in a kitchen"), though not on
+    what it rests on ("holding two apples on a plate"); who rides, walks or carries a thing goes where it
+    goes ("a person riding skis on a snowy slope")."""
+    for r in relations:
+        if r["subject"] != s or r["object"] != n:
+            continue
+        if r["relation"].lower() == "of" and not picture:
+            return True  # "a vase of flowers on a dining table": the vase is where its flowers are
+        if last in PROXIMITY and _last_phrase(r["relation"].lower()) in SUPPORT:
+            return True
+        if _contact_verb(r, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(r, CARRYING_VERBS) and last in PATH:
+            return True
+    return False
+
+
+def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:
+    """Whether entity s is the object of an earlier noun's prepositional phrase ("a man on a skateboard")."""
+    return any(r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
+               and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               for r in relations)
+
+
+def _contact_verb(rel: dict, verbs: frozenset[str]) -> bool:
+    """Whether the relation is one of `verbs` alone, in any inflection ("holds", "cutting", "rides")."""
+    words = " ".join(rel["relation"].lower().split()).split(" ")
+    if len(words) != 1 or words[0] in PREPOSITIONS:
+        return False
+    w = str(rel.get("lemma_relation") or words[0]).lower()
+    return bool({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & verbs)
+
+
+def _last_phrase(relation: str) -> str:
+    """The spatial phrase a relation ends with: "sitting next to" -> "next to", "standing on" -> "on"."""
+    words = relation.split()
+    for n in range(len(words)):
+        if words[n] in PREPOSITIONS:
+            return " ".join(words[n:])
+    return ""
 
 
 def sample_subgraphs(candidates: list[dict], k: int, rng) -> list[dict]:

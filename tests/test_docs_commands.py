@@ -91,6 +91,8 @@ RULES = [
          "SugarCrepe's COCO captions as records: the world's captions have their format"),
     Rule(r"^python perf/parse_gold\.py$", "rewrite", f"python perf/parse_gold.py --gold {REPO}/tests/data/gold_graphs/coco.jsonl",
          "the gold set is test data of the repository (not copied to the docs' folder); its COCO half"),
+    Rule(r"^python perf/parse_gold\.py --gold tests/", "rewrite", f"python perf/parse_gold.py --gold {REPO}/tests/",
+         "the held-out gold set is test data of the repository, not copied to the docs' folder"),
     Rule(r"^python perf/parse_gold\.py --gold my\.jsonl", "error", r"cannot read the gold file",
          "your own gold file: none here, so the script must stop naming it"),
     Rule(r"^python perf/rubric_tally\.py review/", "error", r"no such file",

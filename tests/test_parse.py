@@ -414,6 +414,14 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "a man plays tennis in front of a large audience", {"entities": [("man", ["playing tennis"]), ("audience", ["large"])]}),
     ("framing", "Numerous head of cattle are grazing in the grass.",
      {"entities": [("cattle", []), ("grass", [])], "relations": [("cattle", "grazing in", "grass")]}),
+    # idioms, purposes and quoted text name no object (r5's not-entailed positives "the way thru the sand",
+    # "a repair", "a sign says a princess")
+    ("framing", "A man on a beech vehicle making his way thru the sand.",
+     {"entities": [("man", []), ("beech vehicle", []), ("sand", [])], "relations": [("man", "on", "beech vehicle")]}),
+    ("framing", "A turboprop airplane that is in the hangar for repair.",
+     {"entities": [("turboprop airplane", []), ("hangar", [])], "relations": [("turboprop airplane", "in", "hangar")]}),
+    ("framing", 'A smiling girl standing beside a sign that says "Princess Parking Only".',
+     {"entities": [("girl", ["smiling"]), ("sign", [])], "relations": [("girl", "standing beside", "sign")]}),
     ("compounds", "a brown teddy bear sitting on a huge box",
      {"entities": [("teddy bear", ["brown"]), ("box", ["huge"])], "relations": [("teddy bear", "sitting on", "box")]}),
     ("compounds", "Three teddy bears laying in bed under the covers.",
@@ -421,6 +429,9 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "A red traffic stop sign with a blank white sign below it.",
      {"entities": [("traffic stop sign", ["red"]), ("sign", ["blank", "white"])]}),
     ("compounds", "A light pole next to a street.", {"entities": [("light pole", []), ("street", [])]}),
+    # r5's "a filled tree": the noun and participle before the head are its attribute
+    ("compounds", "A long orange train traveling along a tree filled forest.",
+     {"entities": [("train", ["long", "orange"]), ("forest", ["tree filled"])], "relations": [("train", "traveling along", "forest")]}),
     ("compounds", "A snow covered field with men skiing.", {"entities": [("field", ["snow covered"]), ("men", ["skiing"])]}),
     ("compounds", "A grey motorcycle on dirt road next to a building.",
      {"entities": [("motorcycle", ["grey"]), ("road", ["dirt"]), ("building", [])]}),
@@ -444,6 +455,14 @@ def test_real_caption_repairs(repair, caption, expected):
     ents_off, rels_off = read(caption, repairs=without(repair))
     off = {"entities": ents_off, "relations": rels_off}
     assert any(off[kind] != got[kind] for kind in expected), f"{caption!r} reads the same without {repair}"
+
+
+def test_a_verb_whose_particle_has_an_object_is_no_attribute():
+    """r5's not-entailed "two parking meters reflecting off": spaCy reads "off one" as a particle with an
+    object; the verb has a phrase, so it is no intransitive verb made an attribute of its subject."""
+    ents, _ = read("Two parking meters with the light of the sunset reflecting off one.")
+    assert ents == [("parking meters", ["two"]), ("light", []), ("sunset", [])]
+    assert read("A man is kneeling down.")[0] == [("man", ["kneeling down"])]  # a particle alone still is
 
 
 def test_no_repairs_is_scenegraphparsers_graph_on_real_repairs(sng, runner):

@@ -45,19 +45,19 @@ def read(path: Path) -> list[dict]:
 
 def sample(texts: Path, benchmarks: Path, out: Path, *extra: str) -> int:
     return rubric_sample.main([str(texts), "--sugarcrepe", str(benchmarks / "sugarcrepe" / "data"), "--negatives", "14",
-                               "--positives", "6", "--sugarcrepe-n", "6", "--out", str(out), *extra])
+                               "--positives", "6", "--sugarcrepe-n", "5", "--out", str(out), *extra])
 
 
 def test_sheet_hides_source_and_role_and_is_seeded(texts, real_benchmarks, tmp_path, capsys):
     assert sample(texts, real_benchmarks, tmp_path / "a") == 0
-    assert "wrote 26 items" in capsys.readouterr().out
+    assert "wrote 25 items" in capsys.readouterr().out
     sheet, key = read(tmp_path / "a" / "review_sheet.jsonl"), read(tmp_path / "a" / "review_key.jsonl")
-    assert [row["id"] for row in sheet] == [row["id"] for row in key] == [f"item-{i:02d}" for i in range(1, 27)]
+    assert [row["id"] for row in sheet] == [row["id"] for row in key] == [f"item-{i:02d}" for i in range(1, 26)]
     assert all(set(row) == {"id", "caption", "text"} for row in sheet)
     assert all(row["text"] == row["text"].lower() and not row["text"].endswith(".") for row in sheet)
     roles = [(row["source"], row["role"]) for row in key]
     assert roles.count(("mosaictool", "negative")) == 14 and roles.count(("mosaictool", "positive")) == 6
-    assert roles.count(("sugarcrepe", "negative")) == 6  # --sugarcrepe-n, all from the drawn captions (checked below)
+    assert roles.count(("sugarcrepe", "negative")) == 5  # --sugarcrepe-n, all from the drawn captions (checked below)
     assert len(set(roles[:10])) > 1  # shuffled together, not one source after another
     # graph negatives spread over the transforms: no transform twice before every one that has items is drawn
     per, size = {}, {}

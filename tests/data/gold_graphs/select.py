@@ -7,6 +7,9 @@ Part "other": 170 positive captions, in near-equal shares, from ARO's NegCLIP va
 annotators judged a correct caption, as the VALSE paper's valid subset; not the coreference pieces), VL-CheckList (Zhao et al., 2022;
 the POS phrases) and ImageCoDe (Krojer et al., 2022; the descriptions of the target images).
 Negatives and foils are never drawn; captions over 30 words are skipped.
+Part "heldout": 60 further captions drawn after the two parts above with the same generator, never one of
+theirs (20 SugarCrepe, 10 each from ARO, VALSE, VL-CheckList and ImageCoDe), annotated after the parser's
+repairs were developed on the first two parts, so that they measure those repairs on unseen text.
 
 Run from anywhere: python tests/data/gold_graphs/select.py
 The benchmark files are read from $MOSAICTOOL_SHARED/benchmarks, else from ../shared/benchmarks beside
@@ -23,6 +26,7 @@ from pathlib import Path
 
 SEED = 20261128
 PER_PART = 170
+HELDOUT = {"coco": 20, "aro": 10, "valse": 10, "vlc": 10, "icode": 10}
 MAX_WORDS = 30
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
@@ -96,6 +100,14 @@ def main() -> None:
         for n, (source, text) in enumerate(rng.sample(drawn, share), 1):
             rows.append({"id": f"other-{tag}-{n:04d}", "source": source, "caption": text, "part": "other"})
             taken.add(text)
+    # Drawn after both parts, so their selection stays as it was; a caption of either part is never drawn again.
+    drawn_texts = {row["caption"] for row in rows}
+    heldout_pools = {"coco": coco, **{tag: pool(reader(BENCHMARKS), BENCHMARKS, set()) for tag, reader in readers.items()}}
+    for tag, share in HELDOUT.items():
+        fresh = [(source, text) for source, text in heldout_pools[tag] if text not in drawn_texts]
+        for n, (source, text) in enumerate(rng.sample(fresh, share), 1):
+            rows.append({"id": f"heldout-{tag}-{n:04d}", "source": source, "caption": text, "part": "heldout"})
+            drawn_texts.add(text)
     with (HERE / "selection.jsonl").open("w") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
