@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from mosaictool.errors import MosaicError, RecordError
+from mosaictool.errors import ArgumentError, MosaicError, RecordError
 from mosaictool.io import STDIO, Skips, progress, read_records, write_records
 from mosaictool.records import check_workers
 
@@ -106,6 +106,8 @@ def _in_argument_words(error: MosaicError, table: Mapping[str, str]) -> MosaicEr
     a command line quoted in backticks (`mosaictool decompose --max 3`) keeps its flags. For the
     errors raised below the API's own checks, which speak flags: the records' hints (--text-key),
     the vocabulary, training, evaluation (the stages' and the argument checks name by `_named`)."""
+    if isinstance(error, ArgumentError):  # named by its check as the caller knows it, values and all
+        return error
     if table and not _FLAG_WORDS.get() and error.args and isinstance(error.args[0], str):
         parts = error.args[0].split("`")
 
@@ -200,12 +202,12 @@ def _check_value(value, adapter, argument: str, words: str, takes_str: bool) -> 
 
     flag = _named(argument)
     if isinstance(value, str) and not takes_str:  # a str is a sequence of its letters: checkpoints="a.pt"
-        raise MosaicError(f"{flag} {value!r}: must be {words}, not a string")
+        raise ArgumentError(f"{flag} {value!r}: must be {words}, not a string")
     try:
         adapter.validate_python(value)
     except ValidationError as e:
         wrong_type = any(err["type"].endswith("_type") for err in e.errors())
-        raise MosaicError(f"{flag} {value!r}: must be {words}" + (f", not {type(value).__name__}" if wrong_type else "")) from None
+        raise ArgumentError(f"{flag} {value!r}: must be {words}" + (f", not {type(value).__name__}" if wrong_type else "")) from None
 
 
 def _options(tp) -> tuple:
@@ -359,7 +361,7 @@ def parse(source: Source, *, text_key: str = "caption", model: str | None = None
     from mosaictool.stages.parse import parse as parse_records
 
     if batch_size < 1 or workers < 1 or max_chars < 1:
-        raise MosaicError(f"{_named('batch_size')}, {_named('workers')} and {_named('max_chars')} must be at least 1")
+        raise ArgumentError(f"{_named('batch_size')}, {_named('workers')} and {_named('max_chars')} must be at least 1")
     check_workers(workers, _named("workers"))
     return _records(
         source, check=make_check(text_key, max_chars, _named), skip_bad=skip_bad, assign_ids=assign_ids, quiet=quiet, desc="parse",
@@ -386,9 +388,9 @@ def decompose(source: Source, *, max_subgraphs: int = 3, caption: bool = True, s
 
     check_flags(SeedFlag(seed), _named)
     if max_subgraphs < 1:
-        raise MosaicError(f"{_named('max_subgraphs')} must be at least 1")
+        raise ArgumentError(f"{_named('max_subgraphs')} must be at least 1")
     if max_keys < 1:
-        raise MosaicError(f"{_named('max_keys')} must be at least 1")
+        raise ArgumentError(f"{_named('max_keys')} must be at least 1")
     loaded = load(vocab)
     return _records(
         source, check=make_check(text_key, caption, _named), skip_bad=skip_bad, quiet=quiet, desc="decompose", text_key=text_key,
@@ -417,9 +419,9 @@ def negate(source: Source, *, max_negatives: int = 6, probs: str | Sequence[floa
 
     check_flags(SeedFlag(seed), _named)
     if max_negatives < 0 or batch_size < 1 or workers < 1:
-        raise MosaicError(f"{_named('max_negatives')} must be at least 0, {_named('batch_size')} and {_named('workers')} at least 1")
+        raise ArgumentError(f"{_named('max_negatives')} must be at least 0, {_named('batch_size')} and {_named('workers')} at least 1")
     if not 0 <= unseen_rate <= 1:  # NaN too
-        raise MosaicError(f"{_named('unseen_rate')} must be between 0 and 1, got {unseen_rate}")
+        raise ArgumentError(f"{_named('unseen_rate')} must be between 0 and 1, got {unseen_rate}")
     check_workers(workers, _named("workers"))
     category_probs = parse_probs(_csv(probs), _named("probs"))
     methods = parse_text_methods(_csv(text), _named("text"))
@@ -450,7 +452,7 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
 
     check_flags(SeedFlag(seed), _named)
     if style not in STYLES:
-        raise MosaicError(f"{_named('style')} must be one of {', '.join(STYLES)}, got {style!r}")
+        raise ArgumentError(f"{_named('style')} must be one of {', '.join(STYLES)}, got {style!r}")
     loaded = load(vocab)
     return _records(
         source, check=make_check(), skip_bad=skip_bad, quiet=quiet, desc="template",

@@ -6,6 +6,12 @@ class MosaicError(Exception):
     `Error: <message>` on stderr and exits 1."""
 
 
+class ArgumentError(MosaicError):
+    """A MosaicError raised by a check that names the argument as its caller knows it (`--max` on the
+    command line, `max_subgraphs` in the API): its message is final, values included (a value such as
+    "--max" is not a flag to translate)."""
+
+
 class RecordError(ValueError):
     """One input record is unusable. Raised by a stage's `check`; the record reader adds the
     `path:line:` location, and `--skip-bad` turns it into a counted skip."""

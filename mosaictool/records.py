@@ -654,7 +654,7 @@ def check_flags(config: Any, named: Callable[[str], str] | None = None) -> None:
     """A config dataclass built from flags against its declared field types and bounds; MosaicError
     naming the first wrong one as its flag (`--grad-clip -1.0: must be a finite number > 0 (...)`), or
     as `named(field)` says."""
-    from mosaictool.errors import MosaicError
+    from mosaictool.errors import ArgumentError, MosaicError
 
     # strict: "10" or 2.0 for a whole number, True for a number, are refused (pydantic's lax mode takes
     # them and the config would keep the str); a list stands for a tuple, as config.json stores one
@@ -664,7 +664,7 @@ def check_flags(config: Any, named: Callable[[str], str] | None = None) -> None:
         name, value, what = problems[0]
         shown = repr(value) if isinstance(value, str) else value  # "--seeds '2'": a str from Python, not the number
         flag = named(name) if named else f"--{name.replace('_', '-')}"
-        raise MosaicError(f"{flag} {shown}: must be {what}")
+        raise (ArgumentError if named else MosaicError)(f"{flag} {shown}: must be {what}")  # named: final words
 
 
 @dataclass

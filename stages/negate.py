@@ -60,7 +60,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, islice
 
-from mosaictool.errors import MosaicError, RecordError
+from mosaictool.errors import ArgumentError, RecordError
 from mosaictool.stages.subgraph import (
     canonical_key,
     graph_identity,
@@ -232,10 +232,10 @@ def parse_probs(text: str, name: str = "--probs") -> tuple[float, float, float]:
     except ValueError:
         values = ()
     if len(values) != 3 or not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN and inf too
-        raise MosaicError(f"{name} must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
+        raise ArgumentError(f"{name} must be three non-negative numbers 'obj,attr,rel' with a positive sum, got {text!r}")
     total = sum(values)
     if not math.isclose(total, 1.0, abs_tol=1e-3):
-        raise MosaicError(f"{name} {text!r}: probabilities must sum to 1, these sum to {total:g} "
+        raise ArgumentError(f"{name} {text!r}: probabilities must sum to 1, these sum to {total:g} "
                           f"(for these proportions: {','.join(f'{v / total:.4g}' for v in values)})")
     return tuple(v / total for v in values)
 
@@ -244,13 +244,13 @@ def parse_text_methods(text: str, name: str = "--text") -> tuple[str, ...]:
     """The text methods of a comma list, in TEXT_METHODS' order; errors call the list `name`."""
     methods = [m.strip() for m in text.split(",")] if text.strip() else []
     if not all(methods):
-        raise MosaicError(f"{name} {text!r}: an empty item between commas; choose from {','.join(TEXT_METHODS)}")
+        raise ArgumentError(f"{name} {text!r}: an empty item between commas; choose from {','.join(TEXT_METHODS)}")
     unknown = [m for m in methods if m not in TEXT_METHODS]
     if unknown:
-        raise MosaicError(f"{name}: unknown method(s) {', '.join(unknown)}; choose from {','.join(TEXT_METHODS)}")
+        raise ArgumentError(f"{name}: unknown method(s) {', '.join(unknown)}; choose from {','.join(TEXT_METHODS)}")
     twice = [m for m in TEXT_METHODS if methods.count(m) > 1]
     if twice:
-        raise MosaicError(f"{name} {text!r}: {twice[0]} is named twice; give each method once")
+        raise ArgumentError(f"{name} {text!r}: {twice[0]} is named twice; give each method once")
     return tuple(m for m in TEXT_METHODS if m in methods)  # fixed order whatever the user wrote
 
 

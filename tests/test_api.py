@@ -530,3 +530,16 @@ def test_a_stage_check_names_the_arguments_as_it_is_told(stage, make, record, wo
     for word in words:
         assert word in str(caught.value), (word, str(caught.value))
     assert "--" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    # a value that looks like a flag stays as the caller gave it: the check named the argument already
+    (lambda: list(mosaictool.negate([], text=["negclip", "--max"])), "text: unknown method(s) --max;"),
+    (lambda: list(mosaictool.negate([], probs="--probs")),
+     "probs must be three non-negative numbers 'obj,attr,rel' with a positive sum, got '--probs'"),
+    (lambda: list(mosaictool.decompose([], max_subgraphs=0)), "max_subgraphs must be at least 1"),
+])
+def test_an_argument_checks_message_is_not_rewritten_after_it_named_the_argument(call, message):
+    with pytest.raises(MosaicError) as caught:
+        call()
+    assert str(caught.value).startswith(message), str(caught.value)
