@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 
-from mosaictool.stages.graph_repair import _Graph
+from mosaictool.stages.graph_repair import _Graph, colour_words, object_words
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
 # Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
@@ -76,6 +76,9 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass")
 NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "very", "some"})
 # Participles that make one attribute with the adjective before them ("nice looking", "various colored").
 COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
+# Shade words that make one colour with the colour after them ("light blue", "dark green"): swapping or
+# replacing half of the pair leaves debris ("light and yellow water").
+SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
 # Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
@@ -335,7 +338,17 @@ def compounds(g: _Graph) -> None:
             ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
             changed = True
         words, lemmas = ent["head"].split(), ent["lemma_head"].split()
-        if len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed:
+        first = head.i - len(words) + 1
+        if (not changed and len(words) > 1 and len(words) == len(lemmas) and first > g.bounds(k)[0]
+                and g.doc[first - 1].dep_ == "compound" and g.doc[first - 1].pos_ in ("NOUN", "PROPN")
+                and first <= g.doc[first - 1].head.i <= head.i):
+            # a compound of three nouns ("Air Force jet", "life size replica"): the backend keeps two
+            prev_tok = g.doc[first - 1]
+            words, lemmas = [prev_tok.text, *words], [prev_tok.lemma_, *lemmas]
+            ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
+            changed = True
+        if (len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed
+                and words[-1].lower() not in object_words()):  # "brick building" is a building
             words, lemmas = words[:-1], lemmas[:-1]
             ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
             changed = True
@@ -351,8 +364,10 @@ def compounds(g: _Graph) -> None:
         for m in mods:
             tok = _modifier_token(g, k, m)
             start = _attribute_start(tok) if m["dep"] == "amod" and tok is not None else None
-            if start is not None:
-                span = g.doc[start:tok.i + 1]
+            end = _attribute_end(tok) if m["dep"] == "amod" and tok is not None else None
+            if start is not None or end is not None:
+                start = tok.i if start is None else start
+                span = g.doc[start:(end or tok.i + 1)]
                 m = {**m, "span": span.text, "lemma_span": span.lemma_}
                 inside |= set(range(start, tok.i))
                 changed = True
@@ -374,6 +389,8 @@ def _attribute_start(tok) -> int | None:
     if tok.i == 0:
         return None
     before = tok.doc[tok.i - 1]
+    if before.lower_ in SHADES and tok.lower_ in colour_words():
+        return before.i  # "light blue water": one colour, both words modifiers of the noun in spaCy's parse
     if (tok.lower_ in COMPOUND_PARTICIPLES and before.pos_ == "ADJ" and before.head.i == tok.head.i
             and before.dep_ == tok.dep_ == "amod"):
         return before.i  # "a nice looking cake": spaCy hangs both words off the noun
@@ -386,6 +403,15 @@ def _attribute_start(tok) -> int | None:
             before.pos_ in ("ADJ", "ADV", "NOUN") and tok.lower_ in COMPOUND_PARTICIPLES or before.text == "-"):
         start = min(c.left_edge.i for c in lefts if c.i >= before.i - 1)
         return start if start < tok.i else None
+    return None
+
+
+def _attribute_end(tok) -> int | None:
+    """Where a hyphenated attribute that starts with the word ends ("light-up" of "light-up parts", which
+    spaCy splits into "light", "-" and a particle); None when the word stands alone."""
+    doc = tok.doc
+    if tok.i + 2 < len(doc) and doc[tok.i + 1].text == "-" and not doc[tok.i].whitespace_ and doc[tok.i + 2].head.i == tok.i:
+        return tok.i + 3
     return None
 
 

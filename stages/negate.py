@@ -143,6 +143,13 @@ MEMBERSHIP_RELATIONS = frozenset({
     "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
 })
 ANIMATE = frozenset({"person", "animal"})
+# Verbs of posture: "a man lying by a person" swapped gives the person a posture the caption never stated.
+POSTURE_VERBS = frozenset({"lying", "laying", "sitting", "standing", "kneeling", "crouching", "squatting", "leaning",
+                           "resting", "perched", "seated", "sprawled", "lounging"})
+# Screens face their viewers: "men in front of a television" and "a television in front of men" both hold
+# for a watching audience, as do "a chair faces a television" and its swap (the viewer's side decides).
+SCREENS = frozenset({"television", "tv", "screen", "monitor", "computer", "laptop", "computer monitor", "flat screen",
+                     "flat screen tv", "tablet"})
 AGENTIVE_TYPES = frozenset({"handling", "motion", "pursuit", "pose"})
 
 
@@ -204,8 +211,15 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str) -> bool:
     animals, as the swapped subject must be able to do it and the swapped object to undergo it ("a dog
     chasing a cat", not "a horse riding a man"); support, containment and possession ("on", "in",
     "with", "covered in") need two ends of one kind, not a place, and of one group unless they are
-    persons or animals ("a cat on a dog", "a cup on a plate", not "a table on cellphones")."""
+    persons or animals ("a cat on a dog", "a cup on a plate", not "a table on cellphones"). Two swaps
+    state what the caption left open and are refused: a posture with a person or animal at the object
+    end (`POSTURE_VERBS`: "a person lying by a man"), and a viewpoint relation with a screen at either end
+    (`SCREENS`: "a television in front of men")."""
     name = vocab.known("relations", relation) or relation.lower()
+    if relation.lower().split()[0] in POSTURE_VERBS and vocab.object_kind(obj) in ANIMATE:
+        return False
+    if name in VIEWPOINT_RELATIONS and not SCREENS.isdisjoint({subj.lower(), obj.lower()}):
+        return False
     if vocab.relation_count(obj, name, subj) > 0:
         return True
     kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)

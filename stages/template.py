@@ -20,7 +20,7 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
   a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
   used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
-  drops articles, a phrase without one reads as broken); a mass noun ("water", MASS_NOUNS) never
+  drops articles, a phrase without one reads as broken); a mass noun ("water", vocab/mass_nouns.txt) never
   gets "a"/"an".
 - Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
   paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
@@ -35,7 +35,9 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
+from importlib import resources
 
 from mosaictool.stages.subgraph import canonical_key, caption_key, indefinite_article, normalize_text, record_rng
 
@@ -46,16 +48,14 @@ ATTRIBUTE_ORDER = (
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 STYLES = ("plain", "varied")
-# Nouns COCO captions use without an article because they are uncountable: left bare ("on grass", "water")
-MASS_NOUNS = frozenset({
-    "water", "grass", "snow", "sand", "dirt", "mud", "ice", "food", "hay", "rice", "meat", "milk", "coffee", "tea",
-    "wine", "beer", "juice", "bread", "cheese", "broccoli", "lettuce", "spinach", "pasta", "cereal", "chocolate",
-    "candy", "frosting", "icing", "sauce", "cream", "soup", "traffic", "furniture", "luggage", "equipment", "gear",
-    "clothing", "foliage", "greenery", "vegetation", "smoke", "fog", "steam", "rain", "air", "sunlight", "daylight",
-    "money", "trash", "garbage", "debris", "gravel", "concrete", "wood", "metal", "plastic", "fabric", "hair", "fur",
-    "wool", "paint", "graffiti", "pavement", "asphalt", "fruit", "produce", "dessert", "lunch", "dinner", "breakfast",
-    "bacon", "ham", "pepperoni", "toast", "butter", "salt", "sugar", "flour", "yogurt", "ice cream", "whipped cream",
-})
+@functools.cache
+def mass_nouns() -> frozenset[str]:
+    """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt):
+    left bare ("on grass", "water", "cowboy gear")."""
+    text = resources.files("mosaictool.vocab").joinpath("mass_nouns.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
 # Frames for "varied"; {be} agrees with the first noun phrase.
 FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image of {}", "a close-up photo of {}")
 
@@ -101,7 +101,9 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
         return f"the {body}"
-    if node["plural"] or node["noun"].lower() in MASS_NOUNS:  # "the" was handled above: "some water" -> "water"
+    noun = node["noun"].lower()
+    # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
+    if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns():
         return body
     return f"{indefinite_article(body)} {body}"
 

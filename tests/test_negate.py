@@ -804,6 +804,37 @@ def test_viewpoint_swaps_with_a_way_are_not_made(caption, subject, obj, relation
     assert plausible_swap(VOCAB, relation, subject, obj) == emitted, caption
 
 
+@pytest.mark.parametrize(("caption", "subject", "obj", "relation"), [
+    # r6's not-false swaps: the swap says what the caption left open
+    ("A stop sign that is attached to a broken wooden pole.", "stop sign", "pole", "attached to"),
+    ("A man on a motorcycle is waving at two men.", "man", "man", "waving at"),
+    ("A fluffy white chair that faces away fro a television.", "chair", "television", "faces"),
+    ("A couple of men in front of a television with a remote.", "man", "television", "in front of"),
+    ("A man lying on a beach by a person with a kite.", "man", "person", "lying by"),
+])
+def test_swaps_the_caption_does_not_rule_out_are_not_made(caption, subject, obj, relation):
+    sg = rel_graph(node(subject), node(obj), relation)
+    assert not [c for c in _transforms(sg) if c["transform"] == "f_rel:swap"], caption
+
+
+def test_posture_and_screen_swaps_refused_only_there():
+    assert plausible_swap(VOCAB, "chasing", "dog", "cat")  # an action two animals both do still swaps
+    assert plausible_swap(VOCAB, "in front of", "man", "car")  # a car has no viewer's side
+    assert not plausible_swap(VOCAB, "sitting next to", "cat", "dog")
+    assert not plausible_swap(VOCAB, "standing with", "man", "woman")
+
+
+@pytest.mark.parametrize(("caption", "subject", "obj", "relation", "slot", "refused"), [
+    # r6's not-false replacements: a kind or a part of the old object, or a place it may be in
+    ("A girl is standing by a storefront while talking on her phone.", "girl", "phone", "talking on", "objects[1].noun", "smartphone"),
+    ("Two young boys sitting on floor, one playing a computer game.", "boy", "floor", "sitting on", "objects[1].noun", "attic"),
+    ("Several refrigerators are lined up by a wall.", "refrigerator", "wall", "by", "objects[1].noun", "home"),
+])
+def test_no_replacement_by_a_kind_or_part_of_the_object(caption, subject, obj, relation, slot, refused):
+    assert refused in VOCAB.unsafe("objects", obj), caption
+    assert refused not in _replacements(rel_graph(node(subject), node(obj), relation), slot), caption
+
+
 def test_a_subject_before_a_backdrop_is_not_replaced():
     # "A street sign in front of a skyscraper" -> "a mailbox in front of a skyscraper": both may stand there
     sg = rel_graph(node("street sign"), node("skyscraper"), "in front of")

@@ -32,6 +32,8 @@ A vocabulary is a folder of tab-separated files, each with a header line:
                                                attributes or relations); a head stands for its group
     hypernyms.tsv    kind  name  hypernym      optional; `hypernym` is true of every `name` ("star" ->
                                                "shape"), transitively
+    parts.tsv        part  whole               optional; objects: `part` is part of `whole` or found in it
+                                               ("wall" - "home", "floor" - "attic"): neither replaces the other
 
 Synonym groups and hypernyms keep negatives false: `negate` never replaces a word by one of its own
 group, its hypernyms or its hyponyms (`Vocab.unsafe`), and canonical sub-graph keys name a word by
@@ -75,6 +77,7 @@ class Vocab:
     source: str = ""
     synonyms: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> name -> head
     hypernyms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # kind -> name -> hypernyms
+    parts: tuple[tuple[str, str], ...] = ()  # (part, whole) of objects
     categories: dict[str, dict] = field(default_factory=dict)  # category -> {exclusive, applies_to, basic_only}
     applies_to: dict[str, frozenset[str]] = field(default_factory=dict)  # attribute -> kinds (overrides its category's)
     kinds: dict[str, str] = field(default_factory=dict)  # object group -> kind
@@ -233,6 +236,11 @@ class Vocab:
             for h in hypers:
                 related.setdefault(head, {head}).add(h)
                 related.setdefault(h, {h}).add(head)  # the hyponym side
+        if kind == "objects":  # "a wall" -> "a home" is no negative: the wall may be the home's
+            for part, whole in self.parts:
+                part, whole = self.head(kind, part), self.head(kind, whole)
+                related.setdefault(part, {part}).add(whole)
+                related.setdefault(whole, {whole}).add(part)
         for head in members:
             related.setdefault(head, {head})
         return {
@@ -449,6 +457,8 @@ def _load(folder: Path) -> Vocab:
         source=str(folder),
         synonyms=_synonyms(folder),
         hypernyms=_hypernyms(folder),
+        parts=tuple((r["part"].lower(), r["whole"].lower()) for r in _read_tsv(folder / "parts.tsv", ("part", "whole")))
+        if (folder / "parts.tsv").exists() else (),
         categories=_categories(folder),
         applies_to=marks.applies_to,
         kinds=kinds,
@@ -560,7 +570,7 @@ def _kind(value: str, path: Path) -> str:
 
 
 # the files `save` writes in a vocabulary folder
-FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv",
+FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv", "parts.tsv",
          "categories.tsv", "groups.tsv", "object_attributes.tsv", "relation_triples.tsv")
 
 
@@ -593,6 +603,8 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
     _write_text(folder / "hypernyms.tsv", "kind\tname\thypernym\n" + "".join(
         f"{kind}\t{name}\t{h}\n" for kind in sorted(vocab.hypernyms) for name, hs in sorted(vocab.hypernyms[kind].items()) for h in hs
     ))
+    if vocab.parts:
+        _write_text(folder / "parts.tsv", "part\twhole\n" + "".join(f"{p}\t{w}\n" for p, w in vocab.parts))
     if vocab.categories:
         _write_text(folder / "categories.tsv", "category\texclusive\tapplies_to\tbasic_only\n" + "".join(
             f"{c}\t{'yes' if r['exclusive'] else 'no'}\t{','.join(sorted(r['applies_to'] or ()))}\t{'yes' if r.get('basic_only') else ''}\n"
