@@ -317,6 +317,23 @@ def _noun_participle_attributes(g: _Graph) -> None:
         k += 1
 
 
+def _three_noun_head(g: _Graph, k: int, head, words: list[str], lemmas: list[str]) -> tuple[list[str], list[str]] | None:
+    """The head's words and lemmas with the noun before them when the head is a compound of three nouns
+    ("Air Force jet", "life size replica", "country-style kitchen"), of which the backend keeps two; None
+    otherwise."""
+    first = head.i - len(words) + 1
+    if len(words) < 2:
+        return None
+    hyphen = first > 1 and g.doc[first - 1].text == "-" and not g.doc[first - 2].whitespace_ and not g.doc[first - 1].whitespace_
+    lead = g.doc[first - 2] if hyphen else g.doc[first - 1] if first > 0 else None
+    if (lead is None or lead.i < g.bounds(k)[0] or lead.dep_ != "compound" or lead.pos_ not in ("NOUN", "PROPN")
+            or not first <= lead.head.i <= head.i):
+        return None
+    if hyphen:
+        return [f"{lead.text}-{words[0]}", *words[1:]], [f"{lead.lemma_}-{lemmas[0]}", *lemmas[1:]]
+    return [lead.text, *words], [lead.lemma_, *lemmas]
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
@@ -338,13 +355,9 @@ def compounds(g: _Graph) -> None:
             ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
             changed = True
         words, lemmas = ent["head"].split(), ent["lemma_head"].split()
-        first = head.i - len(words) + 1
-        if (not changed and len(words) > 1 and len(words) == len(lemmas) and first > g.bounds(k)[0]
-                and g.doc[first - 1].dep_ == "compound" and g.doc[first - 1].pos_ in ("NOUN", "PROPN")
-                and first <= g.doc[first - 1].head.i <= head.i):
-            # a compound of three nouns ("Air Force jet", "life size replica"): the backend keeps two
-            prev_tok = g.doc[first - 1]
-            words, lemmas = [prev_tok.text, *words], [prev_tok.lemma_, *lemmas]
+        longer = None if changed or len(words) != len(lemmas) else _three_noun_head(g, k, head, words, lemmas)
+        if longer is not None:
+            words, lemmas = longer
             ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
             changed = True
         if (len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed

@@ -132,6 +132,19 @@ class _Phrases:
         return phrase
 
 
+# A finite verb agrees with its subject: a swap gives "has" a plural subject ("pink tiles have the bathroom").
+SINGULAR_TO_PLURAL = {"has": "have", "is": "are", "was": "were", "does": "do"}
+PLURAL_TO_SINGULAR = {p: s for s, p in SINGULAR_TO_PLURAL.items()}
+
+
+def agreeing(relation: str, plural: bool) -> str:
+    """`relation` with its first word in the subject's number, when that word is a finite "has", "is", "was"
+    or "does" (or their plurals); any other relation as it is."""
+    first, sep, rest = relation.partition(" ")
+    form = (SINGULAR_TO_PLURAL if plural else PLURAL_TO_SINGULAR).get(first.lower())
+    return f"{form}{sep}{rest}" if form else relation
+
+
 def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     """One sentence for a sub-graph of any shape."""
     objects, relations = graph["objects"], graph["relations"]
@@ -146,7 +159,7 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
-        parts.append(f"{subject} {rel['relation']} {obj}")
+        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']))} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
 

@@ -16,7 +16,7 @@ from helpers import read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.negate import graph_negatives
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
-from mosaictool.stages.template import FRAMES, noun_phrase, ordered_attributes, render_graph, template, template_record
+from mosaictool.stages.template import FRAMES, agreeing, noun_phrase, ordered_attributes, render_graph, template, template_record
 from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "template"
@@ -246,3 +246,15 @@ def test_attributes_keep_the_captions_order_when_one_is_unknown():
     assert order(["red", "large"]) == ["large", "red"]
     assert order(["colorful", "public"]) == ["colorful", "public"]
     assert order(["faded", "wooden", "outdoor"]) == ["faded", "wooden", "outdoor"]
+
+
+def test_a_finite_relation_agrees_with_its_subject():
+    # r6's "pink tiles has the bathroom": the swap of "this bathroom has pink tiles"
+    assert agreeing("has", plural=True) == "have"
+    assert agreeing("are sitting on", plural=False) == "is sitting on"
+    assert agreeing("has", plural=False) == "has"
+    assert agreeing("holding", plural=True) == "holding"
+    graph = {"objects": [node("tiles", ["pink"], plural=True), node("bathroom")],
+             "relations": [{"subject": 0, "object": 1, "relation": "has"}]}
+    assert render_graph(graph, VOCAB) == "pink tiles have a bathroom"
+
