@@ -234,9 +234,12 @@ def _not_an_object(tok) -> bool:
     """A picture that frames ("pose for a picture", "the scene is shadowy"; kept by `framing` as the
     subject of a relation: "a picture on the wall"), an event or activity as an object ("plays
     tennis", "taking a swing"), the noun of an idiom ("for sale", "making his way"), a purpose ("for
-    repair") or quoted text."""
+    repair"), quoted text, or a participle spaCy read as a noun after a copula ("two teddy bears that are
+    large sitting": the entity "a large sitting" would be an adjective made a subject)."""
     lemma = tok.lemma_.lower()
-    return (lemma in PICTURE_NOUNS or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
+    return (lemma in PICTURE_NOUNS
+            or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
+            or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
             or _purpose(tok) or _quoted(tok))

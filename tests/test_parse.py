@@ -447,6 +447,8 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "a brick building with a blue sign on it", {"entities": [("building", ["brick"]), ("sign", ["blue"])]}),
     ("compounds", "Two people standing next to a life size replica of a suitcase.",
      {"entities": [("people", ["two"]), ("life size replica", []), ("suitcase", [])]}),
+    ("framing", "two teddy bears that are large sitting in a small garden",
+     {"entities": [("teddy bears", ["two"]), ("garden", ["small"])]}),
     ("compounds", "A country-style kitchen with white cabinets.", {"entities": [("country-style kitchen", []), ("cabinets", ["white"])]}),
     ("compounds", "Some scrap book scissors are on a brown table.", {"entities": [("scrap book scissors", []), ("table", ["brown"])]}),
     ("predicates", "The bus is red.", {"entities": [("bus", ["red"])]}),
