@@ -325,8 +325,8 @@ def _three_noun_head(g: _Graph, k: int, head, words: list[str], lemmas: list[str
     ("Air Force jet", "life size replica", "country-style kitchen"), of which the backend keeps two; None
     otherwise."""
     first = head.i - len(words) + 1
-    if len(words) < 2:
-        return None
+    if len(words) < 2 or first < 0 or [t.text for t in g.doc[first:head.i + 1]] != words:
+        return None  # the head's words are not the tokens before it ("stripy" of "stripy orange cross")
     hyphen = first > 1 and g.doc[first - 1].text == "-" and not g.doc[first - 2].whitespace_ and not g.doc[first - 1].whitespace_
     lead = g.doc[first - 2] if hyphen else g.doc[first - 1] if first > 0 else None
     if (lead is None or lead.i < g.bounds(k)[0] or lead.dep_ != "compound" or lead.pos_ not in ("NOUN", "PROPN")
