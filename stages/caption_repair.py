@@ -596,12 +596,21 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
     return _between_entities(g, found) + _possessives(g) + _trailing_spatial_words(g)
 
 
+def _phrasal(verb) -> list[str]:
+    """The verb with the particle that follows it ("letting off", "picking up", "reaching up"): without it
+    a text reads "an airplane letting green smoke" (blind review r7). A particle with an object of its own
+    is a preposition ("reflecting off one") and stays out."""
+    particles = [c.lower_ for c in verb.children if c.dep_ == "prt" and c.i == verb.i + 1 and c.lower_ in PARTICLES
+                 and not any(g.dep_ == "pobj" for g in c.children)]
+    return [verb.lower_, *particles]
+
+
 def _verb_objects(verb) -> list[tuple[object, list[str], object]]:
-    """(subject token, [verb], object token) for each direct object of `verb`: "a man rides a horse"."""
+    """(subject token, [verb (and particle)], object token) for each direct object of `verb`: "a man rides a horse"."""
     found = []
     for c in verb.children:
         if c.dep_ == "dobj":
-            found += [(s, [verb.lower_], o) for s in _subjects(verb) for o in _objects(c)]
+            found += [(s, _phrasal(verb), o) for s in _subjects(verb) for o in _objects(c)]
     return found
 
 
@@ -619,7 +628,8 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
         if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
-            words = [gov.lower_, *words]
+            verb = _phrasal(gov)
+            words = [*verb, *words] if words[0] not in verb[1:] else [gov.lower_, *words]
     elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
         return []
     subjects = _subjects(gov)
@@ -707,6 +717,8 @@ def relations(g: _Graph) -> None:
     # a preposition has one governor: sng's relation through the same preposition to the same
     # object from another subject ("a man plays tennis in front of": tennis "in front of") goes
     governed = {(o, rel.split()[-1]): s for s, rel, o in read}
+    # a verb is one governor with or without its particle ("picking up" the pizza is sng's "picking")
+    governed |= {(o, rel.split()[-2]): s for s, rel, o in read if len(rel.split()) > 1 and rel.split()[-1] in PARTICLES}
     kept = [r for r in g.relations if governed.get((r["object"], _last_word(r["relation"])), r["subject"]) == r["subject"]]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
@@ -720,7 +732,8 @@ def relations(g: _Graph) -> None:
         for n in between:
             r = g.relations[n]
             old = r["relation"].lower()
-            if r["subject"] == s and rel != old and rel.endswith(" " + old):
+            # an extension: "parked next to" of "next to", or a verb's particle: "letting off" of "letting"
+            if r["subject"] == s and rel != old and (rel.endswith(" " + old) or _with_particle(rel, old)):
                 g.relations[n] = {**r, "relation": rel, "lemma_relation": _lemma(g, rel)}
                 g.changed = True
     # the last word of a joined compound read as the verb of a relation ("a traffic stop sign" + "sign with")
@@ -729,6 +742,14 @@ def relations(g: _Graph) -> None:
         if len(head) > 1 and rest and first.lower() == head[-1]:
             g.relations[n] = {**r, "relation": rest, "lemma_relation": _lemma(g, rest)}
             g.changed = True
+
+
+def _with_particle(relation: str, old: str) -> bool:
+    """Whether `relation` is `old` with a particle after its verb ("letting off" for "letting", "reaching
+    up to" for "reaching to")."""
+    words, old_words = relation.split(), old.split()
+    return (len(words) == len(old_words) + 1 and words[0] == old_words[0] and words[1] in PARTICLES
+            and words[2:] == old_words[1:])
 
 
 def _says_something(relation: str) -> bool:

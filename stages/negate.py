@@ -539,6 +539,20 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
 
 
+WORN_GEAR = frozenset({"gear", "outfit", "attire", "clothes", "clothing", "garb"})
+
+
+def _worn(vocab, relation: str, node: dict) -> bool:
+    """"in" before clothing or a colour is wearing ("two girls in uniforms", "a woman in black"), not a place:
+    replacing it as a spatial relation gave "two young girls outside uniforms" (blind review r7). A compound
+    is read by its last word ("blue jeans", "ski gear"), a plural by its written form ("shorts", not "short")."""
+    if relation.lower() not in ("in", "dressed in"):
+        return False
+    words = {node["lemma"].lower(), node["noun"].lower()}
+    words |= {w.rsplit(" ", 1)[-1] for w in words}
+    return any(vocab.group(w) == "clothing" or vocab.category(w) == "colour" or w in WORN_GEAR for w in words)
+
+
 def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:
     """The f_rel transforms of a two-object positive: the objects swapped, each object replaced, the
     relation replaced, a third object joined."""
@@ -550,7 +564,8 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
     lemmas = {x["lemma"] for x in objects}
     _object_replacement_drafts(index, objects, rel, lemmas, sampler, pool)
-    new = sampler.relation(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
+    new = None if _worn(vocab, rel["relation"], objects[oi]) else sampler.relation(
+        rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
     if new is not None:
         pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
     _join_draft(index, objects, lemmas, sampler, pool)

@@ -95,6 +95,11 @@ def object_node(entity: dict, index: int | None) -> dict:
             counts.append(str(m.get("span", "")).lower())
         elif dep == "det":
             dets.append(str(m.get("span", "")).lower())
+    if counts and not {"a", "an"}.isdisjoint(dets):
+        # a number after "a" measures a modifier, not the noun ("a two thick wheeled bike", "a two story
+        # house"): it stays where the caption put it, and the noun one (r7 read "two thin wheeled bike")
+        attributes = [*counts, *attributes]
+        counts = []
     # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma (its last word
     # decides: "stuffed animal" is one animal, though spaCy lemmatises "stuffed" to "stuff")
     plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun.split()[-1:] != lemma.split()[-1:]

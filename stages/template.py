@@ -80,21 +80,25 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
     after = [a for a in node["attributes"] if participial(a)]
-    attributes = [a for a in node["attributes"] if not participial(a)]
+    # a word of the noun read as its modifier too ("a red and grey fire hydrant" gave "hydrant"): said once
+    noun_words = set(node["noun"].lower().split())
+    attributes = [a for a in node["attributes"] if not participial(a) and a.lower() not in noun_words]
     if not attributes:
         body = node["noun"]
     elif len(attributes) == 1:
         body = f"{attributes[0]} {node['noun']}"
     else:
-        words: list[str] = []
+        # adjacent colours are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue")
+        runs: list[list[str]] = []
         previous = None
         for attr, category in ordered_attributes(attributes, vocab):
             if category == "colour" and previous == "colour":
-                words.append("and")
-            words.append(attr)
+                runs[-1].append(attr)
+            else:
+                runs.append([attr])
             previous = category
-        words.append(node["noun"])
-        body = " ".join(words)
+        words = [run[0] if len(run) == 1 else f"{', '.join(run[:-1])} and {run[-1]}" for run in runs]
+        body = " ".join([*words, node["noun"]])
     if after:
         body = " ".join([body, *after])
     if node.get("count"):
@@ -137,12 +141,46 @@ SINGULAR_TO_PLURAL = {"has": "have", "is": "are", "was": "were", "does": "do"}
 PLURAL_TO_SINGULAR = {p: s for s, p in SINGULAR_TO_PLURAL.items()}
 
 
-def agreeing(relation: str, plural: bool) -> str:
+def _verb_bases(relations: Iterable[str]) -> frozenset[str]:
+    """The bare forms of the verbs whose participles begin the vocabulary's relations ("standing in" ->
+    "stand", "sitting on" -> "sit", "riding" -> "ride"; each candidate spelling, none of which is a preposition)."""
+    bases = set()
+    for name in relations:
+        first = name.split(" ", 1)[0]
+        if not first.endswith("ing") or len(first) < 5:
+            continue
+        stem = first[:-3]
+        bases.update((stem, stem + "e"))
+        if len(stem) > 2 and stem[-1] == stem[-2]:
+            bases.add(stem[:-1])  # "sitting" -> "sit"
+    return frozenset(bases)
+
+
+def third_person(verb: str) -> str:
+    """'stand' -> 'stands', 'punch' -> 'punches', 'fly' -> 'flies', 'go' -> 'goes'."""
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset()) -> str:
     """`relation` with its first word in the subject's number, when that word is a finite "has", "is", "was"
-    or "does" (or their plurals); any other relation as it is."""
+    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs`: a relation copied
+    from a plural or compound subject ("a horse and a dog stand in a meadow") read "a dog stand in a meadow"
+    (r7); any other relation as it is."""
     first, sep, rest = relation.partition(" ")
     form = (SINGULAR_TO_PLURAL if plural else PLURAL_TO_SINGULAR).get(first.lower())
+    if not form and not plural and first.lower() in verbs:
+        form = third_person(first)
     return f"{form}{sep}{rest}" if form else relation
+
+
+@functools.lru_cache(maxsize=8)
+def verb_bases(vocab) -> frozenset[str]:
+    """_verb_bases of `vocab`'s relations (a Vocab hashes by identity), computed once per vocabulary."""
+    return _verb_bases(vocab.relations)
 
 
 def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
@@ -152,6 +190,7 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     if not relations and len(objects) == 1:
         return phrase(objects[0])
     mentioned: set[int] = set()
+    verbs = verb_bases(vocab)
     parts = []
     for rel in relations:
         s, o = rel["subject"], rel["object"]
@@ -159,7 +198,7 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
-        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']))} {obj}")
+        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
 

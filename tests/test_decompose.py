@@ -366,3 +366,14 @@ def test_what_the_caption_says_is_absent_is_shown_nowhere():
                  "relations": [{"subject": 0, "object": 1, "relation": "without"}]}
     shown = [[o["noun"] for o in s["objects"]] for s in candidate_subgraphs(shirtless, load())]
     assert shown == [["man"], ["man", "shirt"]]
+
+
+def test_a_number_after_a_is_a_modifier_not_the_count():
+    # "a person riding a two thick wheeled bike on sand": blind review r7 read "two thin wheeled bike"
+    entity = {"span": "a two thick wheeled bike", "head": "bike", "lemma_head": "bike", "attributes": ["thick", "wheeled"],
+              "modifiers": [{"dep": "det", "span": "a"}, {"dep": "nummod", "span": "two"},
+                            {"dep": "amod", "span": "thick"}, {"dep": "amod", "span": "wheeled"}]}
+    node = object_node(entity, 0)
+    assert (node["count"], node["plural"], node["attributes"], node["determiner"]) == (None, False, ["two", "thick", "wheeled"], "a")
+    two = object_node({**entity, "span": "two thick bikes", "head": "bikes", "modifiers": entity["modifiers"][1:]}, 0)
+    assert (two["count"], two["plural"]) == ("two", True)

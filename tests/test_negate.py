@@ -963,3 +963,17 @@ def test_negate_lists_that_mean_something():
     assert parse_probs("0.333,0.333,0.333") == pytest.approx((1 / 3,) * 3)  # rounded thirds pass, normalised
     assert sum(parse_probs("0.15,0.425,0.425")) == pytest.approx(1)
 
+
+
+@pytest.mark.parametrize(("caption", "subject", "obj", "lemma"), [
+    ("Two young girls in uniforms sitting closely together.", "girls", "uniforms", "uniform"),
+    ("A woman in black sits on a park bench.", "woman", "black", "black"),
+    ("A man playing a game in black shorts", "man", "shorts", "short"),
+    ("A woman in ski gear", "woman", "ski gear", "ski gear"),
+])
+def test_in_before_clothing_or_a_colour_is_worn_and_never_replaced(caption, subject, obj, lemma):
+    # blind review r7: "two young girls outside uniforms", "a woman outside black"
+    sg = rel_graph(node(subject, plural=subject.endswith("s")), node(obj, lemma=lemma), "in")
+    assert not {c for c in _candidates(sg) if c[0] == "f_rel:replace_relation"}, caption
+    place = rel_graph(node("girls", plural=True), node("park"), "in")
+    assert {c for c in _candidates(place) if c[0] == "f_rel:replace_relation"}

@@ -511,3 +511,17 @@ def test_parse_writes_the_docs_tokens_unless_told_not_to(runner, tmp_path):
     (tmp_path / "in.jsonl").write_text(jsonl(*recs))
     result = runner.invoke(app, ["parse", str(tmp_path / "in.jsonl"), "--no-tokens", "-q"])
     assert result.exit_code == 0 and [sorted(json.loads(line)) for line in result.stdout.splitlines()] == [["caption", "graph", "id"]] * 2
+
+
+@pytest.mark.parametrize("caption, relation", [
+    ("An airplane is letting off white smoke against a blue sky.", ("airplane", "letting off", "smoke")),
+    ("A giraffe reaching up to some tree branches", ("giraffe", "reaching up to", "tree branches")),
+    ("The hand of a person picking up the last two pieces of pizza.", ("hand", "picking up", "pizza")),
+    ("Three hot dogs with different toppings lined up on a tabletop.", ("hot dogs", "lined up on", "tabletop")),
+])
+def test_a_verbs_particle_stays_in_its_relation(caption, relation):
+    # blind review r7: without the particle the texts read "an airplane letting green smoke", "reaching to mosses"
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    assert relation in triples(graph)
+    # the verb is one governor with or without its particle: no second relation of the bare verb
+    assert not [t for t in triples(graph) if t[2] == relation[2] and t[1] == relation[1].split()[0]]

@@ -258,3 +258,36 @@ def test_a_finite_relation_agrees_with_its_subject():
              "relations": [{"subject": 0, "object": 1, "relation": "has"}]}
     assert render_graph(graph, VOCAB) == "pink tiles have a bathroom"
 
+
+
+@pytest.mark.parametrize(("subject", "relation", "expected"), [
+    # "A horse and a dog stand in a meadow." (blind review r7: "a dog stand in a meadow")
+    (node("dog"), "stand in", "a dog stands in a meadow"),
+    (node("woman"), "sit on", "a woman sits on a meadow"),
+    (node("dogs", plural=True, lemma="dog"), "stand in", "dogs stand in a meadow"),
+    (node("dog"), "standing in", "a dog standing in a meadow"),
+    (node("dog"), "in", "a dog in a meadow"),
+])
+def test_a_bare_verb_agrees_with_a_singular_subject(subject, relation, expected):
+    graph = {"objects": [subject, node("meadow")], "relations": [{"subject": 0, "object": 1, "relation": relation}]}
+    assert render_graph(graph, VOCAB) == expected
+
+
+def test_a_colour_list_keeps_one_and():
+    # "A pretty red white and blue parking meter by some shrubs." with white -> orange (r7: "red and orange and blue")
+    assert noun_phrase(node("parking meter", ["pretty", "red", "orange", "blue"]), VOCAB) == "a pretty red, orange and blue parking meter"
+    assert noun_phrase(node("shirt", ["red", "blue"]), VOCAB) == "a red and blue shirt"
+
+
+def test_a_word_of_the_noun_is_not_repeated_as_its_modifier():
+    # "a red and grey fire hydrant on a street corner." parsed "hydrant" as a modifier too (r7: "hydrant fire hydrant")
+    assert noun_phrase(node("fire hydrant", ["red", "yellow", "hydrant"]), VOCAB) == "a red and yellow fire hydrant"
+
+
+@pytest.mark.parametrize(("noun", "attributes", "expected"), [
+    ("wood cabinetry", [], "wood cabinetry"),  # "A vintage yellow refrigerator surrounded by wood cabinetry."
+    ("toothpaste", ["red"], "red toothpaste"),  # "Some blue toothpaste applied to a red toothbrush."
+    ("cargo", [], "cargo"),  # "A truck loaded with cargo slowly creeps down the street."
+])
+def test_r7_mass_nouns_take_no_article(noun, attributes, expected):
+    assert noun_phrase(node(noun, attributes), VOCAB) == expected
