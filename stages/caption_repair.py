@@ -475,7 +475,7 @@ def _verb_attribute(verb) -> list[str]:
         return [" ".join([_participle(verb), *(t.lower_ for t in verb.doc[verb.i + 1:objects[0].i + 1])])]
     # a particle with an object is a preposition ("reflecting off one"): the verb is not intransitive
     if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp")
-                      or c.dep_ == "prt" and any(g.dep_ == "pobj" for g in c.children) for c in kids):
+                      or c.dep_ == "prt" and _has_object(c) for c in kids):
         return []
     particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
@@ -601,8 +601,13 @@ def _phrasal(verb) -> list[str]:
     a text reads "an airplane letting green smoke" (blind review r7). A particle with an object of its own
     is a preposition ("reflecting off one") and stays out."""
     particles = [c.lower_ for c in verb.children if c.dep_ == "prt" and c.i == verb.i + 1 and c.lower_ in PARTICLES
-                 and not any(g.dep_ == "pobj" for g in c.children)]
+                 and not _has_object(c)]
     return [verb.lower_, *particles]
+
+
+def _has_object(particle) -> bool:
+    """Whether a particle has an object of its own, and so is a preposition ("reflecting off one")."""
+    return any(c.dep_ == "pobj" for c in particle.children)
 
 
 def _verb_objects(verb) -> list[tuple[object, list[str], object]]:

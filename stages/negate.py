@@ -527,16 +527,21 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
     vocab, coordinated = sampler.vocab, sampler.coordinated
     for i, obj in enumerate(objects):
         attributes = obj["attributes"]
-        own = set(attributes).union(*(vocab.unsafe("attributes", vocab.known("attributes", a) or a) for a in attributes))
+        own = _with_synonyms(vocab, attributes)
         for j, attr in enumerate(attributes):
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
                 continue
-            joined = set(together).union(*(vocab.unsafe("attributes", vocab.known("attributes", w) or w) for w in together))
-            new = sampler.attribute(attr, own | joined if sampler.type_aware else set(attributes), obj["lemma"])
+            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) if sampler.type_aware else set(attributes),
+                                    obj["lemma"])
             if new is not None:
                 pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+
+
+def _with_synonyms(vocab, words) -> set[str]:
+    """`words` and every attribute none of them may be replaced by (Vocab.unsafe: synonyms, hypernyms, hyponyms)."""
+    return set(words).union(*(vocab.unsafe("attributes", vocab.known("attributes", w) or w) for w in words))
 
 
 WORN_GEAR = frozenset({"gear", "outfit", "attire", "clothes", "clothing", "garb"})

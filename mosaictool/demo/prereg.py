@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mosaictool.atomic import write_text
 from mosaictool.demo import tuning
-from mosaictool.demo.config import COLUMNS, DemoConfig
+from mosaictool.demo.config import COLUMNS, DemoConfig, file_digest
 from mosaictool.errors import MosaicError
 
 NAME = "preregistration.json"
@@ -36,7 +36,7 @@ RUNTIME = ("out", "cache_dir", "workers", "device", "loader_workers", "parallel_
 def _code(*modules: str) -> dict[str, str]:
     """{module path under mosaictool/: SHA-256 of its bytes}."""
     root = Path(__file__).resolve().parents[1]
-    return {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules}
+    return {m: file_digest(root / m) for m in modules}
 
 
 def _stated_claims(modules: list[str]) -> list[dict]:
@@ -94,8 +94,12 @@ def _text(value: dict) -> str:
     return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def digest_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _read_json(path: Path):
+    """The JSON in `path`, or None where it is absent or unreadable (then it records nothing)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 def _differences(old, new, prefix: str = "") -> list[str]:
@@ -110,17 +114,14 @@ def declare(cfg: DemoConfig, out: Path) -> str:
     """Write OUT/preregistration.json, or find the same plan there; another plan is refused. Its SHA-256."""
     path, now = out / NAME, json.loads(_text(plan(cfg)))
     if path.is_file():
-        try:
-            before = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            before = None
+        before = _read_json(path)
         if before != now:
             changed = ", ".join(_differences(before, now)[:3])
-            raise MosaicError(f"--out {out}: its {NAME} (sha256 {digest_of(path)[:12]}) declares another plan ({changed} differ) "
+            raise MosaicError(f"--out {out}: its {NAME} (sha256 {file_digest(path)[:12]}) declares another plan ({changed} differ) "
                               "and a pre-registration is never changed: rerun with its settings, or choose a new --out")
     else:
         write_text(path, _text(now))
-    return digest_of(path)
+    return file_digest(path)
 
 
 def read_once(out: Path, digest: str, rows: list[dict]) -> None:
@@ -128,10 +129,7 @@ def read_once(out: Path, digest: str, rows: list[dict]) -> None:
     afterwards the same numbers or a refusal (one line, before results.jsonl or report.md is written)."""
     found = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
     path = out / READ_NAME
-    try:
-        record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        record = None
+    record = _read_json(path)
     if isinstance(record, dict) and record.get("preregistration") == digest:
         if record.get("results") != found:
             raise MosaicError(f"{path}: test was read once for pre-registration {digest[:12]} (results sha256 "

@@ -97,11 +97,20 @@ def mine_for(cfg, shards: ShardCache | None = None) -> tuple[TrainData, list[lis
     device = resolve_device(cfg.device)
     bundle = openclip.create(cfg.model, cfg.pretrained, model_config_file=cfg.model_config, force_quick_gelu=cfg.force_quick_gelu,
                              device=device, seed=cfg.seed)
-    images = ImagePrep.of(bundle)
-    data = TrainData.load(cfg.data, method=methods.create(cfg.method, cfg.method_options), image_root=cfg.image_root,
-                          skip_bad=cfg.skip_bad, shards=shards, texts=cfg.texts, allow_outside_root=cfg.allow_outside_root)
-    return data, mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean, images.std,
-                                  k=cfg.hard_images, device=device)
+    data = _run_records(cfg, methods.create(cfg.method, cfg.method_options), shards)
+    return data, _mine(data, bundle, ImagePrep.of(bundle), cfg.hard_images, device)
+
+
+def _run_records(cfg, method, shards: ShardCache | None) -> TrainData:
+    """The records and images a run of `cfg` trains on."""
+    return TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards,
+                          texts=cfg.texts, allow_outside_root=cfg.allow_outside_root)
+
+
+def _mine(data: TrainData, bundle, images: ImagePrep, k: int, device: str) -> list[list[int]]:
+    """mine_hard_images of `data` under the run's starting model, with its own image preprocessing."""
+    return mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean, images.std,
+                            k=k, device=device)
 
 
 def _say_once(note: str, said: set[str] | None) -> None:
@@ -118,8 +127,7 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
     `shards`: the process's ShardCache, if it has one. `said`: notes already printed (by the other runs
     of a train_many), not printed again."""
     out = Path(cfg.out)
-    data = TrainData.load(cfg.data, method=method, image_root=cfg.image_root, skip_bad=cfg.skip_bad, shards=shards,
-                          texts=cfg.texts, allow_outside_root=cfg.allow_outside_root)
+    data = _run_records(cfg, method, shards)
     note = method.check_data(data.records, cfg.data)
     if note and info.is_main:
         _say_once(note, said)
@@ -134,8 +142,7 @@ def load_run_data(cfg, method, bundle, images: ImagePrep, info, shards: ShardCac
         if mined_path.exists():  # a resumed run mined them with its starting model already
             neighbours = read_mined(mined_path, len(data))
         else:
-            neighbours = mine_hard_images(data, bundle.model, ImageTransform(images.size, augment=False), images.mean,
-                                          images.std, k=cfg.hard_images, device=info.device)
+            neighbours = _mine(data, bundle, images, cfg.hard_images, info.device)
             if info.is_main:
                 out.mkdir(parents=True, exist_ok=True)
                 write_json(mined_path, neighbours)

@@ -38,7 +38,7 @@ from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section
 from mosaictool.demo.experiments.common import Variant, finetune_variants, score_on_val
 from mosaictool.demo.report import paired_diff
-from mosaictool.demo.significance import CASE_COLUMNS, compare
+from mosaictool.demo.significance import ARO_CASE_COLUMNS, CASE_COLUMNS, compare
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +164,7 @@ def text_tower_measures(ctx: Context, runs: dict[str, list[Path]], split: str = 
     from mosaictool.model.openclip import load_checkpoint
 
     items = load_items(get("world" if split == "test" else "world-val"), ctx.world, subtasks=["aro"])
-    by_sub = {col: [it for it in items if it.meta["subtask"] == sub.split("/", 1)[1]]
-              for col, sub in CASE_COLUMNS.items() if sub.startswith("aro/")}
+    by_sub = {col: [it for it in items if it.meta["subtask"] == CASE_COLUMNS[col].split("/", 1)[1]] for col in ARO_CASE_COLUMNS}
     captions = [{"id": k, "caption": it.texts[it.meta["correct"]]} for k, it in enumerate(by_sub["order"][:TREE_CAPTIONS])]
     logger.info(f"text towers of {sum(len(v) for v in runs.values())} checkpoints on {split} (cosines, tree-score)")
 
