@@ -92,9 +92,26 @@ def group_correct(result):
     return image_correct(result) and text_correct(result)
 
 
-def _items(n: int, held_out: bool = True, prior=("agree", "violate")) -> list[Item]:
+def _items(n: int, held_out: bool = True, prior=("agree", "violate"), form: str = "fronted") -> list[Item]:
     images = [ImageRef("i0.png"), ImageRef("i1.png")]
-    return [Item(images, ["c0", "c1"], {"subtask": "fronted", "prior": list(prior), "id": k, "held_out": held_out}) for k in range(n)]
+    return [Item(images, ["c0", "c1"], {"subtask": form, "prior": list(prior), "id": k, "held_out": held_out}) for k in range(n)]
+
+
+def test_the_trained_pool_is_the_copular_and_subgraph_forms_together():
+    rng = np.random.default_rng(4)
+    items = _items(30, held_out=False, form="copular") + _items(20, held_out=False, form="subgraph") + _items(10)
+    sims = list(rng.integers(0, 3, size=(len(items), 2, 2)).astype(float))
+    theirs = [{"c0_i0": s[0, 0], "c1_i0": s[0, 1], "c0_i1": s[1, 0], "c1_i1": s[1, 1]} for s in sims]
+    rows = {(r["subtask"], r["metric"]): r["value"] for r in relforms.score_rows(items, sims)}
+    hits = relforms.item_hits(items, sims)
+    # pooled over cases (50 pairs), not the mean of the two forms' scores; the held-out form is not in it
+    assert hits["trained-group"].tolist() == [group_correct(r) for r in theirs[:50]]
+    assert rows["trained-group", "group"] == pytest.approx(np.mean([group_correct(r) for r in theirs[:50]]))
+    assert hits["held-out-group"].tolist() == [group_correct(r) for r in theirs[50:]]
+    assert len(hits["trained"]) == 100 and len(hits["trained-violate"]) == 50
+    # with no held-out form there is no held-out pool (and no trained pool without a trained form)
+    assert "held-out-group" not in relforms.item_hits(items[:50], sims[:50])
+    assert "trained-group" not in relforms.item_hits(items[50:], sims[50:])
 
 
 def test_group_score_is_winogrounds_including_ties():
@@ -169,6 +186,7 @@ def test_the_world_bench_scores_the_forms_with_every_case(relforms_world):
             assert col in CASE_COLUMNS and (sub, metric) in got
             assert got[sub, metric] == pytest.approx(hits[sub].mean())  # the column is the mean of its cases
     assert len(hits["relforms/held-out-group"]) == 24 * len(HELD_OUT_FORMS)
+    assert len(hits["relforms/trained-group"]) == 24 * (len(RELATION_FORMS) - len(HELD_OUT_FORMS))
     assert all(not r["subtask"].startswith("relforms") for r in rows if r["subtask"] == "headline")
 
 
@@ -177,7 +195,7 @@ def test_the_report_has_the_rel_columns_and_its_headline_is_the_group_score(relf
     from mosaictool.demo.report import build_report
     from mosaictool.demo.significance import CASE_COLUMNS, HEADLINE_COLUMN
 
-    assert HEADLINE_COLUMN == "rel group"
+    assert HEADLINE_COLUMN == "rel group trained"
     rng = np.random.default_rng(3)
     groups = {m: [f"{m}-s{s}" for s in range(3)] for m in ("CLIP", "NegCLIP", "MosaiCLIP")}
     rows = []
@@ -192,8 +210,8 @@ def test_the_report_has_the_rel_columns_and_its_headline_is_the_group_score(relf
     cfg = DemoConfig.preset(quick=True, split="val", seeds=3)
     report = build_report(cfg, rows, groups, runs={m: [] for m in groups}, curves={}, world=relforms_world, out=tmp_path, minutes=1.0)
     header = report.table.splitlines()[0]
-    for col in ("rel copular", "rel sub-graph", "rel fronted", "rel with", "rel group", "rel violate"):
+    for col in ("rel copular", "rel sub-graph", "rel fronted", "rel with", "rel group", "rel group trained", "rel violate"):
         assert f"| {col} |" in header
-    assert report.headline["verdict"].startswith("headline (confirmatory): MosaiCLIP − NegCLIP on rel group")
+    assert report.headline["verdict"].startswith("headline (confirmatory): MosaiCLIP − NegCLIP on rel group trained:")
     assert "MosaiCLIP behind" in report.headline["verdict"]
-    assert "the same reader scores 50.0" in report.text and "confirmatory headline is on rel group" in report.text
+    assert "the same reader scores 50.0" in report.text and "confirmatory headline is on rel group trained" in report.text

@@ -15,7 +15,10 @@ match. Rows, every comparison strict (a tie is wrong, as ARO's VG-Relation and W
   text / image / group: Winoground's scores (Thrush et al. 2022) on the 2x2 matrix
   (metrics.winoground_scores); `relforms/<form>/<prior class>`: accuracy over the images of that class.
 - `relforms/held-out` (the held-out forms together, each (record, form) a case): accuracy, text,
-  image, `relforms/held-out-group` group, and `relforms/held-out-<prior class>` accuracy.
+  image, `relforms/held-out-group` group, and `relforms/held-out-<prior class>` accuracy;
+  `relforms/trained`, `relforms/trained-group`, `relforms/trained-<prior class>` the same for the
+  forms train texts use (copular and sub-graph: NegCLIP's swaps and MosaiCLIP's sub-graph texts are
+  in one each, so pooled neither method's form weighs more).
 A reader blind to the image scores 0 on text, image and group (its scores do not change with the
 image, so a pair it gets right on one image it gets wrong on the other) and exactly 50 on accuracy
 over agree and violate images together, whatever prior it knows.
@@ -37,6 +40,7 @@ FILE = "relforms/relation_forms.jsonl"
 FIELDS = ("id", "images", "forms", "held_out", "prior")
 PRIOR_CLASSES = ("agree", "violate", "neutral")
 HELD_OUT = "held-out"
+TRAINED = "trained"
 
 
 def load_items(split_dir: Path, name: str, limit: int | None = None) -> list[Item]:
@@ -85,8 +89,16 @@ def _cases(items: list[Item], sims) -> dict[str, dict]:
     return out
 
 
-def _held_out(items: list[Item]) -> list[str]:
-    return list(dict.fromkeys(it.meta["subtask"] for it in items if it.meta["held_out"]))
+def _pools(items: list[Item]) -> dict[str, list[str]]:
+    """The forms pooled under each name: held-out (no train text uses them) and trained (the others); an
+    empty pool is left out."""
+    pools = {HELD_OUT: [f for f in _forms(items) if _is_held_out(items, f)],
+             TRAINED: [f for f in _forms(items) if not _is_held_out(items, f)]}
+    return {name: forms for name, forms in pools.items() if forms}
+
+
+def _is_held_out(items: list[Item], form: str) -> bool:
+    return any(it.meta["held_out"] for it in items if it.meta["subtask"] == form)
 
 
 def _forms(items: list[Item]) -> list[str]:
@@ -112,25 +124,25 @@ def _rows(name: str, got: dict, group_name: str | None = None, prior_name: str |
 
 
 def score_rows(items: list[Item], sims) -> list[dict]:
-    """Rows per form (prior split as detail rows) and for the held-out forms together."""
+    """Rows per form (prior split as detail rows), for the held-out forms together and for the trained ones."""
     cases = _cases(items, sims)
     rows = [r for form in _forms(items) for r in _rows(form, cases[form])]
-    if _held_out(items):
-        rows += _rows(HELD_OUT, _pooled(cases, _held_out(items)), group_name=f"{HELD_OUT}-group", prior_name=HELD_OUT)
+    for pool, forms in _pools(items).items():
+        rows += _rows(pool, _pooled(cases, forms), group_name=f"{pool}-group", prior_name=pool)
     return rows
 
 
 def item_hits(items: list[Item], sims) -> dict[str, np.ndarray]:
-    """Every case's outcome, keyed like the rows whose mean it is: `<form>` and `held-out` (accuracy, 2
-    images per record and form), `held-out-group` (group, one per record and held-out form),
-    `held-out-<prior class>` (accuracy over that class's images)."""
+    """Every case's outcome, keyed like the rows whose mean it is: `<form>`, `held-out` and `trained`
+    (accuracy, 2 images per record and form), `held-out-group` and `trained-group` (group, one per record
+    and form of the pool), `<pool>-<prior class>` (accuracy over that class's images)."""
     cases = _cases(items, sims)
     out = {form: np.array(cases[form]["hits"], dtype=bool) for form in _forms(items)}
-    if _held_out(items):
-        pooled = _pooled(cases, _held_out(items))
+    for pool, forms in _pools(items).items():
+        pooled = _pooled(cases, forms)
         hits = np.array(pooled["hits"], dtype=bool)
-        out[HELD_OUT] = hits
-        out[f"{HELD_OUT}-group"] = np.array([metrics.winoground_scores(m)["group"] for m in pooled["matrices"]], dtype=bool)
+        out[pool] = hits
+        out[f"{pool}-group"] = np.array([metrics.winoground_scores(m)["group"] for m in pooled["matrices"]], dtype=bool)
         for cls in PRIOR_CLASSES:
-            out[f"{HELD_OUT}-{cls}"] = hits[np.array([p == cls for p in pooled["prior"]], dtype=bool)]
+            out[f"{pool}-{cls}"] = hits[np.array([p == cls for p in pooled["prior"]], dtype=bool)]
     return out

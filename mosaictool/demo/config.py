@@ -59,13 +59,15 @@ COLUMNS: list[tuple[str, str, str]] = [
     # image and its twin (the two objects trade cells), with the caption and its swap in each form. The copular
     # form is VG-Relation's and the plain captions' (NegCLIP's swaps of them are its negatives word for word),
     # sub-graph is MosaiCLIP's sub-graph text, fronted and with are forms no train text uses; group = Winoground's
-    # group score (Thrush et al. 2022) in the held-out forms, violate = the held-out forms on the images whose
+    # group score (Thrush et al. 2022) in the held-out forms, group trained = the same in the copular and sub-graph
+    # forms pooled (each of the two methods' own form once), violate = the held-out forms on the images whose
     # relation goes against the placement prior (a reader who knows the prior scores 0 there, 100 on agree).
     ("rel copular", "relforms/copular", "accuracy"),
     ("rel sub-graph", "relforms/subgraph", "accuracy"),
     ("rel fronted", "relforms/fronted", "accuracy"),
     ("rel with", "relforms/with", "accuracy"),
     ("rel group", "relforms/held-out-group", "group"),
+    ("rel group trained", "relforms/trained-group", "group"),
     ("rel violate", "relforms/held-out-violate", "accuracy"),
 ]
 

@@ -261,7 +261,8 @@ def build_report(cfg: DemoConfig, rows: list[dict], groups: dict[str, list[str]]
         "caption against its swap on each image, said as \"the A is REL the B\" (VG-Relation's and the plain captions' "
         "form), \"a A REL a B\" (MosaiCLIP's sub-graph texts), \"REL the B is the A\" and \"a B with a A REL it\" (held "
         "out: no train text has these forms); rel group = Winoground's group score (Thrush et al. 2022) in the held-out "
-        "forms; rel violate = the held-out forms on the images whose relation goes against the placement prior. "
+        "forms, rel group trained = the same in the copular and sub-graph forms pooled (NegCLIP's and MosaiCLIP's own "
+        "forms, one each); rel violate = the held-out forms on the images whose relation goes against the placement prior. "
         f"The confirmatory headline is on {HEADLINE_COLUMN} (docs/demo.md, \"headline measure\").",
         "",
         table,
