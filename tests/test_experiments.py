@@ -4,6 +4,7 @@ real training."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -320,3 +321,66 @@ def test_text_tower_measures_read_the_worlds_cases(tmp_path, tiny_worlds):
     measured = ladder.text_tower_measures(ctx, {"run": [final]}, "val")
     [m] = measured["run"]
     assert set(m) == {"relation", "order", "attribute", "tree-score"} and all(math.isfinite(v) for v in m.values())
+
+
+def test_shapley_values_are_the_mean_marginal_effect_over_every_order():
+    from itertools import permutations
+
+    from mosaictool.demo.experiments import attribution
+
+    k = 4
+    rng = np.random.default_rng(11)
+    cells = attribution.cells(k)
+    values = rng.random(len(cells))
+    value_of = dict(zip(cells, values))
+    brute = np.zeros(k)
+    for order in permutations(range(k)):
+        on = [False] * k
+        for f in order:
+            before = value_of[tuple(on)]
+            on[f] = True
+            brute[f] += value_of[tuple(on)] - before
+    brute /= math.factorial(k)
+    got = attribution.shapley(values)
+    assert got == pytest.approx(brute)
+    assert got.sum() == pytest.approx(values[-1] - values[0])  # they add up to the whole gap
+    # trailing axes (seeds, cases) ride along
+    stacked = attribution.shapley(np.stack([values, 2 * values], axis=1))
+    assert stacked[:, 1] == pytest.approx(2 * brute)
+
+
+def test_attribution_cells_run_from_negclip_in_mosaiclips_method_to_the_table_row(tmp_path):
+    from mosaictool.demo.experiments import attribution
+
+    ctx = _context(tmp_path)
+    cells = attribution.variants(ctx)
+    assert len(cells) == 2 ** len(attribution.FACTORS)
+    rows = {label: (method, options) for label, method, options in METHODS}
+    none, every = cells[0], cells[-1]
+    assert (every.label, every.method, every.options, every.hard_images) == ("MosaiCLIP", *rows["MosaiCLIP"], None)
+    rung = next(v for v in ladder.variants(ctx) if v.name == "NegCLIP in MosaiCLIP's method")
+    assert (none.method, none.options, none.hard_images) == (rung.method, rung.options, "all")  # with NegCLIP's hard images
+    settings = [(v.method, tuple(sorted(v.options.items())), v.hard_images) for v in cells]
+    assert len(set(settings)) == len(settings)
+    assert {v.lr for v in cells[:-1]} == {ctx.cfg.lr_for("NegCLIP")} == {ctx.cfg.lr_for("MosaiCLIP")}
+
+
+def test_attribution_recovers_additive_effects_and_adds_up(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import attribution
+
+    effects = np.array([-0.06, +0.02, -0.04, 0.0])  # relation points per change, additive
+
+    def accuracy(label, col):
+        k = len(attribution.cells()) - 1 if label == "MosaiCLIP" else int(label.split()[-1])
+        on = np.array(attribution.cells()[k], dtype=float)
+        return 0.7 + float(on @ effects) if col == "relation" else 0.5
+
+    _fake_training(monkeypatch, accuracy)
+    section = attribution.run(_context(tmp_path, seeds=3))
+    table = (tmp_path / "attribution.md").read_text()
+    assert table.strip() in section.text
+    rel = [line.split("|")[2] for line in table.splitlines() if line.startswith("| ") and "[" in line]
+    got = [float(cell.split("[")[0]) for cell in rel]
+    assert got == pytest.approx(100 * effects, abs=1.5)  # shared cases: the drawn difficulty cancels
+    gap = next(line for line in table.splitlines() if line.startswith("| **the whole gap**"))
+    assert float(gap.split("|")[2]) == pytest.approx(sum(got), abs=0.11)

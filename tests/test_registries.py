@@ -79,7 +79,7 @@ def test_a_new_experiment_is_one_module(package_with):
     assert "toy: a throwaway experiment that writes one file (val)" in experiments.help_text()
     assert "toy.md" in experiments.files()
     assert experiments.get("toy").FILES == ("toy.md",)
-    with pytest.raises(Exception, match="--experiment 'toi': choose from ablate, ladder, towers, toy"):
+    with pytest.raises(Exception, match="--experiment 'toi': choose from ablate, ladder, attribution, towers, toy"):
         experiments.get("toi")
 
 

@@ -31,6 +31,17 @@ class Variant:
     lock: str | None = None  # "image" / "text": that tower frozen (open_clip's lock conventions)
 
 
+def method_variant(ctx: Context, name: str, label: str, method: str, options: dict, **kwargs) -> Variant:
+    """A variant of `method` with `options`, those equal to the method's defaults (or to the demo's max_pos /
+    max_neg, which finetune_all adds) left out, so that equal training settings name the same run folder."""
+    from mosaictool import methods
+
+    defaults = {o.name: o.default for o in methods.get(method).options}
+    injected = {"max_pos": ctx.cfg.max_pos, "max_neg": ctx.cfg.max_neg}
+    kept = {key: v for key, v in options.items() if v != injected.get(key, defaults.get(key))}
+    return Variant(name, label, method, kept, **kwargs)
+
+
 def finetune_variants(ctx: Context, variants: list[Variant]) -> dict[str, list[Path]]:
     """{variant name: final checkpoint per seed}, every variant at ctx.cfg's steps, images per step
     and seeds."""

@@ -36,7 +36,7 @@ from mosaictool.atomic import write_text
 from mosaictool.demo.config import COLUMNS, METHODS
 from mosaictool.demo.evaluation import column_value
 from mosaictool.demo.experiments import Context, Section
-from mosaictool.demo.experiments.common import Variant, finetune_variants, score_on_val
+from mosaictool.demo.experiments.common import Variant, finetune_variants, method_variant, score_on_val
 from mosaictool.demo.report import paired_diff
 from mosaictool.demo.significance import ARO_CASE_COLUMNS, CASE_COLUMNS, compare
 
@@ -79,8 +79,6 @@ CHART_COLUMNS = ("relation", "order", "attribute", "recognition")
 
 def variants(ctx: Context) -> list[Variant]:
     """The rungs as fine-tuning rows; the table's rows keep the table's labels (and runs)."""
-    from mosaictool import methods
-
     rows = {label: (method, options) for label, method, options in METHODS}
     out = []
     for k, (name, _, method, options, hard, source) in enumerate(RUNGS):
@@ -88,11 +86,8 @@ def variants(ctx: Context) -> list[Variant]:
             method, options = rows[name]
             out.append(Variant(name, name, method, dict(options), hard_images=hard, hard_image_source=source, lr_row=name))
             continue
-        defaults = {o.name: o.default for o in methods.get(method).options}
-        injected = {"max_pos": ctx.cfg.max_pos, "max_neg": ctx.cfg.max_neg}
-        kept = {key: v for key, v in options.items() if v != injected.get(key, defaults.get(key))}
-        out.append(Variant(name, f"ladder {k}", method, kept, hard_images=hard, hard_image_source=source,
-                           lr=ctx.cfg.lr_for("NegCLIP")))
+        out.append(method_variant(ctx, name, f"ladder {k}", method, options, hard_images=hard, hard_image_source=source,
+                                  lr=ctx.cfg.lr_for("NegCLIP")))
     return out
 
 
