@@ -305,12 +305,20 @@ def test_mosaiclip_text_negatives_variant_draws_the_caption_level_negatives_only
     assert graph.neg == ["a blue star"]
     assert sorted(text.neg) == ["a blue cross above a red star", "a red star above a green cross"]
     assert text.pos[0] == "a red star above a blue cross"
-    with pytest.raises(MosaicError, match="--negatives 'both': choose graph, text or negclip"):
+    with pytest.raises(MosaicError, match="--negatives 'both': choose graph, text, negclip, graph\\+negclip"):
         methods.create("mosaiclip", {"negatives": "both"})
     # `--negatives negclip`: NegCLIP's own draw, the swap only (the replace text is not one)
     negclip = methods.create("mosaiclip", {"negatives": "negclip", "max_pos": 1, "max_neg": 1})
     negclip = negclip.select(record, random.Random(0), 1, 1)
     assert negclip.pos == ["a red star above a blue cross"] and negclip.neg == ["a blue cross above a red star"]
+    # the mechanism's tests: NegCLIP's swap added before the graph negatives; one-object positives left out
+    both = methods.create("mosaiclip", {"negatives": "graph+negclip"}).select(record, random.Random(0), 3, 6)
+    assert both.neg == ["a blue cross above a red star", "a blue star"]
+    assert both.pos == ["a red star above a blue cross", "a red star"]
+    no_objects = methods.create("mosaiclip", {"positives": "no-objects"}).select(record, random.Random(0), 3, 6)
+    assert no_objects.pos == ["a red star above a blue cross"] and no_objects.neg == ["a blue star"]  # kept, unpaired
+    with pytest.raises(MosaicError, match="--positives 'none': choose all, no-objects"):
+        methods.create("mosaiclip", {"positives": "none"})
 
 
 # --- bad input (moved from test_bad_folders.py) ---

@@ -62,6 +62,10 @@ def format_category_probs(probs: dict[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in probs.items())
 
 
+NEGATIVES = ("graph", "text", "negclip", "graph+negclip")
+POSITIVES = ("all", "no-objects")
+
+
 class MosaiClip(Method):
     name = "mosaiclip"
     place = 30
@@ -77,7 +81,12 @@ class MosaiClip(Method):
         Option("negatives", str, "graph", "mosaiclip: graph (the paper's: perturbed scene graphs) | text (an ablation, not the "
                "paper's: the caption-level text negatives of `negate --text`, NegCLIP's and FSC-CLIP's, in their place) | "
                "negclip (NegCLIP's own: one of the caption's swaps, drawn as --method negclip draws it; with --max-pos 1 "
-               "--max-neg 1 --no-containment --loss-weighting mean this is NegCLIP's training, step for step)."),
+               "--max-neg 1 --no-containment --loss-weighting mean this is NegCLIP's training, step for step) | "
+               "graph+negclip (a test of the paper's mechanism: NegCLIP's swap first, then graph negatives in the other "
+               "--max-neg slots)."),
+        Option("positives", str, "all", "mosaiclip: all (the paper's: the caption and its sub-graph texts) | no-objects (a "
+               "test of the paper's mechanism: sub-graph texts of one object left out, as they are true of a caption and of "
+               "its swap alike; the negatives that perturb them stay, unpaired). Example: --positives no-objects."),
         Option("containment", bool, True, "mosaiclip: P(i) by sub-graph containment (the paper's: a text is a positive of "
                "every image of the batch whose scene graph contains its sub-graph); off: of the images that have that very "
                "text (an ablation)."),
@@ -104,8 +113,10 @@ class MosaiClip(Method):
             raise MosaicError("--max-pos must be at least 1 and --max-neg at least 0")
         if not 0 <= self.opts["curriculum_split"] <= 1:
             raise MosaicError("--curriculum-split is a fraction of the steps, between 0 and 1")
-        if self.opts["negatives"] not in ("graph", "text", "negclip"):
-            raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose graph, text or negclip")
+        if self.opts["negatives"] not in NEGATIVES:
+            raise MosaicError(f"--negatives {self.opts['negatives']!r}: choose {', '.join(NEGATIVES)}")
+        if self.opts["positives"] not in POSITIVES:
+            raise MosaicError(f"--positives {self.opts['positives']!r}: choose {', '.join(POSITIVES)}")
         if self.opts["loss_weighting"] not in ("paper", "mean"):
             raise MosaicError(f"--loss-weighting {self.opts['loss_weighting']!r}: choose paper or mean")
         if self.opts["denominators"] not in ("masked", "all"):
@@ -125,7 +136,8 @@ class MosaiClip(Method):
             raise RecordError("no caption (a 'caption' field or a caption positive in 'texts')")
 
     def _is_negative(self, negative: dict) -> bool:
-        return negative.get("kind") == ("text" if self.opts["negatives"] == "negclip" else self.opts["negatives"])
+        kind = {"negclip": "text", "graph+negclip": "graph"}.get(self.opts["negatives"], self.opts["negatives"])
+        return negative.get("kind") == kind
 
     def check_data(self, records, source):
         return require_negatives(self, records, source, self._is_negative, self.opts["negatives"])
@@ -136,16 +148,25 @@ class MosaiClip(Method):
             return min(1, max_pos), min(1, max_neg)
         return max_pos, max_neg
 
+    def _positive_entries(self, record: dict) -> tuple[list[dict], dict[int, int]]:
+        """The record's positive entries this method draws from, and each kept entry's index among them by its index
+        in the record (what a negative's `positive` field points at)."""
+        entries = (record.get("texts") or {}).get("positives") or [{"text": caption_of(record)}]
+        kept = list(range(len(entries)))
+        if self.opts["positives"] == "no-objects":
+            kept = [i for i, e in enumerate(entries) if e.get("kind") != "object"] or [0]
+        return [entries[i] for i in kept], {old: new for new, old in enumerate(kept)}
+
     def select(self, record: dict, rng: random.Random, kp: int, kn: int) -> Selection:
         texts = record.get("texts") or {}
-        entries = texts.get("positives") or [{"text": caption_of(record)}]
+        entries, new_index = self._positive_entries(record)
         positives = [p["text"] for p in entries]
         implied = record_key_ids(record)
         category_probs = self.opts["category_probs"]
         by_category: dict[str, list[tuple[int | None, str, str | None]]] = {}
         for n in texts.get("negatives") or []:
             if self._is_negative(n) and not holds_key(implied, n.get("key")):
-                pair = (n.get("positive"), n["text"], n.get("key"))
+                pair = (new_index.get(n.get("positive")), n["text"], n.get("key"))
                 by_category.setdefault(n.get("category") or "other", []).append(pair)
         # Curriculum stage 1 (one slot of each where --max-pos allows more): "sampling (at max) a single
         # positive and negative sub-graph per image" (Singh et al. 2023, Sec. 3.6), a drawn pair, the
@@ -157,9 +178,10 @@ class MosaiClip(Method):
         has_caption = entries[0].get("kind", "caption") == "caption"
         chosen_pos: list[int] = [0] if caption_only or (has_caption and kp > 1) else []
         chosen_neg: list[tuple[str, str | None]] = []
-        if self.opts["negatives"] == "negclip":
+        if self.opts["negatives"] in ("negclip", "graph+negclip"):
             chosen_neg = [(text, None) for text in negclip_negative(record, rng)] if kn > 0 else []
-            by_category = {}
+            if self.opts["negatives"] == "negclip":
+                by_category = {}
         while len(chosen_neg) < kn and by_category:
             cats = sorted(by_category)
             weights = [category_probs.get(c, 0.0) for c in cats]
