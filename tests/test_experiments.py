@@ -384,3 +384,62 @@ def test_attribution_recovers_additive_effects_and_adds_up(tmp_path, monkeypatch
     assert got == pytest.approx(100 * effects, abs=1.5)  # shared cases: the drawn difficulty cancels
     gap = next(line for line in table.splitlines() if line.startswith("| **the whole gap**"))
     assert float(gap.split("|")[2]) == pytest.approx(sum(got), abs=0.11)
+
+
+def test_role_distance_is_the_swaps_distance_as_a_share_of_another_relations(monkeypatch):
+    from mosaictool.analysis import text_separation
+    from mosaictool.bench.base import ImageRef, Item
+
+    items = [Item([ImageRef("x.png")], ["the b is above the a", "the a is above the b"], {"group": "above", "correct": 1}),
+             Item([ImageRef("y.png")], ["the d is to the right of the c", "the c is to the right of the d"],
+                  {"group": "to the right of", "correct": 1})]
+
+    def features(swap_angle, other_angle):
+        def fake(bundle, texts, batch_size=256):
+            out = {}
+            for t in texts:
+                true = t in ("the a is above the b", "the c is to the right of the d")
+                swapped = t in ("the b is above the a", "the d is to the right of the c")
+                angle = 0.0 if true else swap_angle if swapped else other_angle
+                out[t] = np.array([np.cos(angle), np.sin(angle)])
+            return out
+        return fake
+
+    monkeypatch.setattr(text_separation, "text_features", features(0.0, 0.5))  # the swap is the caption to the tower
+    assert text_separation.role_distance(None, items) == pytest.approx(0.0)
+    monkeypatch.setattr(text_separation, "text_features", features(0.5, 0.5))  # as far as another relation
+    assert text_separation.role_distance(None, items) == pytest.approx(1.0)
+    # the same angles in a tower that draws everything closer give the same share
+    monkeypatch.setattr(text_separation, "text_features", features(0.1, 0.2))
+    near = text_separation.role_distance(None, items)
+    monkeypatch.setattr(text_separation, "text_features", features(0.05, 0.1))
+    assert text_separation.role_distance(None, items) == pytest.approx(near, rel=0.01)
+    bad = [Item([ImageRef("x.png")], ["the b is near the a", "the a is near the b"], {"group": "near", "correct": 1})]
+    with pytest.raises(ValueError, match="does not say 'near'"):
+        text_separation.role_distance(None, bad)
+
+
+def test_mechanism_trains_two_falsifying_runs_and_judges_each_prediction(tmp_path, monkeypatch):
+    from mosaictool.demo.experiments import mechanism
+
+    relation = {"NegCLIP": 0.75, "MosaiCLIP": 0.65, "mechanism 0": 0.72, "mechanism 1": 0.65}
+
+    def accuracy(label, col):
+        return relation[label] if col == "relation" else 0.5
+
+    trained = _fake_training(monkeypatch, accuracy)
+    distances = {"base": [0.6], "NegCLIP": [0.30, 0.33, 0.28, 0.31, 0.29], "MosaiCLIP": [0.10, 0.11, 0.09, 0.12, 0.10],
+                 mechanism.NO_OBJECTS: [0.25, 0.28, 0.26, 0.27, 0.24], mechanism.WITH_SWAP: [0.02, 0.035, 0.025, 0.03, 0.02]}
+    monkeypatch.setattr(mechanism, "role_distances", lambda ctx, runs: distances)
+    section = mechanism.run(_context(tmp_path, seeds=5))
+    options = {label: opts for label, _, opts, *_ in trained}
+    assert options["mechanism 0"] == {"curriculum": True, "positives": "no-objects"}
+    assert options["mechanism 1"] == {"curriculum": True, "negatives": "graph+negclip"}
+    table = (tmp_path / "mechanism.md").read_text()
+    assert table.strip() in section.text
+    verdicts = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in table.splitlines() if line.count("|") == 6}
+    assert verdicts["MosaiCLIP's role distance is below NegCLIP's"] == "holds"
+    assert verdicts[f"{mechanism.NO_OBJECTS}: role distance above MosaiCLIP's"] == "holds"
+    assert verdicts[f"{mechanism.NO_OBJECTS}: relation above MosaiCLIP's"] == "holds"
+    assert verdicts[f"{mechanism.WITH_SWAP}: role distance above MosaiCLIP's"] == "contradicted"
+    assert verdicts[f"{mechanism.WITH_SWAP}: relation above MosaiCLIP's"] == "not detected"
