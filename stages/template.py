@@ -39,7 +39,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
-from mosaictool.stages.subgraph import canonical_key, caption_key, indefinite_article, normalize_text, record_rng
+from mosaictool.stages.subgraph import COLOUR_WORDS, canonical_key, caption_key, indefinite_article, normalize_text, record_rng
 
 # English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
@@ -47,6 +47,25 @@ ATTRIBUTE_ORDER = (
     "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
+# Positions that classify the noun (a kind of shelf or door, not where it is seen from) stand next to it,
+# after every other adjective: "an empty lower shelf", "a glass front door", "a black top hat" (Quirk et
+# al. 1985, A Comprehensive Grammar of the English Language: classifying modifiers nearest the head).
+CLASSIFYING_POSITIONS = frozenset({
+    "top", "upper", "lower", "bottom", "front", "rear", "back", "middle", "side", "inner", "outer", "center", "central",
+})
+# Adjectives used only predicatively (Quirk et al. 1985, the a- adjectives): "the elephant is alone",
+# never "an alone elephant"; they follow the noun ("an elephant alone in an enclosure").
+PREDICATIVE_ONLY = frozenset({
+    "alone", "asleep", "awake", "afloat", "ajar", "aboard", "alive", "afraid", "ablaze", "adrift", "aloft", "awash",
+    "alike", "aware", "aglow", "unaware",
+})
+# The second half of a number compound the parser split from its number ("four sided clock": count "four",
+# attribute "sided"); written again as one adjective, "a large four-sided clock", "two-toned shoes".
+NUMBER_COMPOUNDS = frozenset({
+    "sided", "toned", "tone", "wheeled", "legged", "tiered", "layered", "storied", "story", "headed", "eyed",
+    "engined", "winged", "handed", "seater", "door", "piece", "wheel", "tier", "layer",
+})
+NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "single", "double"})
 STYLES = ("plain", "varied")
 @functools.cache
 def mass_nouns() -> frozenset[str]:
@@ -66,7 +85,7 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     chair" read better than any rank we could give "outdoor")."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
-        pairs.sort(key=lambda p: ATTRIBUTE_RANK[p[1]])  # stable
+        pairs.sort(key=lambda p: len(ATTRIBUTE_ORDER) if p[0] in CLASSIFYING_POSITIONS else ATTRIBUTE_RANK[p[1]])  # stable
     return pairs
 
 
@@ -76,27 +95,64 @@ def participial(attribute: str) -> bool:
     return bool(rest) and first.endswith("ing")
 
 
+def _number_compound(node: dict) -> dict:
+    """`node` with a number the parser split off a number compound joined back to its second half
+    ("four" + "sided" -> "four-sided"; the number is the count, "four sided clock", or an attribute, "a two
+    thick wheeled bike"), its number then that of the noun as written; else `node`."""
+    head = next((a for a in node["attributes"] if a.lower() in NUMBER_COMPOUNDS), None)
+    if head is None:
+        return node
+    count = node.get("count")
+    if isinstance(count, str) and count.lower() in NUMBER_WORDS:
+        number, attributes = count, node["attributes"]
+        plural = node["noun"].lower() != str(node.get("lemma", node["noun"])).lower()
+    else:
+        number = next((a for a in node["attributes"] if a.lower() in NUMBER_WORDS), None)
+        if number is None:
+            return node
+        attributes, plural = [a for a in node["attributes"] if a is not number], node["plural"]
+    attributes = [a for a in attributes if a is not head] + [f"{number}-{head}"]
+    return {**node, "attributes": attributes, "count": None if number == count else count, "plural": plural}
+
+
+def _coordinated(attr: str, category: str, previous: str | None) -> bool:
+    """Whether `attr` joins the run before it with "and": adjectives of one category are coordinate ("red
+    and blue", "empty and clean", "big and tall"); a classifying position never is ("an empty lower shelf")."""
+    return previous is not None and attr not in CLASSIFYING_POSITIONS and bool(category) and category == previous
+
+
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
-    after = [a for a in node["attributes"] if participial(a)]
+    node = _number_compound(node)
+    # a posture before a bare plural reads as a verb starting the text ("lying people"): it follows the noun
+    # ("people lying") when it is the only participle there and no -ing relation follows ("standing cattle
+    # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)
+    postures = [a for a in node["attributes"] if vocab.attributes.get(a) == "posture" and a.endswith("ing")]
+    bare_plural = node["plural"] and not node.get("count") and node.get("determiner") != "the"
+    posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
+
+    def follows(a: str) -> bool:
+        return participial(a) or a.lower() in PREDICATIVE_ONLY or (posture_after and a in postures)
+
+    after = [a for a in node["attributes"] if follows(a)]
     # a word of the noun read as its modifier too ("a red and grey fire hydrant" gave "hydrant"): said once
     noun_words = set(node["noun"].lower().split())
-    attributes = [a for a in node["attributes"] if not participial(a) and a.lower() not in noun_words]
+    attributes = [a for a in node["attributes"] if not follows(a) and a.lower() not in noun_words]
     if not attributes:
         body = node["noun"]
     elif len(attributes) == 1:
         body = f"{attributes[0]} {node['noun']}"
     else:
-        # adjacent colours are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue")
+        # coordinate adjectives are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue")
         runs: list[list[str]] = []
         previous = None
         for attr, category in ordered_attributes(attributes, vocab):
-            if category == "colour" and previous == "colour":
+            if _coordinated(attr, category, previous):
                 runs[-1].append(attr)
             else:
                 runs.append([attr])
-            previous = category
+                previous = category or None
         words = [run[0] if len(run) == 1 else f"{', '.join(run[:-1])} and {run[-1]}" for run in runs]
         body = " ".join([*words, node["noun"]])
     if after:
@@ -127,7 +183,7 @@ class _Phrases:
         count = node.get("count")
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
-        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"])
+        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -165,14 +221,46 @@ def third_person(verb: str) -> str:
     return verb + "s"
 
 
-def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset()) -> str:
+# Words a one-word relation is when it is no verb: prepositions and the adverbs read as relations.
+NOT_VERBS = frozenset({
+    "aboard", "about", "above", "across", "after", "against", "along", "alongside", "amid", "among", "amongst", "around",
+    "as", "at", "atop", "before", "behind", "below", "beneath", "beside", "besides", "between", "beyond", "by", "down",
+    "for", "from", "in", "inside", "into", "like", "near", "nearby", "next", "of", "off", "on", "onto", "opposite", "out",
+    "outside", "over", "past", "per", "round", "than", "through", "throughout", "to", "toward", "towards", "under",
+    "underneath", "unlike", "up", "upon", "via", "with", "within", "without", "while", "and", "or", "then", "there", "here",
+    "close", "far", "together", "apart", "away", "home", "back", "upside", "amidst", "though", "although",
+})
+# Participles that end in neither -ed nor -en: "made of", "held by", "cut into" stay as they are.
+IRREGULAR_PARTICIPLES = frozenset({
+    "made", "built", "held", "hung", "left", "set", "put", "lit", "laid", "stuck", "caught", "bound", "found", "led", "fed",
+    "kept", "sold", "told", "brought", "bought", "taught", "sat", "stood", "spun", "dug", "cut", "hit", "split", "shut",
+    "spread", "shot", "torn", "worn", "drawn", "grown", "thrown", "shown", "sewn", "blown", "flown", "known", "mown", "won",
+    "slung", "strung", "swung", "wound", "dressed", "clad", "overgrown",
+})
+
+
+def bare_verb(relation: str) -> bool:
+    """Whether a one-word relation is a verb's bare form, as the parser keeps an infinitive complement
+    ("running to get his kite" -> "get", "pretending to punch" -> "punch"): no preposition, participle,
+    colour or finite form ("holds", "has")."""
+    word = relation.lower()
+    return (
+        word.isalpha() and len(word) > 1 and word not in NOT_VERBS and word not in IRREGULAR_PARTICIPLES and word not in COLOUR_WORDS
+        and word not in SINGULAR_TO_PLURAL and word not in PLURAL_TO_SINGULAR
+        and not word.endswith(("ing", "ed", "en")) and (not word.endswith("s") or word.endswith("ss"))
+    )
+
+
+def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset(), nouns=frozenset()) -> str:
     """`relation` with its first word in the subject's number, when that word is a finite "has", "is", "was"
-    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs`: a relation copied
-    from a plural or compound subject ("a horse and a dog stand in a meadow") read "a dog stand in a meadow"
-    (r7); any other relation as it is."""
+    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs` or a one-word
+    relation that is a bare verb (`bare_verb`) and none of `nouns` (a noun read as the relation, "a man
+    train tracks", is left alone): a relation copied from a plural or compound subject ("a
+    horse and a dog stand in a meadow") read "a dog stand in a meadow" (r7), an infinitive "a woman
+    punch a giraffe sculpture" (r8); any other relation as it is."""
     first, sep, rest = relation.partition(" ")
     form = (SINGULAR_TO_PLURAL if plural else PLURAL_TO_SINGULAR).get(first.lower())
-    if not form and not plural and first.lower() in verbs:
+    if not form and not plural and (first.lower() in verbs or (not sep and bare_verb(first) and first.lower() not in nouns)):
         form = third_person(first)
     return f"{form}{sep}{rest}" if form else relation
 
@@ -194,11 +282,12 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     parts = []
     for rel in relations:
         s, o = rel["subject"], rel["object"]
-        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase(objects[s])
+        verb_follows = rel["relation"].split(" ", 1)[0].endswith("ing")
+        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase({**objects[s], "posture_first": verb_follows})
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
-        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs)} {obj}")
+        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
 
