@@ -14,17 +14,20 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   when its key is in the image's `subgraph_keys`.
 - The caption positive is the caption as written (subgraph null); sub-graph positives say which
   `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
-- Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories;
-  unknown adjectives rank with "state"; adjacent colours joined by "and": "a black and white
-  shirt"), then the noun, then participial phrases ("a girl playing a video game", not "a playing
+- Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories, a
+  classifying position last: "an empty lower shelf"; the caption's order when one is unknown; adjacent
+  attributes of one category joined by "and": "a black and white shirt", "an empty and clean kitchen";
+  a number split off its compound joined again: "a large four-sided clock"), then the noun, then
+  predicative-only adjectives ("an elephant alone"), a lone posture after a bare plural ("people
+  lying") and participial phrases ("a girl playing a video game", not "a playing
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
   a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
   used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
   drops articles, a phrase without one reads as broken); a mass noun ("water", vocab/mass_nouns.txt) never
   gets "a"/"an".
 - Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
-  paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
-  {relation} {np3}"; objects outside any relation are joined with "and".
+  paper's "{N1} {R} {N2}"; a finite or bare verb agrees with its subject, `agreeing`); more
+  relations (f_rel's joins) continue with "and the {noun} {relation} {np3}"; objects outside any relation are joined with "and".
 - style "plain" (default) is exactly that; "varied" wraps each positive in one of a curated set
   of frames ("a photo of ...", "there is ...") picked from (seed, id, positive), and renders its
   graph negatives in the same frame, so that a negative differs from its positive only where the
@@ -69,8 +72,8 @@ NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven",
 STYLES = ("plain", "varied")
 @functools.cache
 def mass_nouns() -> frozenset[str]:
-    """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt):
-    left bare ("on grass", "water", "cowboy gear")."""
+    """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt, in
+    part learned from captions by perf/mass_nouns.py): left bare ("on grass", "water", "cowboy gear")."""
     text = resources.files("mosaictool.vocab").joinpath("mass_nouns.txt").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
