@@ -18,7 +18,8 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   classifying position last: "an empty lower shelf"; the caption's order when one is unknown; adjacent
   attributes of one category joined by "and": "a black and white shirt", "an empty and clean kitchen";
   a number split off its compound joined again: "a large four-sided clock"), then the noun, then
-  predicative-only adjectives ("an elephant alone"), a lone posture after a bare plural ("people
+  predicative-only adjectives without an attributive kin ("a door ajar", but "a sleeping bear"
+  for "asleep"), a lone posture after a bare plural ("people
   lying") and participial phrases ("a girl playing a video game", not "a playing
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
   a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
@@ -57,11 +58,16 @@ CLASSIFYING_POSITIONS = frozenset({
     "top", "upper", "lower", "bottom", "front", "rear", "back", "middle", "side", "inner", "outer", "center", "central",
 })
 # Adjectives used only predicatively (Quirk et al. 1985, the a- adjectives): "the elephant is alone",
-# never "an alone elephant"; they follow the noun ("an elephant alone in an enclosure").
+# never "an alone elephant". Before the noun their attributive kin stands in ("a sleeping bear", "living
+# leaves", "a lone elephant"); one without kin follows the noun ("a door ajar").
 PREDICATIVE_ONLY = frozenset({
     "alone", "asleep", "awake", "afloat", "ajar", "aboard", "alive", "afraid", "ablaze", "adrift", "aloft", "awash",
     "alike", "aware", "aglow", "unaware",
 })
+ATTRIBUTIVE_KIN = {
+    "alone": "lone", "asleep": "sleeping", "alive": "living", "afloat": "floating", "ablaze": "blazing",
+    "adrift": "drifting", "aglow": "glowing", "afraid": "frightened",
+}
 # The second half of a number compound the parser split from its number ("four sided clock": count "four",
 # attribute "sided"); written again as one adjective, "a large four-sided clock", "two-toned shoes".
 NUMBER_COMPOUNDS = frozenset({
@@ -128,6 +134,8 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
     node = _number_compound(node)
+    if not PREDICATIVE_ONLY.isdisjoint(a.lower() for a in node["attributes"]):
+        node = {**node, "attributes": [ATTRIBUTIVE_KIN.get(a.lower(), a) for a in node["attributes"]]}
     # a posture before a bare plural reads as a verb starting the text ("lying people"): it follows the noun
     # ("people lying") when it is the only participle there and no -ing relation follows ("standing cattle
     # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)

@@ -309,14 +309,17 @@ def test_learned_mass_nouns_take_no_article(caption, noun, attributes, expected)
     assert noun_phrase(node("dog", ["wooden"]), VOCAB) == "a wooden dog"  # a count noun keeps its article
 
 
-def test_a_predicative_adjective_follows_its_noun():
+def test_a_predicative_adjective_is_never_attributive():
     # "An elephant is alone in a wooded enclosure." (r8: "an alone elephant outside a wooded enclosure")
     graph = {"objects": [node("elephant", ["alone"]), node("enclosure", ["wooded"])],
              "relations": [{"subject": 0, "object": 1, "relation": "outside"}]}
-    assert render_graph(graph, VOCAB) == "an elephant alone outside a wooded enclosure"
-    # "A big brown bear asleep in a hammock" with brown -> white
-    assert noun_phrase(node("bear", ["big", "white", "asleep"]), VOCAB) == "a big white bear asleep"
+    assert render_graph(graph, VOCAB) == "a lone elephant outside a wooded enclosure"
+    # "A big brown bear asleep in a hammock" with brown -> white; "Black and White cat laying down in dead leaves."
+    assert noun_phrase(node("bear", ["big", "white", "asleep"]), VOCAB) == "a big sleeping white bear"
+    assert noun_phrase(node("leaves", ["alive"], plural=True, determiner=None), VOCAB) == "living leaves"
+    # one without an attributive kin follows its noun
     assert noun_phrase(node("door", ["ajar"]), VOCAB) == "a door ajar"
+    assert noun_phrase(node("boy", ["awake"]), VOCAB) == "a boy awake"
 
 
 @pytest.fixture(scope="module")
