@@ -16,7 +16,8 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
 - Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories, a
   classifying position last: "an empty lower shelf"; the caption's order when one is unknown; adjacent
-  attributes of one category joined by "and": "a black and white shirt", "an empty and clean kitchen";
+  attributes of one category or coordinated by the caption joined by "and": "a black and white shirt",
+  "an empty and clean kitchen", "the dirty and ready bedroom" for "the bedroom is clean and ready";
   a number split off its compound joined again: "a large four-sided clock"), then the noun, then
   predicative-only adjectives without an attributive kin ("a door ajar", but "a sleeping bear"
   for "asleep"), a lone posture after a bare plural ("people
@@ -155,11 +156,14 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     elif len(attributes) == 1:
         body = f"{attributes[0]} {node['noun']}"
     else:
-        # coordinate adjectives are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue")
+        # coordinate adjectives are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue");
+        # two the caption coordinated stay so when they stand together ("clean and ready": "the dirty and ready bedroom")
+        listed = node["attributes"]
+        joined = {(listed[i], listed[i + 1]) for i in node.get("joined") or () if i + 1 < len(listed)}
         runs: list[list[str]] = []
         previous = None
         for attr, category in ordered_attributes(attributes, vocab):
-            if _coordinated(attr, category, previous):
+            if _coordinated(attr, category, previous) or (runs and (runs[-1][-1], attr) in joined):
                 runs[-1].append(attr)
             else:
                 runs.append([attr])
@@ -194,7 +198,8 @@ class _Phrases:
         count = node.get("count")
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
-        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"))
+        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
+               node.get("joined"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -320,8 +325,39 @@ def make_check():
     return records.checker(records.TemplateRecord)
 
 
+def caption_joins(record: dict) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """For each entity, its number of attributes and the positions i of those the caption coordinates with
+    the next one ("the bedroom is clean and ready": (2, (0,))), from its sub-graphs' objects and the caption."""
+    caption = " ".join(str(record.get("caption") or "").lower().replace(",", " ").split())
+    joins: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for sg in record.get("subgraphs") or []:
+        for obj in sg.get("objects") or []:
+            attributes, entity = obj.get("attributes") or [], obj.get("entity")
+            if entity is None or entity in joins or len(attributes) < 2:
+                continue
+            found = tuple(i for i in range(len(attributes) - 1) if f" {attributes[i]} and {attributes[i + 1]} ".lower() in f" {caption} ")
+            if found:
+                joins[entity] = (len(attributes), found)
+    return joins
+
+
+def with_joins(graph: dict, joins: dict[int, tuple[int, tuple[int, ...]]]) -> dict:
+    """`graph` with each object the caption coordinated attributes of marked `joined`, when it still has as
+    many attributes (a replaced one keeps its place: "clean and ready" -> "dirty and ready")."""
+    if not joins:
+        return graph
+    objects = []
+    for obj in graph["objects"]:
+        count, found = joins.get(obj.get("entity"), (0, ()))
+        if found and len(obj["attributes"]) == count:
+            obj = {**obj, "joined": found}
+        objects.append(obj)
+    return {**graph, "objects": objects}
+
+
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
     phrases = phrases or _Phrases(vocab)
+    joins = caption_joins(record)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -331,9 +367,9 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             text = sg["text"].strip()
         elif varied:
             frame = frames[i] = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
-            text = frame_text(frame, render_graph(sg, vocab, phrases), _first_plural(sg))
+            text = frame_text(frame, render_graph(with_joins(sg, joins), vocab, phrases), _first_plural(sg))
         else:
-            text = render_graph(sg, vocab, phrases)
+            text = render_graph(with_joins(sg, joins), vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -357,7 +393,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
             graph = neg["graph"]
-            text = render_graph(graph, vocab, phrases)
+            text = render_graph(with_joins(graph, joins), vocab, phrases)
             if index in frames:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:

@@ -403,3 +403,18 @@ def test_coordinate_adjectives_classifiers_and_postures():
     assert render_graph(graph, VOCAB) == "standing cattle grazing in a field"
     graph["relations"][0]["relation"] = "in"
     assert render_graph(graph, VOCAB) == "cattle standing in a field"
+
+
+def test_attributes_the_caption_coordinates_stay_coordinated():
+    # "The bedroom is clean and ready for the guests to use." with clean -> dirty (r8: "the dirty ready bedroom")
+    bedroom = {**node("bedroom", ["clean", "ready"], determiner="the"), "entity": 0}
+    record = {"id": "r", "caption": "The bedroom is clean and ready for the guests to use.",
+              "subgraphs": [{"kind": "object", "text": None, "objects": [bedroom], "relations": []}],
+              "negatives": [{"subgraph": 0, "kind": "graph", "category": "attribute", "transform": "f_obj", "slot": "attribute",
+                             "from": "clean", "to": "dirty", "text": None, "key": None,
+                             "graph": {"objects": [{**bedroom, "attributes": ["dirty", "ready"]}], "relations": []}}]}
+    texts = template_record(record, VOCAB)["texts"]
+    assert [p["text"] for p in texts["positives"]] == ["the clean and ready bedroom"]
+    assert [n["text"] for n in texts["negatives"]] == ["the dirty and ready bedroom"]
+    # without the caption's "and" the two stay apart (no rule joins a word the vocabulary lacks to a state)
+    assert noun_phrase(node("bus", ["empty", "public"]), VOCAB) == "an empty public bus"
