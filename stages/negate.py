@@ -441,7 +441,10 @@ def _same_axis(v, current: str) -> tuple[str, ...]:
 
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
     plural_form = vocab.plural(lemma)
-    plural = plural or plural_form == lemma  # "fries", "glasses" only come as plurals
+    # "fries", "glasses", "people" only come as plurals; "sheep", "deer" are either and take the number of the
+    # noun they replace ("a small cat" -> "a small sheep", not "small sheep")
+    only_plural = plural_form == lemma and (lemma.endswith("s") or any(p == lemma != s for s, p in vocab.plurals.items()))
+    plural = plural or only_plural
     return {
         "noun": plural_form if plural else lemma,
         "lemma": lemma,

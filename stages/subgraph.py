@@ -77,6 +77,20 @@ def is_absent(entity: dict) -> bool:
                for m in entity.get("modifiers") or ())
 
 
+def _plural(noun: str, lemma: str, counts: list[str], dets: list[str], attributes: list) -> bool:
+    """Whether a noun is plural: spaCy lemmatises a plural noun to its singular, a singular noun is its own
+    lemma (its last word decides: "stuffed animal" is one animal, though spaCy lemmatises "stuffed" to
+    "stuff"). A compound after the caption's own "a" is one thing: "a tall giraffe stretches", which spaCy
+    read as the compound noun "giraffe stretches" (lemma "giraffe stretch"), is one giraffe ("a short giraffe
+    stretches", not "short giraffe stretches" with the article dropped); "a few stop signs" is not."""
+    if (counts and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY:
+        return True
+    if noun.split()[-1:] == lemma.split()[-1:]:
+        return False
+    quantified = not QUANTIFIERS.isdisjoint(str(a).lower() for a in attributes or ())
+    return bool(counts) or " " not in noun or {"a", "an"}.isdisjoint(dets) or quantified
+
+
 def object_node(entity: dict, index: int | None) -> dict:
     """A sub-graph object from one `parse` entity."""
     noun = str(entity.get("head") or "").lower()
@@ -100,9 +114,7 @@ def object_node(entity: dict, index: int | None) -> dict:
         # house"): it stays where the caption put it, and the noun one (r7 read "two thin wheeled bike")
         attributes = [*counts, *attributes]
         counts = []
-    # spaCy lemmatises a plural noun to its singular; a singular noun is its own lemma (its last word
-    # decides: "stuffed animal" is one animal, though spaCy lemmatises "stuffed" to "stuff")
-    plural = (bool(counts) and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or noun.split()[-1:] != lemma.split()[-1:]
+    plural = _plural(noun, lemma, counts, dets, attributes)
     if attributes:
         attributes = [str(a).lower() for a in attributes]
         if not QUANTIFIERS.isdisjoint(attributes):

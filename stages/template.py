@@ -14,17 +14,22 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   when its key is in the image's `subgraph_keys`.
 - The caption positive is the caption as written (subgraph null); sub-graph positives say which
   `subgraphs` entry they render; a negative's `positive` indexes `texts.positives`.
-- Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories;
-  unknown adjectives rank with "state"; adjacent colours joined by "and": "a black and white
-  shirt"), then the noun, then participial phrases ("a girl playing a video game", not "a playing
+- Noun phrases: attributes in a fixed order (ATTRIBUTE_ORDER over the vocabulary's categories, a
+  classifying position last: "an empty lower shelf"; the caption's order when one is unknown; adjacent
+  attributes of one category or coordinated by the caption joined by "and": "a black and white shirt",
+  "an empty and clean kitchen", "the dirty and ready bedroom" for "the bedroom is clean and ready";
+  a number split off its compound joined again: "a large four-sided clock"), then the noun, then
+  predicative-only adjectives without an attributive kin ("a door ajar", but "a sleeping bear"
+  for "asleep"), a lone posture after a bare plural ("people
+  lying") and participial phrases ("a girl playing a video game", not "a playing
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
   a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
   used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
   drops articles, a phrase without one reads as broken); a mass noun ("water", vocab/mass_nouns.txt) never
   gets "a"/"an".
 - Shapes: one object -> "{np}"; two objects and a relation -> "{np1} {relation} {np2}" (the
-  paper's "{N1} {R} {N2}"); more relations (f_rel's joins) continue with "and the {noun}
-  {relation} {np3}"; objects outside any relation are joined with "and".
+  paper's "{N1} {R} {N2}"; a finite or bare verb agrees with its subject, `agreeing`); more
+  relations (f_rel's joins) continue with "and the {noun} {relation} {np3}"; objects outside any relation are joined with "and".
 - style "plain" (default) is exactly that; "varied" wraps each positive in one of a curated set
   of frames ("a photo of ...", "there is ...") picked from (seed, id, positive), and renders its
   graph negatives in the same frame, so that a negative differs from its positive only where the
@@ -39,7 +44,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
-from mosaictool.stages.subgraph import canonical_key, caption_key, indefinite_article, normalize_text, record_rng
+from mosaictool.stages.subgraph import COLOUR_WORDS, canonical_key, caption_key, indefinite_article, normalize_text, record_rng
 
 # English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
@@ -47,11 +52,35 @@ ATTRIBUTE_ORDER = (
     "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
+# Positions that classify the noun (a kind of shelf or door, not where it is seen from) stand next to it,
+# after every other adjective: "an empty lower shelf", "a glass front door", "a black top hat" (Quirk et
+# al. 1985, A Comprehensive Grammar of the English Language: classifying modifiers nearest the head).
+CLASSIFYING_POSITIONS = frozenset({
+    "top", "upper", "lower", "bottom", "front", "rear", "back", "middle", "side", "inner", "outer", "center", "central",
+})
+# Adjectives used only predicatively (Quirk et al. 1985, the a- adjectives): "the elephant is alone",
+# never "an alone elephant". Before the noun their attributive kin stands in ("a sleeping bear", "living
+# leaves", "a lone elephant"); one without kin follows the noun ("a door ajar").
+PREDICATIVE_ONLY = frozenset({
+    "alone", "asleep", "awake", "afloat", "ajar", "aboard", "alive", "afraid", "ablaze", "adrift", "aloft", "awash",
+    "alike", "aware", "aglow", "unaware",
+})
+ATTRIBUTIVE_KIN = {
+    "alone": "lone", "asleep": "sleeping", "alive": "living", "afloat": "floating", "ablaze": "blazing",
+    "adrift": "drifting", "aglow": "glowing", "afraid": "frightened",
+}
+# The second half of a number compound the parser split from its number ("four sided clock": count "four",
+# attribute "sided"); written again as one adjective, "a large four-sided clock", "two-toned shoes".
+NUMBER_COMPOUNDS = frozenset({
+    "sided", "toned", "tone", "wheeled", "legged", "tiered", "layered", "storied", "story", "headed", "eyed",
+    "engined", "winged", "handed", "seater", "door", "piece", "wheel", "tier", "layer",
+})
+NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "single", "double"})
 STYLES = ("plain", "varied")
 @functools.cache
 def mass_nouns() -> frozenset[str]:
-    """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt):
-    left bare ("on grass", "water", "cowboy gear")."""
+    """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt, in
+    part learned from captions by perf/mass_nouns.py): left bare ("on grass", "water", "cowboy gear")."""
     text = resources.files("mosaictool.vocab").joinpath("mass_nouns.txt").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
@@ -66,7 +95,7 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     chair" read better than any rank we could give "outdoor")."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
-        pairs.sort(key=lambda p: ATTRIBUTE_RANK[p[1]])  # stable
+        pairs.sort(key=lambda p: len(ATTRIBUTE_ORDER) if p[0] in CLASSIFYING_POSITIONS else ATTRIBUTE_RANK[p[1]])  # stable
     return pairs
 
 
@@ -76,27 +105,69 @@ def participial(attribute: str) -> bool:
     return bool(rest) and first.endswith("ing")
 
 
+def _number_compound(node: dict) -> dict:
+    """`node` with a number the parser split off a number compound joined back to its second half
+    ("four" + "sided" -> "four-sided"; the number is the count, "four sided clock", or an attribute, "a two
+    thick wheeled bike"), its number then that of the noun as written; else `node`."""
+    head = next((a for a in node["attributes"] if a.lower() in NUMBER_COMPOUNDS), None)
+    if head is None:
+        return node
+    count = node.get("count")
+    if isinstance(count, str) and count.lower() in NUMBER_WORDS:
+        number, attributes = count, node["attributes"]
+        plural = node["noun"].lower() != str(node.get("lemma", node["noun"])).lower()
+    else:
+        number = next((a for a in node["attributes"] if a.lower() in NUMBER_WORDS), None)
+        if number is None:
+            return node
+        attributes, plural = [a for a in node["attributes"] if a is not number], node["plural"]
+    attributes = [a for a in attributes if a is not head] + [f"{number}-{head}"]
+    return {**node, "attributes": attributes, "count": None if number == count else count, "plural": plural}
+
+
+def _coordinated(attr: str, category: str, previous: str | None) -> bool:
+    """Whether `attr` joins the run before it with "and": adjectives of one category are coordinate ("red
+    and blue", "empty and clean", "big and tall"); a classifying position never is ("an empty lower shelf")."""
+    return previous is not None and attr not in CLASSIFYING_POSITIONS and bool(category) and category == previous
+
+
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if definite:
         return f"the {node['noun']}"
-    after = [a for a in node["attributes"] if participial(a)]
+    node = _number_compound(node)
+    if not PREDICATIVE_ONLY.isdisjoint(a.lower() for a in node["attributes"]):
+        node = {**node, "attributes": [ATTRIBUTIVE_KIN.get(a.lower(), a) for a in node["attributes"]]}
+    # a posture before a bare plural reads as a verb starting the text ("lying people"): it follows the noun
+    # ("people lying") when it is the only participle there and no -ing relation follows ("standing cattle
+    # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)
+    postures = [a for a in node["attributes"] if vocab.attributes.get(a) == "posture" and a.endswith("ing")]
+    bare_plural = node["plural"] and not node.get("count") and node.get("determiner") != "the"
+    posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
+
+    def follows(a: str) -> bool:
+        return participial(a) or a.lower() in PREDICATIVE_ONLY or (posture_after and a in postures)
+
+    after = [a for a in node["attributes"] if follows(a)]
     # a word of the noun read as its modifier too ("a red and grey fire hydrant" gave "hydrant"): said once
     noun_words = set(node["noun"].lower().split())
-    attributes = [a for a in node["attributes"] if not participial(a) and a.lower() not in noun_words]
+    attributes = [a for a in node["attributes"] if not follows(a) and a.lower() not in noun_words]
     if not attributes:
         body = node["noun"]
     elif len(attributes) == 1:
         body = f"{attributes[0]} {node['noun']}"
     else:
-        # adjacent colours are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue")
+        # coordinate adjectives are one list: "red and blue", "red, white and blue" (r7: "red and orange and blue");
+        # two the caption coordinated stay so when they stand together ("clean and ready": "the dirty and ready bedroom")
+        listed = node["attributes"]
+        joined = {(listed[i], listed[i + 1]) for i in node.get("joined") or () if i + 1 < len(listed)}
         runs: list[list[str]] = []
         previous = None
         for attr, category in ordered_attributes(attributes, vocab):
-            if category == "colour" and previous == "colour":
+            if _coordinated(attr, category, previous) or (runs and (runs[-1][-1], attr) in joined):
                 runs[-1].append(attr)
             else:
                 runs.append([attr])
-            previous = category
+                previous = category or None
         words = [run[0] if len(run) == 1 else f"{', '.join(run[:-1])} and {run[-1]}" for run in runs]
         body = " ".join([*words, node["noun"]])
     if after:
@@ -127,7 +198,8 @@ class _Phrases:
         count = node.get("count")
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
-        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"])
+        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
+               node.get("joined"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -165,14 +237,46 @@ def third_person(verb: str) -> str:
     return verb + "s"
 
 
-def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset()) -> str:
+# Words a one-word relation is when it is no verb: prepositions and the adverbs read as relations.
+NOT_VERBS = frozenset({
+    "aboard", "about", "above", "across", "after", "against", "along", "alongside", "amid", "among", "amongst", "around",
+    "as", "at", "atop", "before", "behind", "below", "beneath", "beside", "besides", "between", "beyond", "by", "down",
+    "for", "from", "in", "inside", "into", "like", "near", "nearby", "next", "of", "off", "on", "onto", "opposite", "out",
+    "outside", "over", "past", "per", "round", "than", "through", "throughout", "to", "toward", "towards", "under",
+    "underneath", "unlike", "up", "upon", "via", "with", "within", "without", "while", "and", "or", "then", "there", "here",
+    "close", "far", "together", "apart", "away", "home", "back", "upside", "amidst", "though", "although",
+})
+# Participles that end in neither -ed nor -en: "made of", "held by", "cut into" stay as they are.
+IRREGULAR_PARTICIPLES = frozenset({
+    "made", "built", "held", "hung", "left", "set", "put", "lit", "laid", "stuck", "caught", "bound", "found", "led", "fed",
+    "kept", "sold", "told", "brought", "bought", "taught", "sat", "stood", "spun", "dug", "cut", "hit", "split", "shut",
+    "spread", "shot", "torn", "worn", "drawn", "grown", "thrown", "shown", "sewn", "blown", "flown", "known", "mown", "won",
+    "slung", "strung", "swung", "wound", "dressed", "clad", "overgrown",
+})
+
+
+def bare_verb(relation: str) -> bool:
+    """Whether a one-word relation is a verb's bare form, as the parser keeps an infinitive complement
+    ("running to get his kite" -> "get", "pretending to punch" -> "punch"): no preposition, participle,
+    colour or finite form ("holds", "has")."""
+    word = relation.lower()
+    return (
+        word.isalpha() and len(word) > 1 and word not in NOT_VERBS and word not in IRREGULAR_PARTICIPLES and word not in COLOUR_WORDS
+        and word not in SINGULAR_TO_PLURAL and word not in PLURAL_TO_SINGULAR
+        and not word.endswith(("ing", "ed", "en")) and (not word.endswith("s") or word.endswith("ss"))
+    )
+
+
+def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset(), nouns=frozenset()) -> str:
     """`relation` with its first word in the subject's number, when that word is a finite "has", "is", "was"
-    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs`: a relation copied
-    from a plural or compound subject ("a horse and a dog stand in a meadow") read "a dog stand in a meadow"
-    (r7); any other relation as it is."""
+    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs` or a one-word
+    relation that is a bare verb (`bare_verb`) and none of `nouns` (a noun read as the relation, "a man
+    train tracks", is left alone): a relation copied from a plural or compound subject ("a
+    horse and a dog stand in a meadow") read "a dog stand in a meadow" (r7), an infinitive "a woman
+    punch a giraffe sculpture" (r8); any other relation as it is."""
     first, sep, rest = relation.partition(" ")
     form = (SINGULAR_TO_PLURAL if plural else PLURAL_TO_SINGULAR).get(first.lower())
-    if not form and not plural and first.lower() in verbs:
+    if not form and not plural and (first.lower() in verbs or (not sep and bare_verb(first) and first.lower() not in nouns)):
         form = third_person(first)
     return f"{form}{sep}{rest}" if form else relation
 
@@ -194,11 +298,12 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     parts = []
     for rel in relations:
         s, o = rel["subject"], rel["object"]
-        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase(objects[s])
+        verb_follows = rel["relation"].split(" ", 1)[0].endswith("ing")
+        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase({**objects[s], "posture_first": verb_follows})
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
-        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs)} {obj}")
+        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
 
@@ -220,8 +325,39 @@ def make_check():
     return records.checker(records.TemplateRecord)
 
 
+def caption_joins(record: dict) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """For each entity, its number of attributes and the positions i of those the caption coordinates with
+    the next one ("the bedroom is clean and ready": (2, (0,))), from its sub-graphs' objects and the caption."""
+    caption = " ".join(str(record.get("caption") or "").lower().replace(",", " ").split())
+    joins: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for sg in record.get("subgraphs") or []:
+        for obj in sg.get("objects") or []:
+            attributes, entity = obj.get("attributes") or [], obj.get("entity")
+            if entity is None or entity in joins or len(attributes) < 2:
+                continue
+            found = tuple(i for i in range(len(attributes) - 1) if f" {attributes[i]} and {attributes[i + 1]} ".lower() in f" {caption} ")
+            if found:
+                joins[entity] = (len(attributes), found)
+    return joins
+
+
+def with_joins(graph: dict, joins: dict[int, tuple[int, tuple[int, ...]]]) -> dict:
+    """`graph` with each object the caption coordinated attributes of marked `joined`, when it still has as
+    many attributes (a replaced one keeps its place: "clean and ready" -> "dirty and ready")."""
+    if not joins:
+        return graph
+    objects = []
+    for obj in graph["objects"]:
+        count, found = joins.get(obj.get("entity"), (0, ()))
+        if found and len(obj["attributes"]) == count:
+            obj = {**obj, "joined": found}
+        objects.append(obj)
+    return {**graph, "objects": objects}
+
+
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
     phrases = phrases or _Phrases(vocab)
+    joins = caption_joins(record)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -231,9 +367,9 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             text = sg["text"].strip()
         elif varied:
             frame = frames[i] = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
-            text = frame_text(frame, render_graph(sg, vocab, phrases), _first_plural(sg))
+            text = frame_text(frame, render_graph(with_joins(sg, joins), vocab, phrases), _first_plural(sg))
         else:
-            text = render_graph(sg, vocab, phrases)
+            text = render_graph(with_joins(sg, joins), vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -257,7 +393,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
             graph = neg["graph"]
-            text = render_graph(graph, vocab, phrases)
+            text = render_graph(with_joins(graph, joins), vocab, phrases)
             if index in frames:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:

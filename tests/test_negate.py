@@ -977,3 +977,15 @@ def test_in_before_clothing_or_a_colour_is_worn_and_never_replaced(caption, subj
     assert not {c for c in _candidates(sg) if c[0] == "f_rel:replace_relation"}, caption
     place = rel_graph(node("girls", plural=True), node("park"), "in")
     assert {c for c in _candidates(place) if c[0] == "f_rel:replace_relation"}
+
+
+def test_an_invariant_plural_takes_the_number_of_the_noun_it_replaces():
+    # "A small cat sitting in the top of a banana tree." with cat -> sheep (r8: "small sheep sitting in ...")
+    from mosaictool.stages.negate import _node
+    from mosaictool.stages.template import noun_phrase
+
+    sheep = _node("sheep", VOCAB, attributes=["small"])
+    assert not sheep["plural"] and noun_phrase(sheep, VOCAB) == "a small sheep"
+    assert _node("sheep", VOCAB, plural=True)["plural"]
+    for only_plural in ("people", "fries", "glasses"):  # these come only as plurals, whatever they replace
+        assert _node(only_plural, VOCAB)["plural"], only_plural

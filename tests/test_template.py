@@ -291,3 +291,130 @@ def test_a_word_of_the_noun_is_not_repeated_as_its_modifier():
 ])
 def test_r7_mass_nouns_take_no_article(noun, attributes, expected):
     assert noun_phrase(node(noun, attributes), VOCAB) == expected
+
+
+# --- r8's disfluent graph negatives, each on the real caption it came from -------------------------
+
+
+@pytest.mark.parametrize(("caption", "noun", "attributes", "expected"), [
+    ("The nomadic sheepherd walks behind a large group of livestock in their desert habitat.", "livestock", [], "livestock"),
+    ("Baseball memorabilia is displayed in glass stacked casings.", "baseball memorabilia", [], "baseball memorabilia"),
+    ("A pizza with Canadian bacon and pineapple in a fluted pan.", "spaghetti", [], "spaghetti"),  # pizza -> spaghetti
+    ("A room with black and white tiled flooring.", "flooring", ["black", "orange", "tiled"], "black and orange tiled flooring"),
+    ("A restaurant with some wooden seating.", "seating", ["wooden"], "wooden seating"),
+])
+def test_learned_mass_nouns_take_no_article(caption, noun, attributes, expected):
+    # vocab/mass_nouns.txt's corpus-learned part (perf/mass_nouns.py): r8 read "a livestock", "a spaghetti"
+    assert noun_phrase(node(noun, attributes), VOCAB) == expected, caption
+    assert noun_phrase(node("dog", ["wooden"]), VOCAB) == "a wooden dog"  # a count noun keeps its article
+
+
+def test_a_predicative_adjective_is_never_attributive():
+    # "An elephant is alone in a wooded enclosure." (r8: "an alone elephant outside a wooded enclosure")
+    graph = {"objects": [node("elephant", ["alone"]), node("enclosure", ["wooded"])],
+             "relations": [{"subject": 0, "object": 1, "relation": "outside"}]}
+    assert render_graph(graph, VOCAB) == "a lone elephant outside a wooded enclosure"
+    # "A big brown bear asleep in a hammock" with brown -> white; "Black and White cat laying down in dead leaves."
+    assert noun_phrase(node("bear", ["big", "white", "asleep"]), VOCAB) == "a big sleeping white bear"
+    assert noun_phrase(node("leaves", ["alive"], plural=True, determiner=None), VOCAB) == "living leaves"
+    # one without an attributive kin follows its noun
+    assert noun_phrase(node("door", ["ajar"]), VOCAB) == "a door ajar"
+    assert noun_phrase(node("boy", ["awake"]), VOCAB) == "a boy awake"
+
+
+@pytest.fixture(scope="module")
+def decomposed():
+    """parse + decompose of real captions, by caption."""
+    from mosaictool.stages.decompose import decompose
+    from mosaictool.stages.parse import parse
+
+    captions = [
+        "A tall giraffe stretches to reach high leaves on a tree.",
+        "a boy making a face while running to get his kite in the air",
+        "A man pretending to punch a giraffe sculpture.",
+        "Large four sided clock hangs on the corner of the building.",
+        "A few stop signs on a pole.",
+    ]
+    records = decompose(parse([{"id": str(i), "caption": c} for i, c in enumerate(captions)]), max_subgraphs=20)
+    return {r["caption"]: r for r in records}
+
+
+def _object(record, noun):
+    return next(o for sg in record["subgraphs"] for o in sg.get("objects", []) if o["noun"] == noun)
+
+
+def test_a_compound_after_a_singular_article_keeps_it(decomposed):
+    # spaCy reads "giraffe stretches" as one noun; the caption's "A" says one giraffe (r8: "short giraffe stretches")
+    giraffe = _object(decomposed["A tall giraffe stretches to reach high leaves on a tree."], "giraffe stretches")
+    assert not giraffe["plural"]
+    assert noun_phrase({**giraffe, "attributes": ["short"]}, VOCAB) == "a short giraffe stretches"
+    signs = _object(decomposed["A few stop signs on a pole."], "stop signs")  # a quantifier still counts
+    assert signs["plural"] and noun_phrase(signs, VOCAB) == "few stop signs"
+
+
+@pytest.mark.parametrize(("caption", "subject", "relation", "obj", "expected"), [
+    # r8's f_rel:replace_object negatives of these captions: "a running boy get the golf club", "a woman punch ..."
+    ("a boy making a face while running to get his kite in the air", "boy", "get", "golf club", "a running boy gets the golf club"),
+    ("A man pretending to punch a giraffe sculpture.", "woman", "punch", "giraffe sculpture", "a woman punches a giraffe sculpture"),
+])
+def test_an_infinitive_relation_agrees_with_a_singular_subject(decomposed, caption, subject, relation, obj, expected):
+    sg = next(sg for sg in decomposed[caption]["subgraphs"] if sg["kind"] == "relation" and sg["relations"][0]["relation"] == relation)
+    objects = [dict(o) for o in sg["objects"]]
+    if objects[0]["noun"] != subject:
+        objects[0].update(noun=subject, lemma=subject)
+    objects[1].update(noun=obj, lemma=obj, determiner="the" if "the" in expected.split()[3:] else "a")
+    assert render_graph({**sg, "objects": objects}, VOCAB) == expected
+
+
+@pytest.mark.parametrize(("relation", "plural", "expected"), [
+    ("grab", False, "grabs"), ("catch", False, "catches"), ("carry", False, "carries"), ("get", True, "get"),
+    ("near", False, "near"), ("next to", False, "next to"), ("close to", False, "close to"), ("made of", False, "made of"),
+    ("cut", False, "cut"), ("white", False, "white"), ("amidst", False, "amidst"), ("holds", False, "holds"),
+])
+def test_only_a_bare_verb_is_made_finite(relation, plural, expected):
+    assert agreeing(relation, plural) == expected
+    assert agreeing("train", False, nouns=VOCAB.objects) == "train"  # a noun read as the relation: "a man train tracks"
+
+
+def test_number_compounds_are_joined_again(decomposed):
+    # "Large four sided clock hangs on the corner of the building." (r8: "four large sided clock")
+    clock = _object(decomposed["Large four sided clock hangs on the corner of the building."], "clock")
+    assert noun_phrase(clock, VOCAB) == "a large four-sided clock"
+    assert noun_phrase({**clock, "attributes": ["small", "sided"]}, VOCAB) == "a small four-sided clock"
+    # "a person riding a two thick wheeled bike on sand": the number is an attribute after "a"
+    assert noun_phrase(node("bike", ["two", "thin", "wheeled"]), VOCAB) == "a thin two-wheeled bike"
+    assert noun_phrase(node("shoes", ["sided"], plural=True, count="two", lemma="shoe"), VOCAB) == "two-sided shoes"
+
+
+def test_coordinate_adjectives_classifiers_and_postures():
+    # "A child ... looking in at an empty lower shelf." with empty -> full (r8: "a lower full shelf")
+    assert noun_phrase(node("shelf", ["full", "lower"]), VOCAB) == "a full lower shelf"
+    assert noun_phrase(node("shelf", ["lower", "empty"]), VOCAB) == "an empty lower shelf"
+    assert noun_phrase(node("hat", ["top", "black"]), VOCAB) == "a black top hat"
+    # two adjectives of one category are coordinate: "an empty and clean kitchen" (was "an empty clean kitchen")
+    assert noun_phrase(node("kitchen", ["empty", "clean"]), VOCAB) == "an empty and clean kitchen"
+    assert noun_phrase(node("dog", ["big", "brown"]), VOCAB) == "a big brown dog"
+    # "A group of people who are standing together." with standing -> lying (r8: "lying people")
+    assert noun_phrase(node("people", ["lying"], plural=True, determiner=None), VOCAB) == "people lying"
+    assert noun_phrase(node("people", ["lying"], plural=True, count="two"), VOCAB) == "two lying people"
+    # before an -ing relation the posture stays where it was: "standing cattle grazing in a field"
+    graph = {"objects": [node("cattle", ["standing"], plural=True, determiner=None), node("field")],
+             "relations": [{"subject": 0, "object": 1, "relation": "grazing in"}]}
+    assert render_graph(graph, VOCAB) == "standing cattle grazing in a field"
+    graph["relations"][0]["relation"] = "in"
+    assert render_graph(graph, VOCAB) == "cattle standing in a field"
+
+
+def test_attributes_the_caption_coordinates_stay_coordinated():
+    # "The bedroom is clean and ready for the guests to use." with clean -> dirty (r8: "the dirty ready bedroom")
+    bedroom = {**node("bedroom", ["clean", "ready"], determiner="the"), "entity": 0}
+    record = {"id": "r", "caption": "The bedroom is clean and ready for the guests to use.",
+              "subgraphs": [{"kind": "object", "text": None, "objects": [bedroom], "relations": []}],
+              "negatives": [{"subgraph": 0, "kind": "graph", "category": "attribute", "transform": "f_obj", "slot": "attribute",
+                             "from": "clean", "to": "dirty", "text": None, "key": None,
+                             "graph": {"objects": [{**bedroom, "attributes": ["dirty", "ready"]}], "relations": []}}]}
+    texts = template_record(record, VOCAB)["texts"]
+    assert [p["text"] for p in texts["positives"]] == ["the clean and ready bedroom"]
+    assert [n["text"] for n in texts["negatives"]] == ["the dirty and ready bedroom"]
+    # without the caption's "and" the two stay apart (no rule joins a word the vocabulary lacks to a state)
+    assert noun_phrase(node("bus", ["empty", "public"]), VOCAB) == "an empty public bus"
