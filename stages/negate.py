@@ -449,7 +449,7 @@ class _Sampler:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
-        candidates = [r for r in pool if r not in exclude]
+        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj)]
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples))
 
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
@@ -468,6 +468,27 @@ class _Sampler:
 
     def _same_axis(self, current: str) -> tuple[str, ...]:
         return _same_axis(self.vocab, current)
+
+
+# A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
+# road, water, food, a body, a vehicle or a board one rides it cannot ("a truck underneath the street", "a
+# sheep below a pasture", "mustard underneath a hot dog", "a man below a bike": blind review r8), so "on" is
+# not replaced by a relation of being below there.
+BELOW = frozenset({"under", "underneath", "below", "beneath"})
+GROUND_KINDS = frozenset({"place", "food", "body", "plant"})
+RIDDEN_GROUPS = frozenset({"vehicle", "sports_board"})
+
+
+def _fits_relation(vocab, name: str, kind: str, new: str, obj: str) -> bool:
+    """Whether `new` may replace relation `name` (of type `kind`) before `obj`: a way of moving only by one of
+    the same verb ("walking down a path" -> "walking across a path"; "flying a kite" -> "walking down a kite",
+    "crossing a street" -> "flying over a street" name what the subject cannot do: review r8), and support not
+    by a relation of being below where the object is a ground, food, a body, a plant or ridden (`GROUND_KINDS`,
+    `RIDDEN_GROUPS`)."""
+    if kind == "motion" and new.split()[0] != name.split()[0]:
+        return False
+    below_ground = vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
+    return not (name in SUPPORT and new in BELOW and below_ground)
 
 
 @functools.lru_cache(maxsize=4096)  # a vocabulary's spatial relations: a few hundred at most

@@ -915,7 +915,12 @@ def test_a_pursuit_is_no_contradiction_of_a_motion():
     # "A group of people riding motorcycles and horses on a race track." -> "people following motorcycles" (review r4)
     drawn = {to for t, _, _, to in _candidates(rel_graph(node("people", plural=True), node("motorcycles", plural=True), "riding"))
              if t == "f_rel:replace_relation"}
-    assert drawn and not drawn & {"following", "chasing", "walking toward"}
+    assert not drawn & {"following", "chasing", "walking toward"}
+    # a way of moving is replaced only by one of its own verb ("walking down" -> "walking across"); "riding" has
+    # none ("people walking across motorcycles", "floating in motorcycles": review r8), so none is drawn
+    assert not drawn
+    walked = {to for t, _, _, to in _candidates(rel_graph(node("elephant"), node("path"), "walking down")) if t == "f_rel:replace_relation"}
+    assert walked and all(r.split()[0] == "walking" for r in walked)
     assert not {to for t, _, _, to in _candidates(rel_graph(node("dog"), node("cat"), "chasing")) if t == "f_rel:replace_relation"}
 
 
@@ -1051,3 +1056,26 @@ def test_object_replacements_stay_in_a_fine_group(caption, lemma, never):
     drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
     assert drawn - {None}, caption
     assert not drawn & never, (caption, drawn & never)
+
+
+@pytest.mark.parametrize(("caption", "subject", "relation", "obj", "never"), [
+    # r8: "a small wheeled airplane underneath an open runway", "a red truck underneath the street": support on
+    # a ground, a road, food or a ridden thing is not replaced by being below it
+    ("A small wheeled airplane on an open runway.", "airplane", "on", "runway", {"under", "underneath", "below", "beneath"}),
+    ("THERE IS A RED TRUCK THAT IS ON THE STREET", "truck", "on", "street", {"under", "underneath", "below", "beneath"}),
+    ("A hot dog on a bun with spicy mustard on it.", "mustard", "on", "hot dog", {"under", "underneath", "below", "beneath"}),
+    ("A man riding a bike on a street.", "man", "on", "bike", {"under", "underneath", "below", "beneath"}),
+    # "children walking down a kite", "a girl driving on a kite": a way of moving only by one of its own verb
+    ("Children & one adult flying a kite in an open area", "child", "flying", "kite", {"walking down", "driving on", "riding"}),
+    ("Two people are riding bikes through the street traffic.", "people", "riding", "bike", {"walking across", "floating in"}),
+])
+def test_r8_implausible_relation_replacements_are_not_made(caption, subject, relation, obj, never):
+    drawn = {_Sampler(VOCAB, random.Random(seed), True).relation(relation, subject, obj) for seed in range(40)}
+    assert not drawn & never, (caption, drawn & never)
+
+
+def test_relation_replacements_a_reader_accepts_are_kept():
+    def drawn(relation, subject, obj):
+        return {_Sampler(VOCAB, random.Random(seed), True).relation(relation, subject, obj) for seed in range(40)}
+    assert drawn("on", "cat", "bench") & {"under", "underneath", "below", "beneath"}  # "a cat under a bench"
+    assert drawn("walking down", "elephant", "path") & {"walking", "walking across"}  # same verb, another path
