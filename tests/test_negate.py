@@ -1079,3 +1079,17 @@ def test_relation_replacements_a_reader_accepts_are_kept():
         return {_Sampler(VOCAB, random.Random(seed), True).relation(relation, subject, obj) for seed in range(40)}
     assert drawn("on", "cat", "bench") & {"under", "underneath", "below", "beneath"}  # "a cat under a bench"
     assert drawn("walking down", "elephant", "path") & {"walking", "walking across"}  # same verb, another path
+
+
+@pytest.mark.parametrize(("caption", "lemma", "never"), [
+    # r8: "a brown tiger standing next to a woman" (horse), "a cow sits on top of a bed" (dog), "small sheep sitting
+    # in the top of a banana tree" (cat): pets, livestock and wild animals are groups of their own
+    ("A brown horse standing next to a woman in front of a house.", "horse", {"tiger", "lion", "dog", "cat", "whale"}),
+    ("A dog sits on top of a bed in a room.", "dog", {"cow", "sheep", "tiger", "elephant", "goose", "teddy bear"}),
+    ("A small cat sitting in the top of a banana tree.", "cat", {"sheep", "cow", "moose", "kangaroo"}),
+    ("A teddy bear sitting on a couch.", "teddy bear", {"puppy", "cat", "stuffed animal", "plush toy", "toy"}),
+])
+def test_animals_are_replaced_by_their_own_kind(caption, lemma, never):
+    drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
+    assert drawn - {None}, caption
+    assert not drawn & never, (caption, drawn & never)
