@@ -471,20 +471,21 @@ class _Sampler:
 
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
-# road, water, food, a body, a vehicle or a board one rides it cannot ("a truck underneath the street", "a
-# sheep below a pasture", "mustard underneath a hot dog", "a man below a bike": blind review r8), so "on" is
-# not replaced by a relation of being below there.
+# road, water, food, a body, a vehicle or a board one rides, a building, a wall or a floor it cannot ("a truck
+# underneath the street", "a sheep below a pasture", "mustard underneath a hot dog", "a man below a bike",
+# "several different clocks underneath a wall": blind review r8), so "on" is not replaced by a relation of
+# being below there.
 BELOW = frozenset({"under", "underneath", "below", "beneath"})
 GROUND_KINDS = frozenset({"place", "food", "body", "plant"})
-RIDDEN_GROUPS = frozenset({"vehicle", "sports_board"})
+RIDDEN_GROUPS = frozenset({"vehicle", "sports_board", "building", "building_part"})
 
 
 def _fits_relation(vocab, name: str, kind: str, new: str, obj: str) -> bool:
     """Whether `new` may replace relation `name` (of type `kind`) before `obj`: a way of moving only by one of
     the same verb ("walking down a path" -> "walking across a path"; "flying a kite" -> "walking down a kite",
     "crossing a street" -> "flying over a street" name what the subject cannot do: review r8), and support not
-    by a relation of being below where the object is a ground, food, a body, a plant or ridden (`GROUND_KINDS`,
-    `RIDDEN_GROUPS`)."""
+    by a relation of being below where the object is a ground, food, a body, a plant, ridden or a building or
+    its part (`GROUND_KINDS`, `RIDDEN_GROUPS`)."""
     if kind == "motion" and new.split()[0] != name.split()[0]:
         return False
     below_ground = vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS

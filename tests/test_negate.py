@@ -1065,6 +1065,7 @@ def test_object_replacements_stay_in_a_fine_group(caption, lemma, never):
     ("THERE IS A RED TRUCK THAT IS ON THE STREET", "truck", "on", "street", {"under", "underneath", "below", "beneath"}),
     ("A hot dog on a bun with spicy mustard on it.", "mustard", "on", "hot dog", {"under", "underneath", "below", "beneath"}),
     ("A man riding a bike on a street.", "man", "on", "bike", {"under", "underneath", "below", "beneath"}),
+    ("A wall with several different clocks on it.", "clock", "on", "wall", {"under", "underneath", "below", "beneath"}),
     # "children walking down a kite", "a girl driving on a kite": a way of moving only by one of its own verb
     ("Children & one adult flying a kite in an open area", "child", "flying", "kite", {"walking down", "driving on", "riding"}),
     ("Two people are riding bikes through the street traffic.", "people", "riding", "bike", {"walking across", "floating in"}),
