@@ -1,5 +1,6 @@
 """The blind review kit (perf/rubric_sample.py, perf/rubric_tally.py) on real captions: texts made from
-parsed SugarCrepe (COCO) captions (tests/data/decompose/real.jsonl) and SugarCrepe's vendored files."""
+parsed SugarCrepe (COCO) captions (tests/data/decompose/real.jsonl, and tests/data/texts_report/real_swap.jsonl for
+a role swap) and SugarCrepe's vendored files."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ rubric_tally = _script("rubric_tally")
 
 @pytest.fixture(scope="module")
 def texts(tmp_path_factory) -> Path:
-    graphs = [json.loads(line) for line in (REPO / "tests" / "data" / "decompose" / "real.jsonl").read_text().splitlines()]
+    graphs = [json.loads(line) for name in ("decompose/real.jsonl", "texts_report/real_swap.jsonl")
+              for line in (REPO / "tests" / "data" / name).read_text().splitlines()]
     vocab = load()
     path = tmp_path_factory.mktemp("texts") / "texts.jsonl"
     mosaictool.write(template(negate(decompose(graphs, vocab=vocab), seed=0), vocab=vocab), path)

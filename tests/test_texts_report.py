@@ -1,7 +1,9 @@
 """texts-report: per-transform figures, the "n/a" of a vocabulary without counts, the seeded stratified
 review sample, the Markdown / HTML page, and bad input (one line naming file and record, nothing
-written). Real texts: tests/data/decompose/real.jsonl (parsed SugarCrepe/COCO captions) through
-decompose, negate and template; tests/data/template/expected.jsonl (template output of 16 more)."""
+written). Real texts: tests/data/decompose/real.jsonl (parsed SugarCrepe/COCO captions) and
+tests/data/texts_report/real_swap.jsonl (one more, "a car in front of a train on train tracks", whose role
+swap is plausible) through decompose, negate and template; tests/data/template/expected.jsonl (template
+output of 16 more)."""
 
 from __future__ import annotations
 
@@ -112,7 +114,8 @@ def test_symmetry_by_the_kinds_of_both_ends():
 
 
 def real_texts() -> list[dict]:
-    graphs = [json.loads(line) for line in (DATA / "decompose" / "real.jsonl").read_text().splitlines()]
+    graphs = [json.loads(line) for name in ("decompose/real.jsonl", "texts_report/real_swap.jsonl")
+              for line in (DATA / name).read_text().splitlines()]
     vocab = load()
     return list(template(negate(decompose(graphs, vocab=vocab), seed=0), vocab=vocab))
 
@@ -147,7 +150,7 @@ def test_cli_prints_the_table_and_writes_markdown_or_html(runner, tmp_path):
     # "The bathroom door is open with the light on." is parsed with no relation or attribute: no graph negative;
     # "An beautifully designed clock tower" has one, but negate leaves its unknown attribute alone;
     # "An image of a clock on a building." has one relation, but it may hang off the clock (decompose drops it)
-    assert "zero graph negatives: 3 of 11 (27.3%); of those whose graph had an attribute or relation: 2 of 10" in result.stdout
+    assert "zero graph negatives: 3 of 12 (25.0%); of those whose graph had an attribute or relation: 2 of 11" in result.stdout
     page = (tmp_path / "r.md").read_text()
     assert page.startswith(f"# Texts report: {texts}") and "### f_rel:swap (" in page
     assert "| id | caption | positive it changed | text |" in page
