@@ -77,6 +77,15 @@ def participial(attribute: str) -> bool:
 
 
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
+    measure = node.get("measure")
+    if measure:
+        # the part the caption names: "a woman holding onto a piece of pizza", not "... onto a pizza" (a text
+        # of the whole says more than the caption); the whole keeps the caption's determiner or none
+        whole = {**node, "measure": None, "count": None}
+        if not node["plural"] and node.get("determiner") != "the":
+            whole["determiner"], whole["plural"] = None, True  # bare, as "of pizza" is
+        body = noun_phrase(whole, vocab)
+        return f"{measure} of {body}" if not definite else f"the {measure.split()[-1]} of {body}"
     if definite:
         return f"the {node['noun']}"
     after = [a for a in node["attributes"] if participial(a)]
@@ -127,7 +136,7 @@ class _Phrases:
         count = node.get("count")
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
-        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"])
+        key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("measure"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
