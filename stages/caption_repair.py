@@ -581,6 +581,8 @@ def _subjects(verb) -> list:
         return [c, *_conjuncts(c)]
     if (verb.dep_ in ("acl", "relcl") or verb.dep_ == "xcomp" and verb.head.pos_ in ("NOUN", "PROPN")) and verb.head.i != verb.i:
         noun = verb.head
+        if _worn_phrase(noun) is not None:  # "a man in black shirt and blue shorts playing tennis": the man plays
+            noun = noun.head
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
         elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
@@ -630,12 +632,46 @@ def _objects(tok) -> list:
     return [tok, *_conjuncts(tok)]
 
 
+@functools.cache
+def _worn(lemma: str) -> bool:
+    from mosaictool.vocab import load
+
+    return load().group(lemma) in ("clothing", "accessory")
+
+
+def _worn_phrase(tok):
+    """The preposition of "a man in a jacket and hat" when `tok` (hat) is a garment spaCy coordinated with the
+    man, past a garment of the man's "in"/"with" phrase: English coordinates it with the nearer garment, so
+    the man wears it and it does nothing the man does ("a hat looks at the camera", blind review r8's
+    "blue shorts playing tennis"). None otherwise."""
+    if tok.dep_ != "conj" or not (_worn(tok.lemma_.lower()) or _worn(tok.lower_)) or tok.head.pos_ not in ("NOUN", "PROPN"):
+        return None
+    for prep in tok.head.children:
+        if prep.dep_ == "prep" and prep.lower_ in ("in", "with") and prep.i < tok.i and any(
+                c.dep_ == "pobj" and c.i < tok.i and (_worn(c.lemma_.lower()) or _worn(c.lower_)) for c in prep.children):
+            return prep
+    return None
+
+
+def _worn_conjuncts(g: _Graph) -> None:
+    """A garment coordinated with its wearer (`_worn_phrase`) loses the wearer's relations and is worn."""
+    for k in range(len(g.entities)):
+        prep = _worn_phrase(_head_token(g, k))
+        wearer = _entity_at(g, prep.head.i) if prep is not None else None
+        if wearer is None or wearer == k:
+            continue
+        g.relations = [r for r in g.relations if r["subject"] != k]
+        if not any(r["subject"] == wearer and r["object"] == k for r in g.relations):
+            g.relations.append({"subject": wearer, "object": k, "relation": prep.text, "lemma_relation": prep.lemma_})
+        g.changed = True
+
+
 def _conjuncts(tok) -> list:
     """The nouns coordinated with `tok` by "and"/"or" ("a cat and a dog"); none where spaCy joins two
     clauses without one ("a cross left of a box; the star is ..."). The middle of a list that spaCy
     reads as an apposition counts ("with mixing equipment, a keyboard and a computer monitor": the
     keyboard an appos of the equipment, the monitor its conjunct)."""
-    chain = [tok, *tok.conjuncts]
+    chain = [tok, *(t for t in tok.conjuncts if _worn_phrase(t) is None)]
     chain += [x for t in list(chain) for a in t.children if a.dep_ == "appos" and a.pos_ in ("NOUN", "PROPN")
               and any(c.dep_ == "cc" for c in a.children) for x in (a, *a.conjuncts)]
     if not any(c.dep_ == "cc" for t in chain for c in t.children):
@@ -789,6 +825,7 @@ def relations(g: _Graph) -> None:
     relation between the same two entities ("parked next to" for "next to") replaces it, one between
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
+    _worn_conjuncts(g)
     read = _read_relations(g)
     # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
     if any(not _says_something(r["relation"]) for r in g.relations):

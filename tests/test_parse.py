@@ -469,6 +469,12 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("table", []), ("phone", [])], "relations": [("phone", "on", "table"), ("table", "with", "phone")]}),
     ("compounds", "A wall urinal in a stall with an auto sensor flushing system.",
      {"relations": [("stall", "with", "system"), ("wall urinal", "in", "stall")]}),
+    # a garment spaCy coordinates with the wearer ("a hat looks at the camera", "blue shorts playing tennis")
+    ("relations", "A man in a jacket and hat looks at the camera.",
+     {"relations": [("man", "in", "hat"), ("man", "in", "jacket"), ("man", "looks at", "camera")]}),
+    ("relations", "A man in black shirt and blue shorts playing tennis.",
+     {"entities": [("man", ["playing tennis"]), ("shirt", ["black"]), ("shorts", ["blue"])],
+      "relations": [("man", "in", "shirt"), ("man", "in", "shorts")]}),
     ("compounds", "Large four sided clock hangs on the corner of the building.",
      {"entities": [("clock", ["large", "four sided"]), ("building", [])]}),
 ]
