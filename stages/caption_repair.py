@@ -217,7 +217,14 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
-    return next((a for a in chain[1:] if a.pos_ in ("NOUN", "PROPN")), None)
+    for a in chain[1:]:
+        if a.pos_ in ("NOUN", "PROPN"):
+            return a
+        # "a man riding a horse with a saddle on it": the verb's object the with-phrase follows, not its subject
+        objects = [c for c in a.children if c.dep_ == "dobj" and c.i < governor.i and c.pos_ in ("NOUN", "PROPN")]
+        if a.pos_ == "VERB" and objects and tok.lower_ == "it" and governor.pos_ in ("NOUN", "PROPN") and governor.head.lower_ == "with":
+            return objects[-1]
+    return None
 
 
 def framing(g: _Graph) -> None:

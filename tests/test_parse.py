@@ -469,6 +469,9 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("table", []), ("phone", [])], "relations": [("phone", "on", "table"), ("table", "with", "phone")]}),
     ("compounds", "A wall urinal in a stall with an auto sensor flushing system.",
      {"relations": [("stall", "with", "system"), ("wall urinal", "in", "stall")]}),
+    # "it" in a with-phrase after a verb's object is that object, not the verb's subject ("a man on a white horse")
+    ("pronouns", "a white horse pulling a carriage with a man on it.",
+     {"relations": [("horse", "pulling", "carriage"), ("horse", "with", "man"), ("man", "on", "carriage")]}),
     # a garment spaCy coordinates with the wearer ("a hat looks at the camera", "blue shorts playing tennis")
     ("relations", "A man in a jacket and hat looks at the camera.",
      {"relations": [("man", "in", "hat"), ("man", "in", "jacket"), ("man", "looks at", "camera")]}),
