@@ -142,6 +142,7 @@ class Entity(TypedDict):
     span: NotRequired[str | None]
     modifiers: NotRequired[list[Modifier] | None]
     attributes: NotRequired[list[str] | None]
+    measure: NotRequired[str | None]
 
 
 class GraphRelation(TypedDict):
@@ -210,6 +211,7 @@ class Node(TypedDict):
     count: NotRequired[str | int | Annotated[float, Field(allow_inf_nan=False)] | None]
     attributes: list[str]
     determiner: NotRequired[str | None]
+    measure: NotRequired[str | None]
 
 
 class NegateNode(Node):

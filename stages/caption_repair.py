@@ -33,12 +33,18 @@ from __future__ import annotations
 
 import functools
 
-from mosaictool.stages.graph_repair import _Graph, colour_words, object_words
+from mosaictool.stages.graph_repair import _Graph, attribute_words, colour_words, object_words
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
 # Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
 PRONOUNS = frozenset({"it", "its", "they", "them", "he", "him", "she", "her", "this", "these", "those", "itself",
                       "themselves", "himself", "herself", "other", "another", "one", "each", "something"})
+# Nouns of a part of what follows "of" ("a slice of pizza", "logs of tree"): what they measure is the object
+# (gold schema), but a text of the whole ("a woman holding a pizza") says more than the caption, so the
+# entity keeps the words in `measure` for the text to say them.
+PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portion", "log", "strip", "sliver", "scoop",
+                             "loaf", "bit", "serving", "slab", "hunk", "morsel", "fragment",
+                             "stalk", "clove", "crust", "scrap", "crumb"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
     "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
@@ -46,12 +52,13 @@ FRAMING_NOUNS = frozenset({
     "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
     "interior",
     "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
-})
+}) | PARTITIVE_NOUNS
 PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",
                            "view", "closeup", "close-up"})
-# Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display".
+# Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display", "sinks in the
+# process of being completed".
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
-                    ("at", "night")})
+                    ("at", "night"), ("in", "process")})
 # Verb-object idioms whose noun is no object: "a man making his way through the sand".
 VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
 QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
@@ -86,6 +93,11 @@ TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind
 PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
 # Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
 PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
+# Adjectives English puts after the noun ("a bear asleep in a hammock", "a man at bat ready").
+POSTPOSITIVE_ADJECTIVES = frozenset({"asleep", "awake", "alone", "alive", "afloat", "ablaze", "aglow", "ajar", "ashore", "aboard",
+                                     "adrift", "aloft", "apart", "ready", "available", "visible", "present", "galore", "alike"})
+# Misspellings of common participles in captions, which spaCy reads as nouns ("phone siting on it").
+MISSPELT_PARTICIPLES = frozenset({"siting", "sittng", "stting", "standng", "standig", "stading", "layng", "laing"})
 # Verbs that only say the thing is in the picture: "a plate is shown in between two children" -> in between.
 FRAMING_VERBS = frozenset({"shown", "seen", "pictured", "photographed", "depicted", "captured", "displayed", "visible"})
 
@@ -127,12 +139,25 @@ def _measured(tok):
     if (tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
             and not (tok.lower_ == "head" and not any(c.dep_ in ("det", "poss") for c in tok.children))):  # "head of cattle"
         return None
-    for prep in tok.children:
-        if prep.dep_ == "prep" and prep.lower_ == "of":
-            obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
-            if obj is not None:
-                return _measured(obj) or obj
+    # "lots and lots of luggage": the first of a repeated quantity noun measures what the last one does
+    for noun in (tok, *(c for c in tok.conjuncts if c.lemma_.lower() == tok.lemma_.lower())):
+        for prep in noun.children:
+            if prep.dep_ == "prep" and prep.lower_ == "of":
+                obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
+                if obj is not None:
+                    return _measured(obj) or obj
     return None
+
+
+def _measure(tok) -> str:
+    """The words of a partitive noun phrase before "of", as a text says them: "a piece", "the last two
+    pieces", "a half eaten slice", "logs"; a possessive reads as "the" ("her slice"), a singular with no
+    determiner gets "a"."""
+    words = ["the" if t.dep_ == "poss" else t.lower_ for t in tok.doc[tok.left_edge.i:tok.i]]
+    words.append(tok.lower_)
+    if not any(t.dep_ in ("det", "poss", "nummod") or t.tag_ == "DT" for t in tok.doc[tok.left_edge.i:tok.i]) and tok.tag_ == "NN":
+        words.insert(0, "an" if tok.lower_[0] in "aeiou" else "a")
+    return " ".join(words)
 
 
 def _redirect(g: _Graph, old: int, new: int) -> None:
@@ -192,7 +217,14 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
-    return next((a for a in chain[1:] if a.pos_ in ("NOUN", "PROPN")), None)
+    for a in chain[1:]:
+        if a.pos_ in ("NOUN", "PROPN"):
+            return a
+        # "a man riding a horse with a saddle on it": the verb's object the with-phrase follows, not its subject
+        objects = [c for c in a.children if c.dep_ == "dobj" and c.i < governor.i and c.pos_ in ("NOUN", "PROPN")]
+        if a.pos_ == "VERB" and objects and tok.lower_ == "it" and governor.pos_ in ("NOUN", "PROPN") and governor.head.lower_ == "with":
+            return objects[-1]
+    return None
 
 
 def framing(g: _Graph) -> None:
@@ -213,6 +245,8 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
+        if tok.lemma_.lower() in PARTITIVE_NOUNS and not g.entities[target].get("measure"):
+            g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
 
@@ -304,7 +338,7 @@ def _noun_participle_attributes(g: _Graph) -> None:
     k = 0
     while k < len(g.entities):
         head = _head_token(g, k)
-        if head.i + 2 < len(g.doc) and head.tag_ == "NN" and g.doc[head.i + 1].tag_ == "VBN" and g.doc[head.i + 2].tag_.startswith("NN"):
+        if head.i + 2 < len(g.doc) and head.tag_ == "NN" and _participle_tag(g.doc[head.i + 1]) and g.doc[head.i + 2].tag_.startswith("NN"):
             target = _entity_at(g, head.i + 2)
             if target is not None and target != k and g.bounds(target)[0] == head.i + 2:
                 words = g.doc[head.i:head.i + 2]
@@ -318,6 +352,49 @@ def _noun_participle_attributes(g: _Graph) -> None:
                 k = 0
                 continue
         k += 1
+
+
+def _participle_tag(tok) -> bool:
+    """Whether tok is a past participle: tagged so, or a past tense with no subject, which spaCy gives a
+    participle after a noun ("displayed in glass stacked casings": "stacked" a VBD)."""
+    return tok.tag_ == "VBN" or tok.tag_ == "VBD" and not any(c.dep_ in SUBJECT_DEPS for c in tok.children)
+
+
+def _misspelt_participle(g: _Graph, k: int) -> bool:
+    """Entity k's head is a misspelt participle spaCy read as a noun ("a calculator and phone siting on it"):
+    the entity ends at the noun before it, or goes when there is none. Returns whether the graph changed."""
+    head = _head_token(g, k)
+    if head.lower_ not in MISSPELT_PARTICIPLES:
+        return False
+    start = g.bounds(k)[0]
+    noun = next((t for t in reversed(g.doc[start:head.i]) if t.pos_ in ("NOUN", "PROPN")), None)
+    if noun is None:
+        g.drop({k})
+    else:  # the last noun alone: "a calculator and phone" is no compound
+        g.reread(k, noun.i, noun.i + 1)
+    return True
+
+
+def _misread_heads(g: _Graph) -> None:
+    """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
+    tagged an adjective (`_postnominal_noun`)."""
+    k = 0
+    while k < len(g.entities):
+        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) else k + 1
+
+
+def _postnominal_noun(g: _Graph, k: int) -> bool:
+    """"A wall urinal in a stall": spaCy tags "urinal" an adjective after its noun, where English puts no
+    one-word adjective; it is the head, the noun before it a modifier. Returns whether the graph changed."""
+    head = _head_token(g, k)
+    if head.i + 1 >= len(g.doc) or head.pos_ != "NOUN" or g.doc[head.i + 1].i in g.stops():
+        return False
+    after = g.doc[head.i + 1]
+    if (after.dep_ != "amod" or after.tag_ != "JJ" or after.head.i != head.i or list(after.children)
+            or after.lower_ in POSTPOSITIVE_ADJECTIVES or after.lower_ in attribute_words()):
+        return False
+    g.reread(k, g.bounds(k)[0], after.i + 1)
+    return True
 
 
 def _three_noun_head(g: _Graph, k: int, head, words: list[str], lemmas: list[str]) -> tuple[list[str], list[str]] | None:
@@ -346,6 +423,7 @@ def compounds(g: _Graph) -> None:
     (`_noun_participle_attributes`)."""
     _join_split_compounds(g)
     _noun_participle_attributes(g)
+    _misread_heads(g)
     for k in range(len(g.entities)):
         ent = g.entities[k]
         head = _head_token(g, k)
@@ -407,6 +485,9 @@ def _attribute_start(tok) -> int | None:
     before = tok.doc[tok.i - 1]
     if before.lower_ in SHADES and tok.lower_ in colour_words():
         return before.i  # "light blue water": one colour, both words modifiers of the noun in spaCy's parse
+    if (before.tag_ == "CD" and before.dep_ == "nummod" and before.head.i == tok.head.i and tok.head.tag_ == "NN"
+            and before.lower_ not in ("one", "1")):
+        return before.i  # "large four sided clock": a number before a singular noun measures the modifier, not the noun
     if (tok.lower_ in COMPOUND_PARTICIPLES and before.pos_ == "ADJ" and before.head.i == tok.head.i
             and before.dep_ == tok.dep_ == "amod"):
         return before.i  # "a nice looking cake": spaCy hangs both words off the noun
@@ -507,6 +588,8 @@ def _subjects(verb) -> list:
         return [c, *_conjuncts(c)]
     if (verb.dep_ in ("acl", "relcl") or verb.dep_ == "xcomp" and verb.head.pos_ in ("NOUN", "PROPN")) and verb.head.i != verb.i:
         noun = verb.head
+        if _worn_phrase(noun) is not None:  # "a man in black shirt and blue shorts playing tennis": the man plays
+            noun = noun.head
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
         elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
@@ -556,12 +639,46 @@ def _objects(tok) -> list:
     return [tok, *_conjuncts(tok)]
 
 
+@functools.cache
+def _worn(lemma: str) -> bool:
+    from mosaictool.vocab import load
+
+    return load().group(lemma) in ("clothing", "accessory")
+
+
+def _worn_phrase(tok):
+    """The preposition of "a man in a jacket and hat" when `tok` (hat) is a garment spaCy coordinated with the
+    man, past a garment of the man's "in"/"with" phrase: English coordinates it with the nearer garment, so
+    the man wears it and it does nothing the man does ("a hat looks at the camera", blind review r8's
+    "blue shorts playing tennis"). None otherwise."""
+    if tok.dep_ != "conj" or not (_worn(tok.lemma_.lower()) or _worn(tok.lower_)) or tok.head.pos_ not in ("NOUN", "PROPN"):
+        return None
+    for prep in tok.head.children:
+        if prep.dep_ == "prep" and prep.lower_ in ("in", "with") and prep.i < tok.i and any(
+                c.dep_ == "pobj" and c.i < tok.i and (_worn(c.lemma_.lower()) or _worn(c.lower_)) for c in prep.children):
+            return prep
+    return None
+
+
+def _worn_conjuncts(g: _Graph) -> None:
+    """A garment coordinated with its wearer (`_worn_phrase`) loses the wearer's relations and is worn."""
+    for k in range(len(g.entities)):
+        prep = _worn_phrase(_head_token(g, k))
+        wearer = _entity_at(g, prep.head.i) if prep is not None else None
+        if wearer is None or wearer == k:
+            continue
+        g.relations = [r for r in g.relations if r["subject"] != k]
+        if not any(r["subject"] == wearer and r["object"] == k for r in g.relations):
+            g.relations.append({"subject": wearer, "object": k, "relation": prep.text, "lemma_relation": prep.lemma_})
+        g.changed = True
+
+
 def _conjuncts(tok) -> list:
     """The nouns coordinated with `tok` by "and"/"or" ("a cat and a dog"); none where spaCy joins two
     clauses without one ("a cross left of a box; the star is ..."). The middle of a list that spaCy
     reads as an apposition counts ("with mixing equipment, a keyboard and a computer monitor": the
     keyboard an appos of the equipment, the monitor its conjunct)."""
-    chain = [tok, *tok.conjuncts]
+    chain = [tok, *(t for t in tok.conjuncts if _worn_phrase(t) is None)]
     chain += [x for t in list(chain) for a in t.children if a.dep_ == "appos" and a.pos_ in ("NOUN", "PROPN")
               and any(c.dep_ == "cc" for c in a.children) for x in (a, *a.conjuncts)]
     if not any(c.dep_ == "cc" for t in chain for c in t.children):
@@ -715,6 +832,7 @@ def relations(g: _Graph) -> None:
     relation between the same two entities ("parked next to" for "next to") replaces it, one between
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
+    _worn_conjuncts(g)
     read = _read_relations(g)
     # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
     if any(not _says_something(r["relation"]) for r in g.relations):

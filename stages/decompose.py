@@ -85,10 +85,21 @@ CO_LOCATED = PROXIMITY | {"in", "at", "inside", "in front of", "behind", "in the
 CARRYING_VERBS = frozenset({"ride", "drive", "walk", "lead", "push", "pull", "carry", "paddle", "steer", "row"})
 PATH = CO_LOCATED | {"on", "down", "up", "along", "across", "through", "around", "into", "onto", "toward", "towards"}
 
+# Participles of posture and placement, which things do as well as people and animals ("a bicycle leaning
+# against a wall", "a bag sitting on a chair"): the noun nearest before one may be its subject.
+STATIVE_PARTICIPLES = frozenset({"leaning", "resting", "sitting", "lying", "laying", "hanging", "standing", "parked",
+                                 "propped", "perched", "stacked", "piled", "placed", "mounted", "attached", "covered",
+                                 "filled", "surrounded", "lined", "stuck", "floating", "positioned", "located", "set",
+                                 "leaned", "tied", "chained", "docked", "displayed"})
+# Phrases of place that may say where a verb's subject is rather than its object ("crossing a street between buses").
+PLACES_OF_AGENT = PROXIMITY | frozenset({"between", "among", "amongst", "in front of", "behind"})
 
-def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
+
+def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None) -> list[dict]:
     """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated,
-    without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`)."""
+    without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`) or a relation
+    the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
+    `tokens`, where given)."""
     nodes = graph_nodes(graph, vocab)
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
@@ -104,7 +115,7 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if attachment_ambiguous(graph, rel):
+        if attachment_ambiguous(graph, rel, words):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -119,7 +130,7 @@ def candidate_subgraphs(graph: dict, vocab=None) -> list[dict]:
     return out
 
 
-def attachment_ambiguous(graph: dict, rel: dict) -> bool:
+def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
     """Whether the caption may attach the relation's phrase to another noun, or give its verb another
     subject. Such a relation is no positive: a sub-graph positive the caption does not entail teaches
     the model a false text (MosaiCLIP's positives are entailed by the caption, Singh et al. 2023 Sec.
@@ -134,7 +145,16 @@ def attachment_ambiguous(graph: dict, rel: dict) -> bool:
     - a verb read again for a second phrase past its first object ("a cat sleeps on a bed with a plaid
       bedspread": the bedspread is the bed's, not "sleeps with");
     - a participle whose subject is the object of an earlier noun's prepositional phrase ("a man on a
-      skateboard riding by food vendors": the rider is the man, and the phrase may modify either)."""
+      skateboard riding by food vendors": the rider is the man, and the phrase may modify either; "a bus
+      drives ... on a freeway surrounded by several other cars": the bus is surrounded);
+    - a participle of posture or placement, which things do as well as people, read for a subject past
+      the nearer object of its own verb's phrase ("a cat walking behind a bicycle leaning against a wall":
+      in English the nearest noun, the bicycle, leans), or for a place past its own phrase ("a bedroom with a
+      large bed sitting next to a dresser"), the participle right after that noun (parse's `tokens`; not "a
+      kite while standing"); not past a thing's phrase ("a man in a blue shirt laying next to a surfboard");
+    - a phrase of place after a verb's object, which may place the verb's subject instead ("pedestrians
+      crossing a street between buses": the pedestrians are between them), unless the subject holds or
+      carries the object, and so is where it is."""
     entities = graph.get("entities") or []
     relations = graph.get("relations") or []
     s, o = rel["subject"], rel["object"]
@@ -157,8 +177,16 @@ def attachment_ambiguous(graph: dict, rel: dict) -> bool:
     else:
         # the same verb with another phrase: "sleeps on a bed" then "sleeps with a bedspread"
         own = {r["object"] for r in relations if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] == first}
-        if first.endswith("ing") and _prepositional_object(relations, s, bounds):
+        if first.endswith(("ing", "ed")) and _prepositional_object(relations, s, bounds):
             return True
+        place = entities[s].get("type") == "scene"
+        if first in STATIVE_PARTICIPLES and any(
+                r["subject"] == s and r["object"] not in (s, o) and between(r["object"]) and _right_after(words, bounds[r["object"]], first)
+                and (_verb_phrase(r["relation"].lower(), first) or place and _last_phrase(r["relation"].lower()) not in ("", "of"))
+                for r in relations):
+            return True
+    if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
+        return True
     possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
     if relation in ("in", "inside", "into", "up to", "to") and possessed:
         return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
@@ -194,6 +222,32 @@ def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:
     """Whether entity s is the object of an earlier noun's prepositional phrase ("a man on a skateboard")."""
     return any(r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
                and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               for r in relations)
+
+
+def _right_after(words: list[str] | None, span: list, word: str) -> bool:
+    """Whether `word` comes right after the noun phrase `span` in the caption's words ("a bicycle leaning";
+    not "a kite while standing", "her cell phone and sitting"); without the words it may, so True."""
+    if not words:
+        return True
+    end = span[1]
+    return end < len(words) and words[end].lower() == word
+
+
+def _verb_phrase(relation: str, other: str) -> bool:
+    """Whether `relation` is an -ing verb with its prepositional phrase ("walking behind"), another verb than
+    `other`; not a past participle's ("a lady dressed in khakis standing in a bathroom": what it is in says how
+    the subject is, and stands nowhere)."""
+    first = relation.split(" ", 1)[0]
+    return first.endswith("ing") and first not in PREPOSITIONS and first != other and _last_phrase(relation) not in ("", "of")
+
+
+def _verb_object(relations: list[dict], s: int, bounds: list) -> bool:
+    """Whether entity s is the object of an earlier noun's verb that neither holds nor carries it ("pedestrians
+    crossing a street"; not "a man holding a dog")."""
+    return any(r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               and len(r["relation"].split()) == 1 and r["relation"].lower().endswith(("ing", "ed", "s"))
+               and not _contact_verb(r, CONTACT_VERBS | CARRYING_VERBS)
                for r in relations)
 
 
@@ -245,7 +299,7 @@ def decompose_record(
 
         vocab = load()
     graph = record["graph"]
-    candidates = candidate_subgraphs(graph, vocab)
+    candidates = candidate_subgraphs(graph, vocab, words=(record.get("tokens") or {}).get("words"))
     if len(candidates) > max_subgraphs:
         candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
     subgraphs = []

@@ -138,7 +138,14 @@ def object_node(entity: dict, index: int | None) -> dict:
         "attributes": attributes,
         "determiner": determiner,
         "entity": index,
+        **_measure(entity),
     }
+
+
+def _measure(entity: dict) -> dict:
+    """The part of the thing the caption names ("a slice" of pizza, parse's `measure`), said by the text
+    though not in the key; nothing when there is none, so other nodes stay as they were."""
+    return {"measure": str(entity["measure"]).lower()} if entity.get("measure") else {}
 
 
 def node_key(node: dict) -> tuple:

@@ -132,6 +132,15 @@ def _coordinated(attr: str, category: str, previous: str | None) -> bool:
 
 
 def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
+    measure = node.get("measure")
+    if measure:
+        # the part the caption names: "a woman holding onto a piece of pizza", not "... onto a pizza" (a text
+        # of the whole says more than the caption); the whole keeps the caption's determiner or none
+        whole = {**node, "measure": None, "count": None}
+        if not node["plural"] and node.get("determiner") != "the":
+            whole["determiner"], whole["plural"] = None, True  # bare, as "of pizza" is
+        body = noun_phrase(whole, vocab)
+        return f"{measure} of {body}" if not definite else f"the {measure.split()[-1]} of {body}"
     if definite:
         return f"the {node['noun']}"
     node = _number_compound(node)
@@ -199,7 +208,7 @@ class _Phrases:
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
         key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
-               node.get("joined"))
+               node.get("joined"), node.get("measure"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:

@@ -116,6 +116,44 @@ def test_a_phrase_after_the_verbs_object_is_no_positive_of_the_subject():
     assert relation_triples(rec) == [("man", "in", "field"), ("man", "flying", "kite")]
 
 
+def test_a_participle_or_place_phrase_that_may_hang_off_a_nearer_noun_is_no_positive():
+    """Blind review r8's not-entailed positives: "a baby tabby cat leaning against a wall" (the bicycle
+    leans), "a freeway surrounded by several cars" (the bus is), "a street between buses" (the pedestrians
+    are); the relation of the verb itself stays a positive."""
+    ents = [with_bounds(entity("cat", attributes=["baby tabby"]), 0, 4), with_bounds(entity("bicycle"), 5, 8),
+            with_bounds(entity("wall"), 9, 12)]
+    rec = record(0, ents, [(0, 1, "walking behind"), (0, 2, "leaning against")],
+                 caption="A baby tabby cat walking behind a bicycle leaning against a wall")
+    assert relation_triples(rec) == [("cat", "walking behind", "bicycle")]
+    # an agent's verb past the nearer noun stays: "a man sitting on a bench holding an umbrella"
+    rec = record(0, ents, [(0, 1, "sitting on"), (0, 2, "holding")])
+    assert ("cat", "holding", "wall") in relation_triples(rec)
+    # with the caption's words (parse's tokens), only a participle right after the nearer noun is in doubt
+    words = "A baby tabby cat walking behind a bicycle leaning against a wall".split()
+    ents = [with_bounds(entity("cat", attributes=["baby tabby"]), 0, 4), with_bounds(entity("bicycle"), 6, 8),
+            with_bounds(entity("wall"), 10, 12)]
+    rec = record(0, ents, [(0, 1, "walking behind"), (0, 2, "leaning against")])
+    relations = [sg["relations"][0]["relation"] for sg in candidate_subgraphs(rec["graph"], words=words) if sg["relations"]]
+    assert relations == ["walking behind"]
+    words = "A young child holding onto a kite while standing on a green field".split()
+    ents = [with_bounds(entity("child", attributes=["young"]), 0, 3), with_bounds(entity("kite"), 5, 7),
+            with_bounds(entity("field", attributes=["green"]), 10, 13)]
+    rec = record(0, ents, [(0, 1, "holding onto"), (0, 2, "standing on")])
+    assert len([sg for sg in candidate_subgraphs(rec["graph"], words=words) if sg["relations"]]) == 2
+    ents = [with_bounds(entity("bus"), 0, 6), with_bounds(entity("freeway"), 12, 14),
+            with_bounds(entity("cars", "car", det=None), 16, 19)]
+    rec = record(0, ents, [(0, 1, "on"), (1, 2, "surrounded by")],
+                 caption="A white with red striped bus drives down the slow lane on a freeway surrounded by several other cars.")
+    assert relation_triples(rec) == [("bus", "on", "freeway")]
+    ents = [with_bounds(entity("pedestrians", "pedestrian", det=None), 0, 1), with_bounds(entity("street"), 2, 4),
+            with_bounds(entity("buses", "bus", det=None), 5, 6)]
+    rec = record(0, ents, [(0, 1, "crossing"), (1, 2, "between")], caption="Pedestrians crossing a street between buses and cars.")
+    assert relation_triples(rec) == [("pedestrians", "crossing", "street")]
+    # who holds or carries the object is where it is: "a man holding a dog next to a car"
+    rec = record(0, ents, [(0, 1, "holding"), (1, 2, "next to")])
+    assert ("street", "next to", "buses") in relation_triples(rec)
+
+
 def test_a_phrase_true_of_the_subject_whichever_noun_it_hangs_off_stays_a_positive():
     """Real COCO captions where either attachment entails the positive: nearness through what the subject sits
     on, a place shared with what it holds, a container where its content is."""

@@ -29,6 +29,16 @@ def node(noun, attributes=(), plural=False, count=None, determiner="a", lemma=No
             "determiner": determiner, "entity": None}
 
 
+def test_a_part_is_said_with_its_measure():
+    """Blind review r8: "a woman holding onto a pizza" for "a piece of pizza" says more than the caption; the
+    node keeps the part ("measure", from parse) and the text says it, the whole as the caption wrote it."""
+    assert noun_phrase({**node("pizza", determiner=None), "measure": "a piece"}, VOCAB) == "a piece of pizza"
+    assert noun_phrase({**node("pizza", determiner=None), "measure": "the last two pieces"}, VOCAB) == "the last two pieces of pizza"
+    assert noun_phrase({**node("cake", ["chocolate"], determiner="the"), "measure": "a slice"}, VOCAB) == "a slice of the chocolate cake"
+    assert noun_phrase({**node("tree", determiner=None), "measure": "logs"}, VOCAB) == "logs of tree"
+    assert noun_phrase({**node("pizza", determiner=None), "measure": "a slice"}, VOCAB, definite=True) == "the slice of pizza"
+
+
 def test_articles():
     for phrase, article in (("apple", "an"), ("dog", "a"), ("umbrella", "an"), ("unicorn", "a"), ("hour", "an"),
                             ("one-way sign", "a"), ("european city", "a"), ("8 ball", "an")):
