@@ -131,6 +131,10 @@ def _number_compound(node: dict) -> dict:
     """`node` with a number the parser split off a number compound joined back to its second half
     ("four" + "sided" -> "four-sided"; the number is the count, "four sided clock", or an attribute, "a two
     thick wheeled bike"), its number then that of the noun as written; else `node`."""
+    spaced = [a for a in node["attributes"] if len(a.split()) == 2 and a.split()[0].lower() in NUMBER_WORDS
+              and a.split()[1].lower() in NUMBER_COMPOUNDS]
+    if spaced:  # kept as one attribute by the parser ("four sided"): hyphenated as written whole
+        node = {**node, "attributes": ["-".join(a.split()) if a in spaced else a for a in node["attributes"]]}
     head = next((a for a in node["attributes"] if a.lower() in NUMBER_COMPOUNDS), None)
     if head is None:
         return node

@@ -390,7 +390,8 @@ def test_number_compounds_are_joined_again(decomposed):
     # "Large four sided clock hangs on the corner of the building." (r8: "four large sided clock")
     clock = _object(decomposed["Large four sided clock hangs on the corner of the building."], "clock")
     assert noun_phrase(clock, VOCAB) == "a large four-sided clock"
-    assert noun_phrase({**clock, "attributes": ["small", "sided"]}, VOCAB) == "a small four-sided clock"
+    # the parser's other reading: "four" as the count, "sided" an attribute
+    assert noun_phrase(node("clock", ["small", "sided"], count="four"), VOCAB) == "a small four-sided clock"
     # "a person riding a two thick wheeled bike on sand": the number is an attribute after "a"
     assert noun_phrase(node("bike", ["two", "thin", "wheeled"]), VOCAB) == "a thin two-wheeled bike"
     assert noun_phrase(node("shoes", ["sided"], plural=True, count="two", lemma="shoe"), VOCAB) == "two-sided shoes"
