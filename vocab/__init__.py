@@ -351,18 +351,15 @@ SYMMETRIC_PARTICLES = ("to", "by")
 
 
 def _symmetric_spellings(name: str) -> tuple[str, ...]:
-    """`name` and its spellings with an intensifier dropped, or a trailing "to" / "by" dropped or added
-    ("right next to" -> "next to", "near to" -> "near", "close" -> "close to")."""
+    """`name` and its spellings with an intensifier dropped, a trailing "to" / "by" dropped, and either added
+    ("right next to" -> "next to", "near to" -> "near", "close by" -> "close to")."""
     words = name.split()
     while len(words) > 1 and words[0] in INTENSIFIERS:
         words = words[1:]
-    base = " ".join(words)
-    out = [name, base]
     if len(words) > 1 and words[-1] in SYMMETRIC_PARTICLES:
-        out.append(" ".join(words[:-1]))
-    else:
-        out += [f"{base} {p}" for p in SYMMETRIC_PARTICLES]
-    return tuple(dict.fromkeys(out))
+        words = words[:-1]
+    stem = " ".join(words)
+    return tuple(dict.fromkeys([name, stem, *(f"{stem} {p}" for p in SYMMETRIC_PARTICLES)]))
 
 
 def _relation_forms(relation: str) -> list[str]:
