@@ -823,11 +823,13 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         after = change[1]
         rel = relations[0]
         relations[0] = {**rel, "relation": after}
-        verb, s = rel["relation"].split(" ", 1)[0].lower(), rel["subject"]
-        if verb.endswith("ing") and verb in (a.lower() for a in objects[s]["attributes"]):
+        old, s = rel["relation"].lower(), rel["subject"]
+        said = [a for a in objects[s]["attributes"] if a.split(" ", 1)[0].lower().endswith("ing")
+                and (old == a.lower() or old.startswith(a.lower() + " "))]
+        if said:
             # the replaced verb read as the subject's attribute too ("containers that the truck is pulling"):
             # kept, it says the old relation after all ("the pulling truck pushing three containers": review r9)
-            objects[s] = {**objects[s], "attributes": [a for a in objects[s]["attributes"] if a.lower() != verb]}
+            objects[s] = {**objects[s], "attributes": [a for a in objects[s]["attributes"] if a not in said]}
             keys[s] = node_key(objects[s])
     else:  # join
         _, noun, attribute, anchor, edge = change

@@ -334,13 +334,12 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     parts = []
     for rel in relations:
         s, o = rel["subject"], rel["object"]
-        verb = rel["relation"].split(" ", 1)[0]
-        verb_follows = verb.endswith("ing")
+        verb_follows = rel["relation"].split(" ", 1)[0].endswith("ing")
         subject_node = {**objects[s], "posture_first": verb_follows}
-        if verb_follows and verb.lower() in (a.lower() for a in subject_node["attributes"]):
+        if verb_follows and any(_begins(rel["relation"], a) for a in subject_node["attributes"]):
             # the verb of a relative clause read as the subject's attribute too ("containers that the truck is
             # pulling": "the pulling truck pulling three containers", review r9): said once, by the relation
-            subject_node["attributes"] = [a for a in subject_node["attributes"] if a.lower() != verb.lower()]
+            subject_node["attributes"] = [a for a in subject_node["attributes"] if not _begins(rel["relation"], a)]
         subject = f"the {objects[s]['noun']}" if s in mentioned else phrase(subject_node)
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
@@ -348,6 +347,12 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
+
+
+def _begins(relation: str, attribute: str) -> bool:
+    """Whether participle `attribute` is how `relation` begins ("pulling", "standing away" of "standing away from")."""
+    relation, attribute = relation.lower(), attribute.lower()
+    return attribute.split(" ", 1)[0].endswith("ing") and (relation == attribute or relation.startswith(attribute + " "))
 
 
 def frame_text(frame: str, body: str, first_plural: bool) -> str:
