@@ -208,6 +208,11 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         body = " ".join([*words, node["noun"]])
     if after:
         body = " ".join([body, *after])
+    return _determined(node, body)
+
+
+def _determined(node: dict, body: str) -> str:
+    """`body` after its count, "the", "a"/"an" or nothing, as `node` says."""
     if node.get("count"):
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
