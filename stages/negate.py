@@ -143,6 +143,7 @@ MEMBERSHIP_RELATIONS = frozenset({
     "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
 })
 ANIMATE = frozenset({"person", "animal"})
+PERSON_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody"})  # persons no vocabulary lists
 # Verbs of posture: "a man lying by a person" swapped gives the person a posture the caption never stated.
 POSTURE_VERBS = frozenset({"lying", "laying", "sitting", "standing", "kneeling", "crouching", "squatting", "leaning",
                            "resting", "perched", "seated", "sprawled", "lounging"})
@@ -150,6 +151,12 @@ POSTURE_VERBS = frozenset({"lying", "laying", "sitting", "standing", "kneeling",
 # for a watching audience, as do "a chair faces a television" and its swap (the viewer's side decides).
 SCREENS = frozenset({"television", "tv", "screen", "monitor", "computer", "laptop", "computer monitor", "flat screen",
                      "flat screen tv", "tablet"})
+# What faces its subject is left open by "a giraffe facing the camera" (the camera faces it too, or a tree
+# faces nothing), so the swap states what the caption never said (blind review r9); and "in front of" between
+# two persons or animals may be face to face ("a man holding a piece of pizza in front of a kid"), where each is
+# in front of the other: neither is swapped.
+FACING = frozenset({"facing", "faces", "face"})
+FACE_TO_FACE = frozenset({"in front of"})
 AGENTIVE_TYPES = frozenset({"handling", "motion", "pursuit", "pose"})
 # Relations whose object holds, covers or tops its subject ("bottles in a refrigerator", "a hot dog topped with
 # mustard", "a hydrant surrounded by poles", "children sitting around a person"): container and content differ
@@ -246,8 +253,9 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     persons or animals ("a cat on a dog", "a cup on a plate", not "a table on cellphones"). Two swaps
     state what the caption left open and are refused: a posture with a person or animal at the object
     end (`POSTURE_VERBS`: "a person lying by a man"), and a viewpoint relation with a screen at either end
-    (`SCREENS`: "a television in front of men"), and a body part at either end is never moved ("a tennis
-    player behind an arm": review r8). Without the corpus's word for the swapped triple, three
+    (`SCREENS`: "a television in front of men"), "facing" at all and "in front of" between two persons or
+    animals (`FACING`, `FACE_TO_FACE`: "the camera facing a giraffe", "a kid in front of a man"), and a body
+    part at either end is never moved ("a tennis player behind an arm": review r8). Without the corpus's word for the swapped triple, three
     more are refused: containment and covering (`CONTAINMENT`: "a refrigerator in bottles", "mustard topped
     with a hot dog") always, support and possession (`SUPPORT`, "has": "a stove on a pot", "pink tiles have
     the bathroom") unless both ends are persons or animals, and an agent's verb with a child or a baby as the
@@ -257,6 +265,8 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     if relation.lower().split()[0] in POSTURE_VERBS and vocab.object_kind(obj) in ANIMATE:
         return False
     if name in VIEWPOINT_RELATIONS and not SCREENS.isdisjoint({subj.lower(), obj.lower()}):
+        return False
+    if _ends_with(name, FACING) or (_ends_with(name, FACE_TO_FACE) and {vocab.object_kind(subj), vocab.object_kind(obj)} <= ANIMATE):
         return False
     if vocab.relation_count(obj, name, subj) > 0:
         return True
@@ -449,7 +459,7 @@ class _Sampler:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
-        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj)]
+        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)]
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples))
 
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
@@ -480,13 +490,36 @@ GROUND_KINDS = frozenset({"place", "food", "body", "plant"})
 RIDDEN_GROUPS = frozenset({"vehicle", "sports_board", "building", "building_part"})
 
 
-def _fits_relation(vocab, name: str, kind: str, new: str, obj: str) -> bool:
+# Words a relation ends with when it reaches its object through a preposition or particle ("walking down",
+# "flying over", "next to", "on"), rather than as a verb's direct object ("crossing", "holding", "has").
+PREPOSITIONS = frozenset({
+    "on", "in", "at", "over", "under", "down", "up", "across", "through", "along", "into", "onto", "off", "out", "of",
+    "to", "from", "with", "by", "for", "near", "above", "below", "beneath", "underneath", "behind", "beside", "besides",
+    "between", "among", "amongst", "against", "beyond", "alongside", "opposite", "toward", "towards", "past", "around",
+    "inside", "outside", "within", "atop", "upon", "via", "during", "amid", "aboard", "throughout", "like", "than", "as",
+    "about", "after", "before", "including", "away", "together", "apart", "front", "top",
+})
+
+
+def direct_object_relation(vocab, relation: str) -> bool:
+    """Whether `relation` takes its object as a verb's direct object ("crossing a street", "holding a cup"), not
+    through a preposition or particle ("walking down a street", "flying over water", "next to a car")."""
+    words = relation.lower().split()
+    return bool(words) and words[-1] not in PREPOSITIONS
+
+
+def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = "") -> bool:
     """Whether `new` may replace relation `name` (of type `kind`) before `obj`: a way of moving only by one of
     the same verb ("walking down a path" -> "walking across a path"; "flying a kite" -> "walking down a kite",
-    "crossing a street" -> "flying over a street" name what the subject cannot do: review r8), and support not
-    by a relation of being below where the object is a ground, food, a body, a plant, ridden or a building or
-    its part (`GROUND_KINDS`, `RIDDEN_GROUPS`)."""
+    "crossing a street" -> "flying over a street" name what the subject cannot do: review r8); one whose object
+    is a verb's direct object only by another such, and one through a preposition only by another such
+    (`direct_object_relation`): "flying over water" -> "flying water", "walking down a street" -> "walking a
+    street" drop the preposition the object needs (blind review r9), unless the corpus showed the new relation
+    with these ends (`Vocab.relation_count`); and support not by a relation of being below where the object is
+    a ground, food, a body, a plant, ridden or a building or its part (`GROUND_KINDS`, `RIDDEN_GROUPS`)."""
     if kind == "motion" and new.split()[0] != name.split()[0]:
+        return False
+    if direct_object_relation(vocab, name) != direct_object_relation(vocab, new) and vocab.relation_count(subj, new, obj) == 0:
         return False
     below_ground = vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
     return not (name in SUPPORT and new in BELOW and below_ground)
@@ -635,6 +668,7 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     si, oi = rel["subject"], rel["object"]
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
     if (not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])  # "a cat next to a dog" swapped says the same
+            and not (sampler.type_aware and any(_noun_misread(vocab, objects[i]) for i in (si, oi)))
             and (not sampler.type_aware or plausible_swap(vocab, rel["relation"], objects[si]["lemma"], objects[oi]["lemma"],
                                                                    objects[si]["attributes"], objects[oi]["attributes"]))):
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
@@ -647,10 +681,23 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     _join_draft(index, objects, lemmas, sampler, pool)
 
 
+def _noun_misread(vocab, node: dict) -> bool:
+    """Whether the parser took a verb for the noun and the noun for its modifier ("A fire hydrant waits in front
+    of a building": noun "waits", attribute "fire hydrant"): the head is unknown to the vocabulary and an
+    attribute is a listed object, not a listed attribute. Swapped, the verb dangles at the end ("a tall
+    building in front of fire hydrant waits": blind review r9)."""
+    if vocab.known("objects", node["lemma"]) is not None or compound_head(vocab, node["lemma"]) is not None:
+        return False
+    return any(vocab.known("attributes", a) is None and vocab.known("objects", a) is not None for a in node["attributes"])
+
+
 def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemmas: set[str], sampler: _Sampler,
                                pool: list[_Draft]) -> None:
     """f_rel:replace_object: each object replaced in turn; `seen` lets the sampler ask whether the
-    vocabulary has the new object in this relation with the other one."""
+    vocabulary has the new object in this relation with the other one. A body part at the object end is
+    replaced only when the subject is a person or an animal, who may own it ("a man raising the hand" -> "...
+    the foot"): the sub-graph drops the caption's owner ("a crate on their shoulder" -> "a crate on the elbow"
+    reads as broken: blind review r9)."""
     vocab = sampler.vocab
     si, oi = rel["subject"], rel["object"]
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()
@@ -663,6 +710,10 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
                    if sampler.type_aware and relation in MEMBERSHIP_RELATIONS else frozenset())
         if covered is None:
             continue  # "a laptop with some other electronics" -> "a cable with ...": the other end may be it
+        owner = objects[si]["lemma"].lower()
+        if (i == oi and sampler.type_aware and vocab.object_kind(node["lemma"]) == "body" and owner not in PERSON_PRONOUNS
+                and ANIMATE.isdisjoint({vocab.object_kind(owner), vocab.object_kind(owner.split()[-1])})):
+            continue  # "a crate on the elbow": whose elbow? (review r9)
         if i == si:
             other = objects[oi]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731
@@ -770,7 +821,16 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         after = objects[i]["noun"]
     elif op == "relation":
         after = change[1]
-        relations[0] = {**relations[0], "relation": after}
+        rel = relations[0]
+        relations[0] = {**rel, "relation": after}
+        old, s = rel["relation"].lower(), rel["subject"]
+        said = [a for a in objects[s]["attributes"] if a.split(" ", 1)[0].lower().endswith("ing")
+                and (old == a.lower() or old.startswith(a.lower() + " "))]
+        if said:
+            # the replaced verb read as the subject's attribute too ("containers that the truck is pulling"):
+            # kept, it says the old relation after all ("the pulling truck pushing three containers": review r9)
+            objects[s] = {**objects[s], "attributes": [a for a in objects[s]["attributes"] if a not in said]}
+            keys[s] = node_key(objects[s])
     else:  # join
         _, noun, attribute, anchor, edge = change
         extra = _node(noun, vocab, attributes=[attribute] if attribute else [])

@@ -77,6 +77,8 @@ NUMBER_COMPOUNDS = frozenset({
 })
 NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "single", "double"})
 STYLES = ("plain", "varied")
+# Pronouns the parser keeps as nouns ("someone holding out their hand"): they take no article ("a someone").
+INDEFINITE_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody", "something", "nobody"})
 @functools.cache
 def mass_nouns() -> frozenset[str]:
     """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt, in
@@ -92,11 +94,31 @@ FRAMES = ("{}", "a photo of {}", "a picture of {}", "there {be} {}", "an image o
 def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     """(attribute, category) pairs in ATTRIBUTE_ORDER, caption order within a category; in the
     caption's own order when one is outside the vocabulary (a fluent writer's "faded wooden outdoor
-    chair" read better than any rank we could give "outdoor")."""
+    chair" read better than any rank we could give "outdoor"). A noun the parser read as a modifier (a
+    listed object, not a listed attribute: "fruit" of "a glass fruit bowl") forms a compound with the noun
+    and stands next to it, after every adjective, a material included (Quirk et al. 1985: the noun
+    modifier nearest the head), whatever order the parser gave ("a fruit glass bowl": blind review r9)."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
+    adjuncts = [p for p in pairs if not p[1] and vocab.known("objects", p[0]) is not None]
+    if adjuncts:
+        pairs = [p for p in pairs if p not in adjuncts]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
         pairs.sort(key=lambda p: len(ATTRIBUTE_ORDER) if p[0] in CLASSIFYING_POSITIONS else ATTRIBUTE_RANK[p[1]])  # stable
-    return pairs
+    return pairs + adjuncts
+
+
+def possessive_noun(noun: str, vocab, lemma: str = "") -> str:
+    """A compound of a person's or animal's noun and a body part, as the parser leaves "a young woman's head"
+    ("woman head"), with its possessive again: "woman's head", "dogs' paws" (blind review r9: "the top of a
+    young woman head"); any other noun as it is. The kinds are read from `lemma`'s words when it has as many
+    ("women heads": "woman head")."""
+    words = noun.split()
+    bases = lemma.lower().split() if len(lemma.split()) == len(words) else [w.lower() for w in words]
+    if len(words) < 2 or vocab.object_kind(bases[-1]) != "body" or vocab.object_kind(bases[-2]) not in ("person", "animal"):
+        return noun
+    owner = words[-2]
+    words[-2] = f"{owner}'" if owner.endswith("s") else f"{owner}'s"
+    return " ".join(words)
 
 
 def participial(attribute: str) -> bool:
@@ -109,6 +131,10 @@ def _number_compound(node: dict) -> dict:
     """`node` with a number the parser split off a number compound joined back to its second half
     ("four" + "sided" -> "four-sided"; the number is the count, "four sided clock", or an attribute, "a two
     thick wheeled bike"), its number then that of the noun as written; else `node`."""
+    spaced = [a for a in node["attributes"] if len(a.split()) == 2 and a.split()[0].lower() in NUMBER_WORDS
+              and a.split()[1].lower() in NUMBER_COMPOUNDS]
+    if spaced:  # kept as one attribute by the parser ("four sided"): hyphenated as written whole
+        node = {**node, "attributes": ["-".join(a.split()) if a in spaced else a for a in node["attributes"]]}
     head = next((a for a in node["attributes"] if a.lower() in NUMBER_COMPOUNDS), None)
     if head is None:
         return node
@@ -142,8 +168,9 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         body = noun_phrase(whole, vocab)
         return f"{measure} of {body}" if not definite else f"the {measure.split()[-1]} of {body}"
     if definite:
-        return f"the {node['noun']}"
+        return f"the {possessive_noun(node['noun'], vocab, str(node.get('lemma') or ''))}"
     node = _number_compound(node)
+    node = {**node, "noun": possessive_noun(node["noun"], vocab, str(node.get("lemma") or ""))}
     if not PREDICATIVE_ONLY.isdisjoint(a.lower() for a in node["attributes"]):
         node = {**node, "attributes": [ATTRIBUTIVE_KIN.get(a.lower(), a) for a in node["attributes"]]}
     # a posture before a bare plural reads as a verb starting the text ("lying people"): it follows the noun
@@ -181,13 +208,18 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         body = " ".join([*words, node["noun"]])
     if after:
         body = " ".join([body, *after])
+    return _determined(node, body)
+
+
+def _determined(node: dict, body: str) -> str:
+    """`body` after its count, "the", "a"/"an" or nothing, as `node` says."""
     if node.get("count"):
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
         return f"the {body}"
     noun = node["noun"].lower()
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
-    if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns():
+    if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
         return body
     return f"{indefinite_article(body)} {body}"
 
@@ -308,13 +340,24 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     for rel in relations:
         s, o = rel["subject"], rel["object"]
         verb_follows = rel["relation"].split(" ", 1)[0].endswith("ing")
-        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase({**objects[s], "posture_first": verb_follows})
+        subject_node = {**objects[s], "posture_first": verb_follows}
+        if verb_follows and any(_begins(rel["relation"], a) for a in subject_node["attributes"]):
+            # the verb of a relative clause read as the subject's attribute too ("containers that the truck is
+            # pulling": "the pulling truck pulling three containers", review r9): said once, by the relation
+            subject_node["attributes"] = [a for a in subject_node["attributes"] if not _begins(rel["relation"], a)]
+        subject = f"the {objects[s]['noun']}" if s in mentioned else phrase(subject_node)
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
         parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return " and ".join(parts)
+
+
+def _begins(relation: str, attribute: str) -> bool:
+    """Whether participle `attribute` is how `relation` begins ("pulling", "standing away" of "standing away from")."""
+    relation, attribute = relation.lower(), attribute.lower()
+    return attribute.split(" ", 1)[0].endswith("ing") and (relation == attribute or relation.startswith(attribute + " "))
 
 
 def frame_text(frame: str, body: str, first_plural: bool) -> str:

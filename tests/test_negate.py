@@ -19,8 +19,10 @@ from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
+    _fits_relation,
     _Sampler,
     compound_head,
+    direct_object_relation,
     graph_candidates,
     graph_negatives,
     negate,
@@ -1104,3 +1106,83 @@ def test_animals_are_replaced_by_their_own_kind(caption, lemma, never):
     drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
     assert drawn - {None}, caption
     assert not drawn & never, (caption, drawn & never)
+
+
+# --- blind review r9 of COCO negatives (SugarCrepe's captions): disfluent texts ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def r9_parsed():
+    """parse + decompose of real COCO captions blind review r9 flagged, by caption."""
+    from mosaictool.stages.decompose import decompose
+    from mosaictool.stages.parse import parse
+
+    captions = [
+        "A brown bird with a white head flys over  a large body of water.",
+        "A group of people walking down a street next to tall buildings.",
+        "A baby elephant stands near to four larger adult elephants.",
+        "A giraffe facing the camera as its photo is taken.",
+        "a man holding a piece of pizza in front of a kid",
+    ]
+    records = decompose(parse([{"id": str(i), "caption": c} for i, c in enumerate(captions)]), max_subgraphs=20)
+    return {r["caption"]: r for r in records}
+
+
+def _record_candidates(record, seeds=range(12)):
+    return {c for sg in record["subgraphs"] if sg.get("kind") == "relation" for c in _candidates(sg, seeds)}
+
+
+@pytest.mark.parametrize(("caption", "relation"), [
+    ("A brown bird with a white head flys over  a large body of water.", "flys over"),  # r9: "a brown bird flying water"
+    ("A group of people walking down a street next to tall buildings.", "walking down"),  # r9: "people walking a street"
+])
+def test_a_relation_through_a_preposition_is_not_replaced_by_a_bare_verb(r9_parsed, caption, relation):
+    made = {to for t, _, before, to in _record_candidates(r9_parsed[caption]) if t == "f_rel:replace_relation" and before == relation}
+    assert made, caption  # still replaced, by a way of moving that keeps its preposition ("walking across")
+    assert all(not direct_object_relation(VOCAB, to) for to in made), made
+    # a verb's direct object is not replaced through a preposition either, unless the corpus showed that relation
+    assert not _fits_relation(VOCAB, "riding", "motion", "riding on", "horse", "man")
+    assert _fits_relation(_with_counts(triples=[("bird", "flying", "water")]), "flying over", "motion", "flying", "water", "bird")
+
+
+@pytest.mark.parametrize("caption", [
+    "A baby elephant stands near to four larger adult elephants.",  # r9: "four larger adult elephants near to a baby elephant"
+    "A giraffe facing the camera as its photo is taken.",  # r9: "the camera facing a giraffe": the camera faces it too
+    "a man holding a piece of pizza in front of a kid",  # r9: "a kid in front of a man": face to face, each is in front
+])
+def test_symmetric_facing_and_face_to_face_relations_are_not_swapped(r9_parsed, caption):
+    assert not [c for c in _record_candidates(r9_parsed[caption]) if c[0] == "f_rel:swap"], caption
+    for relation in ("near to", "close by", "right next to", "directly beside"):
+        assert VOCAB.is_symmetric(relation), relation
+    assert not VOCAB.is_symmetric("walking to") and not VOCAB.is_symmetric("on top of")
+    # "behind" between two persons, and "in front of" with a thing at one end, still swap
+    assert plausible_swap(VOCAB, "behind", "catcher", "batter") and plausible_swap(VOCAB, "in front of", "man", "building")
+
+
+def test_a_body_part_object_is_replaced_only_with_its_owner():
+    # "A person carrying a crate on their shoulder that is full of bananas." (r9: "a crate on the elbow")
+    crate = rel_graph(node("crate"), {**node("shoulder"), "determiner": "the"}, "on")
+    assert not [c for c in _candidates(crate) if c[0] == "f_rel:replace_object" and c[1] == "objects[1].noun"]
+    assert [c for c in _candidates(crate) if c[0] == "f_rel:replace_object" and c[1] == "objects[0].noun"]
+    # a person at the subject end may own it: "someone holding out the hand" -> "... the stomach"
+    for owner in ("man", "someone"):
+        held = rel_graph(node(owner), node("hand"), "holding out")
+        assert [c for c in _candidates(held) if c[0] == "f_rel:replace_object" and c[1] == "objects[1].noun"], owner
+
+
+def test_no_swap_of_a_verb_read_as_the_noun():
+    # "A fire hydrant waits in front of a tall building.": the parser's noun "waits", its modifier "fire hydrant"
+    # (r9: "a tall building in front of fire hydrant waits")
+    waits = rel_graph(node("waits", ["fire hydrant"], lemma="wait", plural=True), node("building", ["tall"]), "in front of")
+    assert not [c for c in _candidates(waits) if c[0] == "f_rel:swap"]
+    assert [c for c in _candidates(rel_graph(node("fire hydrant"), node("building", ["tall"]), "in front of")) if c[0] == "f_rel:swap"]
+
+
+def test_a_replaced_verb_leaves_no_participle_of_it_behind():
+    # "A huge Fed Ex truck with three different containers that the truck is pulling." (r9: "the pulling truck
+    # pushing three different containers"): the parser gave the truck the verb as an attribute too
+    sg = rel_graph(node("truck", ["pulling"]), node("containers", ["different"], lemma="container", plural=True), "pulling")
+    replaced = [c for c in _transforms(sg) if c["transform"] == "f_rel:replace_relation"]
+    assert replaced
+    for c in replaced:
+        assert c["graph"]["objects"][0]["attributes"] == [] and c["graph"]["relations"][0]["relation"] != "pulling"

@@ -390,7 +390,8 @@ def test_number_compounds_are_joined_again(decomposed):
     # "Large four sided clock hangs on the corner of the building." (r8: "four large sided clock")
     clock = _object(decomposed["Large four sided clock hangs on the corner of the building."], "clock")
     assert noun_phrase(clock, VOCAB) == "a large four-sided clock"
-    assert noun_phrase({**clock, "attributes": ["small", "sided"]}, VOCAB) == "a small four-sided clock"
+    # the parser's other reading: "four" as the count, "sided" an attribute
+    assert noun_phrase(node("clock", ["small", "sided"], count="four"), VOCAB) == "a small four-sided clock"
     # "a person riding a two thick wheeled bike on sand": the number is an attribute after "a"
     assert noun_phrase(node("bike", ["two", "thin", "wheeled"]), VOCAB) == "a thin two-wheeled bike"
     assert noun_phrase(node("shoes", ["sided"], plural=True, count="two", lemma="shoe"), VOCAB) == "two-sided shoes"
@@ -428,3 +429,22 @@ def test_attributes_the_caption_coordinates_stay_coordinated():
     assert [n["text"] for n in texts["negatives"]] == ["the dirty and ready bedroom"]
     # without the caption's "and" the two stay apart (no rule joins a word the vocabulary lacks to a state)
     assert noun_phrase(node("bus", ["empty", "public"]), VOCAB) == "an empty public bus"
+
+
+def test_r9_noun_modifiers_possessives_and_relation_verbs():
+    # "Some oranges in a glass fruit bowl ...": the parser gave ["fruit", "glass"]; the noun modifier stays next to
+    # its noun, after the material, replaced or not (r9: "a fruit glass tray")
+    assert noun_phrase(node("bowl", ["fruit", "glass"]), VOCAB) == "a glass fruit bowl"
+    assert noun_phrase(node("tray", ["fruit", "paper"]), VOCAB) == "a paper fruit tray"
+    assert [a for a, _ in ordered_attributes(["fruit", "large", "glass"], VOCAB)] == ["large", "glass", "fruit"]
+    # "A young man kissing the top of a young woman's head.": the parser's noun "woman head" (r9: "a young woman head")
+    assert noun_phrase(node("woman head", ["young"]), VOCAB) == "a young woman's head"
+    assert noun_phrase(node("dogs paws", plural=True, lemma="dog paw"), VOCAB) == "dogs' paws"
+    assert noun_phrase(node("tennis ball"), VOCAB) == "a tennis ball"
+    # "... three different containers that the truck is pulling.": the verb read as the truck's attribute is said once
+    truck = {"objects": [node("truck", ["pulling"], determiner="the"), node("containers", ["different"], plural=True, count="three",
+                                                                          lemma="container")],
+             "relations": [{"subject": 0, "object": 1, "relation": "pulling"}]}
+    assert render_graph(truck, VOCAB) == "the truck pulling three different containers"
+    # "Someone holding out their hand ...": a pronoun takes no article (r9: "a someone holding out the stomach")
+    assert noun_phrase({**node("someone"), "determiner": None}, VOCAB) == "someone"

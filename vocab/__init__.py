@@ -93,7 +93,7 @@ class Vocab:
         A relation symmetric only between some kinds ("playing with": "a man playing with a dog", not
         "a dog playing with a frisbee") is so when `subj` and `obj` are both of those kinds."""
         name = self.known("relations", relation) or " ".join(relation.lower().split())
-        names = (name, self.head("relations", name))
+        names = tuple(n for v in _symmetric_spellings(name) for n in (v, self.head("relations", v)))
         if any(n in self.symmetric for n in names):
             return True
         kinds = next((self.symmetric_between[n] for n in names if n in self.symmetric_between), None)
@@ -342,6 +342,24 @@ def _ing_forms(verb: str) -> list[str]:
             continue
         out += [b + "ing", b[:-1] + "ing" if b.endswith("e") else b + "ing", b + b[-1] + "ing"]
     return list(dict.fromkeys(out))
+
+
+# Adverbs that only sharpen a relation ("right next to", "directly beside") and the particles a symmetric relation
+# is also spelt with ("near to", "close by"): "A near to B" is as symmetric as "A near B".
+INTENSIFIERS = ("right", "directly", "just", "very", "closely", "immediately")
+SYMMETRIC_PARTICLES = ("to", "by")
+
+
+def _symmetric_spellings(name: str) -> tuple[str, ...]:
+    """`name` and its spellings with an intensifier dropped, a trailing "to" / "by" dropped, and either added
+    ("right next to" -> "next to", "near to" -> "near", "close by" -> "close to")."""
+    words = name.split()
+    while len(words) > 1 and words[0] in INTENSIFIERS:
+        words = words[1:]
+    if len(words) > 1 and words[-1] in SYMMETRIC_PARTICLES:
+        words = words[:-1]
+    stem = " ".join(words)
+    return tuple(dict.fromkeys([name, stem, *(f"{stem} {p}" for p in SYMMETRIC_PARTICLES)]))
 
 
 def _relation_forms(relation: str) -> list[str]:
