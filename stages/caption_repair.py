@@ -604,8 +604,9 @@ def _verb_attribute(verb) -> list[str]:
                       or c.dep_ == "prt" and _has_object(c) for c in kids):
         return []
     # "another man looks on": "on" with no object is the verb's particle (r9's "a looking man")
-    particles = [c for c in kids if (c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES or c.dep_ == "prt" and c.lower_ == "on")
-                 and c.i == verb.i + 1]
+    # ("murals painted on" is the murals', not the truck's: no participle)
+    particles = [c for c in kids if (c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES
+                                     or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
         return []
     return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]

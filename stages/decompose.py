@@ -192,7 +192,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
         return True
     if relation == "with" and _placed_elsewhere(relations, s, o, bounds) and any(
             r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
-            for r in relations):
+            and r["relation"].lower() != "of" for r in relations):  # "a painting of a vase with a sunflower on a table": the vase's
         return True
     possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
     if relation in ("in", "inside", "into", "up to", "to") and possessed:
@@ -227,9 +227,9 @@ def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) 
 
 def _placed_elsewhere(relations: list[dict], s: int, o: int, bounds: list) -> bool:
     """Whether entity o has a prepositional phrase of place of its own to a later noun other than s ("cars on a
-    street")."""
+    street"; not "a toddler with a big smile")."""
     return any(r["subject"] == o and r["object"] not in (s, o) and r["object"] < len(bounds) and bounds[r["object"]][0] >= bounds[o][1]
-               and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS and r["relation"].lower() != "of"
+               and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS and r["relation"].lower() not in ("of", "with")
                for r in relations)
 
 
