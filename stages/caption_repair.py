@@ -59,6 +59,10 @@ PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "sh
 # process of being completed".
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
                     ("at", "night"), ("in", "process")})
+# Nouns of a feeling after "in" say how someone acts, not what is in the picture: "looking at the elephant in
+# amazement" (blind review r9's positive "an amazement").
+MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbelief", "wonder", "shock", "delight",
+                          "excitement", "confusion", "curiosity", "unison", "thought", "concentration"})
 # Verb-object idioms whose noun is no object: "a man making his way through the sand".
 VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
 QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
@@ -134,13 +138,23 @@ def _is_relative_pronoun(tok) -> bool:
     return tok.lower_ in RELATIVE_PRONOUNS and tok.head.dep_ in ("relcl", "acl") and tok.head.head.i != tok.head.i
 
 
+def _close_up(tok) -> bool:
+    """Whether tok is the "close" of "a close up of a polar bear", which spaCy reads as a noun with "up" as
+    its particle or preposition: a framing noun, as "closeup" is."""
+    return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children)
+
+
 def _measured(tok):
     """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
-    if (tok.lemma_.lower() not in FRAMING_NOUNS and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
+    if (tok.lemma_.lower() not in FRAMING_NOUNS and not _close_up(tok)
+            and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
             and not (tok.lower_ == "head" and not any(c.dep_ in ("det", "poss") for c in tok.children))):  # "head of cattle"
         return None
     # "lots and lots of luggage": the first of a repeated quantity noun measures what the last one does
-    for noun in (tok, *(c for c in tok.conjuncts if c.lemma_.lower() == tok.lemma_.lower())):
+    nouns = [tok, *(c for c in tok.conjuncts if c.lemma_.lower() == tok.lemma_.lower())]
+    # "a close up of a polar bear": "of" may hang off "up"
+    holders = nouns + [c for c in tok.children if c.lower_ == "up"] if _close_up(tok) else nouns
+    for noun in holders:
         for prep in noun.children:
             if prep.dep_ == "prep" and prep.lower_ == "of":
                 obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
@@ -236,7 +250,8 @@ def framing(g: _Graph) -> None:
         if _position(g, k):
             k = 0
             continue
-        if _not_an_object(tok) and not (tok.lemma_.lower() in PICTURE_NOUNS and any(r["subject"] == k for r in g.relations)):
+        picture = tok.lemma_.lower() in PICTURE_NOUNS or _close_up(tok)
+        if _not_an_object(tok) and not (picture and any(r["subject"] == k for r in g.relations)):
             g.drop({k})
             k = 0
             continue
@@ -271,12 +286,23 @@ def _not_an_object(tok) -> bool:
     repair"), quoted text, or a participle spaCy read as a noun after a copula ("two teddy bears that are
     large sitting": the entity "a large sitting" would be an adjective made a subject)."""
     lemma = tok.lemma_.lower()
-    return (lemma in PICTURE_NOUNS
+    return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok)
+            or tok.dep_ == "pobj" and tok.head.lower_ == "in" and lemma in MANNER_NOUNS
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
             or _purpose(tok) or _quoted(tok))
+
+
+def _cross_country(tok) -> bool:
+    """Whether tok is a word of "cross country" read as a noun phrase: the sport's name ("people skiing cross
+    country") or, in "a person cross country skis through the snow", the verb "skis" spaCy reads as the
+    object of "cross" (blind review r9's positive "country skis"); neither is a thing in the picture."""
+    if tok.lower_ == "country":
+        return any(c.lower_ == "cross" and c.dep_ == "compound" for c in tok.children)
+    return (tok.lower_ in ("skis", "ski") and tok.dep_ == "dobj" and tok.head.lower_ == "cross"
+            and any(c.lower_ == "country" and c.dep_ == "compound" for c in tok.children))
 
 
 def _position(g: _Graph, k: int) -> bool:
@@ -377,10 +403,27 @@ def _misspelt_participle(g: _Graph, k: int) -> bool:
 
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
-    tagged an adjective (`_postnominal_noun`)."""
+    tagged an adjective (`_postnominal_noun`), "skies" for "skis" (`_skis`)."""
     k = 0
     while k < len(g.entities):
         k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) else k + 1
+    for k in range(len(g.entities)):
+        _skis(g, k)
+
+
+def _skis(g: _Graph, k: int) -> None:
+    """"A man is walking in skies in the snow", "on skies skiing downhill": a bare "skies" (no determiner,
+    no modifier) after "in" or "on" is the skis one stands on, misspelt; the sky is "the sky", "blue skies",
+    and one is never on it (blind review r9's "skies outside the snow")."""
+    head = _head_token(g, k)
+    if head.lower_ != "skies" or head.dep_ != "pobj" or head.head.lower_ not in ("in", "on") or any(
+            c.dep_ in ("det", "amod", "compound", "nummod", "poss") for c in head.children):
+        return
+    ent = g.entities[k]
+    fix = {"skies": "skis", "Skies": "Skis", "sky": "ski"}
+    g.entities[k] = {**ent, **{key: " ".join(fix.get(w, w) for w in ent[key].split())
+                               for key in ("span", "lemma_span", "head", "lemma_head")}}
+    g.changed = True
 
 
 def _postnominal_noun(g: _Graph, k: int) -> bool:
@@ -552,13 +595,18 @@ def _verb_attribute(verb) -> list[str]:
     complement or prepositional phrase; the verb and its object when that is an activity."""
     kids = list(verb.children)
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
+    if any(c.dep_ == "dobj" and c.lower_ in RELATIVE_PRONOUNS for c in kids):
+        return []  # "containers that the truck is pulling": the truck pulls them (r9's "the pulling truck")
     if len(objects) == 1 and objects[0].lemma_.lower() in EVENT_NOUNS and verb.tag_ != "VBN":
         return [" ".join([_participle(verb), *(t.lower_ for t in verb.doc[verb.i + 1:objects[0].i + 1])])]
     # a particle with an object is a preposition ("reflecting off one"): the verb is not intransitive
     if objects or any(c.dep_ in ("prep", "agent", "dative", "xcomp", "ccomp", "attr", "acomp")
                       or c.dep_ == "prt" and _has_object(c) for c in kids):
         return []
-    particles = [c for c in kids if c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES and c.i == verb.i + 1]
+    # "another man looks on": "on" with no object is the verb's particle (r9's "a looking man")
+    # ("murals painted on" is the murals', not the truck's: no participle)
+    particles = [c for c in kids if (c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES
+                                     or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
         return []
     return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
@@ -731,9 +779,16 @@ def _verb_objects(verb) -> list[tuple[object, list[str], object]]:
     """(subject token, [verb (and particle)], object token) for each direct object of `verb`: "a man rides a horse"."""
     found = []
     for c in verb.children:
-        if c.dep_ == "dobj":
+        if c.dep_ == "dobj" and not _away_before(verb, c):
             found += [(s, _phrasal(verb), o) for s in _subjects(verb) for o in _objects(c)]
     return found
+
+
+def _away_before(verb, obj) -> bool:
+    """Whether an adverb "away" stands between the verb and the noun spaCy took for its object: "a chair that
+    faces away fro a television" (a misspelt "from") says where it faces from, and the chair does not face
+    the television (blind review r9). A particle with an object ("throwing away the trash") is kept."""
+    return any(c.lower_ == "away" and c.dep_ == "advmod" and verb.i < c.i < obj.i for c in verb.children)
 
 
 def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
@@ -834,6 +889,12 @@ def relations(g: _Graph) -> None:
     ("a cat and a dog on a bed")."""
     _worn_conjuncts(g)
     read = _read_relations(g)
+    # sng's relation of a verb to a noun past its "away" ("faces away fro a television": `_away_before`)
+    away = {(verb.lower_, _entity_of(g, c)) for verb in g.doc for c in verb.children
+            if verb.pos_ == "VERB" and c.dep_ == "dobj" and _away_before(verb, c)}
+    if away:
+        kept = [r for r in g.relations if (r["relation"].lower(), r["object"]) not in away]
+        g.relations, g.changed = kept, g.changed or len(kept) != len(g.relations)
     # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
     if any(not _says_something(r["relation"]) for r in g.relations):
         g.relations, g.changed = [r for r in g.relations if _says_something(r["relation"])], True

@@ -154,7 +154,10 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
       kite while standing"); not past a thing's phrase ("a man in a blue shirt laying next to a surfboard");
     - a phrase of place after a verb's object, which may place the verb's subject instead ("pedestrians
       crossing a street between buses": the pedestrians are between them), unless the subject holds or
-      carries the object, and so is where it is."""
+      carries the object, and so is where it is;
+    - a with-phrase on the object of an earlier phrase whose own noun has a place phrase of its own ("a bench
+      resting on a sidewalk with cars on a street in the background": the cars are the scene's, on the
+      street, not the sidewalk's)."""
     entities = graph.get("entities") or []
     relations = graph.get("relations") or []
     s, o = rel["subject"], rel["object"]
@@ -187,6 +190,10 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
             return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
+    if relation == "with" and _placed_elsewhere(relations, s, o, bounds) and any(
+            r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+            and r["relation"].lower() != "of" for r in relations):  # "a painting of a vase with a sunflower on a table": the vase's
+        return True
     possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
     if relation in ("in", "inside", "into", "up to", "to") and possessed:
         return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
@@ -216,6 +223,14 @@ def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) 
         if _contact_verb(r, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(r, CARRYING_VERBS) and last in PATH:
             return True
     return False
+
+
+def _placed_elsewhere(relations: list[dict], s: int, o: int, bounds: list) -> bool:
+    """Whether entity o has a prepositional phrase of place of its own to a later noun other than s ("cars on a
+    street"; not "a toddler with a big smile")."""
+    return any(r["subject"] == o and r["object"] not in (s, o) and r["object"] < len(bounds) and bounds[r["object"]][0] >= bounds[o][1]
+               and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS and r["relation"].lower() not in ("of", "with")
+               for r in relations)
 
 
 def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:

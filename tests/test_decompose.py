@@ -154,6 +154,27 @@ def test_a_participle_or_place_phrase_that_may_hang_off_a_nearer_noun_is_no_posi
     assert ("street", "next to", "buses") in relation_triples(rec)
 
 
+def test_a_with_phrase_whose_noun_is_placed_elsewhere_is_no_positive():
+    """Blind review r9's not-entailed "a sidewalk with cars": in "a metal bench resting on a sidewalk with cars
+    on a street in the background" the cars are the scene's, on the street; a with-phrase on a noun no earlier
+    phrase holds ("a room with a painting on the wall"), or only "of" ("a painting of a vase with a sunflower on a
+    table"), stays."""
+    from mosaictool.stages.parse import parse
+
+    def positives(caption):
+        (rec,) = parse([{"id": 0, "caption": caption}])
+        return [(sg["objects"][0]["noun"], sg["relations"][0]["relation"], sg["objects"][1]["noun"])
+                for sg in candidate_subgraphs(rec["graph"], words=rec["tokens"]["words"]) if sg["relations"]]
+
+    got = positives("a metal bench resting on a sidewalk with cars on a street in the background")
+    assert ("bench", "resting on", "sidewalk") in got and ("cars", "on", "street") in got
+    assert ("sidewalk", "with", "cars") not in got
+    assert ("room", "with", "painting") in positives("a room with a painting on the wall")
+    # what "of" frames keeps its with-phrase; a with-phrase is no place
+    assert ("vase", "with", "sunflower") in positives("A painting of a vase with a sunflower on a table.")
+    assert ("cows", "with", "tags") in positives("A heard of cows with yellow tags on their ears in a field of grass.")
+
+
 def test_a_phrase_true_of_the_subject_whichever_noun_it_hangs_off_stays_a_positive():
     """Real COCO captions where either attachment entails the positive: nearness through what the subject sits
     on, a place shared with what it holds, a container where its content is."""

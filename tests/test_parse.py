@@ -480,6 +480,21 @@ REAL_CAPTION_REPAIRS = [
       "relations": [("man", "in", "shirt"), ("man", "in", "shorts")]}),
     ("compounds", "Large four sided clock hangs on the corner of the building.",
      {"entities": [("clock", ["large", "four sided"]), ("building", [])]}),
+    # blind review r9's debris: "a camera in front of a close", "an amazement", "country skis", "skies outside the
+    # snow", "a looking man", "the pulling truck", "a fluffy white chair faces a television"
+    ("framing", "a close up of a polar bear in front of a camera",
+     {"entities": [("polar bear", []), ("camera", [])], "relations": [("polar bear", "in front of", "camera")]}),
+    ("framing", "a close up of many drinks in a fridge",
+     {"entities": [("drinks", ["many"]), ("fridge", [])], "relations": [("drinks", "in", "fridge")]}),
+    ("framing", "The woman is looking at the elephant in amazement.",
+     {"entities": [("woman", []), ("elephant", [])], "relations": [("woman", "looking at", "elephant")]}),
+    ("framing", "A person cross country skis through the snow.",
+     {"entities": [("person", []), ("snow", [])], "relations": [("person", "through", "snow")]}),
+    ("compounds", "A man is walking in skies in the snow",
+     {"entities": [("man", []), ("skis", []), ("snow", [])], "relations": [("man", "walking in", "skis"), ("skis", "in", "snow")]}),
+    ("predicates", "Four people play a game of mixed doubles tennis while another man looks on.",
+     {"entities": [("people", ["playing a game", "four"]), ("man", ["looking on"])]}),
+    ("relations", "A fluffy white chair that faces away fro a television.", {"relations": []}),
 ]
 
 
@@ -502,6 +517,14 @@ def test_a_verb_whose_particle_has_an_object_is_no_attribute():
     ents, _ = read("Two parking meters with the light of the sunset reflecting off one.")
     assert ents == [("parking meters", ["two"]), ("light", []), ("sunset", [])]
     assert read("A man is kneeling down.")[0] == [("man", ["kneeling down"])]  # a particle alone still is
+
+
+def test_a_verb_whose_object_is_a_relative_pronoun_is_no_attribute():
+    """Blind review r9's "the pulling truck": in "containers that the truck is pulling" the verb's object is
+    "that", the containers; the verb is transitive, no attribute of its subject."""
+    ents, rels = read("A huge Fed Ex truck with three different containers that the truck is pulling.")
+    assert ents == [("fed ex truck", ["huge"]), ("containers", ["different", "three"]), ("truck", [])]
+    assert ("truck", "pulling", "containers") in rels
 
 
 def test_no_repairs_is_scenegraphparsers_graph_on_real_repairs(sng, runner):
