@@ -4,6 +4,7 @@ Golden files: tests/data/negate/input.jsonl = tests/data/decompose/expected.json
 expected.jsonl = `mosaictool negate --text replace,shuffle input.jsonl`.
 """
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -33,7 +34,9 @@ from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "negate"
 runner = CliRunner()
-VOCAB = load()
+SHIPPED = load()
+# The rules alone, without the shipped co-occurrence counts' preference (tested on their own below)
+VOCAB = dataclasses.replace(SHIPPED, object_attributes={}, relation_triples={})
 
 
 def node(noun, attributes=(), lemma=None, plural=False, count=None):
@@ -404,9 +407,7 @@ def test_negate_and_train_draw_categories_with_the_same_weights():
 
 
 def _with_counts(pairs=(), triples=()):
-    import dataclasses
-
-    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples})
+    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples}, joins=True)
 
 
 def _transforms(sg, vocab=VOCAB, seed=0):
@@ -535,6 +536,50 @@ def test_corpus_counts_prefer_seen_replacements():
     assert seen_only == {"black"}
     anything = {_Sampler(vocab, random.Random(s), True, unseen_rate=1.0).attribute("brown", set(), "dog") for s in range(40)}
     assert len(anything) > 2
+
+
+def test_sparse_counts_back_off_to_the_group_of_the_other_end():
+    """Counts from a few thousand captions rarely show the very triple: "seagulls flying over the water" has
+    birds flying over water, lakes, sand; a replacement of "the ocean" birds were seen over is drawn
+    before one never seen there ("seagulls flying over the cola")."""
+    vocab = _with_counts(triples=[("bird", "flying over", "water"), ("bird", "flying over", "lake")])
+    assert vocab.relation_seen_in_group("seagull", "flying over", "water", subject=True, object=False)
+    assert not vocab.relation_seen_in_group("seagull", "flying over", "cola", subject=True, object=False)
+    assert not vocab.relation_seen_in_group("seagull", "flying over", "water", subject=False, object=False)
+    near = lambda c: vocab.relation_seen_in_group("seagull", "flying over", c, subject=True, object=False)  # noqa: E731
+    drawn = set()
+    for s in range(30):
+        sampler = _Sampler(vocab, random.Random(s), True, unseen_rate=0.0, fallback_rng=random.Random(s))
+        drawn.add((sampler.object("ocean", {"ocean"}, seen=lambda c: False, backoff=near), sampler.unseen))
+    assert drawn == {("lake", False)}  # seen with a bird, though never with a seagull
+    # attributes by the object's group: "sandy" seen on a beach (a place) backs off for a field
+    vocab = _with_counts(pairs=[("beach", "sandy")])
+    assert vocab.attribute_seen_in_group("beach", "sandy") and not vocab.attribute_seen_in_group("beach", "snowy")
+
+
+def test_an_unseen_replacement_is_made_only_where_no_other_negative_is():
+    """Without the exact or the group's co-occurrence a replacement is kept aside: made only when the caption
+    would have no graph negative at all, so that the preference never costs a caption its only negative."""
+    vocab = _with_counts(triples=[("cat", "on", "table")])
+    sampler = _Sampler(vocab, random.Random(0), True, unseen_rate=0.0, fallback_rng=random.Random(0))
+    new = sampler.relation("sitting on", "dog", "bench")
+    assert new is not None and sampler.unseen  # nothing seen: drawn all the same, marked
+    without_fallback = _Sampler(vocab, random.Random(0), True, unseen_rate=0.0)
+    assert without_fallback.relation("sitting on", "dog", "bench") is None
+    one = {"id": 1, "subgraphs": [rel_graph(node("dog"), node("bench"), "sitting on")]}
+    negs = graph_negatives(one, vocab, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
+    assert negs  # its only negatives, unseen as they are
+    seen = _with_counts(triples=[("dog", "standing on", "bench")])
+    negs = graph_negatives(one, seen, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
+    assert [n["transform"] for n in negs] == ["f_rel:replace_relation"] and negs[0]["to"] == "standing on"
+
+
+def test_the_shipped_counts_rank_replacements_but_make_no_joins():
+    """vocab/ ships counts from other benchmarks' captions (perf/vocab_counts.py): a relation seen there and
+    joined to a caption is mostly one the caption leaves open, so f_rel:join stays off with them."""
+    assert SHIPPED.object_attributes and SHIPPED.relation_triples and not SHIPPED.joins
+    assert _Sampler(SHIPPED, random.Random(0), True).join("man", {"man", "skateboard"}) is None
+    assert _Sampler(_with_counts(triples=[("man", "riding", "skateboard")]), random.Random(0), True).join("man", {"man"}) is not None
 
 
 def test_join_only_through_a_relation_the_corpus_showed():
