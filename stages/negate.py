@@ -24,7 +24,7 @@ Graph transforms (App. B), on every positive sub-graph:
   subject or object replaced from N ("f_rel:replace_object"), the relation replaced
   from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
-  without counts, nor with the shipped ones: `Vocab.joins`), or, with `type_aware=False`, the paper's random relation and attributed object.
+  without counts, nor with the shipped ones: `Vocab.reference_counts`), or, with `type_aware=False`, the paper's random relation and attributed object.
 Type-aware (the default), a replacement contradicts the word it replaces and fits its object
 (`_Sampler`), and is none the caption leaves open (`_attribute_drafts`, `_object_replacement_drafts`: an
 attribute coordinated with the replaced one, a subject before a backdrop, a member of a collection at the
@@ -345,16 +345,17 @@ class _Sampler:
     after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
     last word (`compound_head`). Where the vocabulary has corpus
     co-occurrence counts (`vocab build`, or the counts shipped with the vocabulary), a replacement seen
-    with the object is drawn, and an unseen one only at `unseen_rate`. Counts from a few thousand
-    captions are sparse, so where none of the replacements was seen in the very combination, one seen
-    with the other end's group is drawn ("flying over" a liquid by any bird: water, not cola), and
-    where none was seen even so, an unseen one is drawn by `fallback_rng` and kept aside
-    (`unseen_drafts`): a caption's negatives then come from them only when it has no other."""
+    with the object is drawn, and an unseen one only at `unseen_rate`. A reference corpus's counts
+    (`Vocab.reference_counts`: the shipped ones, from a few thousand other captions) are sparse, so with
+    them, where none of the replacements was seen in the very combination, one seen with the other end's
+    group is drawn ("flying over" a liquid by any bird: water, not cola), and where none was seen even
+    so, an unseen one is drawn by `fallback_rng` and kept aside (`unseen_drafts`): a caption's negatives
+    then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
                  fallback_rng=None):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
-        self.fallback_rng = fallback_rng
+        self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
         self.unseen_drafts: list[_Draft] = []
         self.coordinated = coordinated_words(caption)
@@ -478,9 +479,9 @@ class _Sampler:
         """(noun, attribute or None, relation) for f_rel:join: a relation and object the corpus
         showed with the anchor as subject, and an attribute it showed on that object; None
         without co-occurrence counts (a random edge to a random object reads as nonsense: "a
-        plate feeding a young umbrella"), or with counts that are not the corpus's own (`Vocab.joins`)."""
+        plate feeding a young umbrella"), or with a reference corpus's counts (`Vocab.reference_counts`)."""
         v = self.vocab
-        if not v.joins:
+        if v.reference_counts:
             return None
         blocked = set().union(*(v.unsafe("objects", x) | {x} for x in lemmas))
         edges = [(r, o) for r, o in v.seen_relations(anchor_lemma) if o not in blocked]
@@ -585,7 +586,7 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
         _attribute_drafts(index, "obj", "f_obj", objects, sampler, pools["obj"])
     elif len(objects) == 2 and len(relations) == 1:
         _attribute_swap_drafts(index, objects, relations[0], sampler, pools["attr"])
-        _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"])
+        _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"], relations)
         _relation_drafts(index, objects, relations[0], sampler, pools["rel"])
 
 
@@ -611,26 +612,43 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
-                      pool: list[_Draft]) -> None:
+                      pool: list[_Draft], relations=()) -> None:
     """f_obj, f_attr:replace: each attribute of each object replaced in turn, never by one the object
     carries already (nor its synonyms: "gray" for "grey") nor by one the caption coordinates with it ("a
     grey and orange fire hydrant" -> "a grey fire hydrant" only drops a colour: blind review r5); a state of
     a body (`_bodily`) of a plural object coordinated with another of its own ("people sitting and walking")
     describes some of them only, so replacing it ("standing walking people") contradicts nothing and is not
-    made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced."""
+    made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced. Nor is an
+    attribute replaced by the antonym of what else the object is said to be (`_clashes`: "an empty plate
+    full of noodles", blind review r9), which makes the text contradict itself rather than the image."""
     vocab, coordinated = sampler.vocab, sampler.coordinated
     for i, obj in enumerate(objects):
         attributes = obj["attributes"]
         own = _with_synonyms(vocab, attributes)
+        opening = [r["relation"] for r in relations if r["subject"] == i]
         for j, attr in enumerate(attributes):
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
                 continue
-            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) if sampler.type_aware else set(attributes),
-                                    obj["lemma"])
+            others = attributes[:j] + attributes[j + 1:]
+            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening)
+                                    if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+
+
+def _clashes(vocab, attributes, relations) -> set[str]:
+    """The antonyms (and their synonyms) of an object's attributes and of the adjective a relation of which it is
+    the subject opens with ("full of", "covered in"): a replacement of another of its attributes by one of
+    them says the object is both ("an empty plate full of noodles")."""
+    words = [vocab.known("attributes", a) for a in attributes]
+    words += [vocab.known("attributes", r.split()[0]) for r in relations if r.split()]
+    out: set[str] = set()
+    for word in filter(None, words):
+        for head in {word, vocab.head("attributes", word)}:
+            out |= _with_synonyms(vocab, vocab.antonyms.get(head, ()))
+    return out
 
 
 def _with_synonyms(vocab, words) -> set[str]:

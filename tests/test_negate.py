@@ -406,8 +406,9 @@ def test_negate_and_train_draw_categories_with_the_same_weights():
 # --- negatives that contradict, read fluently, and are plausible (real COCO captions) --------------
 
 
-def _with_counts(pairs=(), triples=()):
-    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples}, joins=True)
+def _with_counts(pairs=(), triples=(), reference=False):
+    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples},
+                               reference_counts=reference)
 
 
 def _transforms(sg, vocab=VOCAB, seed=0):
@@ -542,7 +543,7 @@ def test_sparse_counts_back_off_to_the_group_of_the_other_end():
     """Counts from a few thousand captions rarely show the very triple: "seagulls flying over the water" has
     birds flying over water, lakes, sand; a replacement of "the ocean" birds were seen over is drawn
     before one never seen there ("seagulls flying over the cola")."""
-    vocab = _with_counts(triples=[("bird", "flying over", "water"), ("bird", "flying over", "lake")])
+    vocab = _with_counts(triples=[("bird", "flying over", "water"), ("bird", "flying over", "lake")], reference=True)
     assert vocab.relation_seen_in_group("seagull", "flying over", "water", subject=True, object=False)
     assert not vocab.relation_seen_in_group("seagull", "flying over", "cola", subject=True, object=False)
     assert not vocab.relation_seen_in_group("seagull", "flying over", "water", subject=False, object=False)
@@ -560,16 +561,18 @@ def test_sparse_counts_back_off_to_the_group_of_the_other_end():
 def test_an_unseen_replacement_is_made_only_where_no_other_negative_is():
     """Without the exact or the group's co-occurrence a replacement is kept aside: made only when the caption
     would have no graph negative at all, so that the preference never costs a caption its only negative."""
-    vocab = _with_counts(triples=[("cat", "on", "table")])
+    vocab = _with_counts(triples=[("cat", "on", "table")], reference=True)
     sampler = _Sampler(vocab, random.Random(0), True, unseen_rate=0.0, fallback_rng=random.Random(0))
     new = sampler.relation("sitting on", "dog", "bench")
     assert new is not None and sampler.unseen  # nothing seen: drawn all the same, marked
-    without_fallback = _Sampler(vocab, random.Random(0), True, unseen_rate=0.0)
-    assert without_fallback.relation("sitting on", "dog", "bench") is None
+    assert _Sampler(vocab, random.Random(0), True, unseen_rate=0.0).relation("sitting on", "dog", "bench") is None
+    # the counts of the captions being negated (`vocab build`) are their own word: an unseen one is not made
+    own = _Sampler(_with_counts(triples=[("cat", "on", "table")]), random.Random(0), True, unseen_rate=0.0, fallback_rng=random.Random(0))
+    assert own.relation("sitting on", "dog", "bench") is None
     one = {"id": 1, "subgraphs": [rel_graph(node("dog"), node("bench"), "sitting on")]}
     negs = graph_negatives(one, vocab, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
     assert negs  # its only negatives, unseen as they are
-    seen = _with_counts(triples=[("dog", "standing on", "bench")])
+    seen = _with_counts(triples=[("dog", "standing on", "bench")], reference=True)
     negs = graph_negatives(one, seen, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
     assert [n["transform"] for n in negs] == ["f_rel:replace_relation"] and negs[0]["to"] == "standing on"
 
@@ -577,7 +580,7 @@ def test_an_unseen_replacement_is_made_only_where_no_other_negative_is():
 def test_the_shipped_counts_rank_replacements_but_make_no_joins():
     """vocab/ ships counts from other benchmarks' captions (perf/vocab_counts.py): a relation seen there and
     joined to a caption is mostly one the caption leaves open, so f_rel:join stays off with them."""
-    assert SHIPPED.object_attributes and SHIPPED.relation_triples and not SHIPPED.joins
+    assert SHIPPED.object_attributes and SHIPPED.relation_triples and SHIPPED.reference_counts
     assert _Sampler(SHIPPED, random.Random(0), True).join("man", {"man", "skateboard"}) is None
     assert _Sampler(_with_counts(triples=[("man", "riding", "skateboard")]), random.Random(0), True).join("man", {"man"}) is not None
 
@@ -1149,3 +1152,13 @@ def test_animals_are_replaced_by_their_own_kind(caption, lemma, never):
     drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
     assert drawn - {None}, caption
     assert not drawn & never, (caption, drawn & never)
+
+
+def test_no_attribute_replacement_contradicts_what_else_the_object_is():
+    """"a plate full of noodles" -> "an empty plate full of noodles" contradicts itself, not the image (blind
+    review r9): an antonym of another attribute of the object, or of a relation's opening adjective, is no
+    replacement; the replaced attribute's own antonym still is."""
+    plate = rel_graph(node("plate", ["full"]), node("noodle"), "full of")
+    assert "empty" not in {c["to"] for s in range(10) for c in _transforms(plate, seed=s) if c["transform"] == "f_attr:replace"}
+    bare = rel_graph(node("plate", ["full"]), node("table"), "on")
+    assert "empty" in {c["to"] for s in range(10) for c in _transforms(bare, seed=s) if c["transform"] == "f_attr:replace"}

@@ -85,10 +85,12 @@ class Vocab:
     symmetric_between: dict[str, frozenset[str]] = field(default_factory=dict)  # relation -> kinds of both ends
     object_attributes: dict[tuple[str, str], int] = field(default_factory=dict)  # (object, attribute) -> count
     relation_triples: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (subject, relation, object) -> count
-    # Whether f_rel:join may draw its new edge from relation_triples: counts of the user's own corpus (`vocab build`)
-    # say what its images show; the shipped ones, from other benchmarks' captions, only rank replacements (a
-    # relation seen elsewhere joined to a caption is mostly one the caption leaves open: "the guys in a gym").
-    joins: bool = True
+    # Whether the counts are of a reference corpus (the shipped ones: other benchmarks' captions) rather than of the
+    # captions being negated (`vocab build`). Such counts are sparse for any one caption's words, so negate backs
+    # off to groups and falls back to unseen replacements rather than lose a caption's only negative, and they
+    # only rank replacements: f_rel:join takes no edge from them (a relation seen elsewhere joined to a caption
+    # is mostly one the caption leaves open: "the guys in a gym").
+    reference_counts: bool = False
 
     # --- contradiction and plausibility ----------------------------------------------------------
 
@@ -501,7 +503,7 @@ def _load(folder: Path) -> Vocab:
         symmetric_between=marks.symmetric_between,
         object_attributes=_counted(folder / "object_attributes.tsv", ("object", "attribute")),
         relation_triples=_counted(folder / "relation_triples.tsv", ("subject", "relation", "object")),
-        joins=folder.resolve() != DEFAULT_DIR,
+        reference_counts=folder.resolve() == DEFAULT_DIR,
     )
 
 
