@@ -24,7 +24,8 @@ Graph transforms (App. B), on every positive sub-graph:
   subject or object replaced from N ("f_rel:replace_object"), the relation replaced
   from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
-  without counts, nor with the shipped ones: `Vocab.reference_counts`), or, with `type_aware=False`, the paper's random relation and attributed object.
+  without counts, nor with the shipped ones: `Vocab.reference_counts`), or, with `type_aware=False`,
+  the paper's random relation and attributed object.
 Type-aware (the default), a replacement contradicts the word it replaces and fits its object
 (`_Sampler`), and is none the caption leaves open (`_attribute_drafts`, `_object_replacement_drafts`: an
 attribute coordinated with the replaced one, a subject before a backdrop, a member of a collection at the
