@@ -172,6 +172,10 @@ SUPPORT = frozenset({"on", "on top of", "atop", "upon", "onto", "on the back of"
 # child holds a woman", "a man holding a baby" -> "a baby holding a man": review r8). The vocabulary's age
 # attribute "baby" marks one as well ("a baby girl").
 YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
+# A noun that names a young person, and the ages that its noun contradicts: "a young girl" -> "an old girl", "young
+# children" -> "old children" contradict the text itself, not the image (blind review r9)
+NAMED_YOUNG = YOUNG | {"boy", "girl"}
+ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
 
 
 # Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
@@ -424,6 +428,8 @@ class _Sampler:
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
         pool = [a for a in dict.fromkeys(pool) if a not in exclude]
+        if v.head("objects", v.known("objects", obj) or obj.lower()) in NAMED_YOUNG:
+            pool = [a for a in pool if a not in ADULT_AGES]
         return self._choose(pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
                             lambda a: v.attribute_seen_in_group(obj, a))
 

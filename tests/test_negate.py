@@ -1162,3 +1162,10 @@ def test_no_attribute_replacement_contradicts_what_else_the_object_is():
     assert "empty" not in {c["to"] for s in range(10) for c in _transforms(plate, seed=s) if c["transform"] == "f_attr:replace"}
     bare = rel_graph(node("plate", ["full"]), node("table"), "on")
     assert "empty" in {c["to"] for s in range(10) for c in _transforms(bare, seed=s) if c["transform"] == "f_attr:replace"}
+
+
+def test_no_adult_age_onto_a_noun_that_names_a_child():
+    """"a young girl" -> "an old girl" contradicts its own noun (blind review r9); "a young man" -> "an old man" stays."""
+    draws = lambda obj: {_Sampler(VOCAB, random.Random(s), True).attribute("young", {"young"}, obj) for s in range(30)}  # noqa: E731
+    assert not draws("girl") & {"old", "elderly", "aged", "adult"} and not draws("child") & {"old", "elderly"}
+    assert "old" in draws("man")
