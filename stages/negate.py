@@ -173,7 +173,8 @@ SUPPORT = frozenset({"on", "on top of", "atop", "upon", "onto", "on the back of"
 # attribute "baby" marks one as well ("a baby girl").
 YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
 # A noun that names a young person, and the ages that its noun contradicts: "a young girl" -> "an old girl", "young
-# children" -> "old children" contradict the text itself, not the image (blind review r9)
+# children" -> "old children" contradict the text itself, not the image (blind review r9); such a replacement is
+# made only where a caption has no other graph negative (`_Sampler.keep`)
 NAMED_YOUNG = YOUNG | {"boy", "girl"}
 ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
 
@@ -428,10 +429,13 @@ class _Sampler:
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
         pool = [a for a in dict.fromkeys(pool) if a not in exclude]
-        if v.head("objects", v.known("objects", obj) or obj.lower()) in NAMED_YOUNG:
-            pool = [a for a in pool if a not in ADULT_AGES]
-        return self._choose(pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
-                            lambda a: v.attribute_seen_in_group(obj, a))
+        young = bool(obj) and v.head("objects", v.known("objects", obj) or obj.lower()) in NAMED_YOUNG
+        fitting = [a for a in pool if a not in ADULT_AGES] if young else pool
+        new = self._choose(fitting or pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
+                           lambda a: v.attribute_seen_in_group(obj, a))
+        if new is not None and not fitting:
+            self.unseen = True  # "an old girl": kept aside, made only where the caption has no other graph negative
+        return new
 
     def _fits(self, attr: str, obj: str) -> bool:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
