@@ -443,7 +443,7 @@ def template(source: Source, *, style: str = "plain", vocab: PathLike | None = N
 
     >>> texts = list(mosaictool.template(mosaictool.negate(mosaictool.decompose(mosaictool.parse("examples/captions.jsonl")))))
     >>> texts[0]["texts"]["positives"][1]["text"], texts[0]["texts"]["negatives"][0]["text"]
-    ('a red jacket', 'a young girl walks the small brown dog')
+    ('a red jacket', 'a young man in a red jacket')
     """
     from mosaictool.records import SeedFlag, check_flags
     from mosaictool.stages.template import STYLES, make_check

@@ -24,7 +24,8 @@ Graph transforms (App. B), on every positive sub-graph:
   subject or object replaced from N ("f_rel:replace_object"), the relation replaced
   from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
-  without counts), or, with `type_aware=False`, the paper's random relation and attributed object.
+  without counts, nor with the shipped ones: `Vocab.reference_counts`), or, with `type_aware=False`,
+  the paper's random relation and attributed object.
 Type-aware (the default), a replacement contradicts the word it replaces and fits its object
 (`_Sampler`), and is none the caption leaves open (`_attribute_drafts`, `_object_replacement_drafts`: an
 attribute coordinated with the replaced one, a subject before a backdrop, a member of a collection at the
@@ -178,6 +179,11 @@ SUPPORT = frozenset({"on", "on top of", "atop", "upon", "onto", "on the back of"
 # child holds a woman", "a man holding a baby" -> "a baby holding a man": review r8). The vocabulary's age
 # attribute "baby" marks one as well ("a baby girl").
 YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
+# A noun that names a young person, and the ages that its noun contradicts: "a young girl" -> "an old girl", "young
+# children" -> "old children" contradict the text itself, not the image (blind review r9); such a replacement is
+# made only where a caption has no other graph negative (`_Sampler.keep`)
+NAMED_YOUNG = YOUNG | {"boy", "girl"}
+ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
 
 
 # Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
@@ -354,11 +360,20 @@ class _Sampler:
     word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
     after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
     last word (`compound_head`). Where the vocabulary has corpus
-    co-occurrence counts (`vocab build`), a replacement seen with the object is drawn, and an unseen
-    one only at `unseen_rate`."""
+    co-occurrence counts (`vocab build`, or the counts shipped with the vocabulary), a replacement seen
+    with the object is drawn, and an unseen one only at `unseen_rate`. A reference corpus's counts
+    (`Vocab.reference_counts`: the shipped ones, from a few thousand other captions) are sparse, so with
+    them, where none of the replacements was seen in the very combination, one seen with the other end's
+    group is drawn ("flying over" a liquid by any bird: water, not cola), and where none was seen even
+    so, an unseen one is drawn by `fallback_rng` and kept aside (`unseen_drafts`): a caption's negatives
+    then come from them only when it has no other."""
 
-    def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = ""):
+    def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
+                 fallback_rng=None):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
+        self.fallback_rng = fallback_rng if vocab.reference_counts else None
+        self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
+        self.unseen_drafts: list[_Draft] = []
         self.coordinated = coordinated_words(caption)
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
@@ -375,17 +390,29 @@ class _Sampler:
         left = [p for p in everything if p not in exclude]
         return left[below(len(left))] if left else None
 
-    def _choose(self, pool: list[str], seen, counted: bool) -> str | None:
-        """One of `pool`; with counts, one `seen` unless the unseen rate allows any."""
+    def _choose(self, pool: list[str], seen, counted: bool, backoff=None) -> str | None:
+        """One of `pool`; with counts, one `seen` unless the unseen rate allows any; none seen, one the
+        `backoff` accepts, then any (`unseen`), each drawn by `fallback_rng` so that the main draws
+        stay those of the exact preference."""
+        self.unseen = False
         if not pool:
             return None
         if counted:
             seen_pool = [p for p in pool if seen(p)]
             if self.rng.random() >= self.unseen_rate:
+                if not seen_pool and self.fallback_rng is not None:
+                    near = [p for p in pool if backoff(p)] if backoff else []
+                    self.unseen = not near
+                    near = near or pool
+                    return near[self.fallback_rng.randrange(len(near))]
                 pool = seen_pool
             if not pool:
                 return None
         return pool[self.below(len(pool))]
+
+    def keep(self, pool: list[_Draft], draft: _Draft) -> None:
+        """`draft` into `pool`, or aside into `unseen_drafts` if its replacement was drawn unseen."""
+        (self.unseen_drafts if self.unseen else pool).append(draft)
 
     def _kind(self, kind: str, name: str) -> str:
         # a name the table lacks takes its synonym head's label ("on the right of": spatial)
@@ -412,7 +439,13 @@ class _Sampler:
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
         pool = [a for a in dict.fromkeys(pool) if a not in exclude]
-        return self._choose(pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes))
+        young = bool(obj) and v.head("objects", v.known("objects", obj) or obj.lower()) in NAMED_YOUNG
+        fitting = [a for a in pool if a not in ADULT_AGES] if young else pool
+        new = self._choose(fitting or pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
+                           lambda a: v.attribute_seen_in_group(obj, a))
+        if new is not None and not fitting:
+            self.unseen = True  # "an old girl": kept aside, made only where the caption has no other graph negative
+        return new
 
     def _fits(self, attr: str, obj: str) -> bool:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
@@ -423,7 +456,7 @@ class _Sampler:
         kinds = v.categories.get(self._kind("attributes", attr.lower()), {}).get("applies_to")
         return not obj or kinds is None or "*" in kinds or v.object_kind(obj) in kinds or v.group(obj) in kinds
 
-    def object(self, lemma: str, exclude: set[str], attributes=(), seen=None) -> str | None:
+    def object(self, lemma: str, exclude: set[str], attributes=(), seen=None, backoff=None) -> str | None:
         v = self.vocab
         lemma = lemma.lower()
         if not self.type_aware:
@@ -437,7 +470,7 @@ class _Sampler:
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
         pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
         pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and all(v.applies(a, o) for a in attributes)]
-        return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None)
+        return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
     def relation(self, current: str, subj: str = "", obj: str = "") -> str | None:
         v = self.vocab
@@ -460,14 +493,17 @@ class _Sampler:
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
         candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)]
-        return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples))
+        return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples),
+                            lambda r: v.relation_seen_in_group(subj, r, obj, subject=True, object=True))
 
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
         """(noun, attribute or None, relation) for f_rel:join: a relation and object the corpus
         showed with the anchor as subject, and an attribute it showed on that object; None
         without co-occurrence counts (a random edge to a random object reads as nonsense: "a
-        plate feeding a young umbrella")."""
+        plate feeding a young umbrella"), or with a reference corpus's counts (`Vocab.reference_counts`)."""
         v = self.vocab
+        if v.reference_counts:
+            return None
         blocked = set().union(*(v.unsafe("objects", x) | {x} for x in lemmas))
         edges = [(r, o) for r, o in v.seen_relations(anchor_lemma) if o not in blocked]
         if not edges:
@@ -594,7 +630,7 @@ def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draf
         _attribute_drafts(index, "obj", "f_obj", objects, sampler, pools["obj"])
     elif len(objects) == 2 and len(relations) == 1:
         _attribute_swap_drafts(index, objects, relations[0], sampler, pools["attr"])
-        _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"])
+        _attribute_drafts(index, "attr", "f_attr:replace", objects, sampler, pools["attr"], relations)
         _relation_drafts(index, objects, relations[0], sampler, pools["rel"])
 
 
@@ -620,26 +656,43 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
-                      pool: list[_Draft]) -> None:
+                      pool: list[_Draft], relations=()) -> None:
     """f_obj, f_attr:replace: each attribute of each object replaced in turn, never by one the object
     carries already (nor its synonyms: "gray" for "grey") nor by one the caption coordinates with it ("a
     grey and orange fire hydrant" -> "a grey fire hydrant" only drops a colour: blind review r5); a state of
     a body (`_bodily`) of a plural object coordinated with another of its own ("people sitting and walking")
     describes some of them only, so replacing it ("standing walking people") contradicts nothing and is not
-    made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced."""
+    made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced. Nor is an
+    attribute replaced by the antonym of what else the object is said to be (`_clashes`: "an empty plate
+    full of noodles", blind review r9), which makes the text contradict itself rather than the image."""
     vocab, coordinated = sampler.vocab, sampler.coordinated
     for i, obj in enumerate(objects):
         attributes = obj["attributes"]
         own = _with_synonyms(vocab, attributes)
+        opening = [r["relation"] for r in relations if r["subject"] == i]
         for j, attr in enumerate(attributes):
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
                 continue
-            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) if sampler.type_aware else set(attributes),
-                                    obj["lemma"])
+            others = attributes[:j] + attributes[j + 1:]
+            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening)
+                                    if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
-                pool.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+                sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+
+
+def _clashes(vocab, attributes, relations) -> set[str]:
+    """The antonyms (and their synonyms) of an object's attributes and of the adjective a relation of which it is
+    the subject opens with ("full of", "covered in"): a replacement of another of its attributes by one of
+    them says the object is both ("an empty plate full of noodles")."""
+    words = [vocab.known("attributes", a) for a in attributes]
+    words += [vocab.known("attributes", r.split()[0]) for r in relations if r.split()]
+    out: set[str] = set()
+    for word in filter(None, words):
+        for head in {word, vocab.head("attributes", word)}:
+            out |= _with_synonyms(vocab, vocab.antonyms.get(head, ()))
+    return out
 
 
 def _with_synonyms(vocab, words) -> set[str]:
@@ -677,7 +730,7 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     new = None if _worn(vocab, rel["relation"], objects[oi]) else sampler.relation(
         rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
     if new is not None:
-        pool.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
+        sampler.keep(pool, (index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
     _join_draft(index, objects, lemmas, sampler, pool)
 
 
@@ -717,12 +770,14 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         if i == si:
             other = objects[oi]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731
+            near = lambda c, other=other: vocab.relation_seen_in_group(c, relation, other, subject=False, object=True)  # noqa: E731
         else:
             other = objects[si]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
-        new = sampler.object(node["lemma"], lemmas | covered, node["attributes"], seen)
+            near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
+        new = sampler.object(node["lemma"], lemmas | covered, node["attributes"], seen, near)
         if new is not None:
-            pool.append((index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+            sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
 
 
 def _bodily(vocab, attr: str) -> bool:
@@ -862,7 +917,7 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
     if max_negatives <= 0 or not positives:
         return []
     rng = record_rng(seed, record["id"], "graph")
-    sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption)
+    sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"))
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)
@@ -873,6 +928,19 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
     entailed = set(record.get("subgraph_keys") or ())
     if isinstance(record.get("graph"), dict) and isinstance(record["graph"].get("entities"), list):
         entailed.update(subgraph_keys(record["graph"], vocab, max_keys=1 << 30))
+    chosen = _draw(pools, probs, max_negatives, sampler, subgraphs, node_keys, taken, entailed, vocab)
+    if not chosen and sampler.unseen_drafts:
+        # a replacement the corpus never showed is made only where nothing else is: a caption keeps a negative
+        for draft in sampler.unseen_drafts:
+            pools[draft[1]].append(draft)
+        chosen = _draw(pools, probs, max_negatives, sampler, subgraphs, node_keys, taken, entailed, vocab)
+    return chosen
+
+
+def _draw(pools, probs, max_negatives: int, sampler: _Sampler, subgraphs, node_keys, taken: set, entailed: set, vocab) -> list[dict]:
+    """Up to `max_negatives` candidates from `pools`: a category by `probs`, a draft of it at random, kept
+    unless its graph is one already `taken` or one the caption `entailed`."""
+    rng = sampler.rng
     chosen = []
     live: list[str] = []  # the categories with drafts left; pools only shrink
     while len(chosen) < max_negatives:

@@ -171,7 +171,9 @@ def replace_negatives(caption: str, graph: dict, vocab, rng: random.Random) -> l
     unknown word is left alone)."""
     from mosaictool.stages.negate import _Sampler
 
-    sampler = _Sampler(vocab, rng, True)
+    fallback = random.Random()
+    fallback.setstate(rng.getstate())  # its own draws: `rng`'s stay those made without counts
+    sampler = _Sampler(vocab, rng, True, fallback_rng=fallback)
     entities = graph.get("entities") or []
     found = (_replace_object(caption, entities, vocab, rng, sampler), _replace_attribute(caption, entities, vocab, rng, sampler),
              _replace_relation(caption, entities, graph.get("relations") or [], vocab, rng, sampler))

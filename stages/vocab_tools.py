@@ -151,6 +151,27 @@ def build_from_graphs(
     return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known, pairs=pairs, triples=triples)
 
 
+def cooccurrences(records: Iterable[dict], base: Vocab) -> tuple[Counter, Counter]:
+    """(object, attribute) and (subject, relation, object) counts of `parse` output, read as `decompose`
+    reads a graph (`graph_nodes`, `usable_relations`, as `build_from_graphs` counts them), each name
+    as `negate` looks it up in `base`: an object by its lemma, an attribute or relation by the name
+    `base` lists for it (`Vocab.known`: "sits on" -> "sitting on"); one `base` does not know is left out,
+    as no replacement is ever checked against it."""
+    pairs, triples = Counter(), Counter()
+    for record in records:
+        graph = record["graph"]
+        nodes = graph_nodes(graph, base)
+        for node in nodes:
+            if node is not None:
+                lemma = clean_name(node["lemma"])
+                pairs.update((lemma, a) for a in (base.known("attributes", clean_name(x)) for x in node["attributes"]) if a)
+        for r in usable_relations(graph, nodes):
+            relation = base.known("relations", clean_name(r.get("relation")))
+            if relation:
+                triples[(clean_name(nodes[r["subject"]]["lemma"]), relation, clean_name(nodes[r["object"]]["lemma"]))] += 1
+    return pairs, triples
+
+
 def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:
     """The elements of a (possibly multi-GB) JSON array file, one at a time, in bounded memory."""
     decoder = json.JSONDecoder()

@@ -4,6 +4,7 @@ Golden files: tests/data/negate/input.jsonl = tests/data/decompose/expected.json
 expected.jsonl = `mosaictool negate --text replace,shuffle input.jsonl`.
 """
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -35,7 +36,9 @@ from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "negate"
 runner = CliRunner()
-VOCAB = load()
+SHIPPED = load()
+# The rules alone, without the shipped co-occurrence counts' preference (tested on their own below)
+VOCAB = dataclasses.replace(SHIPPED, object_attributes={}, relation_triples={})
 
 
 def node(noun, attributes=(), lemma=None, plural=False, count=None):
@@ -405,10 +408,9 @@ def test_negate_and_train_draw_categories_with_the_same_weights():
 # --- negatives that contradict, read fluently, and are plausible (real COCO captions) --------------
 
 
-def _with_counts(pairs=(), triples=()):
-    import dataclasses
-
-    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples})
+def _with_counts(pairs=(), triples=(), reference=False):
+    return dataclasses.replace(VOCAB, object_attributes={p: 3 for p in pairs}, relation_triples={t: 3 for t in triples},
+                               reference_counts=reference)
 
 
 def _transforms(sg, vocab=VOCAB, seed=0):
@@ -537,6 +539,52 @@ def test_corpus_counts_prefer_seen_replacements():
     assert seen_only == {"black"}
     anything = {_Sampler(vocab, random.Random(s), True, unseen_rate=1.0).attribute("brown", set(), "dog") for s in range(40)}
     assert len(anything) > 2
+
+
+def test_sparse_counts_back_off_to_the_group_of_the_other_end():
+    """Counts from a few thousand captions rarely show the very triple: "seagulls flying over the water" has
+    birds flying over water, lakes, sand; a replacement of "the ocean" birds were seen over is drawn
+    before one never seen there ("seagulls flying over the cola")."""
+    vocab = _with_counts(triples=[("bird", "flying over", "water"), ("bird", "flying over", "lake")], reference=True)
+    assert vocab.relation_seen_in_group("seagull", "flying over", "water", subject=True, object=False)
+    assert not vocab.relation_seen_in_group("seagull", "flying over", "cola", subject=True, object=False)
+    assert not vocab.relation_seen_in_group("seagull", "flying over", "water", subject=False, object=False)
+    near = lambda c: vocab.relation_seen_in_group("seagull", "flying over", c, subject=True, object=False)  # noqa: E731
+    drawn = set()
+    for s in range(30):
+        sampler = _Sampler(vocab, random.Random(s), True, unseen_rate=0.0, fallback_rng=random.Random(s))
+        drawn.add((sampler.object("ocean", {"ocean"}, seen=lambda c: False, backoff=near), sampler.unseen))
+    assert drawn == {("lake", False)}  # seen with a bird, though never with a seagull
+    # attributes by the object's group: "sandy" seen on a beach (a place) backs off for a field
+    vocab = _with_counts(pairs=[("beach", "sandy")])
+    assert vocab.attribute_seen_in_group("beach", "sandy") and not vocab.attribute_seen_in_group("beach", "snowy")
+
+
+def test_an_unseen_replacement_is_made_only_where_no_other_negative_is():
+    """Without the exact or the group's co-occurrence a replacement is kept aside: made only when the caption
+    would have no graph negative at all, so that the preference never costs a caption its only negative."""
+    vocab = _with_counts(triples=[("cat", "on", "table")], reference=True)
+    sampler = _Sampler(vocab, random.Random(0), True, unseen_rate=0.0, fallback_rng=random.Random(0))
+    new = sampler.relation("sitting on", "dog", "bench")
+    assert new is not None and sampler.unseen  # nothing seen: drawn all the same, marked
+    assert _Sampler(vocab, random.Random(0), True, unseen_rate=0.0).relation("sitting on", "dog", "bench") is None
+    # the counts of the captions being negated (`vocab build`) are their own word: an unseen one is not made
+    own = _Sampler(_with_counts(triples=[("cat", "on", "table")]), random.Random(0), True, unseen_rate=0.0, fallback_rng=random.Random(0))
+    assert own.relation("sitting on", "dog", "bench") is None
+    one = {"id": 1, "subgraphs": [rel_graph(node("dog"), node("bench"), "sitting on")]}
+    negs = graph_negatives(one, vocab, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
+    assert negs  # its only negatives, unseen as they are
+    seen = _with_counts(triples=[("dog", "standing on", "bench")], reference=True)
+    negs = graph_negatives(one, seen, max_negatives=6, probs=(0, 0, 1), seed=0, type_aware=True, unseen_rate=0.0)
+    assert [n["transform"] for n in negs] == ["f_rel:replace_relation"] and negs[0]["to"] == "standing on"
+
+
+def test_the_shipped_counts_rank_replacements_but_make_no_joins():
+    """vocab/ ships counts from other benchmarks' captions (perf/vocab_counts.py): a relation seen there and
+    joined to a caption is mostly one the caption leaves open, so f_rel:join stays off with them."""
+    assert SHIPPED.object_attributes and SHIPPED.relation_triples and SHIPPED.reference_counts
+    assert _Sampler(SHIPPED, random.Random(0), True).join("man", {"man", "skateboard"}) is None
+    assert _Sampler(_with_counts(triples=[("man", "riding", "skateboard")]), random.Random(0), True).join("man", {"man"}) is not None
 
 
 def test_join_only_through_a_relation_the_corpus_showed():
@@ -1186,3 +1234,26 @@ def test_a_replaced_verb_leaves_no_participle_of_it_behind():
     assert replaced
     for c in replaced:
         assert c["graph"]["objects"][0]["attributes"] == [] and c["graph"]["relations"][0]["relation"] != "pulling"
+def test_no_attribute_replacement_contradicts_what_else_the_object_is():
+    """"a plate full of noodles" -> "an empty plate full of noodles" contradicts itself, not the image (blind
+    review r9): an antonym of another attribute of the object, or of a relation's opening adjective, is no
+    replacement; the replaced attribute's own antonym still is."""
+    plate = rel_graph(node("plate", ["full"]), node("noodle"), "full of")
+    assert "empty" not in {c["to"] for s in range(10) for c in _transforms(plate, seed=s) if c["transform"] == "f_attr:replace"}
+    bare = rel_graph(node("plate", ["full"]), node("table"), "on")
+    assert "empty" in {c["to"] for s in range(10) for c in _transforms(bare, seed=s) if c["transform"] == "f_attr:replace"}
+
+
+def test_no_adult_age_onto_a_noun_that_names_a_child():
+    """"a young girl" -> "an old girl" contradicts its own noun (blind review r9): made only where the caption has no
+    other graph negative; "a young man" -> "an old man" stays."""
+    def draws(obj, attr="young"):
+        out = set()
+        for s in range(30):
+            sampler = _Sampler(VOCAB, random.Random(s), True)
+            out.add((sampler.attribute(attr, {attr}, obj), sampler.unseen))
+        return out
+
+    assert {new for new, aside in draws("girl") if not aside}.isdisjoint({"old", "elderly", "aged", "adult"})
+    assert all(aside for new, aside in draws("child") if new in ("old", "elderly"))  # its only replacement: kept aside
+    assert ("old", False) in draws("man")

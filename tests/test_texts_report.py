@@ -90,11 +90,20 @@ def test_figures_per_transform_with_counts():
 
 
 def test_without_counts_the_columns_say_so():
-    result = report([record(1, [SWAP, BLUE])], load(), sample=1)
+    import dataclasses
+
+    bare = dataclasses.replace(load(), object_attributes={}, relation_triples={})  # the shipped tables without their counts
+    result = report([record(1, [SWAP, BLUE])], bare, sample=1)
     assert result["rows"][0]["unseen"] is None and not result["has_counts"]
     text = summary_markdown(result)
     assert f"| f_rel:swap | 1 | 0.0% | {NO_COUNTS} | 100.0% |" in text  # the shipped vocabulary marks "next to" symmetric
     assert f"| f_attr:replace | 1 | 0.0% | {NO_COUNTS} | – |" in text
+
+
+def test_the_shipped_vocabulary_has_counts():
+    """vocab/ ships co-occurrence counts (perf/vocab_counts.py): the report gives the unseen shares, not n/a."""
+    result = report([record(1, [SWAP, BLUE])], load(), sample=1)
+    assert result["has_counts"] and result["rows"][0]["unseen"] is not None
     # the methods without the tables behind them (a folder without count files) are no counts either
     empty = counting_vocab()
     empty.object_attributes, empty.relation_triples = {}, {}

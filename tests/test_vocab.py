@@ -402,3 +402,30 @@ def test_import_vg_bad_files(tmp_path, case):
         (vg / f"{name}.json").write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
     refused_leaving_files(tmp_path, ["vocab", "import-vg", vg, "-o", tmp_path / "v", "--min-count", "1"], f"{kind}.json", needle)
 
+
+
+def test_cooccurrences_are_counted_under_the_vocabulary_s_names(tmp_path):
+    """perf/vocab_counts.py's counts: objects by their lemma, attributes and relations by the name the base lists
+    ("sits on" -> "sitting on", negate's lookup), words the base lacks left out; written as the loader reads them."""
+    from mosaictool.stages.vocab_tools import cooccurrences
+    from mosaictool.vocab import save_cooccurrences
+
+    graph = {"entities": [{"head": "cat", "lemma_head": "cat", "span": "a black cat", "attributes": ["black", "zorbly"]},
+                          {"head": "bench", "lemma_head": "bench", "span": "a bench", "attributes": []}],
+             "relations": [{"subject": 0, "object": 1, "relation": "sits on"}]}
+    pairs, triples = cooccurrences([{"graph": graph}, {"graph": graph}], load())
+    assert pairs == {("cat", "black"): 2} and triples == {("cat", "sitting on", "bench"): 2}
+    save_cooccurrences(tmp_path, pairs, triples)
+    for name in ("objects.tsv", "attributes.tsv", "relations.tsv"):
+        shutil.copy(DEFAULT_DIR / name, tmp_path / name)
+    loaded = load(tmp_path)
+    assert loaded.attribute_count("cat", "black") == 2 and loaded.relation_count("cat", "sitting on", "bench") == 2
+    assert not loaded.reference_counts  # counts of one's own corpus: joins and no backoff
+
+
+def test_the_shipped_counts_match_their_script():
+    """vocab/ ships counts of a few thousand benchmark captions (perf/vocab_counts.py), never SugarCrepe's."""
+    shipped = load()
+    assert len(shipped.object_attributes) > 1000 and len(shipped.relation_triples) > 5000 and shipped.reference_counts
+    assert all(n > 0 for n in shipped.relation_triples.values())
+    assert all(shipped.known("relations", r) == r for _, r, _ in shipped.relation_triples)  # as negate looks them up

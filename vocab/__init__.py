@@ -85,6 +85,12 @@ class Vocab:
     symmetric_between: dict[str, frozenset[str]] = field(default_factory=dict)  # relation -> kinds of both ends
     object_attributes: dict[tuple[str, str], int] = field(default_factory=dict)  # (object, attribute) -> count
     relation_triples: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (subject, relation, object) -> count
+    # Whether the counts are of a reference corpus (the shipped ones: other benchmarks' captions) rather than of the
+    # captions being negated (`vocab build`). Such counts are sparse for any one caption's words, so negate backs
+    # off to groups and falls back to unseen replacements rather than lose a caption's only negative, and they
+    # only rank replacements: f_rel:join takes no edge from them (a relation seen elsewhere joined to a caption
+    # is mostly one the caption leaves open: "the guys in a gym").
+    reference_counts: bool = False
 
     # --- contradiction and plausibility ----------------------------------------------------------
 
@@ -142,6 +148,37 @@ class Vocab:
         for o, a in sorted(self.object_attributes):
             out.setdefault(o, []).append(a)
         return {k: tuple(v) for k, v in out.items()}
+
+    def _class(self, noun: str) -> str:
+        # an object's group (groups.tsv), or the noun itself where the vocabulary has none for it
+        name = noun.lower()
+        group = self.group(self.known("objects", name) or name)
+        return f"@{group}" if group != UNKNOWN else name
+
+    def attribute_seen_in_group(self, obj: str, attr: str) -> bool:
+        """Whether the corpus showed `attr` on an object of `obj`'s group ("sandy" on a beach for a
+        field): the backoff of `attribute_count` where counts from a few thousand captions are sparse."""
+        return (self._class(obj), attr.lower()) in self._group_pairs
+
+    def relation_seen_in_group(self, subj: str, rel: str, obj: str, *, subject: bool, object: bool) -> bool:
+        """Whether the corpus showed `rel` between the two ends, each taken as its group where asked
+        (`subject`, `object`): "a seagull flying over" a liquid read as any bird flying over it. The
+        backoff of `relation_count` (Katz 1987's back-off, here to the word's class)."""
+        s = self._class(subj) if subject else subj.lower()
+        o = self._class(obj) if object else obj.lower()
+        return (s, rel.lower(), o) in self._group_triples
+
+    @functools.cached_property
+    def _group_pairs(self) -> frozenset[tuple[str, str]]:
+        return frozenset((self._class(o), a) for o, a in self.object_attributes)
+
+    @functools.cached_property
+    def _group_triples(self) -> frozenset[tuple[str, str, str]]:
+        out = set()
+        for s, r, o in self.relation_triples:
+            gs, go = self._class(s), self._class(o)
+            out.update(((gs, r, o), (s, r, go), (gs, r, go)))
+        return frozenset(out)
 
     def is_exclusive(self, category: str) -> bool:
         """Whether any two members of `category` contradict each other (categories.tsv; yes if unlisted)."""
@@ -484,6 +521,7 @@ def _load(folder: Path) -> Vocab:
         symmetric_between=marks.symmetric_between,
         object_attributes=_counted(folder / "object_attributes.tsv", ("object", "attribute")),
         relation_triples=_counted(folder / "relation_triples.tsv", ("subject", "relation", "object")),
+        reference_counts=folder.resolve() == DEFAULT_DIR,
     )
 
 
@@ -630,13 +668,20 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
         ))
     if vocab.kinds:
         _write_text(folder / "groups.tsv", "group\tkind\n" + "".join(f"{g}\t{k}\n" for g, k in sorted(vocab.kinds.items())))
-    if vocab.object_attributes:
+    save_cooccurrences(folder, vocab.object_attributes, vocab.relation_triples)
+
+
+def save_cooccurrences(folder: str | os.PathLike, object_attributes: dict, relation_triples: dict) -> None:
+    """Write the co-occurrence tables (object_attributes.tsv, relation_triples.tsv) of a vocabulary
+    folder, most frequent first; an empty table writes no file."""
+    folder = Path(folder)
+    if object_attributes:
         _write_text(folder / "object_attributes.tsv", "object\tattribute\tcount\n" + "".join(
-            f"{o}\t{a}\t{n}\n" for (o, a), n in sorted(vocab.object_attributes.items(), key=lambda x: (-x[1], x[0]))
+            f"{o}\t{a}\t{n}\n" for (o, a), n in sorted(object_attributes.items(), key=lambda x: (-x[1], x[0]))
         ))
-    if vocab.relation_triples:
+    if relation_triples:
         _write_text(folder / "relation_triples.tsv", "subject\trelation\tobject\tcount\n" + "".join(
-            f"{s}\t{r}\t{o}\t{n}\n" for (s, r, o), n in sorted(vocab.relation_triples.items(), key=lambda x: (-x[1], x[0]))
+            f"{s}\t{r}\t{o}\t{n}\n" for (s, r, o), n in sorted(relation_triples.items(), key=lambda x: (-x[1], x[0]))
         ))
 
 
