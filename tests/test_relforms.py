@@ -191,6 +191,7 @@ def test_the_world_bench_scores_the_forms_with_every_case(relforms_world):
 
 
 def test_the_report_has_the_rel_columns_and_its_headline_is_the_group_score(relforms_world, tmp_path):
+    from mosaictool.analysis.stats import format_p
     from mosaictool.demo.config import COLUMNS, DemoConfig
     from mosaictool.demo.report import build_report
     from mosaictool.demo.significance import CASE_COLUMNS, HEADLINE_COLUMN
@@ -214,4 +215,9 @@ def test_the_report_has_the_rel_columns_and_its_headline_is_the_group_score(relf
         assert f"| {col} |" in header
     assert report.headline["verdict"].startswith("headline (confirmatory): MosaiCLIP − NegCLIP on rel group trained:")
     assert "MosaiCLIP behind" in report.headline["verdict"]
+    # in the MosaiCLIP − NegCLIP table the headline's p is the confirmatory one, not Holm-adjusted with the rest
+    versus = next(line for line in report.text.splitlines() if line.startswith("| MosaiCLIP |") and "MDE" in line
+                  and report.text.index(line) > report.text.index("method − NegCLIP"))
+    headline_cell = versus.split(" | ")[list(CASE_COLUMNS).index(HEADLINE_COLUMN) + 1]
+    assert f"({format_p(report.headline['result'].p)};" in headline_cell
     assert "the same reader scores 50.0" in report.text and "confirmatory headline is on rel group trained" in report.text
