@@ -45,20 +45,24 @@ PRONOUNS = frozenset({"it", "its", "they", "them", "he", "him", "she", "her", "t
 PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portion", "log", "strip", "sliver", "scoop",
                              "loaf", "bit", "serving", "slab", "hunk", "morsel", "fragment",
                              "stalk", "clove", "crust", "scrap", "crumb"})
+# Nouns of a chain of things joined end to end ("a semi truck pulling a chain of three trailers"): the
+# trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
+# a chain" alone would name a different thing).
+COLLECTIVE_MEASURES = frozenset({"chain"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
     "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
     "piece", "slice", "variety", "assortment", "collection", "selection", "array", "bundle", "cluster", "crowd",
     "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
-    "interior",
+    "interior", "collage", "collaboration", "montage",
     "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
-}) | PARTITIVE_NOUNS
+}) | PARTITIVE_NOUNS | COLLECTIVE_MEASURES
 PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",
                            "view", "closeup", "close-up"})
 # Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display", "sinks in the
-# process of being completed".
+# process of being completed", "some animals in the distance" (says how far, names no thing to relate).
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
-                    ("at", "night"), ("in", "process")})
+                    ("at", "night"), ("in", "process"), ("in", "distance")})
 # Nouns of a feeling after "in" say how someone acts, not what is in the picture: "looking at the elephant in
 # amazement" (blind review r9's positive "an amazement").
 MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbelief", "wonder", "shock", "delight",
@@ -260,7 +264,7 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
-        if tok.lemma_.lower() in PARTITIVE_NOUNS and not g.entities[target].get("measure"):
+        if tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
