@@ -333,8 +333,9 @@ def _position(g: _Graph, k: int) -> bool:
 
 
 def _join_split_compounds(g: _Graph) -> None:
-    """A known compound noun whose second word spaCy read as a verb or as a noun phrase of its own
-    ("three teddy" + bears, "a brown teddy" + "bear", "a traffic stop" + "sign with") is one noun: the
+    """A known compound noun (or a possessive one, `_possessive_compound`) whose second word spaCy read as a
+    verb or as a noun phrase of its own ("three teddy" + bears, "a brown teddy" + "bear", "a traffic stop" +
+    "sign with", "a janitors" + "closet with") is one noun: the
     word joins the entity before it, a relation that began with it loses it, and an entity of that word
     alone gives its relations to the whole."""
     for k in range(len(g.entities)):
@@ -342,7 +343,8 @@ def _join_split_compounds(g: _Graph) -> None:
         if end >= len(g.doc):
             continue
         head, word = g.doc[end - 1], g.doc[end]
-        if {f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns()):
+        if ({f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns())
+                and not _possessive_compound(head, word)):
             continue
         other = g.starting_at(end)
         if other is not None and g.bounds(other)[1] != end + 1 or end in g.in_phrases:
@@ -359,6 +361,13 @@ def _join_split_compounds(g: _Graph) -> None:
                        for r in g.relations if r["relation"].lower() != word.lower_]
         g.changed = True
         return _join_split_compounds(g)
+
+
+def _possessive_compound(head, word) -> bool:
+    """"a janitors closet": a plural possessive written without its apostrophe, whose noun spaCy reads as a
+    participle hung off the plural ("closet with buckets"); a known object noun that is no "-ed" form."""
+    return (head.tag_ == "NNS" and word.dep_ == "acl" and word.head.i == head.i and word.tag_ in ("VBN", "VBD")
+            and not word.lower_.endswith("ed") and word.lower_ in object_words())
 
 
 def _noun_participle_attributes(g: _Graph) -> None:
@@ -405,12 +414,34 @@ def _misspelt_participle(g: _Graph, k: int) -> bool:
     return True
 
 
+def _participle_head(g: _Graph, k: int) -> bool:
+    """"A man on a skateboard riding by food vendors": spaCy reads "skateboard riding" as a noun phrase, the
+    object noun tagged an adjective before an "-ing" head that names no object. The entity ends at the
+    object noun, and its relations become those of who it is related to, with the verb ("a man riding by
+    food vendors"). Returns whether the graph changed."""
+    head = _head_token(g, k)
+    start = g.bounds(k)[0]
+    if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
+        return False
+    noun = g.doc[head.i - 1]
+    if noun.dep_ != "amod" or noun.head.i != head.i or noun.lower_ not in object_words():
+        return False
+    into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
+    g.reread(k, start, noun.i + 1)
+    if into:
+        g.relations = [{**r, "subject": into[0], "relation": f"{head.text} {r['relation']}",
+                        "lemma_relation": f"{head.lemma_} {r['lemma_relation']}"} if r["subject"] == k else r
+                       for r in g.relations]
+    return True
+
+
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
-    tagged an adjective (`_postnominal_noun`), "skies" for "skis" (`_skis`)."""
+    tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`),
+    "skies" for "skis" (`_skis`)."""
     k = 0
     while k < len(g.entities):
-        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) else k + 1
+        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
 

@@ -499,6 +499,13 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "A grassy hill side with some animals in the distance",
      {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
     ("framing", "A collaboration of pictures of various food items", {"entities": [("food items", ["various"])]}),
+    # "a skateboard riding", "the paper looks like janitors"
+    ("compounds", "A man on a skateboard riding by food vendors.",
+     {"entities": [("man", []), ("skateboard", []), ("food vendors", [])],
+      "relations": [("man", "on", "skateboard"), ("man", "riding by", "food vendors")]}),
+    ("compounds", "This picture looks like a janitors closet with buckets on the floor.",
+     {"entities": [("picture", []), ("janitors closet", []), ("buckets", []), ("floor", [])],
+      "relations": [("picture", "looks like", "janitors closet"), ("janitors closet", "with", "buckets"), ("buckets", "on", "floor")]}),
     ("framing", "A semi truck pulling a chain of three trailers.",
      {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
 ]
