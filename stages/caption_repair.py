@@ -296,7 +296,17 @@ def _not_an_object(tok) -> bool:
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
-            or _purpose(tok) or _quoted(tok))
+            or _purpose(tok) or _quoted(tok) or _infinitive(tok))
+
+
+def _infinitive(tok) -> bool:
+    """A bare verb of purpose that spaCy read as a noun ("a jet airplane coming in to land"): after "to" that
+    follows the verb's particle or object (not "listens to music"), a singular with no word of its own that
+    names no object the vocabulary knows."""
+    verb = tok.head.head
+    return (tok.dep_ == "pobj" and tok.head.lower_ == "to" and verb.pos_ == "VERB" and tok.tag_ == "NN"
+            and any(c.dep_ in ("prt", "dobj") and c.i < tok.head.i for c in verb.children)
+            and not list(tok.children) and tok.lower_ not in object_words())
 
 
 def _cross_country(tok) -> bool:

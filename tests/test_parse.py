@@ -506,6 +506,9 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "This picture looks like a janitors closet with buckets on the floor.",
      {"entities": [("picture", []), ("janitors closet", []), ("buckets", []), ("floor", [])],
       "relations": [("picture", "looks like", "janitors closet"), ("janitors closet", "with", "buckets"), ("buckets", "on", "floor")]}),
+    # "a jet airplane coming to a land"
+    ("framing", "A jet airplane coming in to land in a cloudy blue sky",
+     {"entities": [("jet airplane", []), ("sky", ["cloudy", "blue"])], "relations": [("jet airplane", "coming in", "sky")]}),
     ("framing", "A semi truck pulling a chain of three trailers.",
      {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
 ]
