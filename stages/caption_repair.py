@@ -45,20 +45,24 @@ PRONOUNS = frozenset({"it", "its", "they", "them", "he", "him", "she", "her", "t
 PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portion", "log", "strip", "sliver", "scoop",
                              "loaf", "bit", "serving", "slab", "hunk", "morsel", "fragment",
                              "stalk", "clove", "crust", "scrap", "crumb"})
+# Nouns of a chain of things joined end to end ("a semi truck pulling a chain of three trailers"): the
+# trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
+# a chain" alone would name a different thing).
+COLLECTIVE_MEASURES = frozenset({"chain"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
     "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
     "piece", "slice", "variety", "assortment", "collection", "selection", "array", "bundle", "cluster", "crowd",
     "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
-    "interior",
+    "interior", "collage", "collaboration", "montage",
     "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
-}) | PARTITIVE_NOUNS
+}) | PARTITIVE_NOUNS | COLLECTIVE_MEASURES
 PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",
                            "view", "closeup", "close-up"})
 # Prepositional idioms whose noun is no object: "cakes for sale", "a motorcycle on display", "sinks in the
-# process of being completed".
+# process of being completed", "some animals in the distance" (says how far, names no thing to relate).
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
-                    ("at", "night"), ("in", "process")})
+                    ("at", "night"), ("in", "process"), ("in", "distance")})
 # Nouns of a feeling after "in" say how someone acts, not what is in the picture: "looking at the elephant in
 # amazement" (blind review r9's positive "an amazement").
 MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbelief", "wonder", "shock", "delight",
@@ -260,7 +264,7 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
-        if tok.lemma_.lower() in PARTITIVE_NOUNS and not g.entities[target].get("measure"):
+        if tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
@@ -292,7 +296,17 @@ def _not_an_object(tok) -> bool:
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
-            or _purpose(tok) or _quoted(tok))
+            or _purpose(tok) or _quoted(tok) or _infinitive(tok))
+
+
+def _infinitive(tok) -> bool:
+    """A bare verb of purpose that spaCy read as a noun ("a jet airplane coming in to land"): after "to" that
+    follows the verb's particle or object (not "listens to music"), a singular with no word of its own that
+    names no object the vocabulary knows."""
+    verb = tok.head.head
+    return (tok.dep_ == "pobj" and tok.head.lower_ == "to" and verb.pos_ == "VERB" and tok.tag_ == "NN"
+            and any(c.dep_ in ("prt", "dobj") and c.i < tok.head.i for c in verb.children)
+            and not list(tok.children) and tok.lower_ not in object_words())
 
 
 def _cross_country(tok) -> bool:
@@ -329,8 +343,9 @@ def _position(g: _Graph, k: int) -> bool:
 
 
 def _join_split_compounds(g: _Graph) -> None:
-    """A known compound noun whose second word spaCy read as a verb or as a noun phrase of its own
-    ("three teddy" + bears, "a brown teddy" + "bear", "a traffic stop" + "sign with") is one noun: the
+    """A known compound noun (or a possessive one, `_possessive_compound`) whose second word spaCy read as a
+    verb or as a noun phrase of its own ("three teddy" + bears, "a brown teddy" + "bear", "a traffic stop" +
+    "sign with", "a janitors" + "closet with") is one noun: the
     word joins the entity before it, a relation that began with it loses it, and an entity of that word
     alone gives its relations to the whole."""
     for k in range(len(g.entities)):
@@ -338,7 +353,8 @@ def _join_split_compounds(g: _Graph) -> None:
         if end >= len(g.doc):
             continue
         head, word = g.doc[end - 1], g.doc[end]
-        if {f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns()):
+        if ({f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns())
+                and not _possessive_compound(head, word)):
             continue
         other = g.starting_at(end)
         if other is not None and g.bounds(other)[1] != end + 1 or end in g.in_phrases:
@@ -355,6 +371,13 @@ def _join_split_compounds(g: _Graph) -> None:
                        for r in g.relations if r["relation"].lower() != word.lower_]
         g.changed = True
         return _join_split_compounds(g)
+
+
+def _possessive_compound(head, word) -> bool:
+    """"a janitors closet": a plural possessive written without its apostrophe, whose noun spaCy reads as a
+    participle hung off the plural ("closet with buckets"); a known object noun that is no "-ed" form."""
+    return (head.tag_ == "NNS" and word.dep_ == "acl" and word.head.i == head.i and word.tag_ in ("VBN", "VBD")
+            and not word.lower_.endswith("ed") and word.lower_ in object_words())
 
 
 def _noun_participle_attributes(g: _Graph) -> None:
@@ -401,12 +424,34 @@ def _misspelt_participle(g: _Graph, k: int) -> bool:
     return True
 
 
+def _participle_head(g: _Graph, k: int) -> bool:
+    """"A man on a skateboard riding by food vendors": spaCy reads "skateboard riding" as a noun phrase, the
+    object noun tagged an adjective before an "-ing" head that names no object. The entity ends at the
+    object noun, and its relations become those of who it is related to, with the verb ("a man riding by
+    food vendors"). Returns whether the graph changed."""
+    head = _head_token(g, k)
+    start = g.bounds(k)[0]
+    if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
+        return False
+    noun = g.doc[head.i - 1]
+    if noun.dep_ != "amod" or noun.head.i != head.i or noun.lower_ not in object_words():
+        return False
+    into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
+    g.reread(k, start, noun.i + 1)
+    if into:
+        g.relations = [{**r, "subject": into[0], "relation": f"{head.text} {r['relation']}",
+                        "lemma_relation": f"{head.lemma_} {r['lemma_relation']}"} if r["subject"] == k else r
+                       for r in g.relations]
+    return True
+
+
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
-    tagged an adjective (`_postnominal_noun`), "skies" for "skis" (`_skis`)."""
+    tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`),
+    "skies" for "skis" (`_skis`)."""
     k = 0
     while k < len(g.entities):
-        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) else k + 1
+        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
 

@@ -162,8 +162,11 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     if measure:
         # the part the caption names: "a woman holding onto a piece of pizza", not "... onto a pizza" (a text
         # of the whole says more than the caption); the whole keeps the caption's determiner or none
-        whole = {**node, "measure": None, "count": None}
-        if not node["plural"] and node.get("determiner") != "the":
+        # of the whole; its count is the part's ("the last two pieces" of pizza) unless the part is one ("a
+        # chain of three trailers")
+        one = measure.split()[0] in ("a", "an")
+        whole = {**node, "measure": None, "count": node.get("count") if one else None}
+        if not node["plural"] and node.get("determiner") != "the" and not whole["count"]:
             whole["determiner"], whole["plural"] = None, True  # bare, as "of pizza" is
         body = noun_phrase(whole, vocab)
         return f"{measure} of {body}" if not definite else f"the {measure.split()[-1]} of {body}"

@@ -495,6 +495,22 @@ REAL_CAPTION_REPAIRS = [
     ("predicates", "Four people play a game of mixed doubles tennis while another man looks on.",
      {"entities": [("people", ["playing a game", "four"]), ("man", ["looking on"])]}),
     ("relations", "A fluffy white chair that faces away fro a television.", {"relations": []}),
+    # blind review r10's debris: "animals outside the distance", "a collaboration"
+    ("framing", "A grassy hill side with some animals in the distance",
+     {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
+    ("framing", "A collaboration of pictures of various food items", {"entities": [("food items", ["various"])]}),
+    # "a skateboard riding", "the paper looks like janitors"
+    ("compounds", "A man on a skateboard riding by food vendors.",
+     {"entities": [("man", []), ("skateboard", []), ("food vendors", [])],
+      "relations": [("man", "on", "skateboard"), ("man", "riding by", "food vendors")]}),
+    ("compounds", "This picture looks like a janitors closet with buckets on the floor.",
+     {"entities": [("picture", []), ("janitors closet", []), ("buckets", []), ("floor", [])],
+      "relations": [("picture", "looks like", "janitors closet"), ("janitors closet", "with", "buckets"), ("buckets", "on", "floor")]}),
+    # "a jet airplane coming to a land"
+    ("framing", "A jet airplane coming in to land in a cloudy blue sky",
+     {"entities": [("jet airplane", []), ("sky", ["cloudy", "blue"])], "relations": [("jet airplane", "coming in", "sky")]}),
+    ("framing", "A semi truck pulling a chain of three trailers.",
+     {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
 ]
 
 
@@ -580,6 +596,8 @@ def test_a_verbs_particle_stays_in_its_relation(caption, relation):
     ("The hand of a person picking up the last two pieces of pizza.", "pizza", "the last two pieces"),
     ("A slice of pizza sitting on top of a white plate.", "pizza", "a slice"),
     ("A zebra playing on a field with logs of tree", "tree", "logs"),
+    # blind review r10's "a semi truck pushing a chain": a chain of things is the things, the chain kept in `measure`
+    ("A semi truck pulling a chain of three trailers.", "trailers", "a chain"),
 ])
 def test_a_part_is_the_whole_with_its_measure(caption, noun, measure):
     """A partitive ("a piece of pizza") is the whole it measures, as the gold graphs write it, with the part

@@ -36,6 +36,9 @@ def test_a_part_is_said_with_its_measure():
     assert noun_phrase({**node("pizza", determiner=None), "measure": "the last two pieces"}, VOCAB) == "the last two pieces of pizza"
     assert noun_phrase({**node("cake", ["chocolate"], determiner="the"), "measure": "a slice"}, VOCAB) == "a slice of the chocolate cake"
     assert noun_phrase({**node("tree", determiner=None), "measure": "logs"}, VOCAB) == "logs of tree"
+    # a part that is one keeps the whole's count (blind review r10: "a semi truck pushing a chain")
+    trailers = {**node("trailers", determiner=None, plural=True, lemma="trailer"), "count": "three", "measure": "a chain"}
+    assert noun_phrase(trailers, VOCAB) == "a chain of three trailers"
     assert noun_phrase({**node("pizza", determiner=None), "measure": "a slice"}, VOCAB, definite=True) == "the slice of pizza"
 
 
