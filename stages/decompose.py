@@ -106,8 +106,11 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
+    either, either_entities = disjuncts(graph, words)
     for i, (node, key) in enumerate(zip(nodes, keys)):
         if node is None or i in lacking:  # "it", "that": nothing to show on its own
+            continue
+        if i in either_entities or _said_either(graph["entities"][i], either):
             continue
         identity = ((key,), ())
         if identity not in seen:
@@ -115,7 +118,10 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if attachment_ambiguous(graph, rel, words):
+        if attachment_ambiguous(graph, rel, words) or not said_as_given(rel, graph, words):
+            continue
+        if {s, o} & either_entities or any(_said_either(graph["entities"][n], either) for n in (s, o)) \
+                or set(rel["relation"].lower().split()) & either:
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -128,6 +134,55 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+# Verbs whose place complement is required: "a girl puts a flower" says nothing the caption does
+# ("puts a flower on the lapel").
+PLACING_VERBS = frozenset({"put", "place", "set", "lay", "hang", "lean"})
+COPULAS = frozenset({"is", "are", "was", "were", "be", "being", "'s"})
+
+
+def disjuncts(graph: dict, words: list[str] | None) -> tuple[set[str], set[int]]:
+    """The caption's words and entities on either side of an "or" ("fighting or playing", "a hat or a cap"):
+    neither is said of the image, so neither is a positive (MosaiCLIP's positives are entailed by the caption,
+    Singh et al. 2023 Sec. 3.3). Without the caption's words, none."""
+    if not words:
+        return set(), set()
+    lower = [w.lower() for w in words]
+    at = [i for i, w in enumerate(lower) if w in ("or", "nor")]
+    said = {lower[j] for i in at for j in (i - 1, i + 1) if 0 <= j < len(lower)}
+    entities = set()
+    for n, e in enumerate(graph.get("entities") or []):
+        bounds = e.get("span_bounds")
+        if bounds and any(bounds[1] == i or bounds[0] == i + 1 for i in at):
+            entities.add(n)
+    return said, entities
+
+
+def _said_either(entity: dict, either: set[str]) -> bool:
+    """Whether one of the entity's attributes stands next to an "or" ("red or blue shirt")."""
+    return any(w in either for a in entity.get("attributes") or [] for w in str(a).lower().split())
+
+
+def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
+    """Whether the relation is the caption's own words: not a verb whose place complement is required said
+    without it ("a girl puts a flower"), and, with the caption's words, its text one run of them between its
+    subject and its object ("standing to" from "standing next to" lost a word). Without the words, only the verb
+    is checked."""
+    relation = rel["relation"].lower().split()
+    lemma = str(rel.get("lemma_relation") or "").lower().split()
+    if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
+        return False
+    if not words:
+        return True
+    try:
+        bounds = [e["span_bounds"] for e in graph["entities"]]
+        start, end = bounds[rel["subject"]][1], bounds[rel["object"]][0]
+    except (IndexError, KeyError, TypeError):
+        return True
+    between = [w.lower() for w in words[min(start, end):max(start, end)]]
+    n = len(relation)
+    return any(between[i:i + n] == relation for i in range(len(between) - n + 1))
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
@@ -155,6 +210,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
     - a phrase of place after a verb's object, which may place the verb's subject instead ("pedestrians
       crossing a street between buses": the pedestrians are between them), unless the subject holds or
       carries the object, and so is where it is;
+    - a phrase of place after the object of a copula's phrase, which may say where the copula's subject is ("a man
+      is at a kitchen counter by a dog": the man is by the dog; the counter may not be);
     - a with-phrase on the object of an earlier phrase whose own noun has a place phrase of its own ("a bench
       resting on a sidewalk with cars on a street in the background": the cars are the scene's, on the
       street, not the sidewalk's)."""
@@ -189,6 +246,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
                 for r in relations):
             return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
+        return True
+    if first in PREPOSITIONS and _last_phrase(relation) in PLACES_OF_AGENT and _predicate_object(relations, s, bounds, words):
         return True
     if relation == "with" and _placed_elsewhere(relations, s, o, bounds) and any(
             r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
@@ -237,6 +296,17 @@ def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:
     """Whether entity s is the object of an earlier noun's prepositional phrase ("a man on a skateboard")."""
     return any(r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
                and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               for r in relations)
+
+
+def _predicate_object(relations: list[dict], s: int, bounds: list, words: list[str] | None) -> bool:
+    """Whether entity s is the object of an earlier noun's phrase after a copula ("a man is at a kitchen counter"):
+    a phrase of place that follows ("by a dog") may say where the copula's subject is. Needs the caption's words."""
+    if not words:
+        return False
+    return any(r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
+               and COPULAS & {w.lower() for w in words[bounds[r["subject"]][1]:bounds[s][0]]}
                for r in relations)
 
 
