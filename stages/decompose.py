@@ -139,6 +139,9 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
 # Verbs whose place complement is required: "a girl puts a flower" says nothing the caption does
 # ("puts a flower on the lapel").
 PLACING_VERBS = frozenset({"put", "place", "set", "lay", "hang", "lean"})
+# Compound prepositions by their first word and the preposition they end with ("next to", "in front of", "away from").
+COMPOUND_PREPOSITIONS = {"next": "to", "close": "to", "front": "of", "top": "of", "out": "of", "ahead": "of", "away": "from",
+                         "because": "of", "due": "to"}
 COPULAS = frozenset({"is", "are", "was", "were", "be", "being", "'s"})
 
 
@@ -165,15 +168,16 @@ def _said_either(entity: dict, either: set[str]) -> bool:
 
 
 def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
-    """Whether the relation is the caption's own words: not a verb whose place complement is required said
-    without it ("a girl puts a flower"), and, with the caption's words, its text one run of them between its
-    subject and its object ("standing to" from "standing next to" lost a word). Without the words, only the verb
-    is checked."""
+    """Whether the relation says what the caption does: not a verb whose place complement is required said
+    without it ("a girl puts a flower"), nor, with the caption's words, a phrase that lost the first word of a
+    compound preposition ("standing to" from "standing next to"): every run of its preposition between its
+    subject and its object follows such a word the relation lacks. Without the words, only the verb is checked."""
     relation = rel["relation"].lower().split()
     lemma = str(rel.get("lemma_relation") or "").lower().split()
     if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
         return False
-    if not words:
+    phrase = _last_phrase(" ".join(relation)).split()
+    if not words or not phrase:
         return True
     try:
         bounds = [e["span_bounds"] for e in graph["entities"]]
@@ -181,8 +185,9 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
     except (IndexError, KeyError, TypeError):
         return True
     between = [w.lower() for w in words[min(start, end):max(start, end)]]
-    n = len(relation)
-    return any(between[i:i + n] == relation for i in range(len(between) - n + 1))
+    n = len(phrase)
+    runs = [i for i in range(len(between) - n + 1) if between[i:i + n] == phrase]
+    return not runs or any(i == 0 or COMPOUND_PREPOSITIONS.get(between[i - 1]) != phrase[0] or between[i - 1] in relation for i in runs)
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
