@@ -101,16 +101,17 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
     `tokens`, where given)."""
     nodes = graph_nodes(graph, vocab)
+    either, either_entities = disjuncts(graph, words)
+    # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
+    nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"] if not _said_either(a, either)]}
+             for node in nodes]
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
-    either, either_entities = disjuncts(graph, words)
     for i, (node, key) in enumerate(zip(nodes, keys)):
-        if node is None or i in lacking:  # "it", "that": nothing to show on its own
-            continue
-        if i in either_entities or _said_either(graph["entities"][i], either):
+        if node is None or i in lacking or i in either_entities:  # "it", "that": nothing to show on its own
             continue
         identity = ((key,), ())
         if identity not in seen:
@@ -120,8 +121,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words) or not said_as_given(rel, graph, words):
             continue
-        if {s, o} & either_entities or any(_said_either(graph["entities"][n], either) for n in (s, o)) \
-                or set(rel["relation"].lower().split()) & either:
+        if {s, o} & either_entities or _said_either(rel["relation"], either):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -148,7 +148,8 @@ COPULAS = frozenset({"is", "are", "was", "were", "be", "being", "'s"})
 def disjuncts(graph: dict, words: list[str] | None) -> tuple[set[str], set[int]]:
     """The caption's words and entities on either side of an "or" ("fighting or playing", "a hat or a cap"):
     neither is said of the image, so neither is a positive (MosaiCLIP's positives are entailed by the caption,
-    Singh et al. 2023 Sec. 3.3). Without the caption's words, none."""
+    Singh et al. 2023 Sec. 3.3): an entity next to one makes no sub-graph, an attribute is left out of its
+    object's, a relation makes none. Without the caption's words, none."""
     if not words:
         return set(), set()
     lower = [w.lower() for w in words]
@@ -162,9 +163,9 @@ def disjuncts(graph: dict, words: list[str] | None) -> tuple[set[str], set[int]]
     return said, entities
 
 
-def _said_either(entity: dict, either: set[str]) -> bool:
-    """Whether one of the entity's attributes stands next to an "or" ("red or blue shirt")."""
-    return any(w in either for a in entity.get("attributes") or [] for w in str(a).lower().split())
+def _said_either(text: str, either: set[str]) -> bool:
+    """Whether a word of an attribute or relation stands next to an "or" ("red or blue", "fighting or playing")."""
+    return any(w in either for w in str(text).lower().split())
 
 
 def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:

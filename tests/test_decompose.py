@@ -448,11 +448,14 @@ def _parsed_positives(caption):
 
 def test_what_an_or_coordinates_is_no_positive():
     """Blind review r10's not-entailed "two large fighting bears playing in water": the caption says fighting or
-    playing, neither; an attribute, relation or noun next to an "or" makes no sub-graph."""
+    playing, neither; a relation or noun next to an "or" makes no sub-graph, an attribute is left out."""
     got = _parsed_positives("Two large bears fighting or playing in water.")
     assert not any(rels for _, _, rels in got)
-    assert not any("fighting" in attrs for _, attr_lists, _ in got for attrs in attr_lists)
-    assert (["water"], [[]], []) in got
+    assert (["bears"], [["large"]], []) in got and (["water"], [[]], []) in got
+    got = _parsed_positives("The basketball game is played by teams in white or blue uniforms.")
+    assert (["teams", "uniforms"], [[], []], ["in"]) in got
+    assert not any(attrs for _, attr_lists, _ in got for attrs in attr_lists)
+    assert not any("dog" in nouns for nouns, _, _ in _parsed_positives("A dog or bear in a controlled area doing something with balls."))
 
 
 def test_a_place_phrase_after_a_copulas_object_is_no_positive():
