@@ -101,13 +101,17 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
     `tokens`, where given)."""
     nodes = graph_nodes(graph, vocab)
+    either, either_entities = disjuncts(graph, words)
+    # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
+    nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"] if not _said_either(a, either)]}
+             for node in nodes]
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
     for i, (node, key) in enumerate(zip(nodes, keys)):
-        if node is None or i in lacking:  # "it", "that": nothing to show on its own
+        if node is None or i in lacking or i in either_entities:  # "it", "that": nothing to show on its own
             continue
         identity = ((key,), ())
         if identity not in seen:
@@ -115,7 +119,9 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if attachment_ambiguous(graph, rel, words):
+        if attachment_ambiguous(graph, rel, words) or not said_as_given(rel, graph, words):
+            continue
+        if {s, o} & either_entities or _said_either(rel["relation"], either):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -128,6 +134,61 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+# Verbs whose place complement is required: "a girl puts a flower" says nothing the caption does
+# ("puts a flower on the lapel").
+PLACING_VERBS = frozenset({"put", "place", "set", "lay", "hang", "lean"})
+# Compound prepositions by their first word and the preposition they end with ("next to", "in front of", "away from").
+COMPOUND_PREPOSITIONS = {"next": "to", "close": "to", "front": "of", "top": "of", "out": "of", "ahead": "of", "away": "from",
+                         "because": "of", "due": "to"}
+COPULAS = frozenset({"is", "are", "was", "were", "be", "being", "'s"})
+
+
+def disjuncts(graph: dict, words: list[str] | None) -> tuple[set[str], set[int]]:
+    """The caption's words and entities on either side of an "or" ("fighting or playing", "a hat or a cap"):
+    neither is said of the image, so neither is a positive (MosaiCLIP's positives are entailed by the caption,
+    Singh et al. 2023 Sec. 3.3): an entity next to one makes no sub-graph, an attribute is left out of its
+    object's, a relation makes none. Without the caption's words, none."""
+    if not words:
+        return set(), set()
+    lower = [w.lower() for w in words]
+    at = [i for i, w in enumerate(lower) if w in ("or", "nor")]
+    said = {lower[j] for i in at for j in (i - 1, i + 1) if 0 <= j < len(lower)}
+    entities = set()
+    for n, e in enumerate(graph.get("entities") or []):
+        bounds = e.get("span_bounds")
+        if bounds and any(bounds[1] == i or bounds[0] == i + 1 for i in at):
+            entities.add(n)
+    return said, entities
+
+
+def _said_either(text: str, either: set[str]) -> bool:
+    """Whether a word of an attribute or relation stands next to an "or" ("red or blue", "fighting or playing")."""
+    return any(w in either for w in str(text).lower().split())
+
+
+def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
+    """Whether the relation says what the caption does: not a verb whose place complement is required said
+    without it ("a girl puts a flower"), nor, with the caption's words, a phrase that lost the first word of a
+    compound preposition ("standing to" from "standing next to"): every run of its preposition between its
+    subject and its object follows such a word the relation lacks. Without the words, only the verb is checked."""
+    relation = rel["relation"].lower().split()
+    lemma = str(rel.get("lemma_relation") or "").lower().split()
+    if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
+        return False
+    phrase = _last_phrase(" ".join(relation)).split()
+    if not words or not phrase:
+        return True
+    try:
+        bounds = [e["span_bounds"] for e in graph["entities"]]
+        start, end = bounds[rel["subject"]][1], bounds[rel["object"]][0]
+    except (IndexError, KeyError, TypeError):
+        return True
+    between = [w.lower() for w in words[min(start, end):max(start, end)]]
+    n = len(phrase)
+    runs = [i for i in range(len(between) - n + 1) if between[i:i + n] == phrase]
+    return not runs or any(i == 0 or COMPOUND_PREPOSITIONS.get(between[i - 1]) != phrase[0] or between[i - 1] in relation for i in runs)
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
@@ -155,6 +216,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
     - a phrase of place after a verb's object, which may place the verb's subject instead ("pedestrians
       crossing a street between buses": the pedestrians are between them), unless the subject holds or
       carries the object, and so is where it is;
+    - a phrase of place after the object of a copula's phrase, which may say where the copula's subject is ("a man
+      is at a kitchen counter by a dog": the man is by the dog; the counter may not be);
     - a with-phrase on the object of an earlier phrase whose own noun has a place phrase of its own ("a bench
       resting on a sidewalk with cars on a street in the background": the cars are the scene's, on the
       street, not the sidewalk's)."""
@@ -189,6 +252,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
                 for r in relations):
             return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
+        return True
+    if first in PREPOSITIONS and _last_phrase(relation) in PLACES_OF_AGENT and _predicate_object(relations, s, bounds, words):
         return True
     if relation == "with" and _placed_elsewhere(relations, s, o, bounds) and any(
             r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
@@ -237,6 +302,17 @@ def _prepositional_object(relations: list[dict], s: int, bounds: list) -> bool:
     """Whether entity s is the object of an earlier noun's prepositional phrase ("a man on a skateboard")."""
     return any(r["object"] == s and r["subject"] != s and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
                and r["relation"].lower() != "of" and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               for r in relations)
+
+
+def _predicate_object(relations: list[dict], s: int, bounds: list, words: list[str] | None) -> bool:
+    """Whether entity s is the object of an earlier noun's phrase after a copula ("a man is at a kitchen counter"):
+    a phrase of place that follows ("by a dog") may say where the copula's subject is. Needs the caption's words."""
+    if not words:
+        return False
+    return any(r["object"] == s and r["subject"] != s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               and r["relation"].lower().split(" ", 1)[0] in PREPOSITIONS
+               and COPULAS & {w.lower() for w in words[bounds[r["subject"]][1]:bounds[s][0]]}
                for r in relations)
 
 

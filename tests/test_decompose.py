@@ -436,3 +436,41 @@ def test_a_number_after_a_is_a_modifier_not_the_count():
     assert (node["count"], node["plural"], node["attributes"], node["determiner"]) == (None, False, ["two", "thick", "wheeled"], "a")
     two = object_node({**entity, "span": "two thick bikes", "head": "bikes", "modifiers": entity["modifiers"][1:]}, 0)
     assert (two["count"], two["plural"]) == ("two", True)
+
+
+def _parsed_positives(caption):
+    from mosaictool.stages.parse import parse
+
+    (rec,) = parse([{"id": 0, "caption": caption}])
+    return [([o["noun"] for o in sg["objects"]], [list(o["attributes"]) for o in sg["objects"]],
+             [r["relation"] for r in sg["relations"]]) for sg in candidate_subgraphs(rec["graph"], words=rec["tokens"]["words"])]
+
+
+def test_what_an_or_coordinates_is_no_positive():
+    """Blind review r10's not-entailed "two large fighting bears playing in water": the caption says fighting or
+    playing, neither; a relation or noun next to an "or" makes no sub-graph, an attribute is left out."""
+    got = _parsed_positives("Two large bears fighting or playing in water.")
+    assert not any(rels for _, _, rels in got)
+    assert (["bears"], [["large"]], []) in got and (["water"], [[]], []) in got
+    got = _parsed_positives("The basketball game is played by teams in white or blue uniforms.")
+    assert (["teams", "uniforms"], [[], []], ["in"]) in got
+    assert not any(attrs for _, attr_lists, _ in got for attrs in attr_lists)
+    assert not any("dog" in nouns for nouns, _, _ in _parsed_positives("A dog or bear in a controlled area doing something with balls."))
+
+
+def test_a_place_phrase_after_a_copulas_object_is_no_positive():
+    """Blind review r10's "a kitchen counter by a dog": in "a man is at a kitchen counter by a dog" the man is by
+    the dog; the counter may not be. The copula's own phrase stays."""
+    got = _parsed_positives("A man is at a kitchen counter by a dog.")
+    assert (["kitchen counter", "dog"], [[], []], ["by"]) not in got
+    assert (["man", "kitchen counter"], [[], []], ["at"]) in got
+
+
+def test_a_relation_must_be_the_captions_words_and_a_placing_verb_needs_its_place():
+    """Blind review r10's "a man standing to a white flatbed truck cab" (the parse lost "next") and "a girl puts a
+    flower" (put needs its place): neither is a positive."""
+    got = _parsed_positives("Man in red shirt and black pants standing next to white flatbed truck cab next to a set of new tires.")
+    assert not any("standing to" in rels for _, _, rels in got)
+    assert (["man", "shirt"], [[], ["red"]], ["in"]) in got
+    got = _parsed_positives("A girl puts a flower on the lapel of a boys coat.")
+    assert not any("puts" in rels for _, _, rels in got)
