@@ -158,3 +158,13 @@ def invoke_within(args, seconds: float, fifo: Path | None = None):
         pytest.fail(f"{' '.join(map(str, args))} hung")
     return box[0]
 
+
+
+def parsed_and_decomposed(captions: list[str], max_subgraphs: int = 20) -> dict[str, dict]:
+    """{caption: its record after parse + decompose}, with room for every sub-graph: real captions for the tests
+    of what the later stages make of them."""
+    from mosaictool.stages.decompose import decompose
+    from mosaictool.stages.parse import parse
+
+    records = decompose(parse([{"id": str(i), "caption": c} for i, c in enumerate(captions)]), max_subgraphs=max_subgraphs)
+    return {r["caption"]: r for r in records}

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import read_jsonl, refused_leaving_files
+from helpers import parsed_and_decomposed, read_jsonl, refused_leaving_files
 from mosaictool import perturb
 from mosaictool.cli import app
 from mosaictool.errors import MosaicError
@@ -1162,9 +1162,6 @@ def test_animals_are_replaced_by_their_own_kind(caption, lemma, never):
 @pytest.fixture(scope="module")
 def r9_parsed():
     """parse + decompose of real COCO captions blind review r9 flagged, by caption."""
-    from mosaictool.stages.decompose import decompose
-    from mosaictool.stages.parse import parse
-
     captions = [
         "A brown bird with a white head flys over  a large body of water.",
         "A group of people walking down a street next to tall buildings.",
@@ -1172,8 +1169,7 @@ def r9_parsed():
         "A giraffe facing the camera as its photo is taken.",
         "a man holding a piece of pizza in front of a kid",
     ]
-    records = decompose(parse([{"id": str(i), "caption": c} for i, c in enumerate(captions)]), max_subgraphs=20)
-    return {r["caption"]: r for r in records}
+    return parsed_and_decomposed(captions)
 
 
 def _record_candidates(record, seeds=range(12)):

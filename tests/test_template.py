@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import read_jsonl
+from helpers import parsed_and_decomposed, read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.negate import graph_negatives
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
@@ -338,9 +338,6 @@ def test_a_predicative_adjective_is_never_attributive():
 @pytest.fixture(scope="module")
 def decomposed():
     """parse + decompose of real captions, by caption."""
-    from mosaictool.stages.decompose import decompose
-    from mosaictool.stages.parse import parse
-
     captions = [
         "A tall giraffe stretches to reach high leaves on a tree.",
         "a boy making a face while running to get his kite in the air",
@@ -348,8 +345,7 @@ def decomposed():
         "Large four sided clock hangs on the corner of the building.",
         "A few stop signs on a pole.",
     ]
-    records = decompose(parse([{"id": str(i), "caption": c} for i, c in enumerate(captions)]), max_subgraphs=20)
-    return {r["caption"]: r for r in records}
+    return parsed_and_decomposed(captions)
 
 
 def _object(record, noun):
