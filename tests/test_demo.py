@@ -428,6 +428,40 @@ def test_evaluate_all_gives_the_same_rows_in_one_process_or_several(tmp_path, mo
     assert any(r["metric"] == "hits" for r in one)
 
 
+def test_cached_rows_of_an_older_scorer_are_not_reused(tmp_path, monkeypatch):
+    """A checkpoint's cached rows are keyed by the scoring code too: rows an older benchmark wrote lack the subtasks a
+    newer one adds (a new column read as "–"), so a change to mosaictool/bench or mosaictool/model scores again."""
+    from mosaictool.demo import evaluation
+    from mosaictool.model import openclip
+    from mosaictool.world.generate import generate_world
+
+    code = tmp_path / "code"
+    for rel in ("bench/aro.py", "model/openclip.py", "demo/run.py"):
+        (code / rel).parent.mkdir(parents=True, exist_ok=True)
+        (code / rel).write_text(f"# {rel}\n")
+    before = evaluation.scoring_code_digest(code)
+    (code / "demo" / "run.py").write_text("# another demo\n")
+    assert evaluation.scoring_code_digest(code) == before  # not scoring code
+    (code / "bench" / "aro.py").write_text("# a new column\n")
+    assert evaluation.scoring_code_digest(code) != before
+    assert evaluation.scoring_code_digest() == evaluation.scoring_code_digest()
+
+    world, cache = tmp_path / "world", tmp_path / "evals"
+    generate_world(world, train=0, seed=0, eval_scale=0.02)
+    path = tmp_path / "m.pt"
+    openclip.save_checkpoint(path, openclip.create("mosaic-micro", seed=1))
+    first = evaluation.evaluate_all([("m", path)], world, "world-val", families=["aro"], cache=cache)
+    assert len(list(cache.glob("*.jsonl"))) == 1
+    scored = []
+    real = evaluation._score_one
+    monkeypatch.setattr(evaluation, "_score_one", lambda job: scored.append(job[0]) or real(job))
+    assert evaluation.evaluate_all([("m", path)], world, "world-val", families=["aro"], cache=cache) == first
+    assert scored == []  # the same scorer: read from the cache
+    monkeypatch.setattr(evaluation, "scoring_code_digest", lambda: "a newer scorer")
+    assert evaluation.evaluate_all([("m", path)], world, "world-val", families=["aro"], cache=cache) == first
+    assert scored == ["m"] and len(list(cache.glob("*.jsonl"))) == 2
+
+
 def test_the_cached_base_is_a_checked_copy_and_a_damaged_one_is_trained_again(tmp_path, monkeypatch, caplog):
     import mosaictool.training
     import mosaictool.training.launch

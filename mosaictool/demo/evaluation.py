@@ -13,11 +13,23 @@ from mosaictool.demo.config import COLUMNS, digest, file_digest
 from mosaictool.io import parse_json
 
 
+def scoring_code_digest(root: Path | None = None) -> str:
+    """The digest of the code that turns a checkpoint into result rows (the benchmarks and the model wrappers):
+    rows cached by an older scorer lack what a newer one adds (a new column's subtask) or differ, and are not
+    reused."""
+    root = root or Path(__file__).resolve().parents[1]
+    files = sorted(p for sub in SCORING_CODE for p in (root / sub).rglob("*.py"))
+    return digest([(str(p.relative_to(root)), file_digest(p)) for p in files])
+
+
+SCORING_CODE = ("bench", "model")  # mosaictool's packages whose code decides a checkpoint's rows
+
+
 def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0,
                  families: list[str] | None = None, cache: Path | None = None) -> list[dict]:
     """Result rows of every (label, checkpoint) on `split_bench` (`families`: a subset of the world's).
-    With `cache`, a checkpoint's rows are kept under the digest of its bytes, the world, the split
-    and the families, and reused: a second run, or a run whose settings share checkpoints with an
+    With `cache`, a checkpoint's rows are kept under the digest of its bytes, the world, the split,
+    the families and the scoring code (scoring_code_digest), and reused: a second run, or a run whose settings share checkpoints with an
     earlier one (the val selection's seed 0), evaluates only what is new. On a CPU the checkpoints
     are scored in one process per core, each with one torch thread (the tiny model keeps two threads
     half idle), after the benchmark's items are loaded once; one thread everywhere, so the scores do
@@ -29,7 +41,7 @@ def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, 
     if not models:
         return []
     scope = {"world": load_manifest(world), "bench": split_bench, "families": families, "item_hits": True,
-             **({"threads": 1} if device == "cpu" else {})}
+             "scoring": scoring_code_digest(), **({"threads": 1} if device == "cpu" else {})}
     keys = {label: digest({**scope, "checkpoint": file_digest(path)}) for label, path in models} if cache else {}
     rows: list[dict] = []
     todo = []
