@@ -130,10 +130,10 @@ def run(ctx: Context) -> Section:
 
     if ctx.cfg.lr_for("NegCLIP") != ctx.cfg.lr_for(MOSAICLIP_ROW):
         raise_different_lrs()
-    rows_ = variants(ctx)
-    runs = finetune_variants(ctx, rows_)
+    cell_rows = variants(ctx)
+    runs = finetune_variants(ctx, cell_rows)
     rows, groups = score_on_val(ctx, runs, NAME)
-    names = [v.name for v in rows_]
+    names = [v.name for v in cell_rows]
     found = shares(rows, groups, names)
     table = attribution_markdown(rows, groups, names, found, ctx.cfg.seeds)
     write_text(ctx.out / FILES[0], table + "\n")
@@ -147,12 +147,12 @@ def attribution_markdown(rows: list[dict], groups: dict[str, list[str]], names: 
     adjusted = dict(zip(keys, holm([found[c][f].p for c, f in keys])))
     lines = ["| change | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for f, (name, _) in enumerate(FACTORS):
-        cells_ = []
+        values = []
         for c in cols:
             r = found[c][f]
             lo, hi = r.ci()
-            cells_.append(f"{100 * r.diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] ({format_p(adjusted[c, f])})")
-        lines.append(f"| {name} | " + " | ".join(cells_) + " |")
+            values.append(f"{100 * r.diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] ({format_p(adjusted[c, f])})")
+        lines.append(f"| {name} | " + " | ".join(values) + " |")
     sub = {c: (s, m) for c, s, m in COLUMNS}
 
     def mean(name: str, col: str) -> float:

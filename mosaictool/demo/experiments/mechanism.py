@@ -65,8 +65,7 @@ def role_distances(ctx: Context, runs: dict[str, list[Path]]) -> dict[str, list[
 
 
 def run(ctx: Context) -> Section:
-    rows_ = variants(ctx)
-    runs = finetune_variants(ctx, rows_)
+    runs = finetune_variants(ctx, variants(ctx))
     rows, groups = score_on_val(ctx, runs, NAME)
     distances = role_distances(ctx, runs)
     table = mechanism_markdown(rows, groups, distances, ctx.cfg.seeds)
