@@ -137,17 +137,14 @@ def build_from_graphs(
                 counts["relations"][relation] += 1
                 triples[(lemmas[r["subject"]], relation, lemmas[r["object"]])] += 1  # indices checked by GraphRecord
             continue
-        nodes = graph_nodes(graph, base)
-        for node in nodes:
-            if node is not None:
-                lemma = clean_name(node["lemma"])
-                counts["objects"][lemma] += 1
-                counts["attributes"].update(clean_name(a) for a in node["attributes"])
-                pairs.update((lemma, clean_name(a)) for a in node["attributes"])
-        for r in usable_relations(graph, nodes):
-            relation = clean_name(r.get("relation"))
+        objects, relations = _graph_names(graph, base)
+        for lemma, attributes in objects:
+            counts["objects"][lemma] += 1
+            counts["attributes"].update(attributes)
+            pairs.update((lemma, a) for a in attributes)
+        for subject, relation, obj in relations:
             counts["relations"][relation] += 1
-            triples[(clean_name(nodes[r["subject"]]["lemma"]), relation, clean_name(nodes[r["object"]]["lemma"]))] += 1
+            triples[(subject, relation, obj)] += 1
     return _assemble(counts, min_count, base, drop_debris=not keep_debris, only_known=only_known, pairs=pairs, triples=triples)
 
 
@@ -159,17 +156,24 @@ def cooccurrences(records: Iterable[dict], base: Vocab) -> tuple[Counter, Counte
     as no replacement is ever checked against it."""
     pairs, triples = Counter(), Counter()
     for record in records:
-        graph = record["graph"]
-        nodes = graph_nodes(graph, base)
-        for node in nodes:
-            if node is not None:
-                lemma = clean_name(node["lemma"])
-                pairs.update((lemma, a) for a in (base.known("attributes", clean_name(x)) for x in node["attributes"]) if a)
-        for r in usable_relations(graph, nodes):
-            relation = base.known("relations", clean_name(r.get("relation")))
+        objects, relations = _graph_names(record["graph"], base)
+        for lemma, attributes in objects:
+            pairs.update((lemma, a) for a in (base.known("attributes", x) for x in attributes) if a)
+        for subject, name, obj in relations:
+            relation = base.known("relations", name)
             if relation:
-                triples[(clean_name(nodes[r["subject"]]["lemma"]), relation, clean_name(nodes[r["object"]]["lemma"]))] += 1
+                triples[(subject, relation, obj)] += 1
     return pairs, triples
+
+
+def _graph_names(graph: dict, base: Vocab) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str, str]]]:
+    """A graph's objects as (lemma, attributes) and relations as (subject lemma, relation, object lemma), clean
+    names, read as `decompose` reads it (`graph_nodes`, `usable_relations`)."""
+    nodes = graph_nodes(graph, base)
+    objects = [(clean_name(n["lemma"]), [clean_name(a) for a in n["attributes"]]) for n in nodes if n is not None]
+    relations = [(clean_name(nodes[r["subject"]]["lemma"]), clean_name(r.get("relation")), clean_name(nodes[r["object"]]["lemma"]))
+                 for r in usable_relations(graph, nodes)]
+    return objects, relations
 
 
 def iter_json_array(path: Path, chunk_chars: int = 1 << 20) -> Iterator:

@@ -1111,6 +1111,12 @@ def test_materials_replace_only_with_materials_that_object_can_be_made_of(captio
     ("A group of sheep grazing in a grassy field.", "field", {"football", "dumbbell", "golf ball", "dugout"}),
     ("A man sitting on a bench.", "bench", {"headboard", "hammock", "lamp", "blanket"}),
     ("Bananas on a plate.", "plate", {"knife", "ladle", "faucet", "straw", "refrigerator"}),
+    # r8: "a brown tiger standing next to a woman" (horse), "a cow sits on top of a bed" (dog), "small sheep sitting
+    # in the top of a banana tree" (cat): pets, livestock and wild animals are groups of their own
+    ("A brown horse standing next to a woman in front of a house.", "horse", {"tiger", "lion", "dog", "cat", "whale"}),
+    ("A dog sits on top of a bed in a room.", "dog", {"cow", "sheep", "tiger", "elephant", "goose", "teddy bear"}),
+    ("A small cat sitting in the top of a banana tree.", "cat", {"sheep", "cow", "moose", "kangaroo"}),
+    ("A teddy bear sitting on a couch.", "teddy bear", {"puppy", "cat", "stuffed animal", "plush toy", "toy"}),
 ])
 def test_object_replacements_stay_in_a_fine_group(caption, lemma, never):
     drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
@@ -1140,20 +1146,6 @@ def test_relation_replacements_a_reader_accepts_are_kept():
         return {_Sampler(VOCAB, random.Random(seed), True).relation(relation, subject, obj) for seed in range(40)}
     assert drawn("on", "cat", "bench") & {"under", "underneath", "below", "beneath"}  # "a cat under a bench"
     assert drawn("walking down", "elephant", "path") & {"walking", "walking across"}  # same verb, another path
-
-
-@pytest.mark.parametrize(("caption", "lemma", "never"), [
-    # r8: "a brown tiger standing next to a woman" (horse), "a cow sits on top of a bed" (dog), "small sheep sitting
-    # in the top of a banana tree" (cat): pets, livestock and wild animals are groups of their own
-    ("A brown horse standing next to a woman in front of a house.", "horse", {"tiger", "lion", "dog", "cat", "whale"}),
-    ("A dog sits on top of a bed in a room.", "dog", {"cow", "sheep", "tiger", "elephant", "goose", "teddy bear"}),
-    ("A small cat sitting in the top of a banana tree.", "cat", {"sheep", "cow", "moose", "kangaroo"}),
-    ("A teddy bear sitting on a couch.", "teddy bear", {"puppy", "cat", "stuffed animal", "plush toy", "toy"}),
-])
-def test_animals_are_replaced_by_their_own_kind(caption, lemma, never):
-    drawn = {_Sampler(VOCAB, random.Random(seed), True).object(lemma, set()) for seed in range(80)}
-    assert drawn - {None}, caption
-    assert not drawn & never, (caption, drawn & never)
 
 
 # --- blind review r9 of COCO negatives (SugarCrepe's captions): disfluent texts ----------------------------------

@@ -90,15 +90,11 @@ def _cases(items: list[Item], sims) -> dict[str, dict]:
 
 
 def _pools(items: list[Item]) -> dict[str, list[str]]:
-    """The forms pooled under each name: held-out (no train text uses them) and trained (the others); an
-    empty pool is left out."""
-    pools = {HELD_OUT: [f for f in _forms(items) if _is_held_out(items, f)],
-             TRAINED: [f for f in _forms(items) if not _is_held_out(items, f)]}
+    """The forms pooled under each name, in item order: held-out (no train text uses them) and trained (the
+    others); an empty pool is left out."""
+    held_out = {it.meta["subtask"]: it.meta["held_out"] for it in items}
+    pools = {HELD_OUT: [f for f, held in held_out.items() if held], TRAINED: [f for f, held in held_out.items() if not held]}
     return {name: forms for name, forms in pools.items() if forms}
-
-
-def _is_held_out(items: list[Item], form: str) -> bool:
-    return any(it.meta["held_out"] for it in items if it.meta["subtask"] == form)
 
 
 def _forms(items: list[Item]) -> list[str]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from mosaictool.demo.config import COLUMNS, digest, file_digest
 from mosaictool.io import parse_json
 
+SCORING_CODE = ("bench", "model")  # mosaictool's packages whose code decides a checkpoint's rows
+
 
 def scoring_code_digest(root: Path | None = None) -> str:
     """The digest of the code that turns a checkpoint into result rows (the benchmarks and the model wrappers):
@@ -20,9 +22,6 @@ def scoring_code_digest(root: Path | None = None) -> str:
     root = root or Path(__file__).resolve().parents[1]
     files = sorted(p for sub in SCORING_CODE for p in (root / sub).rglob("*.py"))
     return digest([(str(p.relative_to(root)), file_digest(p)) for p in files])
-
-
-SCORING_CODE = ("bench", "model")  # mosaictool's packages whose code decides a checkpoint's rows
 
 
 def evaluate_all(models: list[tuple[str, Path]], world: Path, split_bench: str, device: str = "cpu", workers: int = 0,
