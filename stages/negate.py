@@ -63,6 +63,7 @@ from itertools import accumulate, islice
 
 from mosaictool.errors import ArgumentError, RecordError
 from mosaictool.stages.subgraph import (
+    PREPOSITIONS,
     canonical_key,
     graph_identity,
     node_key,
@@ -528,20 +529,14 @@ RIDDEN_GROUPS = frozenset({"vehicle", "sports_board", "building", "building_part
 
 # Words a relation ends with when it reaches its object through a preposition or particle ("walking down",
 # "flying over", "next to", "on"), rather than as a verb's direct object ("crossing", "holding", "has").
-PREPOSITIONS = frozenset({
-    "on", "in", "at", "over", "under", "down", "up", "across", "through", "along", "into", "onto", "off", "out", "of",
-    "to", "from", "with", "by", "for", "near", "above", "below", "beneath", "underneath", "behind", "beside", "besides",
-    "between", "among", "amongst", "against", "beyond", "alongside", "opposite", "toward", "towards", "past", "around",
-    "inside", "outside", "within", "atop", "upon", "via", "during", "amid", "aboard", "throughout", "like", "than", "as",
-    "about", "after", "before", "including", "away", "together", "apart", "front", "top",
-})
+RELATION_ENDINGS = PREPOSITIONS | frozenset({"during", "including", "front", "top"})
 
 
 def direct_object_relation(vocab, relation: str) -> bool:
     """Whether `relation` takes its object as a verb's direct object ("crossing a street", "holding a cup"), not
     through a preposition or particle ("walking down a street", "flying over water", "next to a car")."""
     words = relation.lower().split()
-    return bool(words) and words[-1] not in PREPOSITIONS
+    return bool(words) and words[-1] not in RELATION_ENDINGS
 
 
 def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = "") -> bool:

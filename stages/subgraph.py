@@ -44,6 +44,16 @@ SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
 # cross" read as the compound "orange cross").
 SPATIAL_NOUNS = frozenset("left right top bottom front back side middle center centre rear edge corner".split())
 BARE_PREPOSITIONS = frozenset("of to for from as than about like per via".split())
+# English prepositions and the particles a verb takes its object through ("walking down", "leaning against",
+# "standing apart"): a relation ending with one reaches its object through it (negate), and a one-word relation
+# that is one is no verb (template).
+PREPOSITIONS = frozenset({
+    "aboard", "about", "above", "across", "after", "against", "along", "alongside", "amid", "among", "amongst", "apart",
+    "around", "as", "at", "atop", "away", "before", "behind", "below", "beneath", "beside", "besides", "between", "beyond",
+    "by", "down", "for", "from", "in", "inside", "into", "like", "near", "of", "off", "on", "onto", "opposite", "out",
+    "outside", "over", "past", "than", "through", "throughout", "to", "together", "toward", "towards", "under",
+    "underneath", "up", "upon", "via", "with", "within",
+})
 COLOUR_WORDS = frozenset(
     "red green blue yellow purple orange white black grey gray brown pink violet cyan magenta beige tan".split()
 )

@@ -44,7 +44,15 @@ import functools
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
-from mosaictool.stages.subgraph import COLOUR_WORDS, canonical_key, caption_key, indefinite_article, normalize_text, record_rng
+from mosaictool.stages.subgraph import (
+    COLOUR_WORDS,
+    PREPOSITIONS,
+    canonical_key,
+    caption_key,
+    indefinite_article,
+    normalize_text,
+    record_rng,
+)
 
 # English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
@@ -161,9 +169,8 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     measure = node.get("measure")
     if measure:
         # the part the caption names: "a woman holding onto a piece of pizza", not "... onto a pizza" (a text
-        # of the whole says more than the caption); the whole keeps the caption's determiner or none
-        # of the whole; its count is the part's ("the last two pieces" of pizza) unless the part is one ("a
-        # chain of three trailers")
+        # of the whole says more than the caption); the whole keeps the caption's determiner or none, and its
+        # count only where the part is one ("a chain of three trailers"; "the last two pieces" of pizza)
         one = measure.split()[0] in ("a", "an")
         whole = {**node, "measure": None, "count": node.get("count") if one else None}
         if not node["plural"] and node.get("determiner") != "the" and not whole["count"]:
@@ -282,13 +289,9 @@ def third_person(verb: str) -> str:
 
 
 # Words a one-word relation is when it is no verb: prepositions and the adverbs read as relations.
-NOT_VERBS = frozenset({
-    "aboard", "about", "above", "across", "after", "against", "along", "alongside", "amid", "among", "amongst", "around",
-    "as", "at", "atop", "before", "behind", "below", "beneath", "beside", "besides", "between", "beyond", "by", "down",
-    "for", "from", "in", "inside", "into", "like", "near", "nearby", "next", "of", "off", "on", "onto", "opposite", "out",
-    "outside", "over", "past", "per", "round", "than", "through", "throughout", "to", "toward", "towards", "under",
-    "underneath", "unlike", "up", "upon", "via", "with", "within", "without", "while", "and", "or", "then", "there", "here",
-    "close", "far", "together", "apart", "away", "home", "back", "upside", "amidst", "though", "although",
+NOT_VERBS = PREPOSITIONS | frozenset({
+    "next", "close", "far", "nearby", "home", "back", "upside", "round", "amidst", "per", "unlike", "without", "here",
+    "there", "while", "though", "although", "and", "or", "then",
 })
 # Participles that end in neither -ed nor -en: "made of", "held by", "cut into" stay as they are.
 IRREGULAR_PARTICIPLES = frozenset({
