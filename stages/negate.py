@@ -567,12 +567,21 @@ def _same_axis(v, current: str) -> tuple[str, ...]:
     return tuple(sorted(n for n in opposites if n in v.relations))
 
 
+def _uncounted_mass(lemma: str, count) -> bool:
+    """Whether replacement `lemma` is a mass noun with no count: it keeps its own number, singular ("carrots
+    for sale" -> "kale for sale", not "kales"; blind review r11), as a mass noun has no plural."""
+    from mosaictool.stages.template import mass_nouns
+
+    words = lemma.lower().split()
+    return not count and bool(words) and (lemma.lower() in mass_nouns() or words[-1] in mass_nouns())
+
+
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
     plural_form = vocab.plural(lemma)
     # "fries", "glasses", "people" only come as plurals; "sheep", "deer" are either and take the number of the
     # noun they replace ("a small cat" -> "a small sheep", not "small sheep")
     only_plural = plural_form == lemma and (lemma.endswith("s") or any(p == lemma != s for s, p in vocab.plurals.items()))
-    plural = plural or only_plural
+    plural = (plural or only_plural) and not _uncounted_mass(lemma, count)
     return {
         "noun": plural_form if plural else lemma,
         "lemma": lemma,

@@ -41,6 +41,7 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
@@ -85,6 +86,9 @@ NUMBER_COMPOUNDS = frozenset({
 })
 NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "single", "double"})
 STYLES = ("plain", "varied")
+# Places of a game named like proper nouns take no article ("next to home plate", "at third base"; Quirk et
+# al. 1985, zero article with names of places); "a home plate" reads as one of many (blind review r11).
+ARTICLELESS_PLACES = frozenset({"home plate", "home base", "first base", "second base", "third base"})
 # Pronouns the parser keeps as nouns ("someone holding out their hand"): they take no article ("a someone").
 INDEFINITE_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody", "something", "nobody"})
 @functools.cache
@@ -190,8 +194,10 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     bare_plural = node["plural"] and not node.get("count") and node.get("determiner") != "the"
     posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
 
+    trailing = node.get("trailing") or ()
+
     def follows(a: str) -> bool:
-        return participial(a) or a.lower() in PREDICATIVE_ONLY or (posture_after and a in postures)
+        return participial(a) or a.lower() in PREDICATIVE_ONLY or (posture_after and a in postures) or a in trailing
 
     after = [a for a in node["attributes"] if follows(a)]
     # a word of the noun read as its modifier too ("a red and grey fire hydrant" gave "hydrant"): said once
@@ -224,10 +230,15 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
 def _determined(node: dict, body: str) -> str:
     """`body` after its count, "the", "a"/"an" or nothing, as `node` says."""
     if node.get("count"):
+        # "a few cows" is some cows, "few cows" hardly any: the caption's "a" stays (blind review r11: "few stores")
+        if str(node["count"]).lower() == "few" and node.get("determiner") in ("a", "an"):
+            return f"a few {body}"
         return f"{node['count']} {body}"
     if node.get("determiner") == "the":
         return f"the {body}"
     noun = node["noun"].lower()
+    if body.lower() in ARTICLELESS_PLACES:
+        return body
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
     if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
         return body
@@ -250,7 +261,7 @@ class _Phrases:
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
         key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
-               node.get("joined"), node.get("measure"))
+               node.get("joined"), node.get("measure"), node.get("trailing"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -276,6 +287,8 @@ def _verb_bases(relations: Iterable[str]) -> frozenset[str]:
         bases.update((stem, stem + "e"))
         if len(stem) > 2 and stem[-1] == stem[-2]:
             bases.add(stem[:-1])  # "sitting" -> "sit"
+        if len(stem) == 2 and stem.endswith("y"):
+            bases.add(stem[0] + "ie")  # "lying" -> "lie", "tying" -> "tie" ("a luggage bag lie": blind review r11)
     return frozenset(bases)
 
 
@@ -339,7 +352,7 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
     objects, relations = graph["objects"], graph["relations"]
     phrase = phrases or (lambda node: noun_phrase(node, vocab))
     if not relations and len(objects) == 1:
-        return phrase(objects[0])
+        return _SPLIT_HYPHEN.sub("-", phrase(objects[0]))
     mentioned: set[int] = set()
     verbs = verb_bases(vocab)
     parts = []
@@ -347,6 +360,10 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         s, o = rel["subject"], rel["object"]
         verb_follows = rel["relation"].split(" ", 1)[0].endswith("ing")
         subject_node = {**objects[s], "posture_first": verb_follows}
+        if subject_node.get("trailing"):
+            # before its relation a clause's verb reads as a second verb ("a woman watching holding a bat", "a
+            # man balancing tilts a skateboard", "the guest enjoying on the bike"): the relation is said alone
+            subject_node["attributes"] = [a for a in subject_node["attributes"] if a not in subject_node["trailing"]]
         if verb_follows and any(_begins(rel["relation"], a) for a in subject_node["attributes"]):
             # the verb of a relative clause read as the subject's attribute too ("containers that the truck is
             # pulling": "the pulling truck pulling three containers", review r9): said once, by the relation
@@ -357,7 +374,11 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         mentioned.add(o)
         parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
-    return " and ".join(parts)
+    return _SPLIT_HYPHEN.sub("-", " and ".join(parts))
+
+
+# A hyphenated word the tokenizer split before its hyphen ("multi -colored", blind review r11) is one word again
+_SPLIT_HYPHEN = re.compile(r"(?<=\w) -(?=\w)")
 
 
 def _begins(relation: str, attribute: str) -> bool:
@@ -413,9 +434,61 @@ def with_joins(graph: dict, joins: dict[int, tuple[int, tuple[int, ...]]]) -> di
     return {**graph, "objects": objects}
 
 
+def clause_attributes(record: dict, vocab) -> dict[int, tuple[frozenset[str], frozenset[str]]]:
+    """For each entity, the attributes that are no bare adjective before its noun: (complemented, trailing).
+    Complemented: an adjective whose complement is a relation of the entity ("a rack full of doughnuts": "full"
+    with "full of"), which before the noun repeats it or dangles ("a full rack full of doughnuts", "a big full
+    grassy field"; blind review r11). Trailing: an -ing word outside the entity's noun phrase that the
+    vocabulary does not list as an attribute, the verb of a clause ("while a woman watches"): it follows the
+    noun ("a woman watching"), as in the caption, not before it ("a watching woman")."""
+    graph = record.get("graph")
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
+        return {}
+    heads: dict[int, set[str]] = {}
+    for rel in graph.get("relations") or []:
+        words = str(rel.get("relation") or "").lower().split()
+        if len(words) > 1 and words[-1] in PREPOSITIONS:
+            heads.setdefault(rel.get("subject"), set()).add(words[0])
+    marks = {}
+    for k, ent in enumerate(graph["entities"]):
+        if not isinstance(ent, dict):
+            continue
+        attributes = [a for a in ent.get("attributes") or [] if isinstance(a, str)]
+        span = set(str(ent.get("span") or "").lower().split())
+        # participles are the verbs' (render_graph says a relation's once; "a parked car" reads well alone)
+        complemented = frozenset(a for a in attributes if a.lower() in heads.get(k, ()) and not a.lower().endswith(("ing", "ed")))
+        trailing = frozenset(a for a in attributes if " " not in a and a.lower().endswith("ing") and a.lower() not in span
+                             and a.lower() not in vocab.attributes)
+        if complemented or trailing:
+            marks[k] = (complemented, trailing)
+    return marks
+
+
+def with_clause_attributes(graph: dict, marks: dict[int, tuple[frozenset[str], frozenset[str]]], positive: dict | None = None) -> dict:
+    """`graph` without its objects' complemented attributes and with their trailing ones marked (clause_attributes);
+    an object a negative replaced stands where its `positive`'s did, and keeps that one's entity's marks."""
+    if not marks:
+        return graph
+    before = (positive or {}).get("objects") or []
+    objects = []
+    for i, obj in enumerate(graph["objects"]):
+        entity = obj.get("entity")
+        if entity is None and i < len(before):
+            entity = before[i].get("entity")
+        complemented, trailing = marks.get(entity, ((), ()))
+        if complemented or trailing:
+            attributes = [a for a in obj["attributes"] if a not in complemented]
+            obj = {**obj, "attributes": attributes}
+            if any(a in trailing for a in attributes):
+                obj["trailing"] = tuple(sorted(a for a in attributes if a in trailing))
+        objects.append(obj)
+    return {**graph, "objects": objects}
+
+
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
     phrases = phrases or _Phrases(vocab)
     joins = caption_joins(record)
+    marks = clause_attributes(record, vocab)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -425,9 +498,9 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             text = sg["text"].strip()
         elif varied:
             frame = frames[i] = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
-            text = frame_text(frame, render_graph(with_joins(sg, joins), vocab, phrases), _first_plural(sg))
+            text = frame_text(frame, render_graph(with_clause_attributes(with_joins(sg, joins), marks), vocab, phrases), _first_plural(sg))
         else:
-            text = render_graph(with_joins(sg, joins), vocab, phrases)
+            text = render_graph(with_clause_attributes(with_joins(sg, joins), marks), vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -451,7 +524,8 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         index = neg.get("subgraph")
         if neg["kind"] == "graph":
             graph = neg["graph"]
-            text = render_graph(with_joins(graph, joins), vocab, phrases)
+            positive = record["subgraphs"][index] if isinstance(index, int) and 0 <= index < len(record["subgraphs"]) else None
+            text = render_graph(with_clause_attributes(with_joins(graph, joins), marks, positive), vocab, phrases)
             if index in frames:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:

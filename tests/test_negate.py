@@ -21,6 +21,7 @@ from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
     _fits_relation,
+    _node,
     _Sampler,
     compound_head,
     direct_object_relation,
@@ -1245,3 +1246,19 @@ def test_no_adult_age_onto_a_noun_that_names_a_child():
     assert {new for new, aside in draws("girl") if not aside}.isdisjoint({"old", "elderly", "aged", "adult"})
     assert all(aside for new, aside in draws("child") if new in ("old", "elderly"))  # its only replacement: kept aside
     assert ("old", False) in draws("man")
+
+
+def test_a_mass_noun_replacement_keeps_its_own_number():
+    # "A pile of carrots for sale in an outside market." with carrots -> kale (blind review r11: "kales in an outside market")
+    from mosaictool.stages.template import render_graph
+
+    record = parsed_and_decomposed(["A pile of carrots for sale in an outside market."])["A pile of carrots for sale in an outside market."]
+    sg = next(sg for sg in record["subgraphs"] if sg["kind"] == "relation" and sg["objects"][0]["lemma"] == "carrot")
+    carrots = sg["objects"][0]
+    assert carrots["plural"]
+    kale = _node("kale", VOCAB, plural=carrots["plural"], count=carrots.get("count"), determiner=carrots.get("determiner"))
+    assert (kale["noun"], kale["plural"]) == ("kale", False)
+    assert render_graph({**sg, "objects": [kale, *sg["objects"][1:]]}, VOCAB).startswith("kale ")
+    # a count keeps the plural ("two carrots" -> "two tomatoes"), and a countable noun takes the replaced one's number
+    assert _node("kale", VOCAB, plural=True, count="two")["plural"]
+    assert _node("tomato", VOCAB, plural=True)["noun"] == "tomatoes"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from helpers import parsed_and_decomposed, read_jsonl
 from mosaictool.cli import app
-from mosaictool.stages.negate import graph_negatives
+from mosaictool.stages.negate import graph_negatives, negate
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
 from mosaictool.stages.template import FRAMES, agreeing, noun_phrase, ordered_attributes, render_graph, template, template_record
 from mosaictool.vocab import load
@@ -358,7 +358,7 @@ def test_a_compound_after_a_singular_article_keeps_it(decomposed):
     assert not giraffe["plural"]
     assert noun_phrase({**giraffe, "attributes": ["short"]}, VOCAB) == "a short giraffe stretches"
     signs = _object(decomposed["A few stop signs on a pole."], "stop signs")  # a quantifier still counts
-    assert signs["plural"] and noun_phrase(signs, VOCAB) == "few stop signs"
+    assert signs["plural"] and noun_phrase(signs, VOCAB) == "a few stop signs"  # "a few" is some, "few" hardly any
 
 
 @pytest.mark.parametrize(("caption", "subject", "relation", "obj", "expected"), [
@@ -447,3 +447,69 @@ def test_r9_noun_modifiers_possessives_and_relation_verbs():
     assert render_graph(truck, VOCAB) == "the truck pulling three different containers"
     # "Someone holding out their hand ...": a pronoun takes no article (r9: "a someone holding out the stomach")
     assert noun_phrase({**node("someone"), "determiner": None}, VOCAB) == "someone"
+
+
+R11_CAPTIONS = [
+    "People crossing a busy city street full of vehicles.",
+    "a group of sheep on a big grassy field full of sheep",
+    "A woman prepares a pizza while a man watches.",
+    "A young man balances himself as he tilts his skateboard up at the edge of an obstacle.",
+    "A baseball player holding a bat next to home plate.",
+    "A young baseball player tagging up at third base.",
+    "Street markers pointing to different locations in front of a few stores.",
+    "Multi-colored umbrellas in a black and white picture near the water",
+]
+
+
+@pytest.fixture(scope="module")
+def r11_texts():
+    """The texts (positives and graph negatives) of blind review r11's disfluent captions, by caption."""
+    records = parsed_and_decomposed(R11_CAPTIONS)
+    negated = {r["caption"]: r for r in negate(records.values(), max_negatives=20, seed=0)}
+    return {c: [t["text"] for kind in ("positives", "negatives") for t in template_record(negated[c], VOCAB)["texts"][kind]
+                if t["kind"] != "text"] for c in R11_CAPTIONS}
+
+
+def _said(texts, phrase):
+    return any(f" {phrase} " in f" {t} " for t in texts)
+
+
+def test_an_adjective_with_its_complement_is_no_attribute_before_the_noun(r11_texts):
+    # r11: "a quiet and full city street full of vehicles", "a big full grassy field" ("full" of "full of sheep")
+    street = r11_texts["People crossing a busy city street full of vehicles."]
+    assert _said(street, "a busy city street full of vehicles") and not any("full city" in t for t in street)
+    field = r11_texts["a group of sheep on a big grassy field full of sheep"]
+    assert _said(field, "a big grassy field") and not any("full grassy" in t for t in field)
+
+
+def test_the_verb_of_a_clause_follows_its_noun(r11_texts):
+    # r11: "a watching man" from "while a man watches"; before a relation it is left out ("a man balancing tilts ...")
+    texts = r11_texts["A woman prepares a pizza while a man watches."]
+    assert "a man watching" in texts and not _said(texts, "watching man")
+    skater = r11_texts["A young man balances himself as he tilts his skateboard up at the edge of an obstacle."]
+    assert any(t.startswith("a young man tilts") for t in skater) and not any("balancing" in t and "tilts" in t for t in skater)
+
+
+def test_places_of_a_game_take_no_article_and_a_few_keeps_its_a(r11_texts):
+    # r11: "a baseball player far from a home plate", "a third base", "few stores in front of different locations"
+    plate = r11_texts["A baseball player holding a bat next to home plate."]
+    assert _said(plate, "next to home plate") and not _said(plate, "a home plate")
+    base = r11_texts["A young baseball player tagging up at third base."]
+    assert "third base" in base and not _said(base, "a third base")
+    stores = r11_texts["Street markers pointing to different locations in front of a few stores."]
+    assert _said(stores, "a few stores") and not any(t.startswith("few") or " of few" in t for t in stores)
+    assert noun_phrase(node("stores", plural=True, count="few", determiner=None, lemma="store"), VOCAB) == "few stores"
+
+
+def test_a_split_hyphen_is_joined_and_lying_agrees():
+    # r11: "multi -colored umbrellas" (the tokenizer's "-colored"); "a luggage bag lie by the side of the road"
+    umbrellas = {"objects": [node("umbrellas", ["multi -colored"], plural=True, determiner=None, lemma="umbrella")], "relations": []}
+    assert render_graph(umbrellas, VOCAB) == "multi-colored umbrellas"
+    bag = {"objects": [node("bag"), node("road", determiner="the")],
+           "relations": [{"subject": 0, "object": 1, "relation": "lie by"}]}
+    assert render_graph(bag, VOCAB) == "a bag lies by the road"
+
+
+def test_r11_multi_colored_umbrellas(r11_texts):
+    texts = r11_texts["Multi-colored umbrellas in a black and white picture near the water"]
+    assert texts and not any(" -" in t for t in texts)
