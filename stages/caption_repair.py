@@ -812,7 +812,22 @@ def _phrasal(verb) -> list[str]:
     is a preposition ("reflecting off one") and stays out."""
     particles = [c.lower_ for c in verb.children if c.dep_ == "prt" and c.i == verb.i + 1 and c.lower_ in PARTICLES
                  and not _has_object(c)]
-    return [verb.lower_, *particles]
+    return [verb.lower_, *(particles or _before_phrase(verb))]
+
+
+def _before_phrase(verb) -> list[str]:
+    """The word between a verb and its phrase of place that the verb needs: any particle ("coming in on a
+    wave", not "coming on") or an adjective complement ("falling asleep next to a man", not "falling next
+    to"; blind review r11); nothing when the next word is no such bare word of the verb's."""
+    doc = verb.doc
+    if verb.i + 2 >= len(doc):
+        return []
+    word, after = doc[verb.i + 1], doc[verb.i + 2]
+    if word.head.i != verb.i or list(word.children) or after.head.i != verb.i or after.dep_ not in ("prep", "advmod"):
+        return []
+    if word.dep_ == "prt" or (word.dep_ in ("oprd", "acomp") and word.pos_ == "ADJ"):
+        return [word.lower_]
+    return []
 
 
 def _has_object(particle) -> bool:

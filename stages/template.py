@@ -23,7 +23,8 @@ Reads `subgraphs` (decompose) and `negatives` (negate; absent or null means none
   for "asleep"), a lone posture after a bare plural ("people
   lying") and participial phrases ("a girl playing a video game", not "a playing
   a video game girl"); "a"/"an" before a singular noun, the count word ("two") or nothing before
-  a plural, "the" where the caption had a definite or possessive determiner; a noun the caption
+  a plural, "the" where the caption had a definite or possessive determiner (its own pronoun before a part
+  its owner acts on: "a kitten pokes its paw"); a noun the caption
   used bare gets "a"/"an" too ("a man in a blue shirt" for "man in blue shirt": headline style
   drops articles, a phrase without one reads as broken); a mass noun ("water", vocab/mass_nouns.txt) never
   gets "a"/"an".
@@ -90,6 +91,8 @@ STYLES = ("plain", "varied")
 # al. 1985, zero article with names of places); "a home plate" reads as one of many (blind review r11).
 ARTICLELESS_PLACES = frozenset({"home plate", "home base", "first base", "second base", "third base"})
 # Pronouns the parser keeps as nouns ("someone holding out their hand"): they take no article ("a someone").
+# The caption's own pronoun before a part its owner acts on ("pokes its paw"; with_owners): a determiner like "the".
+POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their"})
 INDEFINITE_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody", "something", "nobody"})
 @functools.cache
 def mass_nouns() -> frozenset[str]:
@@ -177,7 +180,7 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
         # count only where the part is one ("a chain of three trailers"; "the last two pieces" of pizza)
         one = measure.split()[0] in ("a", "an")
         whole = {**node, "measure": None, "count": node.get("count") if one else None}
-        if not node["plural"] and node.get("determiner") != "the" and not whole["count"]:
+        if not node["plural"] and node.get("determiner") not in ("the", *POSSESSIVE_PRONOUNS) and not whole["count"]:
             whole["determiner"], whole["plural"] = None, True  # bare, as "of pizza" is
         body = noun_phrase(whole, vocab)
         return f"{measure} of {body}" if not definite else f"the {measure.split()[-1]} of {body}"
@@ -191,7 +194,7 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     # ("people lying") when it is the only participle there and no -ing relation follows ("standing cattle
     # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)
     postures = [a for a in node["attributes"] if vocab.attributes.get(a) == "posture" and a.endswith("ing")]
-    bare_plural = node["plural"] and not node.get("count") and node.get("determiner") != "the"
+    bare_plural = node["plural"] and not node.get("count") and node.get("determiner") not in ("the", *POSSESSIVE_PRONOUNS)
     posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
 
     trailing = node.get("trailing") or ()
@@ -234,8 +237,8 @@ def _determined(node: dict, body: str) -> str:
         if str(node["count"]).lower() == "few" and node.get("determiner") in ("a", "an"):
             return f"a few {body}"
         return f"{node['count']} {body}"
-    if node.get("determiner") == "the":
-        return f"the {body}"
+    if node.get("determiner") in ("the", *POSSESSIVE_PRONOUNS):
+        return f"{node['determiner']} {body}"
     noun = node["noun"].lower()
     if body.lower() in ARTICLELESS_PLACES:
         return body
@@ -372,13 +375,25 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         mentioned.add(s)
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
-        parts.append(f"{subject} {agreeing(rel['relation'], bool(objects[s]['plural']), verbs, vocab.objects)} {obj}")
+        relation = _purpose(subject_node, agreeing(rel["relation"], bool(objects[s]["plural"]), verbs, vocab.objects), vocab.objects)
+        parts.append(f"{subject} {relation} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return _SPLIT_HYPHEN.sub("-", " and ".join(parts))
 
 
 # A hyphenated word the tokenizer split before its hyphen ("multi -colored", blind review r11) is one word again
 _SPLIT_HYPHEN = re.compile(r"(?<=\w) -(?=\w)")
+
+
+def _purpose(subject: dict, relation: str, nouns=frozenset()) -> str:
+    """`relation` with the "to" of purpose its bare verb lost, when the subject's phrase ends in a participle:
+    "giraffes leaning down to drink at a watering hole", not "... leaning down drink at" (blind review r11);
+    after a singular subject the verb agrees instead ("a giraffe leaning down drinks at")."""
+    first, sep, _ = relation.partition(" ")
+    if (subject.get("plural") and bare_verb(first) and (sep or first.lower() not in nouns)  # a one-word noun: "train" (agreeing)
+            and any(participial(a) for a in subject["attributes"])):
+        return f"to {relation}"
+    return relation
 
 
 def _begins(relation: str, attribute: str) -> bool:
@@ -469,12 +484,8 @@ def with_clause_attributes(graph: dict, marks: dict[int, tuple[frozenset[str], f
     an object a negative replaced stands where its `positive`'s did, and keeps that one's entity's marks."""
     if not marks:
         return graph
-    before = (positive or {}).get("objects") or []
     objects = []
-    for i, obj in enumerate(graph["objects"]):
-        entity = obj.get("entity")
-        if entity is None and i < len(before):
-            entity = before[i].get("entity")
+    for obj, entity in zip(graph["objects"], _entities(graph, positive)):
         complemented, trailing = marks.get(entity, ((), ()))
         if complemented or trailing:
             attributes = [a for a in obj["attributes"] if a not in complemented]
@@ -485,10 +496,71 @@ def with_clause_attributes(graph: dict, marks: dict[int, tuple[frozenset[str], f
     return {**graph, "objects": objects}
 
 
+def _entities(graph: dict, positive: dict | None) -> list:
+    """The caption entity of each of `graph`'s objects; one a negative replaced has that of the object of `positive`
+    whose place it took (None where there is none)."""
+    before = (positive or {}).get("objects") or []
+    return [obj.get("entity") if obj.get("entity") is not None or i >= len(before) else before[i].get("entity")
+            for i, obj in enumerate(graph["objects"])]
+
+
+
+def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
+    """For each entity the caption writes with a possessive pronoun and reads as a part "of" another entity
+    ("a kitten pokes its paw": paw of kitten), (the pronoun, the owner's entity)."""
+    graph = record.get("graph")
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
+        return {}
+    owner_of = {rel.get("subject"): rel.get("object") for rel in graph.get("relations") or [] if rel.get("relation") == "of"}
+    parts = {}
+    for k, ent in enumerate(graph["entities"]):
+        words = str(ent.get("span") or "").lower().split() if isinstance(ent, dict) else []
+        if words and words[0] in POSSESSIVE_PRONOUNS and isinstance(owner_of.get(k), int):
+            parts[k] = (words[0], owner_of[k])
+    return parts
+
+
+def _same_sex(node: dict, caption_node: dict | None, vocab) -> bool:
+    """Whether `node` is the caption's own noun (not a replacement) with the caption's sex attributes, if any."""
+    if node.get("entity") is None:
+        return False
+    if caption_node is None:
+        return True
+    sexes = [{a for a in n["attributes"] if vocab.attributes.get(a.lower()) == "sex"} for n in (node, caption_node)]
+    return node["noun"] == caption_node["noun"] and sexes[0] == sexes[1]
+
+
+def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive: dict | None = None) -> dict:
+    """`graph` with each part its owner acts on said with the caption's pronoun: "a white and gray kitten pokes its
+    paw", not "... pokes the paw" (blind review r11). The part must be the caption's own (a replaced one is any
+    thing: "swings the sloth"); "his" and "her" only while the owner is the caption's noun of the caption's sex
+    (a "female tennis player holding his racket" would misread), "its" and "their" after any owner in its place."""
+    if not parts:
+        return graph
+    entities = _entities(graph, positive)
+    before = (positive or {}).get("objects") or []
+    objects = list(graph["objects"])
+    for rel in graph["relations"]:
+        s, o = rel["subject"], rel["object"]
+        pronoun, owner = parts.get(objects[o].get("entity"), (None, None))
+        if pronoun is None or entities[s] != owner or objects[o].get("determiner") != "the" or objects[o].get("count"):
+            continue
+        if pronoun in ("his", "her") and not _same_sex(objects[s], before[s] if s < len(before) else None, vocab):
+            continue
+        if pronoun == "their" and not objects[s]["plural"] or pronoun == "its" and objects[s]["plural"]:
+            continue
+        objects[o] = {**objects[o], "determiner": pronoun}
+    return {**graph, "objects": objects}
+
+
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
     phrases = phrases or _Phrases(vocab)
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
+    parts = owned_parts(record)
+
+    def shaped(graph: dict, positive: dict | None = None) -> dict:
+        return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -498,9 +570,9 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             text = sg["text"].strip()
         elif varied:
             frame = frames[i] = record_rng(seed, record["id"], f"template:{i}").choice(FRAMES)
-            text = frame_text(frame, render_graph(with_clause_attributes(with_joins(sg, joins), marks), vocab, phrases), _first_plural(sg))
+            text = frame_text(frame, render_graph(shaped(sg), vocab, phrases), _first_plural(sg))
         else:
-            text = render_graph(with_clause_attributes(with_joins(sg, joins), marks), vocab, phrases)
+            text = render_graph(shaped(sg), vocab, phrases)
         norm = normalize_text(text)
         if norm in norms:  # a sub-graph that reads like an earlier positive: point at that one
             position_of[i] = norms[norm]
@@ -525,7 +597,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         if neg["kind"] == "graph":
             graph = neg["graph"]
             positive = record["subgraphs"][index] if isinstance(index, int) and 0 <= index < len(record["subgraphs"]) else None
-            text = render_graph(with_clause_attributes(with_joins(graph, joins), marks, positive), vocab, phrases)
+            text = render_graph(shaped(graph, positive), vocab, phrases)
             if index in frames:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:

@@ -582,6 +582,10 @@ def test_parse_writes_the_docs_tokens_unless_told_not_to(runner, tmp_path):
     ("A giraffe reaching up to some tree branches", ("giraffe", "reaching up to", "tree branches")),
     ("The hand of a person picking up the last two pieces of pizza.", ("hand", "picking up", "pizza")),
     ("Three hot dogs with different toppings lined up on a tabletop.", ("hot dogs", "lined up on", "tabletop")),
+    # blind review r11: any particle, or an adjective complement, between a verb and its phrase of place
+    ("A surfer coming in on a large wave.", ("surfer", "coming in on", "wave")),
+    ("A woman falling asleep next to a man, who are both sitting down.", ("woman", "falling asleep next to", "man")),
+    ("A person sits across from a pizza ready to be served.", ("person", "sits across from", "pizza")),
 ])
 def test_a_verbs_particle_stays_in_its_relation(caption, relation):
     # blind review r7: without the particle the texts read "an airplane letting green smoke", "reaching to mosses"

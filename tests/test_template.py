@@ -16,7 +16,16 @@ from helpers import parsed_and_decomposed, read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.negate import graph_negatives, negate
 from mosaictool.stages.subgraph import indefinite_article, normalize_text
-from mosaictool.stages.template import FRAMES, agreeing, noun_phrase, ordered_attributes, render_graph, template, template_record
+from mosaictool.stages.template import (
+    FRAMES,
+    agreeing,
+    noun_phrase,
+    ordered_attributes,
+    render_graph,
+    template,
+    template_record,
+    with_owners,
+)
 from mosaictool.vocab import load
 
 DATA = Path(__file__).parent / "data" / "template"
@@ -458,6 +467,8 @@ R11_CAPTIONS = [
     "A young baseball player tagging up at third base.",
     "Street markers pointing to different locations in front of a few stores.",
     "Multi-colored umbrellas in a black and white picture near the water",
+    "A white and gray kitten pokes its paw at a mirror and looks at its reflection.",
+    "Giraffes leaning down to drink at a watering hole",
 ]
 
 
@@ -513,3 +524,30 @@ def test_a_split_hyphen_is_joined_and_lying_agrees():
 def test_r11_multi_colored_umbrellas(r11_texts):
     texts = r11_texts["Multi-colored umbrellas in a black and white picture near the water"]
     assert texts and not any(" -" in t for t in texts)
+
+
+def test_a_part_its_owner_acts_on_keeps_the_captions_pronoun(r11_texts):
+    # r11: "a brown and gray kitten pokes the paw"
+    texts = r11_texts["A white and gray kitten pokes its paw at a mirror and looks at its reflection."]
+    assert "a white and gray kitten pokes its paw" in texts and not any("pokes the paw" in t for t in texts)
+    # "his" and "her" only while the owner is as the caption says it; a replaced part takes no pronoun
+    player = {**node("tennis player", ["male"]), "entity": 0}
+    racket = {**node("racket", determiner="the"), "entity": 1}
+    positive = {"objects": [player, racket], "relations": [{"subject": 0, "object": 1, "relation": "holding"}]}
+    parts = {1: ("his", 0)}
+    assert render_graph(with_owners(positive, parts, VOCAB), VOCAB) == "a male tennis player holding his racket"
+    female = {**positive, "objects": [{**player, "attributes": ["female"]}, racket]}
+    assert render_graph(with_owners(female, parts, VOCAB, positive), VOCAB) == "a female tennis player holding the racket"
+    bat = {**positive, "objects": [player, {**racket, "noun": "bat", "lemma": "bat", "entity": None}]}
+    assert render_graph(with_owners(bat, parts, VOCAB, positive), VOCAB) == "a male tennis player holding the bat"
+    young = {**positive, "objects": [{**player, "attributes": ["male", "young"]}, racket]}
+    assert render_graph(with_owners(young, parts, VOCAB, positive), VOCAB) == "a young male tennis player holding his racket"
+
+
+def test_a_bare_verb_after_a_participle_keeps_its_to(r11_texts):
+    # r11: "gorillas leaning down drink at a watering hole"
+    texts = r11_texts["Giraffes leaning down to drink at a watering hole"][1:]  # after the caption, which reads alike
+    assert any(t.endswith("leaning down to drink at a watering hole") for t in texts) and not any("down drink" in t for t in texts)
+    giraffe = {"objects": [node("giraffe", ["leaning down"]), node("watering hole")],
+               "relations": [{"subject": 0, "object": 1, "relation": "drink at"}]}
+    assert render_graph(giraffe, VOCAB) == "a giraffe leaning down drinks at a watering hole"
