@@ -540,7 +540,7 @@ def test_a_part_its_owner_acts_on_keeps_the_captions_pronoun(r11_texts):
     assert render_graph(with_owners(female, parts, VOCAB, positive), VOCAB) == "a female tennis player holding the racket"
     bat = {**positive, "objects": [player, {**racket, "noun": "bat", "lemma": "bat", "entity": None}]}
     assert render_graph(with_owners(bat, parts, VOCAB, positive), VOCAB) == "a male tennis player holding the bat"
-    young = {**positive, "objects": [{**player, "attributes": ["male", "young"]}, racket]}
+    young = {**positive, "objects": [{**player, "attributes": ["young", "male"]}, racket]}
     assert render_graph(with_owners(young, parts, VOCAB, positive), VOCAB) == "a young male tennis player holding his racket"
 
 
