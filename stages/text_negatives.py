@@ -190,7 +190,10 @@ def _replace_object(caption: str, entities: list[dict], vocab, rng: random.Rando
     new = sampler.object(lemma, {lemma}, [a for a in entity.get("attributes") or [] if isinstance(a, str)])
     if new is None:
         return None
-    new_form = vocab.plural(new) if node["plural"] else new
+    from mosaictool.stages.negate import _uncounted_mass  # negate imports this module
+
+    # a mass noun keeps its singular without a count, as in graph negatives ("a box that has butter", not "butters")
+    new_form = vocab.plural(new) if node["plural"] and not _uncounted_mass(new, node.get("count")) else new
     text = _replace_word(caption, head, new_form)
     return ("replace:obj", "obj", head, new_form, text) if text is not None else None
 

@@ -206,6 +206,17 @@ def test_replace_fixes_the_article():
         assert text.startswith(("A ", "An ")) and text.split()[0] == ("An" if new[0] in "aeiou" else "A")
 
 
+def test_a_mass_noun_replacing_a_plural_in_the_caption_stays_singular():
+    # "A pile of carrots for sale in an outside market." (blind review r11: "kales")
+    from mosaictool.stages.template import mass_nouns
+
+    graph = {"entities": [{"head": "carrots", "lemma_head": "carrot", "span": "carrots", "modifiers": [], "attributes": []}],
+             "relations": []}
+    news = {tn.replace_negatives("A pile of carrots for sale.", graph, VOCAB, random.Random(seed))[0][3] for seed in range(60)}
+    mass = {n for n in news if n in mass_nouns()}
+    assert mass and not news & ({VOCAB.plural(m) for m in mass_nouns()} - mass_nouns()), news
+
+
 def test_bigram_shuffle():
     out = tn.shuffle_bigrams("a b c d e.", random.Random(0))
     assert out != "a b c d e" and sorted(out.split()) == ["a", "b", "c", "d", "e"]
