@@ -1316,3 +1316,24 @@ def test_an_unseen_draw_the_rate_lets_through_is_kept_aside_with_reference_count
         if new == "pushing":
             drawn.add(sampler.unseen)
     assert drawn == {True}
+
+
+def test_a_caption_whose_replacements_are_all_unseen_keeps_one_negative():
+    """"Two horses stand outside in their corral": nothing the shipped counts showed replaces either end or the
+    relation, so the aside drafts ("two horses sitting in the corral", "two mules stand in the corral") give the
+    caption one graph negative, not six (blind review r11)."""
+    caption = "Two horses stand outside in their corral, with mountains in the background."
+    record = parsed_and_decomposed([caption])[caption]
+    got = graph_negatives(record, SHIPPED, max_negatives=6, probs=(0.15, 0.425, 0.425), seed=0, type_aware=True, caption=caption)
+    assert len(got) == 1
+    # with nothing kept aside a caption still takes up to `max_negatives`
+    cat = "A black cat sitting on a wooden table."
+    assert len(graph_negatives(parsed_and_decomposed([cat])[cat], VOCAB, max_negatives=6, probs=(0.15, 0.425, 0.425),
+                               seed=0, type_aware=True, caption=cat)) > 1
+
+
+def test_a_body_part_is_not_backed_off_to_its_group():
+    # "A tan horse with a blond mane" -> "a tan cow with a blond mane" (review r11): the counts' horse-with-mane says
+    # nothing of a cow's mane, though a cow with another body part was seen
+    assert not SHIPPED.relation_seen_in_group("cow", "with", "mane", subject=False, object=True)
+    assert SHIPPED.relation_seen_in_group("horse", "pulling", "carriage", subject=True, object=True)
