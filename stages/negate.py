@@ -379,6 +379,16 @@ def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption", na
 # --- sampling from the vocabulary --------------------------------------------------------------
 
 
+def _posture_shown(vocab, subj: str, relation: str) -> bool:
+    """Whether an animal's posture `relation` opens with ("sitting in") is one the counts show it in, where they show it
+    in any: "two horses sitting in the corral" (blind review r11), as the counts show horses standing, never sitting."""
+    verb = relation.split()[0]
+    if not subj or vocab.category(verb) != "posture" or vocab.object_kind(subj) != "animal":
+        return True
+    shown = {r.split()[0] for r, _ in vocab.seen_relations(subj) if vocab.category(r.split()[0]) == "posture"}
+    return not shown or verb in shown
+
+
 def _fitting_ages(vocab, obj: str, pool: list[str]) -> list[str]:
     """`pool` less the ages `obj`'s noun rules out: an old age for a child ("an old girl"), a child's for an adult
     ("two baby men": blind review r11)."""
@@ -545,7 +555,8 @@ class _Sampler:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
-        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)]
+        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)
+                      and _posture_shown(v, subj, r)]
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples),
                             lambda r: v.relation_seen_in_group(subj, r, obj, subject=True, object=True))
 

@@ -1337,3 +1337,14 @@ def test_a_body_part_is_not_backed_off_to_its_group():
     # nothing of a cow's mane, though a cow with another body part was seen
     assert not SHIPPED.relation_seen_in_group("cow", "with", "mane", subject=False, object=True)
     assert SHIPPED.relation_seen_in_group("horse", "pulling", "carriage", subject=True, object=True)
+
+
+def test_an_animal_takes_no_posture_the_counts_never_show_it_in():
+    # "Two horses stand outside in their corral" -> "two horses sitting in the corral" (review r11): the shipped counts
+    # show horses standing, never sitting; dogs both
+    horse = {_Sampler(SHIPPED, random.Random(s), True, fallback_rng=random.Random(s)).relation("standing in", "horse", "corral")
+             for s in range(40)}
+    assert "sitting in" not in horse
+    dog = {_Sampler(SHIPPED, random.Random(s), True, fallback_rng=random.Random(s)).relation("standing on", "dog", "couch")
+           for s in range(40)}
+    assert "sitting on" in dog
