@@ -187,6 +187,7 @@ YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
 # made only where a caption has no other graph negative (`_Sampler.keep`)
 NAMED_YOUNG = YOUNG | {"boy", "girl"}
 ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
+# A noun that names an adult, which a child's age (`YOUNG`) contradicts: "two adult men" -> "two baby men" (review r11)
 NAMED_ADULTS = frozenset({"man", "woman", "lady", "gentleman", "guy", "adult", "father", "mother", "husband", "wife"})
 
 
@@ -476,7 +477,8 @@ class _Sampler:
         return self.fallback_rng is not None and not seen(choice) and not (backoff is not None and backoff(choice))
 
     def keep(self, pool: list[_Draft], draft: _Draft) -> None:
-        """`draft` into `pool`, or aside into `unseen_drafts` if its replacement was drawn unseen."""
+        """`draft` into `pool`, or aside: into `last_drafts` if the last draw was a last resort (`last`), into
+        `unseen_drafts` if its replacement was drawn unseen."""
         (self.last_drafts if self.last else self.unseen_drafts if self.unseen else pool).append(draft)
 
     def _kind(self, kind: str, name: str) -> str:
