@@ -159,6 +159,8 @@ SCREENS = frozenset({"television", "tv", "screen", "monitor", "computer", "lapto
 # in front of the other: neither is swapped.
 FACING = frozenset({"facing", "faces", "face"})
 FACE_TO_FACE = frozenset({"in front of"})
+CAMERAS = frozenset({"camera", "camcorder", "webcam"})  # things that face what they show, as a person or an animal does
+BACKDROP_VEHICLES = frozenset({"vehicle"})  # groups that persons stand in front of to be seen with, as with a building
 AGENTIVE_TYPES = frozenset({"handling", "motion", "pursuit", "pose"})
 # Relations whose object holds, covers or tops its subject ("bottles in a refrigerator", "a hot dog topped with
 # mustard", "a hydrant surrounded by poles", "children sitting around a person"): container and content differ
@@ -185,6 +187,8 @@ YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
 # made only where a caption has no other graph negative (`_Sampler.keep`)
 NAMED_YOUNG = YOUNG | {"boy", "girl"}
 ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
+# A noun that names an adult, which a child's age (`YOUNG`) contradicts: "two adult men" -> "two baby men" (review r11)
+NAMED_ADULTS = frozenset({"man", "woman", "lady", "gentleman", "guy", "adult", "father", "mother", "husband", "wife"})
 
 
 # Compound nouns the vocabulary lacks are read by their last word ("a computer desk" is a desk), but only
@@ -261,7 +265,8 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     state what the caption left open and are refused: a posture with a person or animal at the object
     end (`POSTURE_VERBS`: "a person lying by a man"), and a viewpoint relation with a screen at either end
     (`SCREENS`: "a television in front of men"), "facing" at all and "in front of" between two persons or
-    animals (`FACING`, `FACE_TO_FACE`: "the camera facing a giraffe", "a kid in front of a man"), and a body
+    animals (`FACING`: "the camera facing a giraffe"), "in front of" with one that faces and a verb's symmetric place
+    with a person or animal (`_swap_leaves_open`: "a kid in front of a man", "a dog walking by a man"), and a body
     part at either end is never moved ("a tennis player behind an arm": review r8). Without the corpus's word for the swapped triple, three
     more are refused: containment and covering (`CONTAINMENT`: "a refrigerator in bottles", "mustard topped
     with a hot dog") always, support and possession (`SUPPORT`, "has": "a stove on a pot", "pink tiles have
@@ -273,7 +278,7 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
         return False
     if name in VIEWPOINT_RELATIONS and not SCREENS.isdisjoint({subj.lower(), obj.lower()}):
         return False
-    if _ends_with(name, FACING) or (_ends_with(name, FACE_TO_FACE) and {vocab.object_kind(subj), vocab.object_kind(obj)} <= ANIMATE):
+    if _ends_with(name, FACING) or _swap_leaves_open(vocab, relation, name, subj, obj):
         return False
     if vocab.relation_count(obj, name, subj) > 0:
         return True
@@ -295,6 +300,29 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     if _ends_with(name, SUPPORT) or rtype == "possessive":
         return False
     return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
+
+
+def _faces(vocab, lemma: str, other: str) -> bool:
+    """Whether `lemma` may face `other`: a camera faces what it shows; a person or an animal faces what is in front
+    of them unless it is a backdrop they stand before to be seen with (`_is_backdrop`: a place, a building) or a
+    vehicle ("a man in front of a building", "... a car": the viewer's side)."""
+    if lemma.lower().split()[-1] in CAMERAS:
+        return True
+    return (vocab.object_kind(lemma) in ANIMATE and not _is_backdrop(vocab, "in front of", other)
+            and vocab.group(other) not in BACKDROP_VEHICLES)
+
+
+def _swap_leaves_open(vocab, relation: str, name: str, subj: str, obj: str) -> bool:
+    """Whether the swapped triple is one the caption leaves open rather than contradicts. "In front of" with an end that
+    faces the other (`_faces`): "a married couple in front of a wedding cake" face it, so the cake is in front of them
+    as well, in their frame rather than the viewer's (Levinson 2003, ch. 2, the intrinsic frame of reference), and "a
+    polar bear in front of a camera" has the camera in front of the bear. A verb followed by a symmetric relation with a
+    person or animal at the object end ("people walking by a homeless person"): the place holds both ways, so the swap
+    only says the object does the verb too, which the caption does not say it does not (blind review r11)."""
+    if _ends_with(name, FACE_TO_FACE) and (_faces(vocab, subj, obj) or _faces(vocab, obj, subj)):
+        return True
+    verb, _, rest = relation.lower().partition(" ")
+    return bool(rest) and verb.endswith(("ing", "s")) and vocab.is_symmetric(rest) and vocab.object_kind(obj) in ANIMATE
 
 
 def parse_probs(text: str, name: str = "--probs") -> tuple[float, float, float]:
@@ -352,6 +380,29 @@ def make_check(text_methods: tuple[str, ...] = (), text_key: str = "caption", na
 # --- sampling from the vocabulary --------------------------------------------------------------
 
 
+def _posture_shown(vocab, subj: str, relation: str) -> bool:
+    """Whether an animal's posture `relation` opens with ("sitting in") is one the counts show it in, where they show it
+    in any: "two horses sitting in the corral" (blind review r11), as the counts show horses standing, never sitting."""
+    verb = relation.split()[0]
+    if not subj or vocab.category(verb) != "posture" or vocab.object_kind(subj) != "animal":
+        return True
+    shown = {r.split()[0] for r, _ in vocab.seen_relations(subj) if vocab.category(r.split()[0]) == "posture"}
+    return not shown or verb in shown
+
+
+def _fitting_ages(vocab, obj: str, pool: list[str]) -> list[str]:
+    """`pool` less the ages `obj`'s noun rules out: an old age for a child ("an old girl"), a child's for an adult
+    ("two baby men": blind review r11)."""
+    if not obj:
+        return pool
+    head = vocab.head("objects", vocab.known("objects", obj) or obj.lower())
+    if head in NAMED_YOUNG:
+        return [a for a in pool if a not in ADULT_AGES]
+    if head in NAMED_ADULTS:
+        return [a for a in pool if a not in YOUNG]
+    return pool
+
+
 class _Sampler:
     """Replacements for one record's negatives. Type-aware (the default), a replacement contradicts
     the word it replaces: an antonym, or a member of the word's category when the vocabulary marks
@@ -375,6 +426,10 @@ class _Sampler:
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
         self.unseen_drafts: list[_Draft] = []
+        # drafts that contradict the caption's own words or mostly hold ("an old girl", "flying over the sky"):
+        # made only where neither the drafts nor the unseen ones give the caption a graph negative
+        self.last_drafts: list[_Draft] = []
+        self.last = False  # whether the last draw was such a one
         self.coordinated = coordinated_words(caption)
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
@@ -395,7 +450,7 @@ class _Sampler:
         """One of `pool`; with counts, one `seen` unless the unseen rate allows any; none seen, one the
         `backoff` accepts, then any (`unseen`), each drawn by `fallback_rng` so that the main draws
         stay those of the exact preference."""
-        self.unseen = False
+        self.unseen = self.last = False
         if not pool:
             return None
         if counted:
@@ -409,11 +464,22 @@ class _Sampler:
                 pool = seen_pool
             if not pool:
                 return None
+            choice = pool[self.below(len(pool))]
+            self.unseen = self._rate_unseen(choice, seen, backoff)
+            return choice
         return pool[self.below(len(pool))]
 
+    def _rate_unseen(self, choice: str, seen, backoff) -> bool:
+        """Whether a draw the unseen rate let through is one a reference corpus's counts (`fallback_rng` set) showed
+        neither in the very combination nor with the other end's group: such a draw ("a horse pushing a carriage",
+        "a small puppy beneath the kitchen floor": blind review r11) is kept aside like the fallback's, made only
+        where the caption has no other negative. With the user's own corpus the rate stays what the flag says."""
+        return self.fallback_rng is not None and not seen(choice) and not (backoff is not None and backoff(choice))
+
     def keep(self, pool: list[_Draft], draft: _Draft) -> None:
-        """`draft` into `pool`, or aside into `unseen_drafts` if its replacement was drawn unseen."""
-        (self.unseen_drafts if self.unseen else pool).append(draft)
+        """`draft` into `pool`, or aside: into `last_drafts` if the last draw was a last resort (`last`), into
+        `unseen_drafts` if its replacement was drawn unseen."""
+        (self.last_drafts if self.last else self.unseen_drafts if self.unseen else pool).append(draft)
 
     def _kind(self, kind: str, name: str) -> str:
         # a name the table lacks takes its synonym head's label ("on the right of": spatial)
@@ -440,12 +506,10 @@ class _Sampler:
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
         pool = [a for a in dict.fromkeys(pool) if a not in exclude]
-        young = bool(obj) and v.head("objects", v.known("objects", obj) or obj.lower()) in NAMED_YOUNG
-        fitting = [a for a in pool if a not in ADULT_AGES] if young else pool
+        fitting = _fitting_ages(v, obj, pool)
         new = self._choose(fitting or pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
                            lambda a: v.attribute_seen_in_group(obj, a))
-        if new is not None and not fitting:
-            self.unseen = True  # "an old girl": kept aside, made only where the caption has no other graph negative
+        self.last = new is not None and not fitting  # "an old girl", "two baby men": the last resort
         return new
 
     def _fits(self, attr: str, obj: str) -> bool:
@@ -493,7 +557,8 @@ class _Sampler:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
-        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)]
+        candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)
+                      and _posture_shown(v, subj, r)]
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples),
                             lambda r: v.relation_seen_in_group(subj, r, obj, subject=True, object=True))
 
@@ -734,8 +799,19 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     new = None if _worn(vocab, rel["relation"], objects[oi]) else sampler.relation(
         rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
     if new is not None:
-        sampler.keep(pool, (index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new)))
+        draft = (index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new))
+        sampler.last = _region(objects[oi])  # "flying over the sky" mostly holds too: the last resort
+        sampler.keep(pool, draft)
     _join_draft(index, objects, lemmas, sampler, pool)
+
+
+REGIONS = frozenset({"sky", "air"})
+
+
+def _region(node: dict) -> bool:
+    """Whether the object is a region that has no outside in view (`REGIONS`): "flying in the sky" -> "flying over the
+    sky", "in the air" -> "over the air" hold as well or say nothing (blind review r11)."""
+    return " ".join(node["lemma"].lower().split()) in REGIONS
 
 
 def _noun_misread(vocab, node: dict) -> bool:
@@ -933,11 +1009,14 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
     if isinstance(record.get("graph"), dict) and isinstance(record["graph"].get("entities"), list):
         entailed.update(subgraph_keys(record["graph"], vocab, max_keys=1 << 30))
     chosen = _draw(pools, probs, max_negatives, sampler, subgraphs, node_keys, taken, entailed, vocab)
-    if not chosen and sampler.unseen_drafts:
-        # a replacement the corpus never showed is made only where nothing else is: a caption keeps a negative
-        for draft in sampler.unseen_drafts:
+    for aside in (sampler.unseen_drafts, sampler.last_drafts):
+        if chosen or not aside:
+            continue
+        # a replacement the corpus never showed (then one that contradicts the caption's words or mostly holds) is
+        # made only where nothing else is, and once: a caption keeps a negative, not six implausible ones
+        for draft in aside:
             pools[draft[1]].append(draft)
-        chosen = _draw(pools, probs, max_negatives, sampler, subgraphs, node_keys, taken, entailed, vocab)
+        chosen = _draw(pools, probs, 1, sampler, subgraphs, node_keys, taken, entailed, vocab)
     return chosen
 
 

@@ -164,9 +164,14 @@ class Vocab:
         """Whether the corpus showed `rel` between the two ends, each taken as its group where asked
         (`subject`, `object`): "a seagull flying over" a liquid read as any bird flying over it. The
         backoff of `relation_count` (Katz 1987's back-off, here to the word's class)."""
-        s = self._class(subj) if subject else subj.lower()
-        o = self._class(obj) if object else obj.lower()
+        s = self._relation_class(subj) if subject else subj.lower()
+        o = self._relation_class(obj) if object else obj.lower()
         return (s, rel.lower(), o) in self._group_triples
+
+    def _relation_class(self, noun: str) -> str:
+        # a body part backs off to itself: which bodies have one is the part's own fact ("a horse with a mane" says
+        # nothing of a cow's: blind review r11), not its group's
+        return noun.lower() if self.object_kind(self.known("objects", noun.lower()) or noun.lower()) == "body" else self._class(noun)
 
     @functools.cached_property
     def _group_pairs(self) -> frozenset[tuple[str, str]]:
@@ -176,7 +181,7 @@ class Vocab:
     def _group_triples(self) -> frozenset[tuple[str, str, str]]:
         out = set()
         for s, r, o in self.relation_triples:
-            gs, go = self._class(s), self._class(o)
+            gs, go = self._relation_class(s), self._relation_class(o)
             out.update(((gs, r, o), (s, r, go), (gs, r, go)))
         return frozenset(out)
 
