@@ -145,6 +145,11 @@ MEMBERSHIP_RELATIONS = frozenset({
     "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
 })
 ANIMATE = frozenset({"person", "animal"})
+# The activity of a body at rest, which rules out any action it is said to do ("playing a video game"), and the
+# verbs a body may do asleep all the same ("a baby holding a toy", "a man wearing a tie"): `_Sampler.activity`.
+RESTING_ACTIVITIES = frozenset({"sleeping"})
+DONE_ASLEEP = frozenset({"wearing", "having", "holding", "carrying", "lying", "laying", "resting", "sitting", "napping",
+                         "sleeping", "dreaming", "snoring", "being", "containing", "hugging", "cuddling", "snuggling"})
 PERSON_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody"})  # persons no vocabulary lists
 # Verbs of posture: "a man lying by a person" swapped gives the person a posture the caption never stated.
 POSTURE_VERBS = frozenset({"lying", "laying", "sitting", "standing", "kneeling", "crouching", "squatting", "leaning",
@@ -562,6 +567,28 @@ class _Sampler:
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples),
                             lambda r: v.relation_seen_in_group(subj, r, obj, subject=True, object=True))
 
+    def activity(self, current: str, exclude: set[str], obj: str) -> str | None:
+        """For an action the parser kept whole as an attribute of a person or an animal ("a cute girl playing a
+        video game", "a skateboarder doing a trick", "a girl watching"): a verb in -ing and what it acts on, or a
+        verb the vocabulary lists as a relation only, so `attribute` leaves it alone. Asleep, a body does no such
+        thing, so the vocabulary's activity of rest (`RESTING_ACTIVITIES`, where its activities are exclusive)
+        contradicts it: "a cute sleeping girl". Running or walking would not: they go with "playing soccer",
+        "looking on", "going up hill". None for a listed attribute, a single word that is no listed verb, a verb
+        one may do asleep (`DONE_ASLEEP`: "wearing a tie"), or without a reference corpus's counts; kept aside
+        (`unseen_drafts`), like a replacement no corpus showed: made only where the caption has no other graph
+        negative."""
+        v = self.vocab
+        words = current.lower().split()
+        # one word is an action only as a verb the vocabulary lists ("a girl watching"; not "an amazing view")
+        action = len(words) > 1 or bool(words) and v.known("relations", words[0]) is not None
+        if (not self.type_aware or self.fallback_rng is None or not action or not words[0].endswith("ing")
+                or words[0] in PREPOSITIONS or words[0] in DONE_ASLEEP or v.known("attributes", current) is not None
+                or v.object_kind(obj) not in ANIMATE or not v.is_exclusive("activity")):
+            return None
+        pool = [a for a in v.attributes_by_category.get("activity", ()) if a in RESTING_ACTIVITIES and a not in exclude
+                and v.applies(a, obj)]
+        return pool[0] if pool else None
+
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
         """(noun, attribute or None, relation) for f_rel:join: a relation and object the corpus
         showed with the anchor as subject, and an attribute it showed on that object; None
@@ -749,6 +776,24 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                                     if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+            else:
+                _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+def _activity_draft(index: int, category: str, transform: str, obj: dict, i: int, j: int, own: set[str], opening: list[str],
+                    sampler: _Sampler) -> None:
+    """The attribute draft of an activity phrase the vocabulary does not list (`_Sampler.activity`), aside in
+    `unseen_drafts`; only where the object's other attributes are all listed, so that none is parser debris the
+    new activity would stand next to, and where the object does nothing else in the sub-graph that one cannot do
+    asleep ("sleeping giraffes drink at a watering hole" contradicts itself rather than the image, as `_clashes`)."""
+    attributes = obj["attributes"]
+    if any(sampler.vocab.known("attributes", a) is None for k, a in enumerate(attributes) if k != j):
+        return
+    if any(r.split()[0].lower() not in PREPOSITIONS | DONE_ASLEEP for r in opening if r.split()):
+        return
+    new = sampler.activity(attributes[j], own, obj["lemma"])
+    if new is not None:
+        sampler.unseen_drafts.append((index, category, transform, f"objects[{i}].attributes[{j}]", attributes[j], ("attribute", i, j, new)))
 
 
 def _clashes(vocab, attributes, relations) -> set[str]:

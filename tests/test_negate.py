@@ -20,6 +20,7 @@ from mosaictool.cli import app
 from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
+    DEFAULT_PROBS,
     _fits_relation,
     _fitting_ages,
     _node,
@@ -1374,3 +1375,28 @@ def test_an_animal_takes_no_posture_the_counts_never_show_it_in():
     dog = {_Sampler(SHIPPED, random.Random(s), True, fallback_rng=random.Random(s)).relation("standing on", "dog", "couch")
            for s in range(40)}
     assert "sitting on" in dog
+@pytest.mark.parametrize("caption, sleeping", [
+    ("A cute girl in pink is playing a video game.", True),  # an action kept whole as the girl's attribute
+    ("A girl getting ready to blow out birthday candles with a girl watching.", True),  # a listed verb, one word
+    ("A man wearing a tie poses for a photo", False),  # one may wear a tie asleep (and so this caption has none)
+    ("A little boy with a red baseball cap playing tennis.", False),  # other negatives: the fallback is not needed
+])
+def test_an_action_kept_as_an_attribute_is_contradicted_by_sleep_where_nothing_else_is(caption, sleeping):
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=0, type_aware=True, caption=caption)
+    made = [n for n in negatives if any("sleeping" in o["attributes"] for o in n["graph"]["objects"])]
+    assert bool(made) == sleeping
+    for n in made:  # the action replaced, never kept beside its contradiction
+        assert n["transform"] in ("f_obj", "f_attr:replace") and n["from"] != "sleeping" and n["to"] == "sleeping"
+
+
+def test_sleep_replaces_no_adjective_and_no_action_done_in_the_same_subgraph():
+    sampler = _Sampler(SHIPPED, random.Random(0), True, fallback_rng=random.Random(1))
+    assert sampler.activity("playing a video game", set(), "girl") == "sleeping"
+    assert sampler.activity("amazing", set(), "girl") is None  # no listed verb: an adjective, maybe
+    assert sampler.activity("playing a video game", set(), "table") is None  # a thing does not sleep
+    assert sampler.activity("holding a toy", set(), "baby") is None  # done asleep as well
+    girl = node("giraffe", ["leaning down"])
+    pools = graph_candidates(0, rel_graph(girl, node("hole"), "drinking at"), sampler)
+    assert not any("sleeping" in str(n["graph"]) for ns in pools.values() for n in ns)
+    assert not any("sleeping" in str(d) for d in sampler.unseen_drafts)  # "sleeping giraffes drinking at a hole"
