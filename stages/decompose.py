@@ -202,13 +202,16 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
     """Whether the caption's words say something else than the relation: its phrase comes before its subject
     ("a herd of sheep on the road and a car": not "a car on the road"); a noun is named as a word ("a sign with
     the word pub sits on a wall"); it is said "as if" ("lettuce held as if they form a V"); its object stands for a
-    pronoun of the other number ("a desk with five computers in a row on it": the desk is); or the caption is in
-    capitals, which the tagger reads as proper nouns ("MOTOR CROSS BIKE AND RIDER": "a motor crosses a rider")."""
+    pronoun of the other number ("a desk with five computers in a row on it": the desk is); or, in a caption in
+    capitals, which the tagger reads badly, a verb with no word between it and its nouns ("MOTOR CROSS BIKE AND
+    RIDER": "a motor crosses a rider")."""
     s, o = rel["subject"], rel["object"]
     first = rel["relation"].lower().split()[0]
     letters = [w for w in words if any(c.isalpha() for c in w)]
-    if len(letters) > 1 and all(w.isupper() for w in letters):
-        return True
+    verb_at = bounds[s][1]
+    if (len(letters) > 1 and all(w.isupper() for w in letters) and first not in PREPOSITIONS and verb_at < len(lower)
+            and lower[verb_at] == first and any(b[0] == verb_at + 1 for b in bounds)):
+        return True  # a noun right between two nouns read as a verb
     before = bounds[o][1] <= bounds[s][0]
     if first in PREPOSITIONS and before and first not in lower[bounds[s][1]:]:
         return True
@@ -218,7 +221,7 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
     if " as if " in gap or " as though " in gap:
         return True
     pronoun = next((w for w in lower[bounds[s][1]:] if w in ("it", "them")), None) if before else None
-    plural = str(obj.get("head", "")).lower() != str(obj.get("lemma_head", "")).lower()
+    plural = str(obj.get("head", "")).lower().split()[-1:] != str(obj.get("lemma_head", "")).lower().split()[-1:]
     return pronoun is not None and (pronoun == "it") == plural
 
 
@@ -311,10 +314,11 @@ def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, enti
     surface; "a woman carrying cake near a man holding a baby": the man holds it; "a sheet cake sitting on top of
     a table with lit candles"). Not when it holds of s either way: p a container of s ("a vase of flowers", "a room
     full of people"), `_transfers`, both phrases ones of place ("a cat on a car near a house": the car is near it
-    too); nor when s is the last of a list, the phrase's nearest noun ("a table with cups and some oranges on a
-    plate"), and p is a place ("a bathroom with a big mirror above the sink"), or a relative clause follows s
-    ("an elephant that is inside a truck"). Of a list, a member before the last stays doubtful ("a kitchen with a
-    sink, dishwasher and boxes on the counter": the boxes are on it)."""
+    too), the phrase one of place and its noun a scene ("a player with a bat on the field"); nor when s is the last
+    of a list, the phrase's nearest noun ("a table with cups and some oranges on a plate"), or p is a place ("a
+    bathroom with a big mirror above the sink"), or a relative clause follows s ("an elephant that is inside a
+    truck"). Of a list, a member before the last stays doubtful ("a kitchen with a sink, dishwasher and boxes on
+    the counter": the boxes are on it)."""
     if o >= len(bounds) or bounds[o][0] < bounds[s][1]:
         return False
     if words and bounds[s][1] < len(words) and words[bounds[s][1]].lower() in ("that", "which", "who"):
@@ -330,6 +334,8 @@ def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, enti
         picture = bool(set(str(entities[p].get("lemma_head") or entities[p].get("head", "")).lower().split()) & PICTURE_NOUNS)
         if _transfers(relations, p, s, last, picture) or {_last_phrase(inner), last} <= SUPPORT | PROXIMITY:
             continue
+        if last in SUPPORT | PROXIMITY and entities[o].get("type") == "scene":
+            continue  # what p has is in the place p is in
         if inside is None and (_later_conjunct(s, bounds, words, before=False) is not None or entities[p].get("type") == "scene"):
             continue
         return True
@@ -363,13 +369,20 @@ def _joined(gap: tuple[int, int], bounds: list, words: list[str]) -> bool:
     return bool(rest) and set(rest) <= {",", "and", "&"}
 
 
+# What things do as well as people and animals, besides posture and placement (`STATIVE_PARTICIPLES`): "a man on a
+# piece of equipment resembling a bicycle". A past participle ("topped", "lined up") is a state any noun may be in.
+THINGS_DO = STATIVE_PARTICIPLES | frozenset({"resembling", "containing", "showing", "featuring", "displaying", "depicting",
+                                             "reading", "saying", "overlooking", "covering", "laid", "made", "built", "hung"})
+
+
 def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None) -> bool:
-    """Whether the relation's verb comes right after a noun n other than its subject s, and between s and its object,
-    which English reads as the verb's subject ("a plate with a big waffle topped with fruit": the waffle is topped; "a
-    man on a piece of equipment resembling a bicycle"), unless n is coordinated with s ("a man and a woman holding
-    umbrellas", "crackers, dip and veggies sitting on a counter") or is what s wears ("a man in a red shirt holding a
-    baby"). Needs the caption's words."""
-    if not words or first in ENGLISH_PREPOSITIONS:
+    """Whether the relation's verb, a past participle or one of `THINGS_DO`, comes right after a noun n other than its
+    subject s, and between s and its object, which English reads as the verb's subject ("a plate with a big waffle
+    topped with fruit": the waffle is topped; "a man on a piece of equipment resembling a bicycle"), unless n is
+    coordinated with s ("crackers, dip and veggies sitting on a counter"), is what s wears ("a man in a red shirt
+    sitting on a bench") or what s is of ("a plate of food sitting on a table"). Needs the caption's words. An
+    action verb keeps its first noun ("a person with an umbrella looking at the ocean")."""
+    if not words or first in ENGLISH_PREPOSITIONS or not (first.endswith("ed") or first in THINGS_DO):
         return False
     start, end = bounds[s][1], bounds[o][0] if o < len(bounds) else len(words)
     at = next((i for i in range(start, min(end, len(words))) if words[i].lower() == first), None)
@@ -378,7 +391,8 @@ def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: 
     for n, b in enumerate(bounds):
         if n in (s, o) or b[1] != at or b[0] < start:
             continue
-        worn = any(r["subject"] == s and r["object"] == n and r["relation"].lower() in ("in", "wearing", "dressed in") for r in relations)
+        worn = any(r["subject"] == s and r["object"] == n and r["relation"].lower() in ("in", "wearing", "dressed in", "of")
+                   for r in relations)
         if not _joined((start, b[0]), bounds, words) and not worn:
             return True
     return False
@@ -456,11 +470,15 @@ def _verb_object(relations: list[dict], s: int, bounds: list) -> bool:
 
 
 def _contact_verb(rel: dict, verbs: frozenset[str]) -> bool:
-    """Whether the relation is one of `verbs` alone, in any inflection ("holds", "cutting", "rides")."""
+    """Whether the relation is one of `verbs` alone or with "with", in any inflection ("holds", "cutting", "rides",
+    "playing with")."""
     words = " ".join(rel["relation"].lower().split()).split(" ")
+    if words[1:] == ["with"]:
+        words = words[:1]
     if len(words) != 1 or words[0] in PREPOSITIONS:
         return False
-    forms = {words[0], str(rel.get("lemma_relation") or "").lower()} - {""}  # both: spaCy lemmatises "rides" as "rid"
+    lemma = str(rel.get("lemma_relation") or "").lower().split()[:1]
+    forms = {words[0], *lemma} - {""}  # both: spaCy lemmatises "rides" as "rid"
     return any({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & verbs for w in forms)
 
 
