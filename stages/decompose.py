@@ -199,12 +199,12 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
 
 
 def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower: list[str]) -> bool:
-    """Whether the caption's words say something else than the relation: its phrase comes before its subject
-    ("a herd of sheep on the road and a car": not "a car on the road"); a noun is named as a word ("a sign with
-    the word pub sits on a wall"); it is said "as if" ("lettuce held as if they form a V"); its object stands for a
-    pronoun of the other number ("a desk with five computers in a row on it": the desk is); or, in a caption in
-    capitals, which the tagger reads badly, a verb with no word between it and its nouns ("MOTOR CROSS BIKE AND
-    RIDER": "a motor crosses a rider")."""
+    """Whether the caption's words say something else than the relation: its phrase comes before its subject,
+    which is coordinated with its object ("a herd of sheep on the road and a car": not "a car on the road"); a
+    noun is named as a word ("a sign with the word pub sits on a wall"); it is said "as if" ("lettuce held as if
+    they form a V"); its object stands for a pronoun of the other number ("a desk with five computers in a row on
+    it": the desk is); or, in a caption in capitals, which the tagger reads badly, a verb right between two nouns
+    ("MOTOR CROSS BIKE AND RIDER": "a motor crosses a rider")."""
     s, o = rel["subject"], rel["object"]
     first = rel["relation"].lower().split()[0]
     letters = [w for w in words if any(c.isalpha() for c in w)]
@@ -213,7 +213,7 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
             and lower[verb_at] == first and any(b[0] == verb_at + 1 for b in bounds)):
         return True  # a noun right between two nouns read as a verb
     before = bounds[o][1] <= bounds[s][0]
-    if first in PREPOSITIONS and before and first not in lower[bounds[s][1]:]:
+    if first in PREPOSITIONS and before and first not in lower[bounds[s][1]:] and _joined((bounds[o][1], bounds[s][0]), bounds, words):
         return True
     if any(bounds[n][0] > 0 and lower[bounds[n][0] - 1] in ("word", "words") for n in (s, o)):
         return True
