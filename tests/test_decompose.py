@@ -496,6 +496,9 @@ def test_a_phrase_after_a_noun_inside_another_nouns_phrase_is_no_positive():
     got = _relation_positives("A table with five red cups, a pineapple and some oranges on a plate")
     assert ("oranges", "on", "plate") in got and ("pineapple", "on", "plate") not in got
     assert ("car", "near", "house") in _relation_positives("A cat on a car near a house.")
+    # r6's "one ways except a street"
+    got = _relation_positives("A street pole with one ways, except deliveries, street and no walking signs.")
+    assert not any(r == "except" for _, r, _ in got)
     assert ("surfboard", "on", "water") in _relation_positives("A man in a red shirt rides a yellow surfboard on light blue water.")
     assert ("bat", "on", "field") in _relation_positives("a baseball player with a bat on the field")  # a scene: where he is
 
