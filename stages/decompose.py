@@ -314,12 +314,14 @@ def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, enti
     surface; "a woman carrying cake near a man holding a baby": the man holds it; "a sheet cake sitting on top of
     a table with lit candles"). Not when it holds of s either way: p a container of s ("a vase of flowers", "a room
     full of people"), `_transfers`, both phrases ones of place ("a cat on a car near a house": the car is near it
-    too), the phrase one of place and its noun a scene ("a player with a bat on the field"); nor when s is the last
+    too; "a police officer on a horse in the middle of the street"), the phrase one of place and its noun a scene
+    ("a player with a bat on the field"); nor for an of-phrase, s's own ("a horse pulling a cart full of hay"); nor
+    when s is the last
     of a list, the phrase's nearest noun ("a table with cups and some oranges on a plate"), or p is a place ("a
     bathroom with a big mirror above the sink"), or a relative clause follows s ("an elephant that is inside a
     truck"). Of a list, a member before the last stays doubtful ("a kitchen with a sink, dishwasher and boxes on
     the counter": the boxes are on it)."""
-    if o >= len(bounds) or bounds[o][0] < bounds[s][1]:
+    if o >= len(bounds) or bounds[o][0] < bounds[s][1] or last in CONTAINERS:
         return False
     if words and bounds[s][1] < len(words) and words[bounds[s][1]].lower() in ("that", "which", "who"):
         return False
@@ -332,9 +334,9 @@ def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, enti
         if inner in CONTAINERS:
             continue
         picture = bool(set(str(entities[p].get("lemma_head") or entities[p].get("head", "")).lower().split()) & PICTURE_NOUNS)
-        if _transfers(relations, p, s, last, picture) or {_last_phrase(inner), last} <= SUPPORT | PROXIMITY:
+        if _transfers(relations, p, s, last, picture) or {_last_phrase(inner), last} <= SUPPORT | CO_LOCATED:
             continue
-        if last in SUPPORT | PROXIMITY and entities[o].get("type") == "scene":
+        if last in SUPPORT | CO_LOCATED and entities[o].get("type") == "scene":
             continue  # what p has is in the place p is in
         if inside is None and (_later_conjunct(s, bounds, words, before=False) is not None or entities[p].get("type") == "scene"):
             continue
@@ -372,7 +374,7 @@ def _joined(gap: tuple[int, int], bounds: list, words: list[str]) -> bool:
 # What things do as well as people and animals, besides posture and placement (`STATIVE_PARTICIPLES`): "a man on a
 # piece of equipment resembling a bicycle". A past participle ("topped", "lined up") is a state any noun may be in.
 THINGS_DO = STATIVE_PARTICIPLES | frozenset({"resembling", "containing", "showing", "featuring", "displaying", "depicting",
-                                             "reading", "saying", "overlooking", "covering", "laid", "made", "built", "hung"})
+                                             "overlooking", "covering", "laid", "made", "built", "hung"})
 
 
 def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None) -> bool:
@@ -393,7 +395,7 @@ def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: 
             continue
         worn = any(r["subject"] == s and r["object"] == n and r["relation"].lower() in ("in", "wearing", "dressed in", "of")
                    for r in relations)
-        if not _joined((start, b[0]), bounds, words) and not worn:
+        if not _joined((start, b[0]), bounds, words) and not worn and [w.lower() for w in words[start:b[0]]] != ["of"]:
             return True
     return False
 
