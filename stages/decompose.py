@@ -39,6 +39,7 @@ from mosaictool.stages.subgraph import (
     subgraph_keys,
     usable_relations,
 )
+from mosaictool.stages.subgraph import PREPOSITIONS as ENGLISH_PREPOSITIONS
 
 DEFAULT_MAX = 3  # the paper's M
 # The weights of the two kinds of sub-graph that make negatives: one object with attributes (f_obj,
@@ -172,23 +173,56 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
     """Whether the relation says what the caption does: not a verb whose place complement is required said
     without it ("a girl puts a flower"), nor, with the caption's words, a phrase that lost the first word of a
     compound preposition ("standing to" from "standing next to"): every run of its preposition between its
-    subject and its object follows such a word the relation lacks. Without the words, only the verb is checked."""
+    subject and its object follows such a word the relation lacks; nor one `_said_otherwise`. Without the words,
+    only the verb is checked."""
     relation = rel["relation"].lower().split()
     lemma = str(rel.get("lemma_relation") or "").lower().split()
     if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
         return False
-    phrase = _last_phrase(" ".join(relation)).split()
-    if not words or not phrase:
+    if not words:
         return True
     try:
         bounds = [e["span_bounds"] for e in graph["entities"]]
         start, end = bounds[rel["subject"]][1], bounds[rel["object"]][0]
     except (IndexError, KeyError, TypeError):
         return True
-    between = [w.lower() for w in words[min(start, end):max(start, end)]]
+    lower = [w.lower() for w in words]
+    if _said_otherwise(rel, graph["entities"][rel["object"]], bounds, words, lower):
+        return False
+    phrase = _last_phrase(" ".join(relation)).split()
+    if not phrase:
+        return True
+    between = lower[min(start, end):max(start, end)]
     n = len(phrase)
     runs = [i for i in range(len(between) - n + 1) if between[i:i + n] == phrase]
     return not runs or any(i == 0 or COMPOUND_PREPOSITIONS.get(between[i - 1]) != phrase[0] or between[i - 1] in relation for i in runs)
+
+
+def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower: list[str]) -> bool:
+    """Whether the caption's words say something else than the relation: its phrase comes before its subject,
+    which is coordinated with its object ("a herd of sheep on the road and a car": not "a car on the road"); a
+    noun is named as a word ("a sign with the word pub sits on a wall"); it is said "as if" ("lettuce held as if
+    they form a V"); its object stands for a pronoun of the other number ("a desk with five computers in a row on
+    it": the desk is); or, in a caption in capitals, which the tagger reads badly, a verb right between two nouns
+    ("MOTOR CROSS BIKE AND RIDER": "a motor crosses a rider")."""
+    s, o = rel["subject"], rel["object"]
+    first = rel["relation"].lower().split()[0]
+    letters = [w for w in words if any(c.isalpha() for c in w)]
+    verb_at = bounds[s][1]
+    if (len(letters) > 1 and all(w.isupper() for w in letters) and first not in PREPOSITIONS and verb_at < len(lower)
+            and lower[verb_at] == first and any(b[0] == verb_at + 1 for b in bounds)):
+        return True  # a noun right between two nouns read as a verb
+    before = bounds[o][1] <= bounds[s][0]
+    if first in PREPOSITIONS and before and first not in lower[bounds[s][1]:] and _joined((bounds[o][1], bounds[s][0]), bounds, words):
+        return True
+    if any(bounds[n][0] > 0 and lower[bounds[n][0] - 1] in ("word", "words") for n in (s, o)):
+        return True
+    gap = " " + " ".join(lower[min(bounds[s][1], bounds[o][0]):max(bounds[s][1], bounds[o][0])]) + " "
+    if " as if " in gap or " as though " in gap:
+        return True
+    pronoun = next((w for w in lower[bounds[s][1]:] if w in ("it", "them")), None) if before else None
+    plural = str(obj.get("head", "")).lower().split()[-1:] != str(obj.get("lemma_head", "")).lower().split()[-1:]
+    return pronoun is not None and (pronoun == "it") == plural
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
@@ -251,6 +285,10 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
                 and (_verb_phrase(r["relation"].lower(), first) or place and _last_phrase(r["relation"].lower()) not in ("", "of"))
                 for r in relations):
             return True
+    last = _last_phrase(relation)
+    if _nested(relations, s, o, bounds, last, entities, words) or (
+            first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)):
+        return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
     if first in PREPOSITIONS and _last_phrase(relation) in PLACES_OF_AGENT and _predicate_object(relations, s, bounds, words):
@@ -262,13 +300,104 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
     possessed = any(r["subject"] == o and r["object"] == s and r["relation"].lower() == "of" for r in relations)
     if relation in ("in", "inside", "into", "up to", "to") and possessed:
         return True  # "a person holding a device in their hand", "puts a bottle up to his mouth": the device is in it
-    last = _last_phrase(relation)
     # "an image of a clock on a building": the clock is on the building, not the image
     picture = bool(set(str(entities[s].get("lemma_head") or entities[s].get("head", "")).lower().split()) & PICTURE_NOUNS)
 
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, entities: list[dict], words: list[str] | None) -> bool:
+    """Whether subject s is the object of an earlier noun p's phrase or verb and the relation's phrase follows it, so
+    that it may hang off p instead ("a pizza with lots of cheese on a flat brown surface": the pizza may be on the
+    surface; "a woman carrying cake near a man holding a baby": the man holds it; "a sheet cake sitting on top of
+    a table with lit candles"). Not when it holds of s either way: p a container of s ("a vase of flowers", "a room
+    full of people"), `_transfers`, both phrases ones of place ("a cat on a car near a house": the car is near it
+    too; "a police officer on a horse in the middle of the street"), the phrase one of place and its noun a scene
+    ("a player with a bat on the field"); nor for an of-phrase, s's own ("a horse pulling a cart full of hay"); nor
+    when s is the last
+    of a list, the phrase's nearest noun ("a table with cups and some oranges on a plate"), or p is a place ("a
+    bathroom with a big mirror above the sink"), or a relative clause follows s ("an elephant that is inside a
+    truck"). Of a list, a member before the last stays doubtful ("a kitchen with a sink, dishwasher and boxes on
+    the counter": the boxes are on it)."""
+    if o >= len(bounds) or bounds[o][0] < bounds[s][1] or last in CONTAINERS:
+        return False
+    if words and bounds[s][1] < len(words) and words[bounds[s][1]].lower() in ("that", "which", "who"):
+        return False
+    inside = _later_conjunct(s, bounds, words)
+    for r in relations:
+        p = r["subject"]
+        if r["object"] != s or p in (s, o) or p >= len(bounds) or bounds[p][1] > bounds[s][0]:
+            continue
+        inner = r["relation"].lower()
+        if inner in CONTAINERS:
+            continue
+        picture = bool(set(str(entities[p].get("lemma_head") or entities[p].get("head", "")).lower().split()) & PICTURE_NOUNS)
+        if _transfers(relations, p, s, last, picture) or {_last_phrase(inner), last} <= SUPPORT | CO_LOCATED:
+            continue
+        if last in SUPPORT | CO_LOCATED and entities[o].get("type") == "scene":
+            continue  # what p has is in the place p is in
+        if inside is None and (_later_conjunct(s, bounds, words, before=False) is not None or entities[p].get("type") == "scene"):
+            continue
+        return True
+    return False
+
+
+# Relations of a container or measure to its content, whose phrases hold of the content too ("a room full of people
+# seated at tables").
+CONTAINERS = frozenset({"of", "full of", "filled with", "made of"})
+
+
+def _later_conjunct(s: int, bounds: list, words: list[str] | None, before: bool = True) -> int | None:
+    """The noun coordinated with s after it (before=True) or before it (before=False): only commas, "and" and other
+    nouns between them ("a sink, dishwasher and boxes"). None without the caption's words."""
+    if not words:
+        return None
+    for n, b in enumerate(bounds):
+        if n == s:
+            continue
+        gap = (bounds[s][1], b[0]) if before else (b[1], bounds[s][0])
+        if gap[0] < gap[1] and _joined(gap, bounds, words):
+            return n
+    return None
+
+
+def _joined(gap: tuple[int, int], bounds: list, words: list[str]) -> bool:
+    """Whether the caption's words in `gap` are only commas, "and", and words of nouns (a list's members), with one
+    "and" or comma at least."""
+    inside = {i for b in bounds for i in range(b[0], b[1])}
+    rest = [words[i].lower() for i in range(*gap) if i not in inside]
+    return bool(rest) and set(rest) <= {",", "and", "&"}
+
+
+# What things do as well as people and animals, besides posture and placement (`STATIVE_PARTICIPLES`): "a man on a
+# piece of equipment resembling a bicycle". A past participle ("topped", "lined up") is a state any noun may be in.
+THINGS_DO = STATIVE_PARTICIPLES | frozenset({"resembling", "containing", "showing", "featuring", "displaying", "depicting",
+                                             "overlooking", "covering", "laid", "made", "built", "hung"})
+
+
+def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None) -> bool:
+    """Whether the relation's verb, a past participle or one of `THINGS_DO`, comes right after a noun n other than its
+    subject s, and between s and its object, which English reads as the verb's subject ("a plate with a big waffle
+    topped with fruit": the waffle is topped; "a man on a piece of equipment resembling a bicycle"), unless n is
+    coordinated with s ("crackers, dip and veggies sitting on a counter"), is what s wears ("a man in a red shirt
+    sitting on a bench") or what s is of ("a plate of food sitting on a table"). Needs the caption's words. An
+    action verb keeps its first noun ("a person with an umbrella looking at the ocean")."""
+    if not words or first in ENGLISH_PREPOSITIONS or not (first.endswith("ed") or first in THINGS_DO):
+        return False
+    start, end = bounds[s][1], bounds[o][0] if o < len(bounds) else len(words)
+    at = next((i for i in range(start, min(end, len(words))) if words[i].lower() == first), None)
+    if at is None:
+        return False
+    for n, b in enumerate(bounds):
+        if n in (s, o) or b[1] != at or b[0] < start:
+            continue
+        worn = any(r["subject"] == s and r["object"] == n and r["relation"].lower() in ("in", "wearing", "dressed in", "of")
+                   for r in relations)
+        if not _joined((start, b[0]), bounds, words) and not worn and [w.lower() for w in words[start:b[0]]] != ["of"]:
+            return True
+    return False
 
 
 def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) -> bool:
@@ -343,12 +472,16 @@ def _verb_object(relations: list[dict], s: int, bounds: list) -> bool:
 
 
 def _contact_verb(rel: dict, verbs: frozenset[str]) -> bool:
-    """Whether the relation is one of `verbs` alone, in any inflection ("holds", "cutting", "rides")."""
+    """Whether the relation is one of `verbs` alone or with "with", in any inflection ("holds", "cutting", "rides",
+    "playing with")."""
     words = " ".join(rel["relation"].lower().split()).split(" ")
+    if words[1:] == ["with"]:
+        words = words[:1]
     if len(words) != 1 or words[0] in PREPOSITIONS:
         return False
-    w = str(rel.get("lemma_relation") or words[0]).lower()
-    return bool({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & verbs)
+    lemma = str(rel.get("lemma_relation") or "").lower().split()[:1]
+    forms = {words[0], *lemma} - {""}  # both: spaCy lemmatises "rides" as "rid"
+    return any({w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4]} & verbs for w in forms)
 
 
 def _last_phrase(relation: str) -> str:

@@ -30,7 +30,7 @@ QUANTIFIERS = frozenset("several many few various numerous multiple other more m
 # "someone" / "somebody" are not here: they name a person the image shows ("someone touching a cupcake").
 PRONOUNS = frozenset(
     "it they them this that these those he she him her we us you i me which who whom what something "
-    "one itself themselves himself herself there here".split()
+    "one itself themselves himself herself there here none nothing".split()
 )
 # A determiner left as an entity's head is debris ("a view from the inside": the framing noun taken out,
 # "the" stayed): it is no object, as a pronoun is none.
