@@ -49,6 +49,12 @@ PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portio
 # trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
 # a chain" alone would name a different thing).
 COLLECTIVE_MEASURES = frozenset({"chain"})
+# A container or measure noun as the object of a verb of eating or drinking names its contents: "a child
+# eating a plate of food" eats the food, not the plate (blind review r12 read "a child eating a plate"), so it
+# is a partitive there: the contents are the object and the text keeps "a plate" in `measure`.
+CONTAINER_NOUNS = frozenset({"plate", "bowl", "cup", "glass", "mug", "bottle", "can", "box", "bag", "basket", "tray",
+                             "platter", "dish", "jar", "carton", "pint", "spoonful", "mouthful", "forkful", "plateful"})
+INGESTING_VERBS = frozenset({"eat", "drink", "sip", "devour", "munch", "chew", "nibble", "gulp", "slurp", "taste", "finish"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
     "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
@@ -148,9 +154,14 @@ def _close_up(tok) -> bool:
     return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children)
 
 
+def _eaten_container(tok) -> bool:
+    """Whether tok is a container noun a verb of eating or drinking takes as its object ("eating a plate" of food)."""
+    return tok.lemma_.lower() in CONTAINER_NOUNS and tok.dep_ == "dobj" and tok.head.lemma_.lower() in INGESTING_VERBS
+
+
 def _measured(tok):
     """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
-    if (tok.lemma_.lower() not in FRAMING_NOUNS and not _close_up(tok)
+    if (tok.lemma_.lower() not in FRAMING_NOUNS and not _close_up(tok) and not _eaten_container(tok)
             and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
             and not (tok.lower_ == "head" and not any(c.dep_ in ("det", "poss") for c in tok.children))):  # "head of cattle"
         return None
@@ -264,7 +275,8 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
-        if tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES and not g.entities[target].get("measure"):
+        partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
+        if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
@@ -502,6 +514,29 @@ def _three_noun_head(g: _Graph, k: int, head, words: list[str], lemmas: list[str
     return [lead.text, *words], [lead.lemma_, *lemmas]
 
 
+def _caption_order(g: _Graph) -> None:
+    """A compound head keeps the caption's word order: the backend may list a head's compound modifiers out of
+    order ("blueberry coffee cake" gave "coffee blueberry cake", "video game controllers" "game video
+    controllers": blind review r12), and the order of noun modifiers is the meaning (Quirk et al. 1985, 17.108:
+    each modifies what follows it). Only a head whose words are the compound tokens right before its noun."""
+    for k in range(len(g.entities)):
+        ent = g.entities[k]
+        head = _head_token(g, k)
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        first = head.i - len(words) + 1
+        if len(words) < 2 or len(words) != len(lemmas) or first < g.bounds(k)[0]:
+            continue
+        window = g.doc[first:head.i + 1]
+        said = [t.text for t in window]
+        if said == words or sorted(said) != sorted(words) or words[-1] != head.text:
+            continue
+        if any(t.dep_ != "compound" or t.tag_ == "VBG" or t.head.i not in range(first, head.i + 1) for t in window[:-1]):
+            continue
+        lemma_of = dict(zip(words, lemmas))
+        g.entities[k] = {**ent, "head": " ".join(said), "lemma_head": " ".join(lemma_of[w] for w in said)}
+        g.changed = True
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
@@ -509,6 +544,7 @@ def compounds(g: _Graph) -> None:
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
     (`_join_split_compounds`); a noun and a participle before a head are its attribute
     (`_noun_participle_attributes`)."""
+    _caption_order(g)
     _join_split_compounds(g)
     _noun_participle_attributes(g)
     _misread_heads(g)
