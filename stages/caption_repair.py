@@ -232,6 +232,8 @@ def pronouns(g: _Graph) -> None:
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
 POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their", "my", "your", "our"})
 SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
+# Pronouns of another of a kind ("as another looks on"): a verb right after one is its own, whatever spaCy reads.
+OTHER_PRONOUNS = frozenset({"another", "others"})
 
 
 def _object_pronoun_antecedent(tok):
@@ -712,6 +714,10 @@ def _subjects(verb) -> list:
     """The subject tokens of a verb or copula: its nsubj (and their conjuncts), the noun a participle
     or relative clause modifies, or the subject of the verb it is coordinated with."""
     subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
+    if verb.i > 0 and verb.doc[verb.i - 1].lower_ in OTHER_PRONOUNS and verb.doc[verb.i - 1] not in subjects:
+        # "a man throwing a frisbee as another looks on": spaCy may take "man" for the subject, but the one
+        # who looks is another, of a kind the caption leaves open (blind review r12 read "a man looking on")
+        return []
     if subjects:  # the nearest before the verb: spaCy may give a clause before a semicolon's subject too
         c = max((c for c in subjects if c.i < verb.i), key=lambda c: c.i, default=subjects[0])
         return [c, *_conjuncts(c)]

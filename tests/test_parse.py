@@ -630,3 +630,10 @@ def test_a_held_container_stays_the_object():
 def test_a_compound_head_keeps_the_captions_order(caption, head):
     (graph,) = (r["graph"] for r in parse(records([caption])))
     assert head in [e["head"] for e in graph["entities"]]
+
+
+def test_a_verb_after_another_is_not_the_nouns():
+    # blind review r12's "a man looking on": the one who looks on is another, of a kind the caption leaves open
+    (graph,) = (r["graph"] for r in parse(records(["A man throwing a frisbee on a course as another looks on."])))
+    assert [e["attributes"] for e in graph["entities"] if e["head"] == "man"] == [[]]
+    assert ("man", "throwing", "frisbee") in triples(graph)
