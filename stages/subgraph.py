@@ -161,7 +161,8 @@ def _name(entity: dict, dets: list[str], counts: list[str]) -> dict:
     marked only then, so other nodes stay as they were."""
     words = str(entity.get("head") or "").split()
     start = (entity.get("span_bounds") or [0])[0]
-    if dets or counts or not start or not words or not all(w[0].isupper() for w in words):
+    # capitalised, not in capitals: "TV" is a common noun, and a caption in capitals capitalises every noun
+    if dets or counts or not start or not words or not all(w[0].isupper() and not w.isupper() for w in words):
         return {}
     return {"name": True}
 

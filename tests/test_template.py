@@ -585,3 +585,11 @@ def test_a_name_with_an_abbreviation_is_no_object():
     texts = [p["text"] for p in out["texts"]["positives"]]
     assert "a street sign" in texts
     assert not any("w." in t for t in texts[1:])
+
+
+def test_a_noun_in_capitals_keeps_its_article():
+    # "TV" is a common noun, and a caption in capitals capitalises every noun: both keep "a"
+    for caption, text in (("A little cat is sitting on the table and watching TV.", "a little cat watching a tv"),
+                          ("THERE IS A LIVING ROOM WITH A TABLE AND TV", "a living room with a tv")):
+        (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+        assert text in [p["text"] for p in out["texts"]["positives"]]
