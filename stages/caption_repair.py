@@ -105,6 +105,8 @@ INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite"
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
 PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
+# Adverbs of two words, the second a particle: "inside out", "upside down" (neither word alone means them).
+FIXED_ADVERBS = frozenset({("inside", "out"), ("upside", "down")})
 # Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
 PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
 # Adjectives English puts after the noun ("a bear asleep in a hammock", "a man at bat ready").
@@ -857,6 +859,14 @@ def _phrasal(verb) -> list[str]:
     return [verb.lower_, *(particles or _before_phrase(verb))]
 
 
+def _fixed_lead(tok) -> list[str]:
+    """The first word of a fixed adverb that ends in `tok` ("inside" of "inside out", "upside" of "upside down"),
+    as a list; [] when there is none. Without it the relation says another thing: "an umbrella pointed out over a
+    table" for "pointed inside out over" (blind review r12), "a car turned on a street" for "turned upside down on"."""
+    lead = tok.doc[tok.i - 1] if tok.i else None
+    return [lead.lower_] if lead is not None and (lead.lower_, tok.lower_) in FIXED_ADVERBS else []
+
+
 def _before_phrase(verb) -> list[str]:
     """The word between a verb and its phrase of place that the verb needs: any particle ("coming in on a
     wave", not "coming on") or an adjective complement ("falling asleep next to a man", not "falling next
@@ -865,6 +875,9 @@ def _before_phrase(verb) -> list[str]:
     if verb.i + 2 >= len(doc):
         return []
     word, after = doc[verb.i + 1], doc[verb.i + 2]
+    if (word.lower_, after.lower_) in FIXED_ADVERBS and after.head.i == verb.i and verb.i + 3 < len(doc) \
+            and doc[verb.i + 3].dep_ == "prep" and doc[verb.i + 3].head.i == verb.i:
+        return [word.lower_, after.lower_]  # "turned upside down on a street"
     if word.head.i != verb.i or list(word.children) or after.head.i != verb.i or after.dep_ not in ("prep", "advmod"):
         return []
     if word.dep_ == "prt" or (word.dep_ in ("oprd", "acomp") and word.pos_ == "ADJ"):
@@ -902,7 +915,7 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     words, obj = read
     gov = prep.head
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
-        words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
+        words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")

@@ -637,3 +637,13 @@ def test_a_verb_after_another_is_not_the_nouns():
     (graph,) = (r["graph"] for r in parse(records(["A man throwing a frisbee on a course as another looks on."])))
     assert [e["attributes"] for e in graph["entities"] if e["head"] == "man"] == [[]]
     assert ("man", "throwing", "frisbee") in triples(graph)
+
+
+@pytest.mark.parametrize("caption, relation", [
+    # blind review r12: "a patio umbrella pointed out over a picnic table" lost the "inside" of "inside out"
+    ("A patio umbrella pointed inside out over a picnic table.", ("patio umbrella", "pointed inside out over", "picnic table")),
+    ("A car turned upside down on a street.", ("car", "turned upside down on", "street")),
+])
+def test_a_fixed_adverb_stays_whole_in_its_relation(caption, relation):
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    assert relation in triples(graph)
