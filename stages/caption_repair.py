@@ -49,6 +49,12 @@ PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portio
 # trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
 # a chain" alone would name a different thing).
 COLLECTIVE_MEASURES = frozenset({"chain"})
+# A container or measure noun as the object of a verb of eating or drinking names its contents: "a child
+# eating a plate of food" eats the food, not the plate (blind review r12 read "a child eating a plate"), so it
+# is a partitive there: the contents are the object and the text keeps "a plate" in `measure`.
+CONTAINER_NOUNS = frozenset({"plate", "bowl", "cup", "glass", "mug", "bottle", "can", "box", "bag", "basket", "tray",
+                             "platter", "dish", "jar", "carton", "pint", "spoonful", "mouthful", "forkful", "plateful"})
+INGESTING_VERBS = frozenset({"eat", "drink", "sip", "devour", "munch", "chew", "nibble", "gulp", "slurp", "taste", "finish"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
     "group", "couple", "bunch", "pile", "pair", "herd", "flock", "lot", "lots", "number", "set", "row", "stack",
@@ -99,6 +105,8 @@ INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite"
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
 PATH_PREPOSITIONS = frozenset({"into", "onto", "from", "towards", "toward"})
+# Adverbs of two words, the second a particle: "inside out", "upside down" (neither word alone means them).
+FIXED_ADVERBS = frozenset({("inside", "out"), ("upside", "down")})
 # Particles and adverbs that belong to an intransitive verb ("kneeling down", "walking around").
 PARTICLES = frozenset({"down", "up", "around", "out", "over", "away", "off", "back", "about"})
 # Adjectives English puts after the noun ("a bear asleep in a hammock", "a man at bat ready").
@@ -148,9 +156,14 @@ def _close_up(tok) -> bool:
     return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children)
 
 
+def _eaten_container(tok) -> bool:
+    """Whether tok is a container noun a verb of eating or drinking takes as its object ("eating a plate" of food)."""
+    return tok.lemma_.lower() in CONTAINER_NOUNS and tok.dep_ == "dobj" and tok.head.lemma_.lower() in INGESTING_VERBS
+
+
 def _measured(tok):
     """The noun a framing noun measures ("group" of "a group of people" -> "people"), else None."""
-    if (tok.lemma_.lower() not in FRAMING_NOUNS and not _close_up(tok)
+    if (tok.lemma_.lower() not in FRAMING_NOUNS and not _close_up(tok) and not _eaten_container(tok)
             and not (tok.lower_ == "body" and "water" in [t.lower_ for t in tok.subtree])
             and not (tok.lower_ == "head" and not any(c.dep_ in ("det", "poss") for c in tok.children))):  # "head of cattle"
         return None
@@ -221,6 +234,8 @@ def pronouns(g: _Graph) -> None:
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
 POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their", "my", "your", "our"})
 SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "it"})
+# Pronouns of another of a kind ("as another looks on"): a verb right after one is its own, whatever spaCy reads.
+OTHER_PRONOUNS = frozenset({"another", "others"})
 
 
 def _object_pronoun_antecedent(tok):
@@ -264,7 +279,8 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
-        if tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES and not g.entities[target].get("measure"):
+        partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
+        if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
@@ -502,6 +518,29 @@ def _three_noun_head(g: _Graph, k: int, head, words: list[str], lemmas: list[str
     return [lead.text, *words], [lead.lemma_, *lemmas]
 
 
+def _caption_order(g: _Graph) -> None:
+    """A compound head keeps the caption's word order: the backend may list a head's compound modifiers out of
+    order ("blueberry coffee cake" gave "coffee blueberry cake", "video game controllers" "game video
+    controllers": blind review r12), and the order of noun modifiers is the meaning (Quirk et al. 1985, 17.108:
+    each modifies what follows it). Only a head whose words are the compound tokens right before its noun."""
+    for k in range(len(g.entities)):
+        ent = g.entities[k]
+        head = _head_token(g, k)
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        first = head.i - len(words) + 1
+        if len(words) < 2 or len(words) != len(lemmas) or first < g.bounds(k)[0]:
+            continue
+        window = g.doc[first:head.i + 1]
+        said = [t.text for t in window]
+        if said == words or sorted(said) != sorted(words) or words[-1] != head.text:
+            continue
+        if any(t.dep_ != "compound" or t.tag_ == "VBG" or t.head.i not in range(first, head.i + 1) for t in window[:-1]):
+            continue
+        lemma_of = dict(zip(words, lemmas))
+        g.entities[k] = {**ent, "head": " ".join(said), "lemma_head": " ".join(lemma_of[w] for w in said)}
+        g.changed = True
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
@@ -509,6 +548,7 @@ def compounds(g: _Graph) -> None:
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
     (`_join_split_compounds`); a noun and a participle before a head are its attribute
     (`_noun_participle_attributes`)."""
+    _caption_order(g)
     _join_split_compounds(g)
     _noun_participle_attributes(g)
     _misread_heads(g)
@@ -676,6 +716,10 @@ def _subjects(verb) -> list:
     """The subject tokens of a verb or copula: its nsubj (and their conjuncts), the noun a participle
     or relative clause modifies, or the subject of the verb it is coordinated with."""
     subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
+    if verb.i > 0 and verb.doc[verb.i - 1].lower_ in OTHER_PRONOUNS and verb.doc[verb.i - 1] not in subjects:
+        # "a man throwing a frisbee as another looks on": spaCy may take "man" for the subject, but the one
+        # who looks is another, of a kind the caption leaves open (blind review r12 read "a man looking on")
+        return []
     if subjects:  # the nearest before the verb: spaCy may give a clause before a semicolon's subject too
         c = max((c for c in subjects if c.i < verb.i), key=lambda c: c.i, default=subjects[0])
         return [c, *_conjuncts(c)]
@@ -815,6 +859,14 @@ def _phrasal(verb) -> list[str]:
     return [verb.lower_, *(particles or _before_phrase(verb))]
 
 
+def _fixed_lead(tok) -> list[str]:
+    """The first word of a fixed adverb that ends in `tok` ("inside" of "inside out", "upside" of "upside down"),
+    as a list; [] when there is none. Without it the relation says another thing: "an umbrella pointed out over a
+    table" for "pointed inside out over" (blind review r12), "a car turned on a street" for "turned upside down on"."""
+    lead = tok.doc[tok.i - 1] if tok.i else None
+    return [lead.lower_] if lead is not None and (lead.lower_, tok.lower_) in FIXED_ADVERBS else []
+
+
 def _before_phrase(verb) -> list[str]:
     """The word between a verb and its phrase of place that the verb needs: any particle ("coming in on a
     wave", not "coming on") or an adjective complement ("falling asleep next to a man", not "falling next
@@ -823,6 +875,9 @@ def _before_phrase(verb) -> list[str]:
     if verb.i + 2 >= len(doc):
         return []
     word, after = doc[verb.i + 1], doc[verb.i + 2]
+    if (word.lower_, after.lower_) in FIXED_ADVERBS and after.head.i == verb.i and verb.i + 3 < len(doc) \
+            and doc[verb.i + 3].dep_ == "prep" and doc[verb.i + 3].head.i == verb.i:
+        return [word.lower_, after.lower_]  # "turned upside down on a street"
     if word.head.i != verb.i or list(word.children) or after.head.i != verb.i or after.dep_ not in ("prep", "advmod"):
         return []
     if word.dep_ == "prt" or (word.dep_ in ("oprd", "acomp") and word.pos_ == "ADJ"):
@@ -860,7 +915,7 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     words, obj = read
     gov = prep.head
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
-        words, gov = [gov.lower_, *words], gov.head  # "next to", "up on"
+        words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")

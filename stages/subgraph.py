@@ -12,6 +12,8 @@ A sub-graph (an entry of `subgraphs`, or the `graph` of a graph negative) is
   to count); determiner: "the" (the caption used a definite or possessive determiner), "a"
   (indefinite), or null (bare in the caption: "water", "frisbee"); entity: index into
   `graph.entities`, null for nodes a negative brought in.
+  Optional: measure (the part the caption names: "a slice" of pizza); name: true for a name said
+  mid-caption with no determiner ("Las Vegas", "Dad"), which a text leaves bare.
 - relations: subject / object index into `objects`; relation as written ("sitting on").
 - kind "caption" is the whole caption (text = the caption; objects and relations empty).
 """
@@ -149,7 +151,20 @@ def object_node(entity: dict, index: int | None) -> dict:
         "determiner": determiner,
         "entity": index,
         **_measure(entity),
+        **_name(entity, dets, counts),
     }
+
+
+def _name(entity: dict, dets: list[str], counts: list[str]) -> dict:
+    """A name the caption gives mid-sentence with no determiner ("in Las Vegas", "holding onto Dad": a kinship
+    noun used as a name) takes no article in a text ("a las vegas", "a dad" read as debris: blind review r12);
+    marked only then, so other nodes stay as they were."""
+    words = str(entity.get("head") or "").split()
+    start = (entity.get("span_bounds") or [0])[0]
+    # capitalised, not in capitals: "TV" is a common noun, and a caption in capitals capitalises every noun
+    if dets or counts or not start or not words or not all(w[0].isupper() and not w.isupper() for w in words):
+        return {}
+    return {"name": True}
 
 
 def _measure(entity: dict) -> dict:
@@ -245,8 +260,11 @@ def clean_node(
     a trailing direction dropped ("star right" -> "star"); leading colour words of a fused compound
     moved to the attributes ("orange cross" -> "cross" with "orange"), and so are other leading
     `adjectives` (the vocabulary's attributes) of a compound that is no object when the rest is
-    one ("stripy cross" -> "cross" with "stripy"; "hot dog" stays when it is an object)."""
+    one ("stripy cross" -> "cross" with "stripy"; "hot dog" stays when it is an object); None for a name
+    with an abbreviation ("W. Centre st.": a street's name, which read "a centre w. st", blind review r12)."""
     words = node["lemma"].split()
+    if any(w.endswith(".") for w in node["noun"].split()):
+        return None
     if not words or node["lemma"] in PLACE_ONLY or (node["lemma"] in colours and node["lemma"] not in things and not _colour_noun(node)):
         return None
     if not PLACE_ONLY.isdisjoint(node["attributes"]):  # "a triangle right of": "right" is no property

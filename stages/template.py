@@ -240,7 +240,7 @@ def _determined(node: dict, body: str) -> str:
     if node.get("determiner") in ("the", *POSSESSIVE_PRONOUNS):
         return f"{node['determiner']} {body}"
     noun = node["noun"].lower()
-    if body.lower() in ARTICLELESS_PLACES:
+    if body.lower() in ARTICLELESS_PLACES or node.get("name"):
         return body
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
     if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
@@ -264,7 +264,7 @@ class _Phrases:
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
         key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
-               node.get("joined"), node.get("measure"), node.get("trailing"))
+               node.get("joined"), node.get("measure"), node.get("trailing"), node.get("name"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -332,16 +332,27 @@ def bare_verb(relation: str) -> bool:
 
 def agreeing(relation: str, plural: bool, verbs: frozenset[str] = frozenset(), nouns=frozenset()) -> str:
     """`relation` with its first word in the subject's number, when that word is a finite "has", "is", "was"
-    or "does" (or their plurals), or, after a singular subject, a bare verb of `verbs` or a one-word
+    or "does" (or their plurals), after a plural subject the third person of a verb of `verbs` ("sits" ->
+    "sit"), or, after a singular subject, a bare verb of `verbs` or a one-word
     relation that is a bare verb (`bare_verb`) and none of `nouns` (a noun read as the relation, "a man
     train tracks", is left alone): a relation copied from a plural or compound subject ("a
     horse and a dog stand in a meadow") read "a dog stand in a meadow" (r7), an infinitive "a woman
     punch a giraffe sculpture" (r8); any other relation as it is."""
     first, sep, rest = relation.partition(" ")
     form = (SINGULAR_TO_PLURAL if plural else PLURAL_TO_SINGULAR).get(first.lower())
+    if not form and plural and verbs:
+        # a caption's "the remains of a piece of cake sits on a plate" agrees with the cake: the text's
+        # subject is the plural "the remains", which takes "sit" (blind review r12: "the remains sits")
+        form = _bases_of_third_person(verbs).get(first.lower())
     if not form and not plural and (first.lower() in verbs or (not sep and bare_verb(first) and first.lower() not in nouns)):
         form = third_person(first)
     return f"{form}{sep}{rest}" if form else relation
+
+
+@functools.lru_cache(maxsize=8)
+def _bases_of_third_person(verbs: frozenset[str]) -> dict[str, str]:
+    """{"sits": "sit", ...}: the third person singular of each of `verbs` to its bare form."""
+    return {third_person(v): v for v in sorted(verbs)}
 
 
 @functools.lru_cache(maxsize=8)

@@ -24,6 +24,7 @@ from mosaictool.stages.template import (
     render_graph,
     template,
     template_record,
+    verb_bases,
     with_owners,
 )
 from mosaictool.vocab import load
@@ -551,3 +552,44 @@ def test_a_bare_verb_after_a_participle_keeps_its_to(r11_texts):
     giraffe = {"objects": [node("giraffe", ["leaning down"]), node("watering hole")],
                "relations": [{"subject": 0, "object": 1, "relation": "drink at"}]}
     assert render_graph(giraffe, VOCAB) == "a giraffe leaning down drinks at a watering hole"
+
+
+@pytest.mark.parametrize("caption, text", [
+    # blind review r12: "a girl holding onto a dad", "the mgm grand in a las vegas"
+    ("Girl holding onto Dad on the back of a motorcycle in traffic.", "a girl holding onto dad"),
+    ("Outside view of the MGM Grand in Las Vegas with people sitting and walking.", "the mgm grand in las vegas"),
+])
+def test_a_name_mid_caption_takes_no_article(caption, text):
+    record = parsed_and_decomposed([caption])[caption]
+    (out,) = template([record], vocab=VOCAB)
+    assert text in [p["text"] for p in out["texts"]["positives"]]
+    # a name is one the caption gave without a determiner: "a Frisbee" keeps its article
+    other = "A man throwing a Frisbee in a park."
+    (out,) = template([parsed_and_decomposed([other])[other]], vocab=VOCAB)
+    assert "a man throwing a frisbee" in [p["text"] for p in out["texts"]["positives"]]
+
+
+def test_a_plural_subject_takes_the_bare_verb():
+    # blind review r12: "the remains sits on a red plate" (the caption's verb agreed with "cake")
+    caption = "The remains of a piece of white cake sits on a red plate."
+    (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+    assert "the remains sit on a red plate" in [p["text"] for p in out["texts"]["positives"]]
+    assert agreeing("sits on", True, verb_bases(VOCAB)) == "sit on"
+    assert agreeing("sits on", False, verb_bases(VOCAB)) == "sits on"
+
+
+def test_a_name_with_an_abbreviation_is_no_object():
+    # blind review r12: "this is a street sign for W. Centre st." gave the object positive "a centre w. st"
+    caption = "this is a street sign for W. Centre st."
+    (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+    texts = [p["text"] for p in out["texts"]["positives"]]
+    assert "a street sign" in texts
+    assert not any("w." in t for t in texts[1:])
+
+
+def test_a_noun_in_capitals_keeps_its_article():
+    # "TV" is a common noun, and a caption in capitals capitalises every noun: both keep "a"
+    for caption, text in (("A little cat is sitting on the table and watching TV.", "a little cat watching a tv"),
+                          ("THERE IS A LIVING ROOM WITH A TABLE AND TV", "a living room with a tv")):
+        (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+        assert text in [p["text"] for p in out["texts"]["positives"]]
