@@ -743,7 +743,8 @@ def _swap_plausible(vocab, attr: str, lemma: str) -> bool:
     is a fact of the world, as a replacement's draw is ("a blue salad on top of a green plate", "a white traffic
     stop sign with a blank red sign": blind review r12). Only with a reference corpus's counts (`Vocab.reference_counts`):
     the user's own corpus shows every attribute on the objects its captions give it."""
-    return not vocab.reference_counts or vocab.attribute_plausible(vocab.known("objects", lemma) or compound_head(vocab, lemma) or lemma, attr)
+    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or lemma
+    return not vocab.reference_counts or vocab.attribute_plausible(name, attr)
 
 
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
