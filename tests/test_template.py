@@ -551,3 +551,11 @@ def test_a_bare_verb_after_a_participle_keeps_its_to(r11_texts):
     giraffe = {"objects": [node("giraffe", ["leaning down"]), node("watering hole")],
                "relations": [{"subject": 0, "object": 1, "relation": "drink at"}]}
     assert render_graph(giraffe, VOCAB) == "a giraffe leaning down drinks at a watering hole"
+
+
+def test_a_purpose_stands_after_a_colour_and_before_a_compounds_gerund():
+    # r12: "A beige outdoor umbrella is blown upside down." with beige -> red read "an outdoor red umbrella"
+    assert noun_phrase(node("umbrella", ["red", "outdoor"]), VOCAB) == "a red outdoor umbrella"
+    assert noun_phrase(node("chair", ["outdoor", "wooden"]), VOCAB) == "a wooden outdoor chair"
+    # "the outdoor sitting area of a restaurant": the gerund next to the noun forms a compound with it
+    assert noun_phrase(node("area", ["outdoor", "sitting"]), VOCAB) == "an outdoor sitting area"
