@@ -1419,6 +1419,8 @@ def test_a_body_parts_colour_backs_off_to_the_part_alone():
     assert SHIPPED.attribute_seen_in_group("eye", "blue") or SHIPPED.attribute_count("eyes", "blue")
     assert not SHIPPED.attribute_seen_in_group("mane", "blue")
     assert SHIPPED.attribute_seen_in_group("plate", "green")  # a thing still backs off to its group
+    # and a part's size to the parts' group: "a bear extends its long tongue" -> "its short tongue" stays
+    assert SHIPPED.attribute_count("tongue", "short") == 0 and SHIPPED.attribute_seen_in_group("tongue", "short")
 
 
 def test_a_word_the_parse_gives_to_no_entity_is_never_drawn():

@@ -159,7 +159,9 @@ class Vocab:
     def attribute_seen_in_group(self, obj: str, attr: str) -> bool:
         """Whether the corpus showed `attr` on an object of `obj`'s group ("sandy" on a beach for a
         field): the backoff of `attribute_count` where counts from a few thousand captions are sparse."""
-        return (self._backoff_class(obj), attr.lower()) in self._group_pairs
+        category = self.category(attr)
+        exclusive = category != UNKNOWN and self.is_exclusive(category)
+        return (self._backoff_class(obj) if exclusive else self._class(obj), attr.lower()) in self._attribute_pairs(exclusive)
 
     def attribute_plausible(self, obj: str, attr: str, *, many: int = 20, canonical: int = 3) -> bool:
         """Whether the counts make `attr` plausible on `obj`: seen with it (or a synonym), or with its group where
@@ -199,9 +201,12 @@ class Vocab:
         # blind review r12)
         return noun.lower() if self.object_kind(self.known("objects", noun.lower()) or noun.lower()) == "body" else self._class(noun)
 
-    @functools.cached_property
-    def _group_pairs(self) -> frozenset[tuple[str, str]]:
-        return frozenset((self._backoff_class(o), a) for o, a in self.object_attributes)
+    @functools.lru_cache(maxsize=None)
+    def _attribute_pairs(self, exclusive: bool) -> frozenset[tuple[str, str]]:
+        # a body part's colour (an exclusive category's member) backs off to the part alone; its size, relative to
+        # the body, to the part's group ("a short tongue" as any body part's "short")
+        classify = self._backoff_class if exclusive else self._class
+        return frozenset((classify(o), a) for o, a in self.object_attributes)
 
     @functools.cached_property
     def _group_triples(self) -> frozenset[tuple[str, str, str]]:
