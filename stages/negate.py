@@ -795,6 +795,7 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         attributes = obj["attributes"]
         own = _with_synonyms(vocab, attributes)
         opening = [r["relation"] for r in relations if r["subject"] == i]
+        entered = _entered(vocab, relations, i)
         for j, attr in enumerate(attributes):
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
@@ -802,7 +803,7 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                 continue
             others = attributes[:j] + attributes[j + 1:]
             new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening) | sampler.unattached
-                                    if sampler.type_aware else set(attributes), obj["lemma"])
+                                    | entered if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
@@ -836,6 +837,18 @@ def _clashes(vocab, attributes, relations) -> set[str]:
         for head in {word, vocab.head("attributes", word)}:
             out |= _with_synonyms(vocab, vocab.antonyms.get(head, ()))
     return out
+
+
+ENTERING = frozenset({"in", "into", "inside"})
+
+
+def _entered(vocab, relations, i: int) -> set[str]:
+    """What says object `i` is shut (the antonyms of "open", and their synonyms) where a relation of the sub-graph
+    goes into it: looking or lying in it needs it open, so "a girl looking into a closed refrigerator" contradicts
+    itself rather than the image (blind review r11), as `_clashes`."""
+    if not any(r["object"] == i and r["relation"].split() and r["relation"].split()[-1].lower() in ENTERING for r in relations):
+        return set()
+    return _with_synonyms(vocab, vocab.antonyms.get(vocab.head("attributes", "open"), ()))
 
 
 def _with_synonyms(vocab, words) -> set[str]:

@@ -1435,3 +1435,12 @@ def test_a_word_the_parse_gives_to_no_entity_is_never_drawn():
         sampler = _Sampler(VOCAB, random.Random(seed), True, caption=caption, unattached=unattached_words(caption, graph))
         drawn |= {c["to"] for cs in graph_candidates(1, sg, sampler).values() for c in cs}
     assert drawn and "blue" not in drawn
+
+
+def test_what_a_relation_goes_into_stays_open():
+    # r11: "a girl is looking into an open refrigerator" -> "a closed refrigerator" contradicts the text itself
+    into = rel_graph(node("girl"), node("refrigerator", ["open"]), "looking into")
+    assert not [c for c in _transforms(into) if c["transform"] == "f_attr:replace" and c["to"] == "closed"]
+    # "a man looking over an open mechanical clock" -> "a closed clock" still contradicts the image
+    over = rel_graph(node("man"), node("clock", ["open"]), "looking over")
+    assert [c for c in _transforms(over) if c["transform"] == "f_attr:replace" and c["to"] == "closed"]
