@@ -656,7 +656,7 @@ def predicates(g: _Graph) -> None:
         if tok.lemma_ == "be" and tok.dep_ == "ROOT":
             # not a word of a spatial phrase: "the cross is right of the circle"
             neg = "not " if any(c.dep_ == "neg" for c in tok.children) else ""
-            words = [neg + a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ"
+            words = [neg + a.lower_ for c in tok.children if c.dep_ == "acomp" and c.pos_ == "ADJ" and not _aspect(c)
                      for a in (c, *(x for x in c.children if x.dep_ == "conj" and x.pos_ == "ADJ")) if a.i not in g.in_phrases]
         elif tok.pos_ == "VERB" and tok.dep_ != "amod" and tok.lower_ not in FRAMING_VERBS:
             words = _verb_attribute(tok)
@@ -675,9 +675,23 @@ def predicates(g: _Graph) -> None:
                 g.changed = True
 
 
+def _aspect(adjective) -> bool:
+    """Whether a copula's complement is a closed-class word before a to-infinitive ("a man is about to serve a
+    tennis ball"): it says when the verb happens (prospective aspect, Quirk et al. 1985, 4.47), not what the subject
+    is, and "an about man" is debris (blind review r12)."""
+    return adjective.is_stop and any(c.dep_ == "xcomp" and _to_infinitive(c) for c in adjective.children)
+
+
+def _to_infinitive(verb) -> bool:
+    # a bare verb after "to": "to go catch a wave", "trying to move"
+    return verb.tag_ == "VB" and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
+
+
 def _verb_attribute(verb) -> list[str]:
     """The attribute a verb gives its subject: the verb (with its particle) when it has no object,
-    complement or prepositional phrase; the verb and its object when that is an activity."""
+    complement or prepositional phrase; the verb and its object when that is an activity. A bare to-infinitive
+    gives none: it says what the subject means to do, not what it is doing, and reads as debris before its noun ("a
+    surfer paddling on a board to go catch a wave": no "go surfer", blind review r12)."""
     kids = list(verb.children)
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if any(c.dep_ == "dobj" and c.lower_ in RELATIVE_PRONOUNS for c in kids):
@@ -693,6 +707,8 @@ def _verb_attribute(verb) -> list[str]:
     particles = [c for c in kids if (c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES
                                      or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
+        return []
+    if _to_infinitive(verb):
         return []
     return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
 

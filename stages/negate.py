@@ -226,6 +226,22 @@ def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(o) for w, o in out.items()}
 
 
+def unattached_words(caption: str, graph) -> frozenset[str]:
+    """The caption's words that the parse gives to no entity, neither in its span nor among its attributes ("painted
+    blue" of "this bathroom has pink tiles in the shower and is painted blue"): the caption says them of something in
+    the scene, and the parse cannot tell that it is not the object a replacement describes, so none is drawn as one
+    ("blue tiles" may be true: blind review r12)."""
+    entities = graph.get("entities") if isinstance(graph, dict) else None
+    if not caption or not isinstance(entities, list):
+        return frozenset()
+    attached: set[str] = set()
+    for e in entities:
+        if isinstance(e, dict):
+            attached.update(re.findall(r"[a-z]+", str(e.get("span", "")).lower()))
+            attached.update(w for a in e.get("attributes") or () for w in re.findall(r"[a-z]+", str(a).lower()))
+    return frozenset(re.findall(r"[a-z]+", caption.lower())) - attached
+
+
 def compound_head(vocab, lemma: str) -> str | None:
     """The vocabulary's name for the last word of an unknown compound noun when the compound is a kind of
     it ("computer desk" -> "desk", "lunch box" -> "box"): a type-aware replacement then takes the whole
@@ -426,7 +442,7 @@ class _Sampler:
     then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
-                 fallback_rng=None):
+                 fallback_rng=None, unattached=frozenset()):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
@@ -436,6 +452,7 @@ class _Sampler:
         self.last_drafts: list[_Draft] = []
         self.last = False  # whether the last draw was such a one
         self.coordinated = coordinated_words(caption)
+        self.unattached = _with_synonyms(vocab, unattached) if type_aware else frozenset()  # never drawn as an attribute
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -700,7 +717,8 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
     "two large boats near a long bridge" may be true (blind review r4), "a small elephant under a big
     elephant" swapped is not. A material moves only between two objects of one group: what one kind of
     thing is made of the other mostly is not ("a metal blender on top of a stone counter" -> "a stone blender",
-    "a wooden refrigerator freezer": blind review r8)."""
+    "a wooden refrigerator freezer": blind review r8). With counts, each moved attribute is one they make plausible
+    on its new object (`_swap_plausible`)."""
     out = []
     for j, a in enumerate(s["attributes"]):
         name_a = vocab.known("attributes", a)
@@ -713,9 +731,20 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
                     and name_b not in vocab.unsafe("attributes", name_a)
                     and (vocab.is_exclusive(vocab.category(name_a)) or _antonyms(vocab, name_a, name_b))
                     and vocab.applies(name_a, o["lemma"]) and vocab.applies(name_b, s["lemma"])
-                    and (vocab.category(name_a) != "material" or UNKNOWN != vocab.group(s["lemma"]) == vocab.group(o["lemma"]))):
+                    and (vocab.category(name_a) != "material" or UNKNOWN != vocab.group(s["lemma"]) == vocab.group(o["lemma"]))
+                    and _swap_plausible(vocab, name_a, o["lemma"]) and _swap_plausible(vocab, name_b, s["lemma"])):
                 out.append((j, k))
     return out
+
+
+def _swap_plausible(vocab, attr: str, lemma: str) -> bool:
+    """Whether the counts make `attr` plausible on the object it moves to (`Vocab.attribute_plausible`, by the
+    object's name or its compound's head): a swap moves a real attribute onto a real object, and the pair it makes
+    is a fact of the world, as a replacement's draw is ("a blue salad on top of a green plate", "a white traffic
+    stop sign with a blank red sign": blind review r12). Only with a reference corpus's counts (`Vocab.reference_counts`):
+    the user's own corpus shows every attribute on the objects its captions give it."""
+    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or lemma
+    return not vocab.reference_counts or vocab.attribute_plausible(name, attr)
 
 
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
@@ -766,14 +795,15 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         attributes = obj["attributes"]
         own = _with_synonyms(vocab, attributes)
         opening = [r["relation"] for r in relations if r["subject"] == i]
+        entered = _entered(vocab, relations, i)
         for j, attr in enumerate(attributes):
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
                 continue
             others = attributes[:j] + attributes[j + 1:]
-            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening)
-                                    if sampler.type_aware else set(attributes), obj["lemma"])
+            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening) | sampler.unattached
+                                    | entered if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
@@ -807,6 +837,18 @@ def _clashes(vocab, attributes, relations) -> set[str]:
         for head in {word, vocab.head("attributes", word)}:
             out |= _with_synonyms(vocab, vocab.antonyms.get(head, ()))
     return out
+
+
+ENTERING = frozenset({"in", "into", "inside"})
+
+
+def _entered(vocab, relations, i: int) -> set[str]:
+    """What says object `i` is shut (the antonyms of "open", and their synonyms) where a relation of the sub-graph
+    goes into it: looking or lying in it needs it open, so "a girl looking into a closed refrigerator" contradicts
+    itself rather than the image (blind review r11), as `_clashes`."""
+    if not any(r["object"] == i and r["relation"].split() and r["relation"].split()[-1].lower() in ENTERING for r in relations):
+        return set()
+    return _with_synonyms(vocab, vocab.antonyms.get(vocab.head("attributes", "open"), ()))
 
 
 def _with_synonyms(vocab, words) -> set[str]:
@@ -1036,13 +1078,15 @@ def graph_candidates(index: int, sg: dict, sampler: _Sampler) -> dict[str, list[
 def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int, type_aware: bool,
                     unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "") -> list[dict]:
     """Up to `max_negatives` graph negatives of the record's sub-graphs; `caption`, when given, keeps an
-    attribute the caption coordinates with the replaced one from replacing it (`coordinated_words`)."""
+    attribute the caption coordinates with the replaced one from replacing it (`coordinated_words`), and a word of it
+    that the record's graph gives to no entity from being drawn at all (`unattached_words`)."""
     subgraphs = record["subgraphs"]
     positives = [(i, sg) for i, sg in enumerate(subgraphs) if sg.get("kind") != "caption"]
     if max_negatives <= 0 or not positives:
         return []
     rng = record_rng(seed, record["id"], "graph")
-    sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"))
+    sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"),
+                       unattached=unattached_words(caption, record.get("graph")))
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)

@@ -62,11 +62,13 @@ ATTRIBUTE_ORDER = (
     "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
-# Positions that classify the noun (a kind of shelf or door, not where it is seen from) stand next to it,
-# after every other adjective: "an empty lower shelf", "a glass front door", "a black top hat" (Quirk et
-# al. 1985, A Comprehensive Grammar of the English Language: classifying modifiers nearest the head).
+# Positions that classify the noun (a kind of shelf or door, not where it is seen from; where it is used: an outdoor
+# umbrella) stand next to it, after every other adjective: "an empty lower shelf", "a glass front door", "a black top
+# hat", "a red outdoor umbrella" (Quirk et al. 1985, A Comprehensive Grammar of the English Language: classifying
+# modifiers nearest the head; a colour before a purpose).
 CLASSIFYING_POSITIONS = frozenset({
     "top", "upper", "lower", "bottom", "front", "rear", "back", "middle", "side", "inner", "outer", "center", "central",
+    "outdoor", "indoor",
 })
 # Adjectives used only predicatively (Quirk et al. 1985, the a- adjectives): "the elephant is alone",
 # never "an alone elephant". Before the noun their attributive kin stands in ("a sleeping bear", "living
@@ -118,7 +120,11 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     if adjuncts:
         pairs = [p for p in pairs if p not in adjuncts]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
-        pairs.sort(key=lambda p: len(ATTRIBUTE_ORDER) if p[0] in CLASSIFYING_POSITIONS else ATTRIBUTE_RANK[p[1]])  # stable
+        # an -ing word the caption put next to the noun after a classifying position forms a compound with it ("an
+        # outdoor sitting area", "an indoor dining room") and keeps that place
+        compound = pairs[-1] if pairs[-1][0].endswith("ing") and any(a in CLASSIFYING_POSITIONS for a, _ in pairs[:-1]) else None
+        pairs.sort(key=lambda p: len(ATTRIBUTE_ORDER) + (p == compound) if p[0] in CLASSIFYING_POSITIONS or p == compound
+                   else ATTRIBUTE_RANK[p[1]])  # stable
     return pairs + adjuncts
 
 

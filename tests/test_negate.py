@@ -33,6 +33,7 @@ from mosaictool.stages.negate import (
     parse_probs,
     parse_text_methods,
     plausible_swap,
+    unattached_words,
 )
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
 from mosaictool.vocab import load
@@ -1396,3 +1397,50 @@ def test_sleep_replaces_no_adjective_and_no_action_done_in_the_same_subgraph():
     pools = graph_candidates(0, rel_graph(girl, node("hole"), "drinking at"), sampler)
     assert not any("sleeping" in str(n["graph"]) for ns in pools.values() for n in ns)
     assert not any("sleeping" in str(d) for d in sampler.unseen_drafts)  # "sleeping giraffes drinking at a hole"
+
+
+@pytest.mark.parametrize(("caption", "s", "o", "relation", "emitted"), [
+    # r12: a swap moves each attribute onto an object the shipped counts make it plausible on: a flower seen in six
+    # colours and never green, a stop sign seen only red, a plate seen mostly white
+    ("A drooping pink and white flower with green leaves.", ("flower", "pink"), ("leaf", "green"), "with", False),
+    ("A red traffic stop sign with a blank white sign below it.", ("stop sign", "red"), ("sign", "white"), "with", False),
+    ("A blue plate with a green salad on top of it.", ("plate", "blue"), ("salad", "green"), "with", False),
+    ("A brown cat lying on a black suitcase.", ("cat", "brown"), ("suitcase", "black"), "lying on", True),
+])
+def test_a_swapped_attribute_is_plausible_on_its_new_object(caption, s, o, relation, emitted):
+    sg = rel_graph(node(s[0], [s[1]]), node(o[0], [o[1]]), relation)
+    swaps = [c for c in _transforms(sg, SHIPPED) if c["transform"] == "f_attr:swap"]
+    assert bool(swaps) == emitted, caption
+    assert [c for c in _transforms(sg) if c["transform"] == "f_attr:swap"], "without counts every such swap is made"
+
+
+def test_a_body_parts_colour_backs_off_to_the_part_alone():
+    # r12: "a brown horse with a blue mane": blue eyes seen make no blue mane plausible
+    assert SHIPPED.attribute_seen_in_group("eye", "blue") or SHIPPED.attribute_count("eyes", "blue")
+    assert not SHIPPED.attribute_seen_in_group("mane", "blue")
+    assert SHIPPED.attribute_seen_in_group("plate", "green")  # a thing still backs off to its group
+    # and a part's size to the parts' group: "a bear extends its long tongue" -> "its short tongue" stays
+    assert SHIPPED.attribute_count("tongue", "short") == 0 and SHIPPED.attribute_seen_in_group("tongue", "short")
+
+
+def test_a_word_the_parse_gives_to_no_entity_is_never_drawn():
+    # r12: "this bathroom has pink tiles in the shower and is painted blue" -> "blue tiles" may be true
+    caption = "this bathroom has pink tiles in the shower and is painted blue"
+    graph = {"entities": [{"span": "this bathroom", "attributes": []}, {"span": "pink tiles", "attributes": ["pink"]},
+                          {"span": "the shower", "attributes": []}]}
+    assert "blue" in unattached_words(caption, graph) and "pink" not in unattached_words(caption, graph)
+    sg = {"kind": "object", "text": None, "objects": [node("tiles", ["pink"], lemma="tile", plural=True)], "relations": []}
+    drawn = set()
+    for seed in range(40):
+        sampler = _Sampler(VOCAB, random.Random(seed), True, caption=caption, unattached=unattached_words(caption, graph))
+        drawn |= {c["to"] for cs in graph_candidates(1, sg, sampler).values() for c in cs}
+    assert drawn and "blue" not in drawn
+
+
+def test_what_a_relation_goes_into_stays_open():
+    # r11: "a girl is looking into an open refrigerator" -> "a closed refrigerator" contradicts the text itself
+    into = rel_graph(node("girl"), node("refrigerator", ["open"]), "looking into")
+    assert not [c for c in _transforms(into) if c["transform"] == "f_attr:replace" and c["to"] == "closed"]
+    # "a man looking over an open mechanical clock" -> "a closed clock" still contradicts the image
+    over = rel_graph(node("man"), node("clock", ["open"]), "looking over")
+    assert [c for c in _transforms(over) if c["transform"] == "f_attr:replace" and c["to"] == "closed"]

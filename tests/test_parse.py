@@ -647,3 +647,16 @@ def test_a_verb_after_another_is_not_the_nouns():
 def test_a_fixed_adverb_stays_whole_in_its_relation(caption, relation):
     (graph,) = (r["graph"] for r in parse(records([caption])))
     assert relation in triples(graph)
+@pytest.mark.parametrize(("caption", "entity", "attributes"), [
+    # r12: "people outside an about train", "a go surfer": neither "about to" nor a bare to-infinitive is an attribute
+    ("A train with people inside is about to go into a tunnel.", "train", []),
+    ("A surfer paddling on a board to go catch a wave.", "surfer", []),
+    ("A small airplane is about to take off on the runway.", "airplane", ["small"]),
+    # what a copula or a verb without an object says of its subject still is one
+    ("The bedroom is clean and ready for the guests to use.", "bedroom", ["clean", "ready"]),
+    ("A dog is sleeping.", "dog", ["sleeping"]),
+])
+def test_an_aspect_word_or_a_purpose_infinitive_is_no_attribute(caption, entity, attributes):
+    (out,) = parse(records([caption]))
+    (ent,) = [e for e in out["graph"]["entities"] if e["lemma_head"] == entity]
+    assert ent["attributes"] == attributes, caption

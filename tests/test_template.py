@@ -593,3 +593,9 @@ def test_a_noun_in_capitals_keeps_its_article():
                           ("THERE IS A LIVING ROOM WITH A TABLE AND TV", "a living room with a tv")):
         (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
         assert text in [p["text"] for p in out["texts"]["positives"]]
+def test_a_purpose_stands_after_a_colour_and_before_a_compounds_gerund():
+    # r12: "A beige outdoor umbrella is blown upside down." with beige -> red read "an outdoor red umbrella"
+    assert noun_phrase(node("umbrella", ["red", "outdoor"]), VOCAB) == "a red outdoor umbrella"
+    assert noun_phrase(node("chair", ["outdoor", "wooden"]), VOCAB) == "a wooden outdoor chair"
+    # "the outdoor sitting area of a restaurant": the gerund next to the noun forms a compound with it
+    assert noun_phrase(node("area", ["outdoor", "sitting"]), VOCAB) == "an outdoor sitting area"

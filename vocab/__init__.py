@@ -55,6 +55,7 @@ from __future__ import annotations
 import csv
 import functools
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,30 +159,60 @@ class Vocab:
     def attribute_seen_in_group(self, obj: str, attr: str) -> bool:
         """Whether the corpus showed `attr` on an object of `obj`'s group ("sandy" on a beach for a
         field): the backoff of `attribute_count` where counts from a few thousand captions are sparse."""
-        return (self._class(obj), attr.lower()) in self._group_pairs
+        category = self.category(attr)
+        exclusive = category != UNKNOWN and self.is_exclusive(category)
+        return (self._backoff_class(obj) if exclusive else self._class(obj), attr.lower()) in self._attribute_pairs(exclusive)
+
+    def attribute_plausible(self, obj: str, attr: str, *, many: int = 20, canonical: int = 3) -> bool:
+        """Whether the counts make `attr` plausible on `obj`: seen with it (or a synonym), or with its group where
+        `obj`'s own counts say little of `attr`'s category. Where they say much, a member they never showed is
+        implausible, whatever the group shows: `many` showings of the category ("a green flower": a flower seen 26
+        times in six colours, never green), or `canonical` showings all of one member ("a white stop sign": a stop sign
+        seen red five times, and in no other colour; blind review r12). True without counts, and for an object
+        neither the counts nor the vocabulary's groups know."""
+        if not self.object_attributes:
+            return True
+        name = self.head("attributes", attr.lower())
+        own = self.seen_attributes(obj)
+        if any(self.head("attributes", a) == name for a in own):
+            return True
+        category = self.category(attr)
+        shown: Counter[str] = Counter()
+        for a in own:
+            if category != UNKNOWN and self.category(a) == category:
+                shown[self.head("attributes", a)] += self.attribute_count(obj, a)
+        if sum(shown.values()) >= many or (len(shown) == 1 and sum(shown.values()) >= canonical):
+            return False
+        if not own and self.group(obj) == UNKNOWN:
+            return True
+        return self.attribute_seen_in_group(obj, attr)
 
     def relation_seen_in_group(self, subj: str, rel: str, obj: str, *, subject: bool, object: bool) -> bool:
         """Whether the corpus showed `rel` between the two ends, each taken as its group where asked
         (`subject`, `object`): "a seagull flying over" a liquid read as any bird flying over it. The
         backoff of `relation_count` (Katz 1987's back-off, here to the word's class)."""
-        s = self._relation_class(subj) if subject else subj.lower()
-        o = self._relation_class(obj) if object else obj.lower()
+        s = self._backoff_class(subj) if subject else subj.lower()
+        o = self._backoff_class(obj) if object else obj.lower()
         return (s, rel.lower(), o) in self._group_triples
 
-    def _relation_class(self, noun: str) -> str:
+    def _backoff_class(self, noun: str) -> str:
         # a body part backs off to itself: which bodies have one is the part's own fact ("a horse with a mane" says
-        # nothing of a cow's: blind review r11), not its group's
+        # nothing of a cow's: blind review r11), not its group's, and so are its colours (blue eyes make no blue mane:
+        # blind review r12)
         return noun.lower() if self.object_kind(self.known("objects", noun.lower()) or noun.lower()) == "body" else self._class(noun)
 
-    @functools.cached_property
-    def _group_pairs(self) -> frozenset[tuple[str, str]]:
-        return frozenset((self._class(o), a) for o, a in self.object_attributes)
+    @functools.lru_cache(maxsize=None)
+    def _attribute_pairs(self, exclusive: bool) -> frozenset[tuple[str, str]]:
+        # a body part's colour (an exclusive category's member) backs off to the part alone; its size, relative to
+        # the body, to the part's group ("a short tongue" as any body part's "short")
+        classify = self._backoff_class if exclusive else self._class
+        return frozenset((classify(o), a) for o, a in self.object_attributes)
 
     @functools.cached_property
     def _group_triples(self) -> frozenset[tuple[str, str, str]]:
         out = set()
         for s, r, o in self.relation_triples:
-            gs, go = self._relation_class(s), self._relation_class(o)
+            gs, go = self._backoff_class(s), self._backoff_class(o)
             out.update(((gs, r, o), (s, r, go), (gs, r, go)))
         return frozenset(out)
 
