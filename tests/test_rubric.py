@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import mosaictool
 from mosaictool.stages.decompose import decompose
 from mosaictool.stages.negate import negate
 from mosaictool.stages.template import template
-from mosaictool.vocab import load
+from mosaictool.vocab import DEFAULT_DIR, load
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,11 +36,14 @@ rubric_tally = _script("rubric_tally")
 def texts(tmp_path_factory) -> Path:
     graphs = [json.loads(line) for name in ("decompose/real.jsonl", "texts_report/real_swap.jsonl")
               for line in (REPO / "tests" / "data" / name).read_text().splitlines()]
-    vocab = load()
+    # a copy of the shipped vocabulary reads as a user's own (its counts no reference corpus's, whose unseen draws are a
+    # last resort) and unseen_rate=1 turns the counts' preference off: else these few captions have fewer transforms
+    # than the sampler's spread over them needs
+    folder = tmp_path_factory.mktemp("vocab") / "vocab"
+    shutil.copytree(DEFAULT_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    vocab = load(folder)
     path = tmp_path_factory.mktemp("texts") / "texts.jsonl"
-    # unseen_rate=1: the shipped counts' preference off, which leaves these few captions fewer transforms than the
-    # sampler's spread over them needs
-    mosaictool.write(template(negate(decompose(graphs, vocab=vocab), seed=0, unseen_rate=1.0), vocab=vocab), path)
+    mosaictool.write(template(negate(decompose(graphs, vocab=vocab), vocab=str(folder), seed=0, unseen_rate=1.0), vocab=vocab), path)
     return path
 
 

@@ -31,7 +31,8 @@ def negate_cli(
         float, typer.Option(help="With co-occurrence counts (the shipped vocabulary's, or a `vocab build`'s): the share of "
                             "replacements the corpus never showed with that object or relation, 0 to 1. E.g. --unseen-rate 0 "
                             "turns 'a brown dog' only into colours seen on dogs ('a black dog', never 'a burgundy dog'); "
-                            "with the shipped counts an unseen one is still made where a caption has no other negative.")
+                            "with the shipped counts (sparse), one seen neither with the object nor with its group is made only where a "
+                            "caption has no other negative, whatever the rate.")
     ] = 0.1,
     vocab: Annotated[Optional[str], typer.Option(help="Vocabulary folder (default: the shipped one).")] = None,
     seed: Annotated[int, typer.Option(help="Seed; every caption's draws depend only on (seed, id).")] = 0,
