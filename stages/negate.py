@@ -359,12 +359,13 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     new subject of an older person (`YOUNG`: "a baby holding a man"); `subj_attributes` and `obj_attributes`
     are the two ends' attributes ("a baby girl"). Whatever the corpus showed, containment in a mirror or a picture is
     refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true), and vertical order (`VERTICAL`: "above",
-    "over", "below") is swapped only where the corpus showed the swapped order more often than the caption's and by
-    group at all ("the sink above a big mirror", "a parked van over a low flying airplane": blind review r12)."""
+    "over", "below") is swapped, with the shipped counts (`Vocab.reference_counts`: real scenes), only where they
+    showed the swapped order more often than the caption's and by group at all ("the sink above a big mirror", "a
+    parked van over a low flying airplane": blind review r12); a user's own corpus keeps the rule above."""
     name = vocab.known("relations", relation) or relation.lower()
     if _swap_refused(vocab, relation, name, subj, obj):
         return False
-    if _ends_with(name, VERTICAL):
+    if vocab.reference_counts and _ends_with(name, VERTICAL):
         # the order is the world's: "the sink above a big mirror", "a parked van over a low flying airplane" (review r12)
         return vocab.relation_count(obj, name, subj) > vocab.relation_count(subj, name, obj) and (
             vocab.relation_seen_in_group(obj, name, subj, subject=True, object=True))
@@ -1008,7 +1009,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             other = objects[si]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
-        opened = scene_open(vocab, sampler.named, node["lemma"], other) if sampler.type_aware else frozenset()
+        # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
+        opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
         new = sampler.object(node["lemma"], lemmas | covered | opened, node["attributes"], seen, near)
         if new is not None:
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))

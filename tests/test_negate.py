@@ -1459,6 +1459,8 @@ def test_r12_swaps_a_reader_rejects_are_not_made(caption, subject, relation, obj
 def test_vertical_swaps_follow_the_corpus_and_free_swaps_stay():
     counted = dataclasses.replace(VOCAB, relation_triples={("cat", "above", "dog"): 1})
     assert plausible_swap(counted, "above", "dog", "cat") and not plausible_swap(counted, "above", "cat", "dog")
+    own = dataclasses.replace(counted, reference_counts=False)  # a user's own corpus: the kinds decide, as before
+    assert plausible_swap(own, "above", "cat", "dog")
     assert plausible_swap(SHIPPED, "behind", "car", "bus") and plausible_swap(SHIPPED, "in", "cat", "box") is False
 
 
