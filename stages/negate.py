@@ -1011,7 +1011,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
         # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
         opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
-        new = sampler.object(node["lemma"], lemmas | covered | opened, node["attributes"], seen, near)
+        elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
+        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere, node["attributes"], seen, near)
         if new is not None:
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
 
@@ -1021,6 +1022,31 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
 MEAT_ANIMALS = frozenset({
     "chicken", "turkey", "duck", "goose", "lamb", "rabbit", "fish", "salmon", "tuna", "crab", "lobster", "shrimp",
 })
+
+
+# What a vehicle moves on; a vehicle of the vehicle group not listed here runs on roads. A relation places a vehicle
+# where it runs ("a car driving in an intersection", "a bus parked in a field", "boats travel the Thames"), so another
+# medium's vehicle there reads as impossible ("a locomotive driving in an intersection", "a kayak parked in a field":
+# blind review r12, r4's "a barge floating down a beach").
+VEHICLE_MEDIA = {
+    **dict.fromkeys(("train", "locomotive", "subway"), "rail"),
+    **dict.fromkeys(("boat", "ship", "sailboat", "canoe", "kayak", "yacht", "ferry", "raft", "rowboat", "speedboat",
+                     "submarine"), "water"),
+    **dict.fromkeys(("airplane", "plane", "jet", "airliner", "helicopter", "glider", "hot air balloon", "rocket",
+                     "spaceship"), "air"),
+    **dict.fromkeys(("snowmobile", "sled"), "snow"),
+}
+VEHICLE_GROUP = "vehicle"
+
+
+def _other_media(vocab, lemma: str) -> frozenset[str]:
+    """The vehicles that run on another medium than vehicle `lemma` (`VEHICLE_MEDIA`), read by its last word if the
+    vocabulary lacks it (`compound_head`); empty for what is no vehicle, or the general word "vehicle"."""
+    name = vocab.known("objects", lemma.lower()) or compound_head(vocab, lemma)  # "a Northumbria bus" is a bus
+    if name is None or vocab.group(name) != VEHICLE_GROUP or vocab.is_general("objects", name):
+        return frozenset()
+    medium = VEHICLE_MEDIA.get(vocab.head("objects", name), VEHICLE_MEDIA.get(name, "road"))
+    return frozenset(v for v in vocab.objects_by_group.get(VEHICLE_GROUP, ()) if VEHICLE_MEDIA.get(v, "road") != medium)
 
 
 def _eaten(vocab, lemma: str, partner: str) -> bool:

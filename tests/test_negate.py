@@ -21,6 +21,7 @@ from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
     DEFAULT_PROBS,
+    VEHICLE_MEDIA,
     _fits_relation,
     _fitting_ages,
     _node,
@@ -1469,3 +1470,14 @@ def test_nothing_is_below_the_pole_it_is_on():
     assert not _fits_relation(VOCAB, "on", "spatial", "below", "pole", "street sign")
     assert not _fits_relation(VOCAB, "on", "spatial", "under", "utility pole", "street light")
     assert _fits_relation(VOCAB, "on", "spatial", "under", "table", "cat")
+
+
+@pytest.mark.parametrize(("caption", "vehicle", "partner", "relation", "medium"), [
+    ("A car driving in an intersection, past a furniture shop.", "car", "intersection", "driving in", "road"),  # r12
+    ("A Northumbria bus is parked in a field.", "northumbria bus", "field", "parked in", "road"),
+    ("Scenic boats daily travel the Thames in England.", "boat", "thames", "travel", "water"),
+])
+def test_a_vehicle_is_replaced_by_one_that_runs_where_it_does(caption, vehicle, partner, relation, medium):
+    made = {c["to"] for c in _transforms_with(rel_graph(node(vehicle), node(partner), relation), caption, range(30))
+            if c["transform"] == "f_rel:replace_object" and c["slot"] == "objects[0].noun"}
+    assert made and all(VEHICLE_MEDIA.get(v, "road") == medium for v in made), made
