@@ -183,6 +183,17 @@ CONTAINMENT = frozenset({
 # on a pot", "a white bed on colorful blankets", "a metal pole on a traffic light": review r8), so without the
 # corpus's word for it only two persons or animals swap ("a cat on a dog").
 SUPPORT = frozenset({"on", "on top of", "atop", "upon", "onto", "on the back of"})
+# Things that show what is "in" them without holding it: a mirror reflects the room it hangs in, a picture or a
+# screen shows any scene, so "a mirror in a small bathroom" swapped ("a small bathroom in a mirror") holds as a
+# reflection (blind review r12). No containment swap puts a thing into one.
+DEPICTIONS = frozenset({
+    "mirror", "picture", "photo", "photograph", "painting", "poster", "reflection", "image", "portrait", "drawing",
+    "screen", "television", "tv", "monitor", "window",
+})
+# Relations of vertical order: between two things which is above the other is mostly a fact of what they are (a
+# mirror hangs above a sink, an airplane flies over a van), so a swap is kept only where the corpus showed the
+# swapped order more often than the caption's (`plausible_swap`).
+VERTICAL = frozenset({"above", "over", "below", "under", "underneath", "beneath"})
 # Persons too young to do to an adult what an adult does to them ("a woman holds her small child" -> "the small
 # child holds a woman", "a man holding a baby" -> "a baby holding a man": review r8). The vocabulary's age
 # attribute "baby" marks one as well ("a baby girl").
@@ -240,6 +251,73 @@ def unattached_words(caption: str, graph) -> frozenset[str]:
             attached.update(re.findall(r"[a-z]+", str(e.get("span", "")).lower()))
             attached.update(w for a in e.get("attributes") or () for w in re.findall(r"[a-z]+", str(a).lower()))
     return frozenset(re.findall(r"[a-z]+", caption.lower())) - attached
+def caption_objects(vocab, caption: str) -> frozenset[str]:
+    """The vocabulary's names of the things a caption names anywhere, by a word or two ("sign", "street sign"; a
+    plural read as its singular), beyond the sub-graph a negative is made of."""
+    words = re.findall(r"[a-z]+", caption.lower())
+    spans = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return frozenset(n for n in (vocab.known("objects", w) for w in spans) if n is not None)
+
+
+SCENE_MATE_SHARE = 0.1
+
+
+@functools.lru_cache(maxsize=8)  # one vocabulary per process, mostly
+def _scene_mates(vocab) -> dict[str, frozenset[str]]:
+    """name -> the things it usually comes with: those that make at least `SCENE_MATE_SHARE` of the company the
+    vocabulary's co-occurrence counts (`Vocab.relation_triples`) show it in, tied by any relation either way round,
+    each end also read by its last word ("household bathroom with shower": bathroom and shower). A speaker is named
+    with a monitor in half its triples, a sink with a bathroom in a fifth; a truck with a building in 4%, a car with a
+    street in 7%: the first two go without saying, the last two do not."""
+    company: dict[str, Counter] = {}
+
+    def keys(name: str) -> set[str]:
+        words = name.split()
+        return {k for k in (name, vocab.known("objects", name), vocab.known("objects", words[-1]) if words else None) if k}
+
+    for (s, _, o), n in vocab.relation_triples.items():
+        ks, ko = keys(s), keys(o)
+        for a in ks:
+            for b in ko - ks:
+                company.setdefault(a, Counter())[b] += n
+                company.setdefault(b, Counter())[a] += n
+    out: dict[str, set[str]] = {}
+    for name, seen in company.items():
+        total = sum(seen.values())
+        for other, n in seen.items():
+            if n >= SCENE_MATE_SHARE * total:
+                out.setdefault(other, set()).add(name)  # other -> the things that usually come with it
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> frozenset[str]:
+    """Replacements that a caption naming `named` leaves open where `replaced` stood (its other end `partner`): a
+    thing it names elsewhere, or a compound with such a word ("a red fire hydrant on the sidewalk next to a sign" ->
+    "a red street sign on the sidewalk"; "... in a bathroom" -> "a bathroom sink"), and a scene-mate, one the
+    counts show tied to another thing it names ("a mouse, keyboard and monitor on a desk" -> "a speaker on a desk":
+    monitor with speaker; "a toilet in a bathroom next to a shower" -> "a sink ...": bathroom with sink). A
+    sub-graph drops the caption's other things, and what it names or usually comes with them may be in the image
+    (blind review r12: 6 of 25 object replacements not false, most of them so). Seen once is enough: the shipped
+    counts come from about ten thousand captions, where two things tied by a relation at all are a common pair
+    (`perf/vocab_counts.py`). The partner is left out: that the replacement is seen with it is what makes it
+    plausible."""
+    other_end = vocab.known("objects", partner.lower()) or partner.lower()
+    others = (named | {vocab.known("objects", replaced.lower()) or replaced.lower()}) - vocab.unsafe("objects", other_end) - {other_end}
+    companions = _scene_mates(vocab)
+    mates = set().union(*(companions.get(x, ()) for x in others)) if others else set()
+    by_word = _compounds_by_word(vocab)
+    compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
+    return frozenset(others | mates | compounds)
+
+
+@functools.lru_cache(maxsize=8)
+def _compounds_by_word(vocab) -> dict[str, frozenset[str]]:
+    # word -> the vocabulary's compound names that have it ("sign": "street sign", "stop sign")
+    out: dict[str, set[str]] = {}
+    for name in vocab.object_names:
+        for w in name.split() if len(name.split()) > 1 else ():
+            out.setdefault(w, set()).add(name)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def compound_head(vocab, lemma: str) -> str | None:
@@ -293,14 +371,18 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     with a hot dog") always, support and possession (`SUPPORT`, "has": "a stove on a pot", "pink tiles have
     the bathroom") unless both ends are persons or animals, and an agent's verb with a child or a baby as the
     new subject of an older person (`YOUNG`: "a baby holding a man"); `subj_attributes` and `obj_attributes`
-    are the two ends' attributes ("a baby girl")."""
+    are the two ends' attributes ("a baby girl"). Whatever the corpus showed, containment in a mirror or a picture is
+    refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true), and vertical order (`VERTICAL`: "above",
+    "over", "below") is swapped, with the shipped counts (`Vocab.reference_counts`: real scenes), only where they
+    showed the swapped order more often than the caption's and by group at all ("the sink above a big mirror", "a
+    parked van over a low flying airplane": blind review r12); a user's own corpus keeps the rule above."""
     name = vocab.known("relations", relation) or relation.lower()
-    if relation.lower().split()[0] in POSTURE_VERBS and vocab.object_kind(obj) in ANIMATE:
+    if _swap_refused(vocab, relation, name, subj, obj):
         return False
-    if name in VIEWPOINT_RELATIONS and not SCREENS.isdisjoint({subj.lower(), obj.lower()}):
-        return False
-    if _ends_with(name, FACING) or _swap_leaves_open(vocab, relation, name, subj, obj):
-        return False
+    if vocab.reference_counts and _ends_with(name, VERTICAL):
+        # the order is the world's: "the sink above a big mirror", "a parked van over a low flying airplane" (review r12)
+        return vocab.relation_count(obj, name, subj) > vocab.relation_count(subj, name, obj) and (
+            vocab.relation_seen_in_group(obj, name, subj, subject=True, object=True))
     if vocab.relation_count(obj, name, subj) > 0:
         return True
     kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)
@@ -321,6 +403,20 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     if _ends_with(name, SUPPORT) or rtype == "possessive":
         return False
     return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
+
+
+def _swap_refused(vocab, relation: str, name: str, subj: str, obj: str) -> bool:
+    """The swaps `plausible_swap` refuses whatever the corpus showed: a posture with a person or animal at the object
+    end, a viewpoint relation with a screen at an end, "facing", one the caption leaves open (`_swap_leaves_open`),
+    and containment in a thing that shows what is in it (`DEPICTIONS`: "a small bathroom in a mirror" holds as a
+    reflection: blind review r12)."""
+    if relation.lower().split()[0] in POSTURE_VERBS and vocab.object_kind(obj) in ANIMATE:
+        return True
+    if name in VIEWPOINT_RELATIONS and not SCREENS.isdisjoint({subj.lower(), obj.lower()}):
+        return True
+    if _ends_with(name, CONTAINMENT) and (subj.lower().split() or [""])[-1] in DEPICTIONS:
+        return True
+    return _ends_with(name, FACING) or _swap_leaves_open(vocab, relation, name, subj, obj)
 
 
 def _faces(vocab, lemma: str, other: str) -> bool:
@@ -453,6 +549,8 @@ class _Sampler:
         self.last = False  # whether the last draw was such a one
         self.coordinated = coordinated_words(caption)
         self.unattached = _with_synonyms(vocab, unattached) if type_aware else frozenset()  # never drawn as an attribute
+        self.named = caption_objects(vocab, caption)
+        self.caption = caption.lower()
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -634,6 +732,9 @@ class _Sampler:
 BELOW = frozenset({"under", "underneath", "below", "beneath"})
 GROUND_KINDS = frozenset({"place", "food", "body", "plant"})
 RIDDEN_GROUPS = frozenset({"vehicle", "sports_board", "building", "building_part"})
+# What is on a pole or a post is fixed to it, at its side or its top; nothing stands below one ("a green street sign on
+# a pole" -> "below a pole": blind review r12). Read by the object's last word ("utility pole", "lamp post").
+POLES = frozenset({"pole", "post", "lamppost", "signpost", "pillar", "column", "mast"})
 
 
 # Words a relation ends with when it reaches its object through a preposition or particle ("walking down",
@@ -656,12 +757,14 @@ def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = 
     (`direct_object_relation`): "flying over water" -> "flying water", "walking down a street" -> "walking a
     street" drop the preposition the object needs (blind review r9), unless the corpus showed the new relation
     with these ends (`Vocab.relation_count`); and support not by a relation of being below where the object is
-    a ground, food, a body, a plant, ridden or a building or its part (`GROUND_KINDS`, `RIDDEN_GROUPS`)."""
+    a ground, food, a body, a plant, ridden, a building or its part or a pole (`GROUND_KINDS`, `RIDDEN_GROUPS`,
+    `POLES`)."""
     if kind == "motion" and new.split()[0] != name.split()[0]:
         return False
     if direct_object_relation(vocab, name) != direct_object_relation(vocab, new) and vocab.relation_count(subj, new, obj) == 0:
         return False
-    below_ground = vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
+    below_ground = (vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
+                    or (obj.lower().split() or [""])[-1] in POLES)
     return not (name in SUPPORT and new in BELOW and below_ground)
 
 
@@ -871,13 +974,14 @@ def _worn(vocab, relation: str, node: dict) -> bool:
 
 
 def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampler, pool: list[_Draft]) -> None:
-    """The f_rel transforms of a two-object positive: the objects swapped, each object replaced, the
-    relation replaced, a third object joined."""
+    """The f_rel transforms of a two-object positive: the objects swapped (not with a region at an end, `_region`:
+    "an airplane behind a cloudy sky" reads as nonsense, blind review r12), each object replaced, the relation
+    replaced, a third object joined."""
     vocab = sampler.vocab
     si, oi = rel["subject"], rel["object"]
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
     if (not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])  # "a cat next to a dog" swapped says the same
-            and not (sampler.type_aware and any(_noun_misread(vocab, objects[i]) for i in (si, oi)))
+            and not (sampler.type_aware and any(_noun_misread(vocab, objects[i]) or _region(objects[i]) for i in (si, oi)))
             and (not sampler.type_aware or plausible_swap(vocab, rel["relation"], objects[si]["lemma"], objects[oi]["lemma"],
                                                                    objects[si]["attributes"], objects[oi]["attributes"]))):
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
@@ -934,6 +1038,9 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         if (i == oi and sampler.type_aware and vocab.object_kind(node["lemma"]) == "body" and owner not in PERSON_PRONOUNS
                 and ANIMATE.isdisjoint({vocab.object_kind(owner), vocab.object_kind(owner.split()[-1])})):
             continue  # "a crate on the elbow": whose elbow? (review r9)
+        partner = objects[oi if i == si else si]["lemma"]
+        if sampler.type_aware and (_eaten(vocab, node["lemma"], partner) or _part_of_a_thing(vocab, node["lemma"], sampler.caption)):
+            continue  # "chicken served with broccoli" -> "a rooster ...", "rides the face of a wave" -> "the horn" (review r12)
         if i == si:
             other = objects[oi]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(c, relation, other) > 0  # noqa: E731
@@ -942,9 +1049,63 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             other = objects[si]["lemma"]
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
-        new = sampler.object(node["lemma"], lemmas | covered, node["attributes"], seen, near)
+        # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
+        opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
+        elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
+        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere, node["attributes"], seen, near)
         if new is not None:
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+
+
+# Animals whose name is their meat as well ("chicken and mushrooms served with broccoli"): beside food they are food,
+# and another animal of their group ("a rooster served with broccoli") is a live one (blind review r12).
+MEAT_ANIMALS = frozenset({
+    "chicken", "turkey", "duck", "goose", "lamb", "rabbit", "fish", "salmon", "tuna", "crab", "lobster", "shrimp",
+})
+
+
+# What a vehicle moves on; a vehicle of the vehicle group not listed here runs on roads. A relation places a vehicle
+# where it runs ("a car driving in an intersection", "a bus parked in a field", "boats travel the Thames"), so another
+# medium's vehicle there reads as impossible ("a locomotive driving in an intersection", "a kayak parked in a field":
+# blind review r12, r4's "a barge floating down a beach").
+VEHICLE_MEDIA = {
+    **dict.fromkeys(("train", "locomotive", "subway"), "rail"),
+    **dict.fromkeys(("boat", "ship", "sailboat", "canoe", "kayak", "yacht", "ferry", "raft", "rowboat", "speedboat",
+                     "submarine"), "water"),
+    **dict.fromkeys(("airplane", "plane", "jet", "airliner", "helicopter", "glider", "hot air balloon", "rocket",
+                     "spaceship"), "air"),
+    **dict.fromkeys(("snowmobile", "sled"), "snow"),
+}
+VEHICLE_GROUP = "vehicle"
+
+
+def _other_media(vocab, lemma: str) -> frozenset[str]:
+    """The vehicles that run on another medium than vehicle `lemma` (`VEHICLE_MEDIA`), read by its last word if the
+    vocabulary lacks it (`compound_head`); empty for what is no vehicle, or the general word "vehicle"."""
+    name = vocab.known("objects", lemma.lower()) or compound_head(vocab, lemma)  # "a Northumbria bus" is a bus
+    if name is None or vocab.group(name) != VEHICLE_GROUP or vocab.is_general("objects", name):
+        return frozenset()
+    medium = VEHICLE_MEDIA.get(vocab.head("objects", name), VEHICLE_MEDIA.get(name, "road"))
+    return frozenset(v for v in vocab.objects_by_group.get(VEHICLE_GROUP, ()) if VEHICLE_MEDIA.get(v, "road") != medium)
+
+
+def _eaten(vocab, lemma: str, partner: str) -> bool:
+    """Whether `lemma` names an animal's meat here: one of `MEAT_ANIMALS` tied to food."""
+    return " ".join(lemma.lower().split()) in MEAT_ANIMALS and vocab.object_kind(partner) == "food"
+
+
+def _part_of_a_thing(vocab, lemma: str, caption: str) -> bool:
+    """Whether a body part's word names part of a thing in the caption ("the face of a wave", "the arm of a chair",
+    "the mouth of a river"): the sub-graph dropped the of-phrase, and another body part ("a surfer rides the horn")
+    reads as one of a body (blind review r12). A part of a person or an animal ("the face of a man") is a body's."""
+    if vocab.object_kind(lemma) != "body":
+        return False
+    words = re.escape(" ".join(lemma.lower().split()))
+    for owner in re.findall(rf"\b{words}s? of (?:a |an |the |his |her |its |their |this |that )?([a-z]+)", caption):
+        name = vocab.known("objects", owner)
+        if name is not None and vocab.object_kind(name) not in ANIMATE | {"body"}:
+            return True
+    return False
 
 
 def _bodily(vocab, attr: str) -> bool:
