@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 
 from mosaictool.stages.graph_repair import _Graph, attribute_words, colour_words, object_words
+from mosaictool.stages.subgraph import indefinite_article
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
 # Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
@@ -187,7 +188,7 @@ def _measure(tok) -> str:
     words = ["the" if t.dep_ == "poss" else t.lower_ for t in tok.doc[tok.left_edge.i:tok.i]]
     words.append(tok.lower_)
     if not any(t.dep_ in ("det", "poss", "nummod") or t.tag_ == "DT" for t in tok.doc[tok.left_edge.i:tok.i]) and tok.tag_ == "NN":
-        words.insert(0, "an" if tok.lower_[0] in "aeiou" else "a")
+        words.insert(0, indefinite_article(tok.lower_))
     return " ".join(words)
 
 
@@ -861,7 +862,9 @@ def _read_relations(g: _Graph) -> list[tuple[int, str, int]]:
     for tok in g.doc:
         if tok.pos_ == "VERB" and tok.dep_ != "amod":
             found += _verb_objects(tok)
-        if tok.pos_ == "ADP" and tok.dep_ in ("prep", "agent"):
+        # a particle with an object is a preposition the tagger misread ("a cow walking down a sidewalk": "down"
+        # a particle of "walking", "sidewalk" its object); read as a particle, the relation lost its verb
+        if tok.pos_ == "ADP" and (tok.dep_ in ("prep", "agent") or tok.dep_ == "prt" and _has_object(tok)):
             found += _preposition_relations(tok)
     return _between_entities(g, found) + _possessives(g) + _trailing_spatial_words(g)
 

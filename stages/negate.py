@@ -654,7 +654,8 @@ class _Sampler:
         group = self._kind("objects", name)
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
         pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
-        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and all(v.applies(a, o) for a in attributes)]
+        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not same_kind_of_thing(name, o)
+                and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
     def relation(self, current: str, subj: str = "", obj: str = "") -> str | None:
@@ -722,6 +723,20 @@ class _Sampler:
 
     def _same_axis(self, current: str) -> tuple[str, ...]:
         return _same_axis(self.vocab, current)
+
+
+def same_kind_of_thing(name: str, other: str) -> bool:
+    """Whether `other` may name a kind of the one-word `name`, or `name` one of `other`: one ends in the
+    other's last word ("ball" / "volleyball", "bedroom" / "hotel room"). An English compound names a kind of its
+    last part, so the caption's noun leaves such a replacement open ("a toddler hitting the ball" -> "the
+    volleyball", "a bedroom" -> "a hotel room" may hold: blind review r13). A name of two words already says its
+    kind: "a tennis ball" -> "a volleyball" contradicts it. A word of three letters or fewer is left out: it ends
+    too many unrelated words ("ant" / "elephant", "man" / "woman")."""
+    if " " in name:
+        return False
+    a, b = name, other.split()[-1]
+    short, long_ = sorted((a, b), key=len)
+    return len(short) > 3 and long_.endswith(short)
 
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a

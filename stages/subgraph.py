@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+import re
 
 DEFINITE = frozenset("the this that these those my your his her its our their".split())
 INDEFINITE = frozenset("a an another some any each every no".split())
@@ -190,19 +191,24 @@ def graph_identity(keys: list[tuple], relations: list[dict]) -> tuple:
     return (tuple(sorted(keys)), tuple(sorted([(keys[r["subject"]], r["relation"], keys[r["object"]]) for r in relations])))
 
 
-# Words whose spelling misleads about the first sound.
-_AN_EXCEPTIONS = ("hour", "honest", "honor", "honour", "heir", "herb")
-_A_EXCEPTIONS = ("uni", "use", "usu", "ute", "uro", "eu", "ewe", "one", "once", "ufo", "uk", "u-")
+# The article goes by the first sound, not the first letter. Without a pronouncing dictionary (NLTK's CMUdict
+# needs a data download) a short rule does: a vowel letter sounds as a vowel except "u" read "you" (a "u", a
+# consonant, then a vowel: "utility", "uniform", "usual", but not the "un-" of "uneven", "unattended"), "eu"/"ewe"
+# and "one"; a silent "h" in a few words ("hour", "honest") sounds as a vowel.
+_AN_EXCEPTIONS = ("hour", "honest", "honor", "honour", "heir", "herb", "unin", "unim", "unid")
+_A_EXCEPTIONS = ("uni", "eu", "ewe", "one", "once", "ufo", "uk", "usb", "u-", "u.s")
+_YOU = re.compile(r"u[b-df-hj-mp-tv-z][aeiouy]")  # every consonant but "n"
 
 
 def indefinite_article(phrase: str) -> str:
-    """'a' or 'an' for the phrase that follows it."""
+    """'a' or 'an' for the phrase that follows it, by the sound it starts with: "a utility pole",
+    "a unicorn", "a one-way street", "a european city", "an hour", "an umbrella", "an 8 ball"."""
     word = phrase.strip().lower()
     if not word:
         return "a"
     if word.startswith(_AN_EXCEPTIONS):
         return "an"
-    if word.startswith(_A_EXCEPTIONS):
+    if word.startswith(_A_EXCEPTIONS) or _YOU.match(word):
         return "a"
     if word[0].isdigit():
         return "an" if word.startswith(("8", "11", "18")) else "a"

@@ -35,6 +35,7 @@ from mosaictool.stages.negate import (
     parse_probs,
     parse_text_methods,
     plausible_swap,
+    same_kind_of_thing,
     scene_open,
     unattached_words,
 )
@@ -551,6 +552,27 @@ def test_an_object_replacement_is_no_hypernym_hyponym_or_compound_half():
         assert sampler.object("food", set()) is None and sampler.object("vehicle", set()) is None
 
 
+@pytest.mark.parametrize("caption, subject, obj, relation, replaced, kinds", [
+    ("The plane is flying high in the sky.", "plane", "sky", "flying in", "plane", {"jet", "airliner", "glider"}),
+    ("A toddler hitting the ball with a baseball bat in his backyard.", "toddler", "ball", "hitting", "ball",
+     {"volleyball", "basketball", "football", "baseball", "tennis ball", "soccer ball"}),
+    ("A bedroom with a large bed sitting next to a black dresser.", "bedroom", "bed", "with", "bedroom", {"hotel room"}),
+    ("A white bed in a bedroom next to a table on a lamp.", "bed", "bedroom", "in", "bed", {"crib", "bunk bed", "futon"}),
+])
+def test_an_object_is_not_replaced_by_a_kind_of_it(caption, subject, obj, relation, replaced, kinds):
+    # blind review r13: "the plane" -> "the jet", "the ball" -> "the volleyball" may hold; the caption leaves the kind open
+    sg = rel_graph(node(subject), node(obj), relation)
+    new = {to for t, _, frm, to in _candidates(sg, range(40)) if t in ("f_rel:replace_object", "f_obj") and frm == replaced}
+    assert new.isdisjoint(kinds), (caption, new & kinds)
+
+
+def test_a_kind_is_told_by_the_last_word():
+    assert same_kind_of_thing("ball", "volleyball") and same_kind_of_thing("bedroom", "hotel room")
+    # a compound already says its kind; short words end unrelated ones
+    assert not same_kind_of_thing("tennis ball", "volleyball") and not same_kind_of_thing("man", "woman")
+    assert not same_kind_of_thing("ant", "elephant") and not same_kind_of_thing("cat", "dog")
+
+
 def test_corpus_counts_prefer_seen_replacements():
     vocab = _with_counts(pairs=[("dog", "brown"), ("dog", "black")])
     seen_only = {_Sampler(vocab, random.Random(s), True, unseen_rate=0.0).attribute("brown", set(), "dog") for s in range(40)}
@@ -620,6 +642,9 @@ def test_join_only_through_a_relation_the_corpus_showed():
 
 def test_negclip_fixes_articles_spacing_and_compound_swaps(nlp):
     assert tn.fix_articles("An clock on a apple. A old man") == "A clock on an apple. An old man"
+    # "A stop sign on the side of a street." -> the replacement's article by sound (blind review r13)
+    assert tn.fix_articles("a utility pole on the side of a street") == "a utility pole on the side of a street"
+    assert tn.fix_articles("An utility pole in a grassy field") == "A utility pole in a grassy field"
     doc = nlp("A tennis player hitting a tennis ball on a court.")
     for seed in range(30):
         for transform, a, b, text in tn.negclip_swaps(doc, random.Random(seed)):

@@ -586,6 +586,8 @@ def test_parse_writes_the_docs_tokens_unless_told_not_to(runner, tmp_path):
     ("A surfer coming in on a large wave.", ("surfer", "coming in on", "wave")),
     ("A woman falling asleep next to a man, who are both sitting down.", ("woman", "falling asleep next to", "man")),
     ("A person sits across from a pizza ready to be served.", ("person", "sits across from", "pizza")),
+    # blind review r13: "down" tagged a particle with an object of its own lost the verb ("a big black cow down a sidewalk")
+    ("A big brown cow walking down a sidewalk near homes.", ("cow", "walking down", "sidewalk")),
 ])
 def test_a_verbs_particle_stays_in_its_relation(caption, relation):
     # blind review r7: without the particle the texts read "an airplane letting green smoke", "reaching to mosses"

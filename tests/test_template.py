@@ -54,7 +54,11 @@ def test_a_part_is_said_with_its_measure():
 
 def test_articles():
     for phrase, article in (("apple", "an"), ("dog", "a"), ("umbrella", "an"), ("unicorn", "a"), ("hour", "an"),
-                            ("one-way sign", "a"), ("european city", "a"), ("8 ball", "an")):
+                            ("one-way sign", "a"), ("european city", "a"), ("8 ball", "an"),
+                            # by sound, not letter (blind review r13: "an utility pole")
+                            ("utility pole", "a"), ("uniform", "a"), ("university", "a"), ("u-turn", "a"), ("usual spot", "a"),
+                            ("honest man", "an"), ("urban street", "an"), ("unattended bag", "an"), ("uneven floor", "an"),
+                            ("unidentified object", "an"), ("ugly dog", "an")):
         assert indefinite_article(phrase) == article, phrase
 
 
