@@ -22,7 +22,9 @@ Graph transforms (App. B), on every positive sub-graph:
 - f_rel (rel), two objects and a relation: the objects swapped unless the relation is symmetric or,
   type-aware, the swapped scene is implausible (`plausible_swap`: "a racket holding a man") ("f_rel:swap"),
   subject or object replaced from N ("f_rel:replace_object"), the relation replaced
-  from R ("f_rel:replace_relation"), and the sub-graph joined to a third object through a relation
+  from R ("f_rel:replace_relation"; type-aware, where nothing replaces it, a possession of one subject denied:
+  "a room with a bed" -> "a room without a bed", made only where the caption has no other graph negative,
+  `_possession_negated`), and the sub-graph joined to a third object through a relation
   ("f_rel:join"): one the corpus showed with that subject (`Vocab.relation_triples`; no join
   without counts, nor with the shipped ones: `Vocab.reference_counts`), or, with `type_aware=False`,
   the paper's random relation and attributed object.
@@ -1008,7 +1010,24 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
         draft = (index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new))
         sampler.last = _region(objects[oi])  # "flying over the sky" mostly holds too: the last resort
         sampler.keep(pool, draft)
+    elif sampler.type_aware and _possession_negated(rel["relation"], objects[si]):
+        # the possession denied ("a room with a bed" -> "a room without a bed"), as CREPE's negate foils do (Ma et al.
+        # 2023): false wherever the positive holds, but a negation rather than a contrast, so made only where the
+        # caption has no other graph negative (`last_drafts`)
+        sampler.last_drafts.append((index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", LACKING)))
     _join_draft(index, objects, lemmas, sampler, pool)
+
+
+# Relations of having something that "without" denies; "having" is left out ("a man having lunch" is eating it).
+POSSESSION = frozenset({"with", "has"})
+LACKING = "without"
+
+
+def _possession_negated(relation: str, subject: dict) -> bool:
+    """Whether a relation of possession (`POSSESSION`) may be replaced by `LACKING`: only for one subject. Some of many
+    may lack what the caption gives the rest ("people with skis" -> "people without skis" may show as well)."""
+    return (" ".join(relation.lower().split()) in POSSESSION and not subject.get("plural")
+            and str(subject.get("count") or "one").lower() in ("one", "1"))
 
 
 REGIONS = frozenset({"sky", "air"})
@@ -1229,6 +1248,11 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
             # kept, it says the old relation after all ("the pulling truck pushing three containers": review r9)
             objects[s] = {**objects[s], "attributes": [a for a in objects[s]["attributes"] if a not in said]}
             keys[s] = node_key(objects[s])
+        o = rel["object"]
+        if after == LACKING and objects[o].get("count"):
+            # "a parasailer without two surfers" reads as a riddle; without any, it is as false and plain
+            objects[o] = {**objects[o], "count": None}
+            keys[o] = node_key(objects[o])
     else:  # join
         _, noun, attribute, anchor, edge = change
         extra = _node(noun, vocab, attributes=[attribute] if attribute else [])

@@ -1552,3 +1552,30 @@ def test_a_vehicle_is_replaced_by_one_that_runs_where_it_does(caption, vehicle, 
     made = {c["to"] for c in _transforms_with(rel_graph(node(vehicle), node(partner), relation), caption, range(30))
             if c["transform"] == "f_rel:replace_object" and c["slot"] == "objects[0].noun"}
     assert made and all(VEHICLE_MEDIA.get(v, "road") == medium for v in made), made
+
+
+def _lacking(caption):
+    record = parsed_and_decomposed([caption])[caption]
+    got = graph_negatives(record, SHIPPED, max_negatives=6, probs=(0.15, 0.425, 0.425), seed=0, type_aware=True, caption=caption)
+    return got, [n for n in got if n["to"] == "without"]
+
+
+def test_a_possession_is_denied_where_nothing_else_gives_a_graph_negative():
+    # "a room" is too general to replace and "with" leaves its object open: the room without one of its things is false
+    got, lacking = _lacking("A room with two sofas and a fireplace.")
+    assert len(got) == 1 and lacking and lacking[0]["transform"] == "f_rel:replace_relation"
+    graph = lacking[0]["graph"]
+    assert graph["relations"][0]["relation"] == "without" and graph["objects"][0]["lemma"] == "room"
+    # a count is dropped with the possession: "a room without two sofas" reads as a riddle, "without sofas" is as false
+    assert all(not o.get("count") for o in graph["objects"])
+    got, lacking = _lacking("A kitchen island has a farmhouse sink on it.")
+    assert [n["key"] for n in lacking] == ["kitchen island >without> farmhouse sink"]
+
+
+@pytest.mark.parametrize("caption", [
+    "A couple of people with some skis in the snow.",  # some of many may lack skis: "people without skis" may hold
+    "The people have surfboards and are on the beach.",
+    "A black cat with a red collar sitting on a wooden table.",  # has other graph negatives: no negation is needed
+])
+def test_a_possession_is_not_denied_of_many_nor_where_other_negatives_are(caption):
+    assert not _lacking(caption)[1]
