@@ -1112,10 +1112,10 @@ def _lemma(g: _Graph, rel: str) -> str:
 # --- typos -------------------------------------------------------------------------------------
 
 # A known object name is "frequent" where the shipped co-occurrence counts (vocab/object_attributes.tsv and
-# vocab/relation_triples.tsv, which negate draws its replacements from) show it at least this often: 465
-# names of the 1,422 in vocab/objects.tsv ("keyboard" 26, "toilet" 176). Rarer names are as likely to be
-# misspellings of a common word as it of them (the counts' own "womn" 2, "brocolli" 3, "skiis" 1), and
-# "game" (6), an activity, is no object name of the vocabulary, so "gamer" stays.
+# vocab/relation_triples.tsv, which negate draws its replacements from) show it at least this often: 372
+# one-word names of the 1,422 in vocab/objects.tsv ("keyboard" 26, "toilet" 176). Rarer names are as likely to
+# be misspellings of a common word as it of them (the counts' own "womn" 2, "brocolli" 1, "skiis" 2), and
+# "game" (6), an activity, is no name of vocab/objects.tsv, so "gamer" stays.
 TYPO_MIN_COUNT = 5
 ARTICLES = frozenset({"a", "an"})
 
