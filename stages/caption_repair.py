@@ -25,6 +25,9 @@ gives each repair's F1) the regular misses, and the repair of each:
   tracks"), coordinated subjects and objects ("a cat and a dog on a bed"), objects of verbs in
   relative and participle clauses, possessives. A relation sng has between the same two entities
   is kept unless the one read here extends it ("next to" becomes "parked next to").
+- `typos`: an object's head noun that misspells a known object name is read as the name, so that texts
+  built on the graph do not repeat the typo ("a grocery story" -> grocery store, "computer keybord" ->
+  keyboard, "a women" -> woman); the caption keeps its words.
 
 Each is a function of the `graph_repair._Graph` being repaired, applied in `REPAIRS` order.
 """
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import functools
 
-from mosaictool.stages.graph_repair import _Graph, attribute_words, colour_words, object_words
+from mosaictool.stages.graph_repair import _Graph, _vocab, attribute_words, colour_words, object_words
 from mosaictool.stages.subgraph import indefinite_article
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
@@ -1106,5 +1109,154 @@ def _lemma(g: _Graph, rel: str) -> str:
     return " ".join(lemmas.get(w, w) for w in rel.split())
 
 
+# --- typos -------------------------------------------------------------------------------------
+
+# A known object name is "frequent" where the shipped co-occurrence counts (vocab/object_attributes.tsv and
+# vocab/relation_triples.tsv, which negate draws its replacements from) show it at least this often: 372
+# one-word names of the 1,422 in vocab/objects.tsv ("keyboard" 26, "toilet" 176). Rarer names are as likely to
+# be misspellings of a common word as it of them (the counts' own "womn" 2, "brocolli" 1, "skiis" 2), and
+# "game" (6), an activity, is no name of vocab/objects.tsv, so "gamer" stays.
+TYPO_MIN_COUNT = 5
+ARTICLES = frozenset({"a", "an"})
+
+
+def english_words(nlp) -> frozenset[str]:
+    """The words `nlp`'s rule lemmatizer knows: its `lemma_index` (WordNet's nouns, verbs, adjectives and
+    adverbs; Miller 1995) and the irregular forms of `lemma_exc` ("women", "geese"). Empty for a pipeline
+    without such tables, which leaves unknown words as they are (`typos` cannot tell a word from a typo)."""
+    if "lemmatizer" not in nlp.pipe_names:
+        return frozenset()
+    lookups = getattr(nlp.get_pipe("lemmatizer"), "lookups", None)
+    words: set[str] = set()
+    for name in ("lemma_index", "lemma_exc"):
+        if lookups is not None and lookups.has_table(name):
+            for entries in lookups.get_table(name).values():
+                words.update(entries)
+    return frozenset(words)
+
+
+@functools.cache
+def _object_counts() -> dict[str, int]:
+    """How often the shipped co-occurrence counts show each object name, as subject, object or bearer of
+    an attribute."""
+    vocab = _vocab()
+    counts: dict[str, int] = {}
+    for (obj, _), n in vocab.object_attributes.items():
+        counts[obj] = counts.get(obj, 0) + n
+    for (subj, _, obj), n in vocab.relation_triples.items():
+        counts[subj] = counts.get(subj, 0) + n
+        counts[obj] = counts.get(obj, 0) + n
+    return counts
+
+
+@functools.cache
+def _known_objects() -> frozenset[str]:
+    """Every object name the shipped vocabulary knows: listed, a synonym, or in its counts ("grocery store")."""
+    vocab = _vocab()
+    return frozenset(vocab.objects) | frozenset(vocab.synonyms.get("objects", {})) | frozenset(_object_counts())
+
+
+@functools.cache
+def _frequent_objects() -> frozenset[str]:
+    """The one-word names of vocab/objects.tsv the counts show at least TYPO_MIN_COUNT times."""
+    counts = _object_counts()
+    return frozenset(n for n in _vocab().objects if " " not in n and counts.get(n, 0) >= TYPO_MIN_COUNT)
+
+
+@functools.cache
+def _irregular_singulars() -> dict[str, str]:
+    """Irregular plural -> singular ("women" -> "woman", "teeth" -> "tooth"), not those that are their own
+    singular ("sheep") or add to it ("tomatoes")."""
+    return {p: s for s, p in _vocab().plurals.items() if not p.startswith(s)}
+
+
+def _edits1(word: str) -> set[str]:
+    """Every string one edit from `word`: a letter deleted, inserted or replaced, or two adjacent letters
+    transposed (Damerau 1964; the candidate set of Norvig 2007, "How to Write a Spelling Corrector")."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    return ({a + b[1:] for a, b in splits if b} | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+            | {a + c + b[1:] for a, b in splits if b for c in letters} | {a + c + b for a, b in splits for c in letters}) - {word}
+
+
+def _is_word(word: str, lexicon: frozenset[str]) -> bool:
+    """Whether `word` (lower-case) is an object name or an English word, as written or as a regular plural
+    ("doughnuts", "boxes", "puppies")."""
+    forms = {word}
+    if word.endswith("s"):
+        forms |= {word[:-1], word[:-2]} | ({word[:-3] + "y"} if word.endswith("ies") else set())
+    return not forms.isdisjoint(_known_objects()) or not forms.isdisjoint(lexicon)
+
+
+def _typo_correction(g: _Graph, tok, start: int) -> str | None:
+    """The object name head noun `tok` (of the noun phrase that starts at token `start`) misspells, as its
+    lemma; None where it is no typo. Three cases:
+    - "a women": an article right before an irregular plural means one: the singular ("a man and a women").
+    - a word neither the vocabulary nor the lexicon knows, one edit from exactly one frequent object name
+      ("keybord" -> keyboard, "toliet" -> toilet); none where two are ("cot": cat, coat, cow, ...).
+    - a word that is no common object name (`_common_object`), one edit from a frequent one that makes a known
+      compound with the noun before it, where that noun and the word make none: "a grocery story" -> grocery
+      store, "road sigh" -> road sign; "a bedtime story" and "let out a sigh" stay."""
+    word, lemma = tok.lower_, tok.lemma_.lower()
+    prev = g.doc[tok.i - 1] if tok.i > 0 else None
+    if prev is not None and prev.lower_ in ARTICLES and word in _irregular_singulars():
+        return _irregular_singulars()[word]
+    if not lemma.isalpha():
+        return None
+    if not (_is_word(word, g.lexicon) or _is_word(lemma, g.lexicon)):
+        if not g.lexicon:  # a word the vocabulary lacks may still be English ("coach", "gamer")
+            return None
+        found = _edits1(lemma) & _frequent_objects()
+        return found.pop() if len(found) == 1 else None
+    if prev is None or prev.i < start or prev.pos_ not in ("NOUN", "PROPN", "ADJ") or _common_object(lemma):
+        return None
+    known = _known_objects()
+    if f"{prev.lower_} {lemma}" in known or f"{prev.lower_} {word}" in known:
+        return None
+    found = {c for c in _edits1(lemma) & _frequent_objects() if f"{prev.lower_} {c}" in known}
+    return found.pop() if len(found) == 1 else None
+
+
+def _common_object(name: str) -> bool:
+    """Whether `name` is listed in vocab/objects.tsv or counted TYPO_MIN_COUNT times: such a head means what
+    it says after any noun ("ski rack", "plastic bat", "luggage tags", "a park beach"), though another known
+    compound is one edit away ("ski track", "plastic bag", "luggage bags", "park bench")."""
+    return name in _vocab().objects or _object_counts().get(name, 0) >= TYPO_MIN_COUNT
+
+
+def _as_written(word: str, like: str) -> str:
+    """`word` in the case of `like` ("WOMAN" for "WOMEN", "Sign" for "Sigh")."""
+    return word.upper() if like.isupper() and len(like) > 1 else word.capitalize() if like[:1].isupper() else word
+
+
+def typos(g: _Graph) -> None:
+    """An object's head noun that misspells an object name is read as that name (`_typo_correction`), in the
+    entity's head, lemma and span: negatives and positives built on the graph then do not repeat the typo
+    ("people outside a grocery story", blind review r13). A word before a head is left alone ("a two story
+    building"), and so is a proper noun; the caption and its `tokens` keep what it says."""
+    import sng_parser.database
+
+    vocab = _vocab()
+    for k, ent in enumerate(g.entities):
+        start, end = g.bounds(k)
+        tok = g.doc[end - 1]
+        if tok.pos_ != "NOUN" or tok.dep_ == "compound":
+            continue
+        lemma = _typo_correction(g, tok, start)
+        if lemma is None:
+            continue
+        plural = tok.lower_ != tok.lemma_.lower() and tok.lower_ not in _irregular_singulars()
+        written = _as_written(vocab.plural(lemma) if plural else lemma, tok.text)
+        texts = [written if t.i == tok.i else t.text for t in g.doc[start:end]]
+        lemmas = [lemma if t.i == tok.i else t.lemma_ for t in g.doc[start:end]]
+        spaces = [t.whitespace_ for t in g.doc[start:end]]
+        lemma_head = " ".join([*ent["lemma_head"].split()[:-1], lemma])
+        g.entities[k] = {**ent, "head": " ".join([*ent["head"].split()[:-1], written]), "lemma_head": lemma_head,
+                         "span": "".join(w + s for w, s in zip(texts, spaces)).strip(),
+                         "lemma_span": "".join(w + s for w, s in zip(lemmas, spaces)).strip(),
+                         "type": "scene" if sng_parser.database.is_scene_noun(lemma_head) else "unknown"}
+        g.changed = True
+
+
 REPAIRS = {"pronouns": pronouns, "framing": framing, "compounds": compounds, "predicates": predicates,
-           "relations": relations}
+           "relations": relations, "typos": typos}

@@ -191,8 +191,9 @@ def noun_phrase_start(doc, end: int, stops: set[int]) -> int | None:
 class _Graph:
     """sng's graph being repaired: entities by token span, relations by entity index."""
 
-    def __init__(self, graph: dict, doc):
+    def __init__(self, graph: dict, doc, lexicon: frozenset[str] = frozenset()):
         self.doc = doc
+        self.lexicon = lexicon  # the English words the parsing pipeline knows (caption_repair.english_words)
         self.entities = [dict(e) for e in graph["entities"]]
         self.relations = [dict(r) for r in graph["relations"]]
         self.phrases = spatial_phrases(doc)

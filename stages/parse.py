@@ -14,9 +14,10 @@ of", "right of", "on top of", "above" after a copula) one relation between the n
 it, as Visual Genome writes them, makes colour words before the noun attributes and adds noun
 phrases spaCy did not chunk (without it, every horizontal relation of the synthetic world was
 lost); the repairs of stages/caption_repair.py fix real captions: relative pronouns, quantity and
-framing nouns ("a group of people"), compounds, predicative adjectives, and relations read from the
+framing nouns ("a group of people"), compounds, predicative adjectives, relations read from the
 dependency tree (a verb with its spatial phrase, passives, a copula after a long subject,
-coordination). docs/parse_quality.md scores each on hand-annotated gold graphs. Graphs are built by
+coordination), and misspelt object names ("a grocery story" -> grocery store). docs/parse_quality.md
+scores each on hand-annotated gold graphs. Graphs are built by
 SceneGraphParser's own code from Docs that spaCy's `nlp.pipe` made in batches (optionally in worker
 processes), so they equal one-at-a-time parsing, only faster.
 """
@@ -148,8 +149,10 @@ def merge_spatial_compounds(graph: dict) -> dict:
 @functools.lru_cache(maxsize=1)
 def _pipeline(model: str) -> tuple:
     """spaCy's `model` and a graph builder, loaded once per process: one model kept, a parse with
-    another replaces it. Forked workers inherit the parent's cached pipeline and load nothing."""
-    return load_nlp(model), _GraphBuilder()
+    another replaces it, with the English words its lemmatizer knows (for the `typos` repair). Forked
+    workers inherit the parent's cached pipeline and load nothing."""
+    nlp = load_nlp(model)
+    return nlp, _GraphBuilder(), caption_repair.english_words(nlp)
 
 
 def _init_worker(model: str) -> None:
@@ -157,14 +160,16 @@ def _init_worker(model: str) -> None:
     _pipeline(model)
 
 
-def repaired(graph: dict, doc, repairs: frozenset[str]) -> dict:
-    """sng's `graph` of `doc` with the named repairs (`REPAIRS`) applied, in `REPAIRS` order."""
+def repaired(graph: dict, doc, repairs: frozenset[str], lexicon: frozenset[str] = frozenset()) -> dict:
+    """sng's `graph` of `doc` with the named repairs (`REPAIRS`) applied, in `REPAIRS` order; `lexicon`: the
+    English words of the pipeline (`caption_repair.english_words`), without which `typos` corrects no
+    unknown word."""
     if "spatial" in repairs:
         graph = merge_spatial_compounds(repair(graph, doc))
     steps = [fn for name, fn in caption_repair.REPAIRS.items() if name in repairs]
     if not steps:
         return graph
-    g = _Graph(graph, doc)
+    g = _Graph(graph, doc, lexicon)
     for fn in steps:
         fn(g)
     return g.record() if g.changed else graph
@@ -194,11 +199,11 @@ def doc_tokens(doc, model: str) -> dict:
 def _parse_texts(texts: list[str], batch_size: int, model: str, repairs: frozenset[str] = frozenset(REPAIRS),
                  tokens: bool = False) -> list[dict]:
     """The fields parse adds for each text: `graph`, and with `tokens` the Doc's `tokens`."""
-    nlp, builder = _pipeline(model)
+    nlp, builder, lexicon = _pipeline(model)
     docs = nlp.pipe(texts, batch_size=batch_size)
     if not tokens:
-        return [{"graph": repaired(builder.graph(doc), doc, repairs)} for doc in docs]
-    return [{"graph": repaired(builder.graph(doc), doc, repairs), "tokens": doc_tokens(doc, model)} for doc in docs]
+        return [{"graph": repaired(builder.graph(doc), doc, repairs, lexicon)} for doc in docs]
+    return [{"graph": repaired(builder.graph(doc), doc, repairs, lexicon), "tokens": doc_tokens(doc, model)} for doc in docs]
 
 
 def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:

@@ -37,7 +37,9 @@ def parse_cli(
              "are one relation; verbs keep their spatial phrase ('sitting on top of', 'parked next to'); 'a group of "
              "people' is person; 'that'/'who' are the noun they stand for; compounds stay whole ('light pole', 'snow "
              "covered'); 'the bus is red' gives bus: red; passives, a copula after a long subject and coordinated "
-             "subjects get their relations (docs/parse_quality.md). --no-repairs: SceneGraphParser's graph exactly, "
+             "subjects get their relations; a misspelt object name is read as the name ('a grocery story' is a grocery "
+             "store, 'a women' a woman; the caption keeps its words) (docs/parse_quality.md). --no-repairs: SceneGraphParser's "
+             "graph exactly, "
              "e.g. `mosaictool parse caps.jsonl --no-repairs`.")] = True,
     spatial_compounds: Annotated[bool, typer.Option(
         hidden=True, help="Older name of --repairs: --no-spatial-compounds is --no-repairs.")] = True,
