@@ -191,8 +191,8 @@ DEPICTIONS = frozenset({
     "screen", "television", "tv", "monitor", "window",
 })
 # Relations of vertical order: between two things which is above the other is mostly a fact of what they are (a
-# mirror hangs above a sink, an airplane flies over a van), so a swap is kept only where the corpus showed the
-# swapped order more often than the caption's (`plausible_swap`).
+# mirror hangs above a sink, an airplane flies over a van), so with a reference corpus's counts none is swapped: the
+# usual order swapped is implausible, and a caption's unusual order is mostly a misreading (`plausible_swap`).
 VERTICAL = frozenset({"above", "over", "below", "under", "underneath", "beneath"})
 # Persons too young to do to an adult what an adult does to them ("a woman holds her small child" -> "the small
 # child holds a woman", "a man holding a baby" -> "a baby holding a man": review r8). The vocabulary's age
@@ -372,17 +372,18 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     the bathroom") unless both ends are persons or animals, and an agent's verb with a child or a baby as the
     new subject of an older person (`YOUNG`: "a baby holding a man"); `subj_attributes` and `obj_attributes`
     are the two ends' attributes ("a baby girl"). Whatever the corpus showed, containment in a mirror or a picture is
-    refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true), and vertical order (`VERTICAL`: "above",
-    "over", "below") is swapped, with the shipped counts (`Vocab.reference_counts`: real scenes), only where they
-    showed the swapped order more often than the caption's and by group at all ("the sink above a big mirror", "a
-    parked van over a low flying airplane": blind review r12); a user's own corpus keeps the rule above."""
+    refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true). With the shipped counts (`Vocab.reference_counts`:
+    real scenes), a swap whose swapped order they show more often than the caption's is refused: the parse probably
+    misread the caption, and the swap gives back what it says (`_misread_order`: "a bathroom that has a broken wall in
+    the shower" -> "the shower in a bathroom", blind review r13); so is vertical order (`VERTICAL`: "above", "over",
+    "below") at all, which is the world's either way: the usual order swapped is implausible ("the sink above a big
+    mirror", "a parked van over a low flying airplane": blind review r12), the unusual one a misreading. A user's own
+    corpus keeps the rules above."""
     name = vocab.known("relations", relation) or relation.lower()
     if _swap_refused(vocab, relation, name, subj, obj):
         return False
-    if vocab.reference_counts and _ends_with(name, VERTICAL):
-        # the order is the world's: "the sink above a big mirror", "a parked van over a low flying airplane" (review r12)
-        return vocab.relation_count(obj, name, subj) > vocab.relation_count(subj, name, obj) and (
-            vocab.relation_seen_in_group(obj, name, subj, subject=True, object=True))
+    if vocab.reference_counts and (_ends_with(name, VERTICAL) or _misread_order(vocab, name, subj, obj)):
+        return False
     if vocab.relation_count(obj, name, subj) > 0:
         return True
     kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)
@@ -403,6 +404,17 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     if _ends_with(name, SUPPORT) or rtype == "possessive":
         return False
     return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
+
+
+def _misread_order(vocab, name: str, subj: str, obj: str) -> bool:
+    """Whether the counts show "obj name subj" more often than "subj name obj": by name, or where neither order was seen
+    by name, by the ends' groups (`Vocab.relation_count_in_group`). The parse then probably put the caption's ends the
+    wrong way round ("a bathroom that has a broken wall in the shower": the bathroom in the shower), so swapping them
+    states the caption (blind review r13)."""
+    swapped, kept = vocab.relation_count(obj, name, subj), vocab.relation_count(subj, name, obj)
+    if not swapped and not kept:
+        swapped, kept = vocab.relation_count_in_group(obj, name, subj), vocab.relation_count_in_group(subj, name, obj)
+    return swapped > kept
 
 
 def _swap_refused(vocab, relation: str, name: str, subj: str, obj: str) -> bool:
@@ -538,7 +550,7 @@ class _Sampler:
     then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
-                 fallback_rng=None, unattached=frozenset()):
+                 fallback_rng=None, unattached=frozenset(), stated=frozenset()):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
@@ -551,6 +563,8 @@ class _Sampler:
         self.unattached = _with_synonyms(vocab, unattached) if type_aware else frozenset()  # never drawn as an attribute
         self.named = caption_objects(vocab, caption)
         self.caption = caption.lower()
+        self.spaced = f" {' '.join(re.findall(r'[a-z]+', self.caption))} "  # the caption's words, for `says`
+        self.stated = stated  # (attribute, object) pairs the caption states (`stated_pairs`): never made by a swap
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -625,12 +639,19 @@ class _Sampler:
             basic = v.is_basic_only(kind)
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
-        pool = [a for a in dict.fromkeys(pool) if a not in exclude]
+        pool = [a for a in dict.fromkeys(pool) if a not in exclude and not self.says(a)]
         fitting = _fitting_ages(v, obj, pool)
         new = self._choose(fitting or pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
                            lambda a: v.attribute_seen_in_group(obj, a))
         self.last = new is not None and not fitting  # "an old girl", "two baby men": the last resort
         return new
+
+    def says(self, attribute: str) -> bool:
+        """Whether the caption has `attribute` as a word (or its words in a row) anywhere: it says it of something in
+        the scene, maybe of a thing of the replaced one's kind, so a replacement by it may be true ("a boy in a blue
+        baseball uniform running to tag out a boy in a red uniform" -> "a blue uniform": blind review r13)."""
+        words = re.findall(r"[a-z]+", attribute.lower())
+        return bool(words) and f" {' '.join(words)} " in self.spaced
 
     def _fits(self, attr: str, obj: str) -> bool:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
@@ -702,7 +723,7 @@ class _Sampler:
                 or v.object_kind(obj) not in ANIMATE or not v.is_exclusive("activity")):
             return None
         pool = [a for a in v.attributes_by_category.get("activity", ()) if a in RESTING_ACTIVITIES and a not in exclude
-                and v.applies(a, obj)]
+                and v.applies(a, obj) and not self.says(a)]
         return pool[0] if pool else None
 
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
@@ -895,7 +916,24 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
         # "the smaller giraffe next to the larger giraffe" swapped says the same
         for j, k in _attribute_swaps(s, o, vocab):
             a, b = s["attributes"][j], o["attributes"][k]
+            if _pair(vocab, a, o["lemma"]) in sampler.stated or _pair(vocab, b, s["lemma"]) in sampler.stated:
+                continue  # the caption says it of another such thing: "a black dog and a white dog ... a black cat"
             pool.append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
+
+
+def _pair(vocab, attribute: str, lemma: str) -> tuple[str, str]:
+    """(attribute, object) by the vocabulary's names where it knows them."""
+    return vocab.known("attributes", attribute) or attribute.lower(), vocab.known("objects", lemma) or lemma.lower()
+
+
+def stated_pairs(vocab, graph) -> frozenset[tuple[str, str]]:
+    """The (attribute, object) pairs the parse reads in the caption, each entity's attributes on its head noun (`_pair`):
+    a swap that moves an attribute onto an object of a kind the caption gives it elsewhere may be true of that one."""
+    entities = graph.get("entities") if isinstance(graph, dict) else None
+    if not isinstance(entities, list):
+        return frozenset()
+    return frozenset(_pair(vocab, str(a), str(e.get("lemma_head") or e.get("head") or ""))
+                     for e in entities if isinstance(e, dict) for a in e.get("attributes") or ())
 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
@@ -1262,7 +1300,8 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         return []
     rng = record_rng(seed, record["id"], "graph")
     sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"),
-                       unattached=unattached_words(caption, record.get("graph")))
+                       unattached=unattached_words(caption, record.get("graph")),
+                       stated=stated_pairs(vocab, record.get("graph")) if type_aware else frozenset())
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)

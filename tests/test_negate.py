@@ -37,6 +37,7 @@ from mosaictool.stages.negate import (
     plausible_swap,
     same_kind_of_thing,
     scene_open,
+    stated_pairs,
     unattached_words,
 )
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
@@ -498,7 +499,7 @@ def test_a_swap_the_corpus_showed_is_plausible():
     """With counts from `vocab build` a swapped triple the corpus saw is kept whatever the kinds."""
     import dataclasses
 
-    counted = dataclasses.replace(VOCAB, relation_triples={("tennis racket", "holding", "man"): 1})
+    counted = dataclasses.replace(VOCAB, relation_triples={("tennis racket", "holding", "man"): 1}, reference_counts=False)
     assert plausible_swap(counted, "holding", "man", "tennis racket")
     assert not plausible_swap(counted, "holding", "woman", "tennis racket")
 
@@ -1127,9 +1128,11 @@ def test_swap_rules_leave_what_a_reader_accepts():
     assert plausible_swap(VOCAB, "holding", "man", "girl")
     assert plausible_swap(VOCAB, "on", "cat", "dog")  # two animals
     assert plausible_swap(VOCAB, "in front of", "car", "train")
-    import dataclasses  # the corpus's word outranks every rule: "a bun in a hot dog" seen is kept
-    counted = dataclasses.replace(VOCAB, relation_triples={("refrigerator", "in", "bottle"): 1})
+    import dataclasses  # the user's corpus's word outranks every rule: "a bun in a hot dog" seen is kept
+    counted = dataclasses.replace(VOCAB, relation_triples={("refrigerator", "in", "bottle"): 1}, reference_counts=False)
     assert plausible_swap(counted, "in", "bottle", "refrigerator")
+    # a reference corpus showing the swapped order only says the parse misread the caption (`_misread_order`)
+    assert not plausible_swap(dataclasses.replace(counted, reference_counts=True), "in", "bottle", "refrigerator")
 
 
 @pytest.mark.parametrize(("caption", "s", "o", "relation", "emitted"), [
@@ -1528,9 +1531,10 @@ def test_r12_swaps_a_reader_rejects_are_not_made(caption, subject, relation, obj
     assert not [c for c in _transforms(rel_graph(subject, obj, relation), SHIPPED) if c["transform"] == "f_rel:swap"]
 
 
-def test_vertical_swaps_follow_the_corpus_and_free_swaps_stay():
+def test_vertical_swaps_are_refused_with_reference_counts_and_free_swaps_stay():
     counted = dataclasses.replace(VOCAB, relation_triples={("cat", "above", "dog"): 1})
-    assert plausible_swap(counted, "above", "dog", "cat") and not plausible_swap(counted, "above", "cat", "dog")
+    # the usual order swapped is implausible, the unusual one a misreading: neither is swapped
+    assert not plausible_swap(counted, "above", "dog", "cat") and not plausible_swap(counted, "above", "cat", "dog")
     own = dataclasses.replace(counted, reference_counts=False)  # a user's own corpus: the kinds decide, as before
     assert plausible_swap(own, "above", "cat", "dog")
     assert plausible_swap(SHIPPED, "behind", "car", "bus") and plausible_swap(SHIPPED, "in", "cat", "box") is False
@@ -1552,3 +1556,52 @@ def test_a_vehicle_is_replaced_by_one_that_runs_where_it_does(caption, vehicle, 
     made = {c["to"] for c in _transforms_with(rel_graph(node(vehicle), node(partner), relation), caption, range(30))
             if c["transform"] == "f_rel:replace_object" and c["slot"] == "objects[0].noun"}
     assert made and all(VEHICLE_MEDIA.get(v, "road") == medium for v in made), made
+
+
+def test_an_attribute_the_caption_says_anywhere_is_not_drawn():
+    # r13: "A boy in a blue baseball uniform running to tag out a boy in a red uniform." -> "a blue uniform" may be true
+    caption = "A boy in a blue baseball uniform running to tag out a boy in a red uniform."
+    sg = {"kind": "object", "text": None, "objects": [node("uniform", ["red"])], "relations": []}
+    drawn = lambda text: {c["to"] for seed in range(40)  # noqa: E731
+                          for cs in graph_candidates(1, sg, _Sampler(VOCAB, random.Random(seed), True, caption=text)).values()
+                          for c in cs}
+    assert "blue" in drawn("A boy in a red uniform.") and "blue" not in drawn(caption)
+    assert drawn(caption) - {"blue"}, "another colour is drawn instead"
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    for seed in range(6):
+        negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed, type_aware=True, caption=caption)
+        assert not [n for n in negatives if n["transform"] in ("f_obj", "f_attr:replace") and n["to"] == "blue"], seed
+    sampler = _Sampler(VOCAB, random.Random(0), True, caption="A blue-illuminated mouse next to a light blue cup.")
+    assert sampler.says("blue") and sampler.says("light blue") and not sampler.says("dark blue") and not sampler.says("lu")
+
+
+def test_a_swap_never_makes_a_pair_the_caption_states():
+    # "A black dog chasing a white cat next to a white dog": "a white dog chasing a black cat" is true of the other dog
+    caption = "A black dog chasing a white cat next to a white dog."
+    graph = {"entities": [{"head": "dog", "lemma_head": "dog", "attributes": ["black"]},
+                          {"head": "cat", "lemma_head": "cat", "attributes": ["white"]},
+                          {"head": "dog", "lemma_head": "dog", "attributes": ["white"]}]}
+    stated = stated_pairs(VOCAB, graph)
+    assert ("white", "dog") in stated and ("black", "cat") not in stated
+    sg = rel_graph(node("dog", ["black"]), node("cat", ["white"]), "chasing")
+    swaps = lambda stated: [c for cs in graph_candidates(0, sg, _Sampler(VOCAB, random.Random(0), True, caption=caption,  # noqa: E731
+                                                                          stated=stated)).values()
+                            for c in cs if c["transform"] == "f_attr:swap"]
+    assert swaps(frozenset()) and not swaps(stated)
+
+
+def test_a_swap_to_the_order_the_counts_show_more_often_is_refused():
+    # r13: "A bathroom that has a broken wall in the shower." parsed as the bathroom in the shower -> "the shower in a bathroom"
+    assert SHIPPED.relation_count("shower", "in", "bathroom") > SHIPPED.relation_count("bathroom", "in", "shower")
+    assert not plausible_swap(SHIPPED, "in", "bathroom", "shower")
+    caption = "A bathroom that has a broken wall in the shower."
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    for seed in range(6):
+        negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed, type_aware=True, caption=caption)
+        assert not [n for n in negatives if n["transform"] == "f_rel:swap"], seed
+    # by name first, then by the ends' groups where neither order was seen by name
+    counted = dataclasses.replace(VOCAB, relation_triples={("cat", "chasing", "dog"): 2, ("dog", "chasing", "cat"): 1})
+    assert plausible_swap(counted, "chasing", "cat", "dog") and not plausible_swap(counted, "chasing", "dog", "cat")
+    grouped = dataclasses.replace(VOCAB, relation_triples={("bus", "to the left of", "cow"): 1})
+    assert VOCAB.group("bus") == VOCAB.group("car") and VOCAB.group("cow") == VOCAB.group("horse")
+    assert not plausible_swap(grouped, "to the left of", "horse", "car") and plausible_swap(grouped, "to the left of", "car", "horse")

@@ -195,6 +195,18 @@ class Vocab:
         o = self._backoff_class(obj) if object else obj.lower()
         return (s, rel.lower(), o) in self._group_triples
 
+    def relation_count_in_group(self, subj: str, rel: str, obj: str) -> int:
+        """How often the corpus showed `rel` between an object of `subj`'s group and one of `obj`'s (each end taken as
+        `relation_seen_in_group` takes it): the backoff of `relation_count` where neither order was seen by name."""
+        return self._group_triple_counts.get((self._backoff_class(subj), rel.lower(), self._backoff_class(obj)), 0)
+
+    @functools.cached_property
+    def _group_triple_counts(self) -> Counter[tuple[str, str, str]]:
+        out: Counter[tuple[str, str, str]] = Counter()
+        for (s, r, o), n in self.relation_triples.items():
+            out[self._backoff_class(s), r, self._backoff_class(o)] += n
+        return out
+
     def _backoff_class(self, noun: str) -> str:
         # a body part backs off to itself: which bodies have one is the part's own fact ("a horse with a mane" says
         # nothing of a cow's: blind review r11), not its group's, and so are its colours (blue eyes make no blue mane:
