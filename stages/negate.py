@@ -550,7 +550,7 @@ class _Sampler:
     then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
-                 fallback_rng=None, unattached=frozenset(), stated=frozenset()):
+                 fallback_rng=None, unattached=frozenset(), stated=None):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
@@ -564,7 +564,7 @@ class _Sampler:
         self.named = caption_objects(vocab, caption)
         self.caption = caption.lower()
         self.spaced = f" {' '.join(re.findall(r'[a-z]+', self.caption))} "  # the caption's words, for `says`
-        self.stated = stated  # (attribute, object) pairs the caption states (`stated_pairs`): never made by a swap
+        self.stated = stated or {}  # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -916,8 +916,9 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
         # "the smaller giraffe next to the larger giraffe" swapped says the same
         for j, k in _attribute_swaps(s, o, vocab):
             a, b = s["attributes"][j], o["attributes"][k]
-            if _pair(vocab, a, o["lemma"]) in sampler.stated or _pair(vocab, b, s["lemma"]) in sampler.stated:
-                continue  # the caption says it of another such thing: "a black dog and a white dog ... a black cat"
+            ends, stated = {s.get("entity"), o.get("entity")}, sampler.stated
+            if stated.get(_pair(vocab, a, o["lemma"]), set()) - ends or stated.get(_pair(vocab, b, s["lemma"]), set()) - ends:
+                continue  # the caption says it of another such thing: "a black dog chasing a white cat next to a white dog"
             pool.append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
 
 
@@ -926,14 +927,17 @@ def _pair(vocab, attribute: str, lemma: str) -> tuple[str, str]:
     return vocab.known("attributes", attribute) or attribute.lower(), vocab.known("objects", lemma) or lemma.lower()
 
 
-def stated_pairs(vocab, graph) -> frozenset[tuple[str, str]]:
-    """The (attribute, object) pairs the parse reads in the caption, each entity's attributes on its head noun (`_pair`):
-    a swap that moves an attribute onto an object of a kind the caption gives it elsewhere may be true of that one."""
+def stated_pairs(vocab, graph) -> dict[tuple[str, str], frozenset[int]]:
+    """(attribute, object) -> the entities the parse gives that attribute on that head noun (`_pair`): a swap that moves an
+    attribute onto an object of a kind the caption gives it elsewhere, on an entity other than the swap's two ends, may
+    be true of that one. Of the ends themselves it is the swap's point ("an orange cat laying on a white cat")."""
     entities = graph.get("entities") if isinstance(graph, dict) else None
-    if not isinstance(entities, list):
-        return frozenset()
-    return frozenset(_pair(vocab, str(a), str(e.get("lemma_head") or e.get("head") or ""))
-                     for e in entities if isinstance(e, dict) for a in e.get("attributes") or ())
+    out: dict[tuple[str, str], set[int]] = {}
+    for i, e in enumerate(entities if isinstance(entities, list) else ()):
+        if isinstance(e, dict):
+            for a in e.get("attributes") or ():
+                out.setdefault(_pair(vocab, str(a), str(e.get("lemma_head") or e.get("head") or "")), set()).add(i)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
@@ -1301,7 +1305,7 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
     rng = record_rng(seed, record["id"], "graph")
     sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"),
                        unattached=unattached_words(caption, record.get("graph")),
-                       stated=stated_pairs(vocab, record.get("graph")) if type_aware else frozenset())
+                       stated=stated_pairs(vocab, record.get("graph")) if type_aware else {})
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)

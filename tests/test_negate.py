@@ -1582,12 +1582,15 @@ def test_a_swap_never_makes_a_pair_the_caption_states():
                           {"head": "cat", "lemma_head": "cat", "attributes": ["white"]},
                           {"head": "dog", "lemma_head": "dog", "attributes": ["white"]}]}
     stated = stated_pairs(VOCAB, graph)
-    assert ("white", "dog") in stated and ("black", "cat") not in stated
-    sg = rel_graph(node("dog", ["black"]), node("cat", ["white"]), "chasing")
-    swaps = lambda stated: [c for cs in graph_candidates(0, sg, _Sampler(VOCAB, random.Random(0), True, caption=caption,  # noqa: E731
-                                                                          stated=stated)).values()
-                            for c in cs if c["transform"] == "f_attr:swap"]
-    assert swaps(frozenset()) and not swaps(stated)
+    assert stated[("white", "dog")] == {2} and ("black", "cat") not in stated
+    sg = rel_graph(node("dog", ["black"]), {**node("cat", ["white"]), "entity": 1}, "chasing")
+    swaps = lambda sg, stated: [c for cs in graph_candidates(0, sg, _Sampler(VOCAB, random.Random(0), True, caption=caption,  # noqa: E731
+                                                                              stated=stated)).values()
+                                for c in cs if c["transform"] == "f_attr:swap"]
+    assert swaps(sg, {}) and not swaps(sg, stated)
+    # of the swap's own two ends the pair is the swap's point: "an orange cat laying on a white cat" -> "a white cat ..."
+    cats = {"entities": [{"lemma_head": "cat", "attributes": ["orange"]}, {"lemma_head": "cat", "attributes": ["white"]}]}
+    assert swaps(rel_graph(node("cat", ["orange"]), {**node("cat", ["white"]), "entity": 1}, "laying on"), stated_pairs(VOCAB, cats))
 
 
 def test_a_swap_to_the_order_the_counts_show_more_often_is_refused():
