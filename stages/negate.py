@@ -50,7 +50,6 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import multiprocessing
@@ -237,57 +236,33 @@ def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(o) for w, o in out.items()}
 
 
-def unattached_words(caption: str, graph) -> frozenset[str]:
-    """The caption's words that the parse gives to no entity, neither in its span nor among its attributes ("painted
+def caption_words(caption: str) -> tuple[str, ...]:
+    """A caption's words, lower-cased, without punctuation: split once per record, for `unattached_words`,
+    `caption_objects` and `_Sampler.says`."""
+    return tuple(re.findall(r"[a-z]+", caption.lower()))
+
+
+def unattached_words(words: tuple[str, ...], graph) -> frozenset[str]:
+    """The caption's words (`caption_words`) that the parse gives to no entity, neither in its span nor among its attributes ("painted
     blue" of "this bathroom has pink tiles in the shower and is painted blue"): the caption says them of something in
     the scene, and the parse cannot tell that it is not the object a replacement describes, so none is drawn as one
     ("blue tiles" may be true: blind review r12)."""
     entities = graph.get("entities") if isinstance(graph, dict) else None
-    if not caption or not isinstance(entities, list):
+    if not words or not isinstance(entities, list):
         return frozenset()
     attached: set[str] = set()
     for e in entities:
         if isinstance(e, dict):
             attached.update(re.findall(r"[a-z]+", str(e.get("span", "")).lower()))
             attached.update(w for a in e.get("attributes") or () for w in re.findall(r"[a-z]+", str(a).lower()))
-    return frozenset(re.findall(r"[a-z]+", caption.lower())) - attached
-def caption_objects(vocab, caption: str) -> frozenset[str]:
-    """The vocabulary's names of the things a caption names anywhere, by a word or two ("sign", "street sign"; a
-    plural read as its singular), beyond the sub-graph a negative is made of."""
-    words = re.findall(r"[a-z]+", caption.lower())
-    spans = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return frozenset(words) - attached
+
+
+def caption_objects(vocab, words: tuple[str, ...]) -> frozenset[str]:
+    """The vocabulary's names of the things a caption's words (`caption_words`) name anywhere, by a word or two ("sign",
+    "street sign"; a plural read as its singular), beyond the sub-graph a negative is made of."""
+    spans = [*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))]
     return frozenset(n for n in (vocab.known("objects", w) for w in spans) if n is not None)
-
-
-SCENE_MATE_SHARE = 0.1
-
-
-@functools.lru_cache(maxsize=8)  # one vocabulary per process, mostly
-def _scene_mates(vocab) -> dict[str, frozenset[str]]:
-    """name -> the things it usually comes with: those that make at least `SCENE_MATE_SHARE` of the company the
-    vocabulary's co-occurrence counts (`Vocab.relation_triples`) show it in, tied by any relation either way round,
-    each end also read by its last word ("household bathroom with shower": bathroom and shower). A speaker is named
-    with a monitor in half its triples, a sink with a bathroom in a fifth; a truck with a building in 4%, a car with a
-    street in 7%: the first two go without saying, the last two do not."""
-    company: dict[str, Counter] = {}
-
-    def keys(name: str) -> set[str]:
-        words = name.split()
-        return {k for k in (name, vocab.known("objects", name), vocab.known("objects", words[-1]) if words else None) if k}
-
-    for (s, _, o), n in vocab.relation_triples.items():
-        ks, ko = keys(s), keys(o)
-        for a in ks:
-            for b in ko - ks:
-                company.setdefault(a, Counter())[b] += n
-                company.setdefault(b, Counter())[a] += n
-    out: dict[str, set[str]] = {}
-    for name, seen in company.items():
-        total = sum(seen.values())
-        for other, n in seen.items():
-            if n >= SCENE_MATE_SHARE * total:
-                out.setdefault(other, set()).add(name)  # other -> the things that usually come with it
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> frozenset[str]:
@@ -303,21 +278,11 @@ def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> fro
     plausible."""
     other_end = vocab.known("objects", partner.lower()) or partner.lower()
     others = (named | {vocab.known("objects", replaced.lower()) or replaced.lower()}) - vocab.unsafe("objects", other_end) - {other_end}
-    companions = _scene_mates(vocab)
+    companions = vocab.scene_mates
     mates = set().union(*(companions.get(x, ()) for x in others)) if others else set()
-    by_word = _compounds_by_word(vocab)
+    by_word = vocab.compounds_by_word
     compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
     return frozenset(others | mates | compounds)
-
-
-@functools.lru_cache(maxsize=8)
-def _compounds_by_word(vocab) -> dict[str, frozenset[str]]:
-    # word -> the vocabulary's compound names that have it ("sign": "street sign", "stop sign")
-    out: dict[str, set[str]] = {}
-    for name in vocab.object_names:
-        for w in name.split() if len(name.split()) > 1 else ():
-            out.setdefault(w, set()).add(name)
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 def compound_head(vocab, lemma: str) -> str | None:
@@ -550,7 +515,7 @@ class _Sampler:
     then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
-                 fallback_rng=None, unattached=frozenset(), stated=None):
+                 fallback_rng=None, graph=None):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
@@ -560,11 +525,14 @@ class _Sampler:
         self.last_drafts: list[_Draft] = []
         self.last = False  # whether the last draw was such a one
         self.coordinated = coordinated_words(caption)
-        self.unattached = _with_synonyms(vocab, unattached) if type_aware else frozenset()  # never drawn as an attribute
-        self.named = caption_objects(vocab, caption)
+        words = caption_words(caption)
+        # the caption's words its `graph` gives to no entity: never drawn as an attribute
+        self.unattached = _with_synonyms(vocab, unattached_words(words, graph)) if type_aware else frozenset()
+        self.named = caption_objects(vocab, words)
         self.caption = caption.lower()
-        self.spaced = f" {' '.join(re.findall(r'[a-z]+', self.caption))} "  # the caption's words, for `says`
-        self.stated = stated or {}  # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one
+        self.spaced = f" {' '.join(words)} "  # for `says`
+        # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one
+        self.stated = stated_pairs(vocab, graph) if type_aware else {}
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -675,7 +643,7 @@ class _Sampler:
         group = self._kind("objects", name)
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
         pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
-        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not same_kind_of_thing(name, o)
+        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not v.same_kind_of_thing(name, o)
                 and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
@@ -694,7 +662,7 @@ class _Sampler:
         if kind == "spatial":
             # A spatial relation on the other axis ("above" for "to the left of") may hold as well:
             # replace within the axis, by the opposites the vocabulary knows (and their synonyms).
-            pool = self._same_axis(name)
+            pool = v.opposites_on_axis(name)
         if not pool and kind != UNKNOWN:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
@@ -742,23 +710,6 @@ class _Sampler:
         attributes = v.seen_attributes(noun)
         return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
 
-    def _same_axis(self, current: str) -> tuple[str, ...]:
-        return _same_axis(self.vocab, current)
-
-
-def same_kind_of_thing(name: str, other: str) -> bool:
-    """Whether `other` may name a kind of the one-word `name`, or `name` one of `other`: one ends in the
-    other's last word ("ball" / "volleyball", "bedroom" / "hotel room"). An English compound names a kind of its
-    last part, so the caption's noun leaves such a replacement open ("a toddler hitting the ball" -> "the
-    volleyball", "a bedroom" -> "a hotel room" may hold: blind review r13). A name of two words already says its
-    kind: "a tennis ball" -> "a volleyball" contradicts it. A word of three letters or fewer is left out: it ends
-    too many unrelated words ("ant" / "elephant", "man" / "woman")."""
-    if " " in name:
-        return False
-    a, b = name, other.split()[-1]
-    short, long_ = sorted((a, b), key=len)
-    return len(short) > 3 and long_.endswith(short)
-
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
 # road, water, food, a body, a vehicle or a board one rides, a building, a wall or a floor it cannot ("a truck
@@ -802,17 +753,6 @@ def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = 
     below_ground = (vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
                     or (obj.lower().split() or [""])[-1] in POLES)
     return not (name in SUPPORT and new in BELOW and below_ground)
-
-
-@functools.lru_cache(maxsize=4096)  # a vocabulary's spatial relations: a few hundred at most
-def _same_axis(v, current: str) -> tuple[str, ...]:
-    """The relations opposite `current` on its axis (and their synonyms): one vocabulary's fact, worked
-    out once per process rather than once per caption."""
-    head = v.head("relations", current)
-    group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
-    opposites = {a for m in group for a in v.antonyms.get(m, ())}
-    opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
-    return tuple(sorted(n for n in opposites if n in v.relations))
 
 
 def _uncounted_mass(lemma: str, count) -> bool:
@@ -1304,8 +1244,7 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         return []
     rng = record_rng(seed, record["id"], "graph")
     sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"),
-                       unattached=unattached_words(caption, record.get("graph")),
-                       stated=stated_pairs(vocab, record.get("graph")) if type_aware else {})
+                       graph=record.get("graph"))
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)

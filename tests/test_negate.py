@@ -27,6 +27,7 @@ from mosaictool.stages.negate import (
     _node,
     _Sampler,
     caption_objects,
+    caption_words,
     compound_head,
     direct_object_relation,
     graph_candidates,
@@ -35,7 +36,6 @@ from mosaictool.stages.negate import (
     parse_probs,
     parse_text_methods,
     plausible_swap,
-    same_kind_of_thing,
     scene_open,
     stated_pairs,
     unattached_words,
@@ -568,10 +568,10 @@ def test_an_object_is_not_replaced_by_a_kind_of_it(caption, subject, obj, relati
 
 
 def test_a_kind_is_told_by_the_last_word():
-    assert same_kind_of_thing("ball", "volleyball") and same_kind_of_thing("bedroom", "hotel room")
+    assert SHIPPED.same_kind_of_thing("ball", "volleyball") and SHIPPED.same_kind_of_thing("bedroom", "hotel room")
     # a compound already says its kind; short words end unrelated ones
-    assert not same_kind_of_thing("tennis ball", "volleyball") and not same_kind_of_thing("man", "woman")
-    assert not same_kind_of_thing("ant", "elephant") and not same_kind_of_thing("cat", "dog")
+    assert not SHIPPED.same_kind_of_thing("tennis ball", "volleyball") and not SHIPPED.same_kind_of_thing("man", "woman")
+    assert not SHIPPED.same_kind_of_thing("ant", "elephant") and not SHIPPED.same_kind_of_thing("cat", "dog")
 
 
 def test_corpus_counts_prefer_seen_replacements():
@@ -1462,11 +1462,12 @@ def test_a_word_the_parse_gives_to_no_entity_is_never_drawn():
     caption = "this bathroom has pink tiles in the shower and is painted blue"
     graph = {"entities": [{"span": "this bathroom", "attributes": []}, {"span": "pink tiles", "attributes": ["pink"]},
                           {"span": "the shower", "attributes": []}]}
-    assert "blue" in unattached_words(caption, graph) and "pink" not in unattached_words(caption, graph)
+    words = caption_words(caption)
+    assert "blue" in unattached_words(words, graph) and "pink" not in unattached_words(words, graph)
     sg = {"kind": "object", "text": None, "objects": [node("tiles", ["pink"], lemma="tile", plural=True)], "relations": []}
     drawn = set()
     for seed in range(40):
-        sampler = _Sampler(VOCAB, random.Random(seed), True, caption=caption, unattached=unattached_words(caption, graph))
+        sampler = _Sampler(VOCAB, random.Random(seed), True, caption=caption, graph=graph)
         drawn |= {c["to"] for cs in graph_candidates(1, sg, sampler).values() for c in cs}
     assert drawn and "blue" not in drawn
 
@@ -1488,7 +1489,7 @@ def test_what_a_relation_goes_into_stays_open():
     ("A grey motorcycle on dirt road next to a building.", "motorcycle", "dirt road", {"building"}, {"truck", "car"}),
 ])
 def test_a_replacement_the_caption_names_or_usually_comes_with_is_not_drawn(caption, replaced, partner, opened, left):
-    named = caption_objects(SHIPPED, caption)
+    named = caption_objects(SHIPPED, caption_words(caption))
     found = scene_open(SHIPPED, named, replaced, partner)
     assert opened <= found and not left & found, (opened - found, left & found)
     record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
@@ -1578,19 +1579,19 @@ def test_an_attribute_the_caption_says_anywhere_is_not_drawn():
 def test_a_swap_never_makes_a_pair_the_caption_states():
     # "A black dog chasing a white cat next to a white dog": "a white dog chasing a black cat" is true of the other dog
     caption = "A black dog chasing a white cat next to a white dog."
-    graph = {"entities": [{"head": "dog", "lemma_head": "dog", "attributes": ["black"]},
+    graph = {"entities": [{"span": "A black dog", "head": "dog", "lemma_head": "dog", "attributes": ["black"]},
                           {"head": "cat", "lemma_head": "cat", "attributes": ["white"]},
                           {"head": "dog", "lemma_head": "dog", "attributes": ["white"]}]}
     stated = stated_pairs(VOCAB, graph)
     assert stated[("white", "dog")] == {2} and ("black", "cat") not in stated
     sg = rel_graph(node("dog", ["black"]), {**node("cat", ["white"]), "entity": 1}, "chasing")
-    swaps = lambda sg, stated: [c for cs in graph_candidates(0, sg, _Sampler(VOCAB, random.Random(0), True, caption=caption,  # noqa: E731
-                                                                              stated=stated)).values()
-                                for c in cs if c["transform"] == "f_attr:swap"]
-    assert swaps(sg, {}) and not swaps(sg, stated)
+    swaps = lambda sg, graph: [c for cs in graph_candidates(0, sg, _Sampler(VOCAB, random.Random(0), True, caption=caption,  # noqa: E731
+                                                                             graph=graph)).values()
+                               for c in cs if c["transform"] == "f_attr:swap"]
+    assert swaps(sg, None) and not swaps(sg, graph)
     # of the swap's own two ends the pair is the swap's point: "an orange cat laying on a white cat" -> "a white cat ..."
     cats = {"entities": [{"lemma_head": "cat", "attributes": ["orange"]}, {"lemma_head": "cat", "attributes": ["white"]}]}
-    assert swaps(rel_graph(node("cat", ["orange"]), {**node("cat", ["white"]), "entity": 1}, "laying on"), stated_pairs(VOCAB, cats))
+    assert swaps(rel_graph(node("cat", ["orange"]), {**node("cat", ["white"]), "entity": 1}, "laying on"), cats)
 
 
 def test_a_swap_to_the_order_the_counts_show_more_often_is_refused():
@@ -1608,3 +1609,14 @@ def test_a_swap_to_the_order_the_counts_show_more_often_is_refused():
     grouped = dataclasses.replace(VOCAB, relation_triples={("bus", "to the left of", "cow"): 1})
     assert VOCAB.group("bus") == VOCAB.group("car") and VOCAB.group("cow") == VOCAB.group("horse")
     assert not plausible_swap(grouped, "to the left of", "horse", "car") and plausible_swap(grouped, "to the left of", "car", "horse")
+
+
+def test_scene_mates_and_compounds_are_the_vocabularys_own():
+    # lazily built fields of each vocabulary, not a module's cache that outlives it
+    small = dataclasses.replace(SHIPPED, relation_triples={("speaker", "next to", "monitor"): 1}, objects={"speaker": "electronics",
+                                                                                                         "monitor": "electronics",
+                                                                                                         "stop sign": "street_furniture"})
+    assert small.scene_mates == {"monitor": {"speaker"}, "speaker": {"monitor"}}
+    assert "speaker" in SHIPPED.scene_mates["monitor"] and small.compounds_by_word == {"stop": {"stop sign"}, "sign": {"stop sign"}}
+    assert "street sign" in SHIPPED.compounds_by_word["sign"]
+    assert SHIPPED.opposites_on_axis("to the left of") == VOCAB.opposites_on_axis("to the left of") != ()
