@@ -531,8 +531,8 @@ class _Sampler:
         self.named = caption_objects(vocab, words)
         self.caption = caption.lower()
         self.spaced = f" {' '.join(words)} "  # for `says`
-        # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one
-        self.stated = stated_pairs(vocab, graph) if type_aware else {}
+        # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one; with real captions only, as `says`
+        self.stated = stated_pairs(vocab, graph) if type_aware and vocab.reference_counts else {}
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -617,9 +617,12 @@ class _Sampler:
     def says(self, attribute: str) -> bool:
         """Whether the caption has `attribute` as a word (or its words in a row) anywhere: it says it of something in
         the scene, maybe of a thing of the replaced one's kind, so a replacement by it may be true ("a boy in a blue
-        baseball uniform running to tag out a boy in a red uniform" -> "a blue uniform": blind review r13)."""
+        baseball uniform running to tag out a boy in a red uniform" -> "a blue uniform": blind review r13). Only with a
+        reference corpus's counts (`Vocab.reference_counts`: the shipped vocabulary, for real captions, which name a few
+        of a scene's things): a user's own corpus may describe its scenes in full, as a synthetic world's captions do,
+        where "a red circle beside a blue square" -> "a blue circle" is false."""
         words = re.findall(r"[a-z]+", attribute.lower())
-        return bool(words) and f" {' '.join(words)} " in self.spaced
+        return self.vocab.reference_counts and bool(words) and f" {' '.join(words)} " in self.spaced
 
     def _fits(self, attr: str, obj: str) -> bool:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")

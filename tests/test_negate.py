@@ -1563,11 +1563,13 @@ def test_an_attribute_the_caption_says_anywhere_is_not_drawn():
     # r13: "A boy in a blue baseball uniform running to tag out a boy in a red uniform." -> "a blue uniform" may be true
     caption = "A boy in a blue baseball uniform running to tag out a boy in a red uniform."
     sg = {"kind": "object", "text": None, "objects": [node("uniform", ["red"])], "relations": []}
-    drawn = lambda text: {c["to"] for seed in range(40)  # noqa: E731
-                          for cs in graph_candidates(1, sg, _Sampler(VOCAB, random.Random(seed), True, caption=text)).values()
-                          for c in cs}
+    drawn = lambda text, vocab=VOCAB: {c["to"] for seed in range(40)  # noqa: E731
+                                       for cs in graph_candidates(1, sg, _Sampler(vocab, random.Random(seed), True, caption=text)).values()
+                                       for c in cs}
     assert "blue" in drawn("A boy in a red uniform.") and "blue" not in drawn(caption)
     assert drawn(caption) - {"blue"}, "another colour is drawn instead"
+    # a user's own corpus may describe its scenes in full (a synthetic world's captions): there it is false
+    assert "blue" in drawn(caption, dataclasses.replace(VOCAB, reference_counts=False))
     record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
     for seed in range(6):
         negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed, type_aware=True, caption=caption)
@@ -1589,6 +1591,7 @@ def test_a_swap_never_makes_a_pair_the_caption_states():
                                                                              graph=graph)).values()
                                for c in cs if c["transform"] == "f_attr:swap"]
     assert swaps(sg, None) and not swaps(sg, graph)
+    assert _Sampler(dataclasses.replace(VOCAB, reference_counts=False), random.Random(0), True, graph=graph).stated == {}
     # of the swap's own two ends the pair is the swap's point: "an orange cat laying on a white cat" -> "a white cat ..."
     cats = {"entities": [{"lemma_head": "cat", "attributes": ["orange"]}, {"lemma_head": "cat", "attributes": ["white"]}]}
     assert swaps(rel_graph(node("cat", ["orange"]), {**node("cat", ["white"]), "entity": 1}, "laying on"), cats)
