@@ -52,7 +52,6 @@ batch size, workers, or which other negatives were asked for.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import multiprocessing
@@ -193,8 +192,8 @@ DEPICTIONS = frozenset({
     "screen", "television", "tv", "monitor", "window",
 })
 # Relations of vertical order: between two things which is above the other is mostly a fact of what they are (a
-# mirror hangs above a sink, an airplane flies over a van), so a swap is kept only where the corpus showed the
-# swapped order more often than the caption's (`plausible_swap`).
+# mirror hangs above a sink, an airplane flies over a van), so with a reference corpus's counts none is swapped: the
+# usual order swapped is implausible, and a caption's unusual order is mostly a misreading (`plausible_swap`).
 VERTICAL = frozenset({"above", "over", "below", "under", "underneath", "beneath"})
 # Persons too young to do to an adult what an adult does to them ("a woman holds her small child" -> "the small
 # child holds a woman", "a man holding a baby" -> "a baby holding a man": review r8). The vocabulary's age
@@ -239,57 +238,33 @@ def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(o) for w, o in out.items()}
 
 
-def unattached_words(caption: str, graph) -> frozenset[str]:
-    """The caption's words that the parse gives to no entity, neither in its span nor among its attributes ("painted
+def caption_words(caption: str) -> tuple[str, ...]:
+    """A caption's words, lower-cased, without punctuation: split once per record, for `unattached_words`,
+    `caption_objects` and `_Sampler.says`."""
+    return tuple(re.findall(r"[a-z]+", caption.lower()))
+
+
+def unattached_words(words: tuple[str, ...], graph) -> frozenset[str]:
+    """The caption's words (`caption_words`) that the parse gives to no entity, neither in its span nor among its attributes ("painted
     blue" of "this bathroom has pink tiles in the shower and is painted blue"): the caption says them of something in
     the scene, and the parse cannot tell that it is not the object a replacement describes, so none is drawn as one
     ("blue tiles" may be true: blind review r12)."""
     entities = graph.get("entities") if isinstance(graph, dict) else None
-    if not caption or not isinstance(entities, list):
+    if not words or not isinstance(entities, list):
         return frozenset()
     attached: set[str] = set()
     for e in entities:
         if isinstance(e, dict):
             attached.update(re.findall(r"[a-z]+", str(e.get("span", "")).lower()))
             attached.update(w for a in e.get("attributes") or () for w in re.findall(r"[a-z]+", str(a).lower()))
-    return frozenset(re.findall(r"[a-z]+", caption.lower())) - attached
-def caption_objects(vocab, caption: str) -> frozenset[str]:
-    """The vocabulary's names of the things a caption names anywhere, by a word or two ("sign", "street sign"; a
-    plural read as its singular), beyond the sub-graph a negative is made of."""
-    words = re.findall(r"[a-z]+", caption.lower())
-    spans = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return frozenset(words) - attached
+
+
+def caption_objects(vocab, words: tuple[str, ...]) -> frozenset[str]:
+    """The vocabulary's names of the things a caption's words (`caption_words`) name anywhere, by a word or two ("sign",
+    "street sign"; a plural read as its singular), beyond the sub-graph a negative is made of."""
+    spans = [*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))]
     return frozenset(n for n in (vocab.known("objects", w) for w in spans) if n is not None)
-
-
-SCENE_MATE_SHARE = 0.1
-
-
-@functools.lru_cache(maxsize=8)  # one vocabulary per process, mostly
-def _scene_mates(vocab) -> dict[str, frozenset[str]]:
-    """name -> the things it usually comes with: those that make at least `SCENE_MATE_SHARE` of the company the
-    vocabulary's co-occurrence counts (`Vocab.relation_triples`) show it in, tied by any relation either way round,
-    each end also read by its last word ("household bathroom with shower": bathroom and shower). A speaker is named
-    with a monitor in half its triples, a sink with a bathroom in a fifth; a truck with a building in 4%, a car with a
-    street in 7%: the first two go without saying, the last two do not."""
-    company: dict[str, Counter] = {}
-
-    def keys(name: str) -> set[str]:
-        words = name.split()
-        return {k for k in (name, vocab.known("objects", name), vocab.known("objects", words[-1]) if words else None) if k}
-
-    for (s, _, o), n in vocab.relation_triples.items():
-        ks, ko = keys(s), keys(o)
-        for a in ks:
-            for b in ko - ks:
-                company.setdefault(a, Counter())[b] += n
-                company.setdefault(b, Counter())[a] += n
-    out: dict[str, set[str]] = {}
-    for name, seen in company.items():
-        total = sum(seen.values())
-        for other, n in seen.items():
-            if n >= SCENE_MATE_SHARE * total:
-                out.setdefault(other, set()).add(name)  # other -> the things that usually come with it
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> frozenset[str]:
@@ -305,21 +280,11 @@ def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> fro
     plausible."""
     other_end = vocab.known("objects", partner.lower()) or partner.lower()
     others = (named | {vocab.known("objects", replaced.lower()) or replaced.lower()}) - vocab.unsafe("objects", other_end) - {other_end}
-    companions = _scene_mates(vocab)
+    companions = vocab.scene_mates
     mates = set().union(*(companions.get(x, ()) for x in others)) if others else set()
-    by_word = _compounds_by_word(vocab)
+    by_word = vocab.compounds_by_word
     compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
     return frozenset(others | mates | compounds)
-
-
-@functools.lru_cache(maxsize=8)
-def _compounds_by_word(vocab) -> dict[str, frozenset[str]]:
-    # word -> the vocabulary's compound names that have it ("sign": "street sign", "stop sign")
-    out: dict[str, set[str]] = {}
-    for name in vocab.object_names:
-        for w in name.split() if len(name.split()) > 1 else ():
-            out.setdefault(w, set()).add(name)
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 def compound_head(vocab, lemma: str) -> str | None:
@@ -374,17 +339,18 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     the bathroom") unless both ends are persons or animals, and an agent's verb with a child or a baby as the
     new subject of an older person (`YOUNG`: "a baby holding a man"); `subj_attributes` and `obj_attributes`
     are the two ends' attributes ("a baby girl"). Whatever the corpus showed, containment in a mirror or a picture is
-    refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true), and vertical order (`VERTICAL`: "above",
-    "over", "below") is swapped, with the shipped counts (`Vocab.reference_counts`: real scenes), only where they
-    showed the swapped order more often than the caption's and by group at all ("the sink above a big mirror", "a
-    parked van over a low flying airplane": blind review r12); a user's own corpus keeps the rule above."""
+    refused (`DEPICTIONS`, `_swap_refused`: a reflection makes it true). With the shipped counts (`Vocab.reference_counts`:
+    real scenes), a swap whose swapped order they show more often than the caption's is refused: the parse probably
+    misread the caption, and the swap gives back what it says (`_misread_order`: "a bathroom that has a broken wall in
+    the shower" -> "the shower in a bathroom", blind review r13); so is vertical order (`VERTICAL`: "above", "over",
+    "below") at all, which is the world's either way: the usual order swapped is implausible ("the sink above a big
+    mirror", "a parked van over a low flying airplane": blind review r12), the unusual one a misreading. A user's own
+    corpus keeps the rules above."""
     name = vocab.known("relations", relation) or relation.lower()
     if _swap_refused(vocab, relation, name, subj, obj):
         return False
-    if vocab.reference_counts and _ends_with(name, VERTICAL):
-        # the order is the world's: "the sink above a big mirror", "a parked van over a low flying airplane" (review r12)
-        return vocab.relation_count(obj, name, subj) > vocab.relation_count(subj, name, obj) and (
-            vocab.relation_seen_in_group(obj, name, subj, subject=True, object=True))
+    if vocab.reference_counts and (_ends_with(name, VERTICAL) or _misread_order(vocab, name, subj, obj)):
+        return False
     if vocab.relation_count(obj, name, subj) > 0:
         return True
     kind_s, kind_o = vocab.object_kind(subj), vocab.object_kind(obj)
@@ -405,6 +371,17 @@ def plausible_swap(vocab, relation: str, subj: str, obj: str, subj_attributes=()
     if _ends_with(name, SUPPORT) or rtype == "possessive":
         return False
     return kind_s != "place" and vocab.group(subj) != UNKNOWN and vocab.group(subj) == vocab.group(obj)
+
+
+def _misread_order(vocab, name: str, subj: str, obj: str) -> bool:
+    """Whether the counts show "obj name subj" more often than "subj name obj": by name, or where neither order was seen
+    by name, by the ends' groups (`Vocab.relation_count_in_group`). The parse then probably put the caption's ends the
+    wrong way round ("a bathroom that has a broken wall in the shower": the bathroom in the shower), so swapping them
+    states the caption (blind review r13)."""
+    swapped, kept = vocab.relation_count(obj, name, subj), vocab.relation_count(subj, name, obj)
+    if not swapped and not kept:
+        swapped, kept = vocab.relation_count_in_group(obj, name, subj), vocab.relation_count_in_group(subj, name, obj)
+    return swapped > kept
 
 
 def _swap_refused(vocab, relation: str, name: str, subj: str, obj: str) -> bool:
@@ -540,7 +517,7 @@ class _Sampler:
     then come from them only when it has no other."""
 
     def __init__(self, vocab, rng, type_aware: bool, unseen_rate: float = DEFAULT_UNSEEN_RATE, caption: str = "",
-                 fallback_rng=None, unattached=frozenset()):
+                 fallback_rng=None, graph=None):
         self.vocab, self.rng, self.type_aware, self.unseen_rate = vocab, rng, type_aware, unseen_rate
         self.fallback_rng = fallback_rng if vocab.reference_counts else None
         self.unseen = False  # whether the last draw fell back to a replacement the corpus never showed
@@ -550,9 +527,14 @@ class _Sampler:
         self.last_drafts: list[_Draft] = []
         self.last = False  # whether the last draw was such a one
         self.coordinated = coordinated_words(caption)
-        self.unattached = _with_synonyms(vocab, unattached) if type_aware else frozenset()  # never drawn as an attribute
-        self.named = caption_objects(vocab, caption)
+        words = caption_words(caption)
+        # the caption's words its `graph` gives to no entity: never drawn as an attribute
+        self.unattached = _with_synonyms(vocab, unattached_words(words, graph)) if type_aware else frozenset()
+        self.named = caption_objects(vocab, words)
         self.caption = caption.lower()
+        self.spaced = f" {' '.join(words)} "  # for `says`
+        # (attribute, object) pairs the caption states (`stated_pairs`): no swap makes one; with real captions only, as `says`
+        self.stated = stated_pairs(vocab, graph) if type_aware and vocab.reference_counts else {}
         # The draw behind rng.choice and rng.randrange, without their argument checks.
         self.below = rng._randbelow
 
@@ -627,12 +609,22 @@ class _Sampler:
             basic = v.is_basic_only(kind)
             pool += [a for a in v.attributes_by_category.get(kind, ())
                      if not (basic and v.broader("attributes", a)) and v.applies(a, obj)]
-        pool = [a for a in dict.fromkeys(pool) if a not in exclude]
+        pool = [a for a in dict.fromkeys(pool) if a not in exclude and not self.says(a)]
         fitting = _fitting_ages(v, obj, pool)
         new = self._choose(fitting or pool, lambda a: v.attribute_count(obj, a) > 0, bool(v.object_attributes),
                            lambda a: v.attribute_seen_in_group(obj, a))
         self.last = new is not None and not fitting  # "an old girl", "two baby men": the last resort
         return new
+
+    def says(self, attribute: str) -> bool:
+        """Whether the caption has `attribute` as a word (or its words in a row) anywhere: it says it of something in
+        the scene, maybe of a thing of the replaced one's kind, so a replacement by it may be true ("a boy in a blue
+        baseball uniform running to tag out a boy in a red uniform" -> "a blue uniform": blind review r13). Only with a
+        reference corpus's counts (`Vocab.reference_counts`: the shipped vocabulary, for real captions, which name a few
+        of a scene's things): a user's own corpus may describe its scenes in full, as a synthetic world's captions do,
+        where "a red circle beside a blue square" -> "a blue circle" is false."""
+        words = re.findall(r"[a-z]+", attribute.lower())
+        return self.vocab.reference_counts and bool(words) and f" {' '.join(words)} " in self.spaced
 
     def _fits(self, attr: str, obj: str) -> bool:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
@@ -656,7 +648,7 @@ class _Sampler:
         group = self._kind("objects", name)
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
         pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
-        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not same_kind_of_thing(name, o)
+        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not v.same_kind_of_thing(name, o)
                 and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
@@ -675,7 +667,7 @@ class _Sampler:
         if kind == "spatial":
             # A spatial relation on the other axis ("above" for "to the left of") may hold as well:
             # replace within the axis, by the opposites the vocabulary knows (and their synonyms).
-            pool = self._same_axis(name)
+            pool = v.opposites_on_axis(name)
         if not pool and kind != UNKNOWN:
             # an exclusive type's members contradict each other ("riding" / "walking"); the rest only
             # by an antonym ("bigger than" / "smaller than"; "with" -> "part of" need not be false)
@@ -704,7 +696,7 @@ class _Sampler:
                 or v.object_kind(obj) not in ANIMATE or not v.is_exclusive("activity")):
             return None
         pool = [a for a in v.attributes_by_category.get("activity", ()) if a in RESTING_ACTIVITIES and a not in exclude
-                and v.applies(a, obj)]
+                and v.applies(a, obj) and not self.says(a)]
         return pool[0] if pool else None
 
     def join(self, anchor_lemma: str, lemmas: set[str]) -> tuple[str, str | None, str] | None:
@@ -722,23 +714,6 @@ class _Sampler:
         relation, noun = edges[self.below(len(edges))]
         attributes = v.seen_attributes(noun)
         return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
-
-    def _same_axis(self, current: str) -> tuple[str, ...]:
-        return _same_axis(self.vocab, current)
-
-
-def same_kind_of_thing(name: str, other: str) -> bool:
-    """Whether `other` may name a kind of the one-word `name`, or `name` one of `other`: one ends in the
-    other's last word ("ball" / "volleyball", "bedroom" / "hotel room"). An English compound names a kind of its
-    last part, so the caption's noun leaves such a replacement open ("a toddler hitting the ball" -> "the
-    volleyball", "a bedroom" -> "a hotel room" may hold: blind review r13). A name of two words already says its
-    kind: "a tennis ball" -> "a volleyball" contradicts it. A word of three letters or fewer is left out: it ends
-    too many unrelated words ("ant" / "elephant", "man" / "woman")."""
-    if " " in name:
-        return False
-    a, b = name, other.split()[-1]
-    short, long_ = sorted((a, b), key=len)
-    return len(short) > 3 and long_.endswith(short)
 
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
@@ -783,17 +758,6 @@ def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = 
     below_ground = (vocab.object_kind(obj) in GROUND_KINDS or vocab.group(obj) in RIDDEN_GROUPS
                     or (obj.lower().split() or [""])[-1] in POLES)
     return not (name in SUPPORT and new in BELOW and below_ground)
-
-
-@functools.lru_cache(maxsize=4096)  # a vocabulary's spatial relations: a few hundred at most
-def _same_axis(v, current: str) -> tuple[str, ...]:
-    """The relations opposite `current` on its axis (and their synonyms): one vocabulary's fact, worked
-    out once per process rather than once per caption."""
-    head = v.head("relations", current)
-    group = {head, current} | {n for n, h in v.synonyms.get("relations", {}).items() if v.head("relations", n) == head}
-    opposites = {a for m in group for a in v.antonyms.get(m, ())}
-    opposites |= {n for n in v.relations if v.head("relations", n) in {v.head("relations", a) for a in opposites}}
-    return tuple(sorted(n for n in opposites if n in v.relations))
 
 
 def _uncounted_mass(lemma: str, count) -> bool:
@@ -897,7 +861,28 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
         # "the smaller giraffe next to the larger giraffe" swapped says the same
         for j, k in _attribute_swaps(s, o, vocab):
             a, b = s["attributes"][j], o["attributes"][k]
+            ends, stated = {s.get("entity"), o.get("entity")}, sampler.stated
+            if stated.get(_pair(vocab, a, o["lemma"]), set()) - ends or stated.get(_pair(vocab, b, s["lemma"]), set()) - ends:
+                continue  # the caption says it of another such thing: "a black dog chasing a white cat next to a white dog"
             pool.append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
+
+
+def _pair(vocab, attribute: str, lemma: str) -> tuple[str, str]:
+    """(attribute, object) by the vocabulary's names where it knows them."""
+    return vocab.known("attributes", attribute) or attribute.lower(), vocab.known("objects", lemma) or lemma.lower()
+
+
+def stated_pairs(vocab, graph) -> dict[tuple[str, str], frozenset[int]]:
+    """(attribute, object) -> the entities the parse gives that attribute on that head noun (`_pair`): a swap that moves an
+    attribute onto an object of a kind the caption gives it elsewhere, on an entity other than the swap's two ends, may
+    be true of that one. Of the ends themselves it is the swap's point ("an orange cat laying on a white cat")."""
+    entities = graph.get("entities") if isinstance(graph, dict) else None
+    out: dict[tuple[str, str], set[int]] = {}
+    for i, e in enumerate(entities if isinstance(entities, list) else ()):
+        if isinstance(e, dict):
+            for a in e.get("attributes") or ():
+                out.setdefault(_pair(vocab, str(a), str(e.get("lemma_head") or e.get("head") or "")), set()).add(i)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def _attribute_drafts(index: int, category: str, transform: str, objects: list[dict], sampler: _Sampler,
@@ -1286,7 +1271,7 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
         return []
     rng = record_rng(seed, record["id"], "graph")
     sampler = _Sampler(vocab, rng, type_aware, unseen_rate, caption=caption, fallback_rng=record_rng(seed, record["id"], "unseen"),
-                       unattached=unattached_words(caption, record.get("graph")))
+                       graph=record.get("graph"))
     pools: dict[str, list[_Draft]] = {c: [] for c in CATEGORIES}
     for i, sg in positives:
         _drafts(i, sg, sampler, pools)

@@ -65,6 +65,7 @@ DEFAULT_DIR = Path(__file__).resolve().parent
 UNKNOWN = "other"  # group / category / type of a name whose kind is not known
 
 _KINDS = (("objects", "group"), ("attributes", "category"), ("relations", "type"))
+SCENE_MATE_SHARE = 0.1  # the least share of a thing's company that makes another its scene-mate (`Vocab.scene_mates`)
 
 
 @dataclass(eq=False)  # compared by identity: its lookups are cached per instance
@@ -195,6 +196,18 @@ class Vocab:
         o = self._backoff_class(obj) if object else obj.lower()
         return (s, rel.lower(), o) in self._group_triples
 
+    def relation_count_in_group(self, subj: str, rel: str, obj: str) -> int:
+        """How often the corpus showed `rel` between an object of `subj`'s group and one of `obj`'s (each end taken as
+        `relation_seen_in_group` takes it): the backoff of `relation_count` where neither order was seen by name."""
+        return self._group_triple_counts.get((self._backoff_class(subj), rel.lower(), self._backoff_class(obj)), 0)
+
+    @functools.cached_property
+    def _group_triple_counts(self) -> Counter[tuple[str, str, str]]:
+        out: Counter[tuple[str, str, str]] = Counter()
+        for (s, r, o), n in self.relation_triples.items():
+            out[self._backoff_class(s), r, self._backoff_class(o)] += n
+        return out
+
     def _backoff_class(self, noun: str) -> str:
         # a body part backs off to itself: which bodies have one is the part's own fact ("a horse with a mane" says
         # nothing of a cow's: blind review r11), not its group's, and so are its colours (blue eyes make no blue mane:
@@ -265,6 +278,72 @@ class Vocab:
         group, its hypernyms' groups and its hyponyms' groups. A replacement drawn from these would
         not make a negative."""
         return self._unsafe(kind).get(self.head(kind, name), frozenset((name,)))
+
+    @staticmethod
+    def same_kind_of_thing(name: str, other: str) -> bool:
+        """Whether `other` may name a kind of the one-word `name`, or `name` one of `other`: one ends in the
+        other's last word ("ball" / "volleyball", "bedroom" / "hotel room"). An English compound names a kind of its
+        last part, so the caption's noun leaves such a replacement open ("a toddler hitting the ball" -> "the
+        volleyball", "a bedroom" -> "a hotel room" may hold: blind review r13), as `unsafe`'s do. A name of two words
+        already says its kind: "a tennis ball" -> "a volleyball" contradicts it. A word of three letters or fewer is
+        left out: it ends too many unrelated words ("ant" / "elephant", "man" / "woman")."""
+        if " " in name:
+            return False
+        a, b = name, other.split()[-1]
+        short, long_ = sorted((a, b), key=len)
+        return len(short) > 3 and long_.endswith(short)
+
+    def opposites_on_axis(self, relation: str) -> tuple[str, ...]:
+        """The relations opposite spatial `relation` on its axis, and their synonyms ("to the left of" -> "to the right
+        of", "on the right of"), in a fixed order: worked out once per vocabulary, not once per caption."""
+        cache = self._opposites_on_axis
+        if relation not in cache:
+            head = self.head("relations", relation)
+            group = {head, relation} | {n for n in self.synonyms.get("relations", {}) if self.head("relations", n) == head}
+            opposites = {a for m in group for a in self.antonyms.get(m, ())}
+            opposites |= {n for n in self.relations if self.head("relations", n) in {self.head("relations", a) for a in opposites}}
+            cache[relation] = tuple(sorted(n for n in opposites if n in self.relations))
+        return cache[relation]
+
+    @functools.cached_property
+    def _opposites_on_axis(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    @functools.cached_property
+    def scene_mates(self) -> dict[str, frozenset[str]]:
+        """name -> the things it usually comes with: those that make at least `SCENE_MATE_SHARE` of the company the
+        co-occurrence counts (`relation_triples`) show it in, tied by any relation either way round, each end also read
+        by its last word ("household bathroom with shower": bathroom and shower). A speaker is named with a monitor in
+        half its triples, a sink with a bathroom in a fifth; a truck with a building in 4%, a car with a street in 7%:
+        the first two go without saying, the last two do not."""
+        company: dict[str, Counter] = {}
+
+        def keys(name: str) -> set[str]:
+            words = name.split()
+            return {k for k in (name, self.known("objects", name), self.known("objects", words[-1]) if words else None) if k}
+
+        for (s, _, o), n in self.relation_triples.items():
+            ks, ko = keys(s), keys(o)
+            for a in ks:
+                for b in ko - ks:
+                    company.setdefault(a, Counter())[b] += n
+                    company.setdefault(b, Counter())[a] += n
+        out: dict[str, set[str]] = {}
+        for name, seen in company.items():
+            total = sum(seen.values())
+            for other, n in seen.items():
+                if n >= SCENE_MATE_SHARE * total:
+                    out.setdefault(other, set()).add(name)  # other -> the things that usually come with it
+        return {k: frozenset(v) for k, v in out.items()}
+
+    @functools.cached_property
+    def compounds_by_word(self) -> dict[str, frozenset[str]]:
+        """word -> the object names of two words or more that have it ("sign": "street sign", "stop sign")."""
+        out: dict[str, set[str]] = {}
+        for name in self.object_names:
+            for w in name.split() if len(name.split()) > 1 else ():
+                out.setdefault(w, set()).add(name)
+        return {k: frozenset(v) for k, v in out.items()}
 
     @functools.lru_cache(maxsize=None)
     def _heads(self, kind: str) -> dict[str, str]:
