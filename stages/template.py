@@ -540,6 +540,10 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
 # Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
 # pineapple", "a plate of rice and chicken").
 INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"})
+# Words that determine the noun phrase they begin ("her date", "there wedding cake" for "their"), which the parser
+# does not always mark as the noun's determiner.
+DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "there", "some", "any",
+                              "each", "every", "another"}) | POSSESSIVE_PRONOUNS
 
 
 def bare_foods(record: dict, vocab) -> frozenset[int]:
@@ -557,7 +561,9 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
         if not bounds or not 0 < bounds[0] <= len(words) or words[bounds[0] - 1] not in INGREDIENT_CUES:
             continue
         head, lemma = str(ent.get("head") or "").lower(), str(ent.get("lemma_head") or "").lower()
-        determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict))
+        first = str(ent.get("span") or "").lower().split()[:1]
+        determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
+            first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
         if head and head == lemma and not determined and vocab.object_kind(lemma) == "food":
             found.add(k)
     return frozenset(found)
