@@ -101,6 +101,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
     without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`) or a relation
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
     `tokens`, where given)."""
+    graph = with_path_verbs(graph, words)
     nodes = graph_nodes(graph, vocab)
     either, either_entities = disjuncts(graph, words)
     # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
@@ -118,9 +119,13 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
         if identity not in seen:
             seen.add(identity)
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
+    agents = frozenset() if vocab is None else frozenset(
+        i for i, node in enumerate(nodes)
+        if node is not None and (vocab.object_kind(str(node.get("lemma") or node["noun"])) in ("person", "animal")
+                                 or str(node["noun"]).lower() in AGENT_PRONOUNS))
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if attachment_ambiguous(graph, rel, words) or not said_as_given(rel, graph, words):
+        if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words):
             continue
         if {s, o} & either_entities or _said_either(rel["relation"], either):
             continue
@@ -225,7 +230,7 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
     return pronoun is not None and (pronoun == "it") == plural
 
 
-def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None) -> bool:
+def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None, agents: frozenset[int] = frozenset()) -> bool:
     """Whether the caption may attach the relation's phrase to another noun, or give its verb another
     subject. Such a relation is no positive: a sub-graph positive the caption does not entail teaches
     the model a false text (MosaiCLIP's positives are entailed by the caption, Singh et al. 2023 Sec.
@@ -254,7 +259,13 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
       is at a kitchen counter by a dog": the man is by the dog; the counter may not be);
     - a with-phrase on the object of an earlier phrase whose own noun has a place phrase of its own ("a bench
       resting on a sidewalk with cars on a street in the background": the cars are the scene's, on the
-      street, not the sidewalk's)."""
+      street, not the sidewalk's);
+    - a participle whose subject is coordinated after such a phrase's object ("a man in a black hat, white shirt
+      and black pants jumping a skateboard": the man jumps, not the shirt), or an action verb with one of
+      `agents` (entities that are people or animals) between its subject and itself, the nearer doer ("the front
+      of a restaurant with someone holding up food": someone holds it);
+    - a bare preposition of a path whose verb the caption says (`_verb_dropped`: "a man riding a snowboard down
+      a slope" gives no "a man down a slope")."""
     entities = graph.get("entities") or []
     relations = graph.get("relations") or []
     s, o = rel["subject"], rel["object"]
@@ -277,7 +288,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
     else:
         # the same verb with another phrase: "sleeps on a bed" then "sleeps with a bedspread"
         own = {r["object"] for r in relations if r["subject"] == s and r["relation"].lower().split(" ", 1)[0] == first}
-        if first.endswith(("ing", "ed")) and _prepositional_object(relations, s, bounds):
+        if _another_doer(relations, s, o, bounds, first, words, agents):
             return True
         place = entities[s].get("type") == "scene"
         if first in STATIVE_PARTICIPLES and any(
@@ -285,8 +296,9 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None)
                 and (_verb_phrase(r["relation"].lower(), first) or place and _last_phrase(r["relation"].lower()) not in ("", "of"))
                 for r in relations):
             return True
-    last = _last_phrase(relation)
-    if _nested(relations, s, o, bounds, last, entities, words) or (
+    # a path's adverbial preposition ("riding down", `with_path_verbs`) ends the phrase as well
+    last = _last_phrase(relation) or (relation.split()[-1] if relation.split()[-1] in DIRECTIONAL else "")
+    if _verb_dropped(relations, s, o, relation, bounds, words) or _nested(relations, s, o, bounds, last, entities, words) or (
             first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
@@ -398,6 +410,111 @@ def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: 
         if not _joined((start, b[0]), bounds, words) and not worn and [w.lower() for w in words[start:b[0]]] != ["of"]:
             return True
     return False
+
+
+# Pronouns that name a doer ("someone holding up food"), which the vocabulary does not list as people.
+AGENT_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody"})
+
+
+def _another_doer(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None,
+                  agents: frozenset[int]) -> bool:
+    """Whether the verb `first` may be another noun's than its subject s's: a participle after s as the object of an
+    earlier noun's phrase, or listed with one (`_listed_prepositional_object`), or an action verb after a nearer doer
+    (`_nearer_agent`)."""
+    if first.endswith(("ing", "ed")) and (_prepositional_object(relations, s, bounds)
+                                          or _listed_prepositional_object(relations, s, bounds, words)):
+        return True
+    return _nearer_agent(relations, s, o, bounds, first, words, agents)
+
+
+def _listed_prepositional_object(relations: list[dict], s: int, bounds: list, words: list[str] | None) -> bool:
+    """Whether entity s is coordinated after the object of an earlier noun's prepositional phrase, one of the phrase's
+    list ("a man in a black hat, white shirt and black pants": the shirt and the pants are the man's too). Needs the
+    caption's words."""
+    seen = {s}
+    n = _later_conjunct(s, bounds, words, before=False)
+    while n is not None and n not in seen:
+        if _prepositional_object(relations, n, bounds):
+            return True
+        seen.add(n)
+        n = _later_conjunct(n, bounds, words, before=False)
+    return False
+
+
+def _nearer_agent(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None,
+                  agents: frozenset[int]) -> bool:
+    """Whether an action verb (not one of `THINGS_DO`, nor a past participle) comes after one of `agents` other than
+    its subject s and after s, with no "and" joining the two: English reads the nearer doer as the verb's subject ("the
+    front of a restaurant with someone holding up food"; "a man with his dog walking on a beach" may be either), unless
+    "while" opens the verb's clause, whose subject is the sentence's. Needs the caption's words."""
+    if not words or not agents or first in THINGS_DO or first.endswith("ed"):
+        return False
+    start, end = bounds[s][1], bounds[o][0] if bounds[o][0] >= bounds[s][1] else len(words)
+    at = next((i for i in range(start, min(end, len(words))) if words[i].lower() == first), None)
+    if at is None or words[at - 1].lower() == "while":  # "an adult standing behind a girl while holding an umbrella"
+        return False
+    return any(n not in (s, o) and n < len(bounds) and start <= bounds[n][0] and bounds[n][1] <= at
+               and not _joined((start, bounds[n][0]), bounds, words) for n in agents)
+
+
+# Prepositions of a path, which need their verb of motion: "a man riding a snowboard down a slope" goes down it, "a man
+# down a slope" says nothing the caption does, and "a zebra ... off the ground" lost what comes off it.
+DIRECTIONAL = frozenset({"down", "up", "along", "across", "through", "around", "toward", "towards", "off", "off of", "into", "onto",
+                         "past", "from", "out of", "away from"})
+
+
+# Verbs of going that say the path without their object ("riding down a slope", "walks past chairs", "leads through a
+# paddock"), as the subject goes along with what it rides or leads (`CARRYING_VERBS`); "carries down" needs its object.
+GOING_VERBS = frozenset({"ride", "walk", "drive", "lead", "paddle", "row", "skate", "ski"})
+
+
+def with_path_verbs(graph: dict, words: list[str] | None = None) -> dict:
+    """`graph` with each bare preposition of a path whose verb of going comes before it give that verb back: "a man riding a
+    snowboard down a snow covered slope" relates the man "riding down" the slope, which is what the caption says and the gold
+    graphs keep (docs/gold_graphs.md), not "down" ("a man down a slope" lost its verb). The verb is the subject's relation
+    to the nearest object between it and the phrase's (`GOING_VERBS`, in any inflection); any other dropped verb leaves the
+    relation for `_verb_dropped` to refuse."""
+    relations = graph.get("relations") or []
+    try:
+        bounds = [e["span_bounds"] for e in graph["entities"]]
+    except (KeyError, TypeError):
+        return graph
+    out, changed = [], False
+    for rel in relations:
+        s, o = rel["subject"], rel["object"]
+        relation = " ".join(str(rel["relation"]).lower().split())
+        if relation in DIRECTIONAL and max(s, o) < len(bounds) and bounds[s][1] < bounds[o][0]:
+            verbs = sorted((bounds[r["object"]][0], r) for r in relations
+                           if r["subject"] == s and r["object"] not in (s, o) and r["object"] < len(bounds)
+                           and len(r["relation"].split()) == 1 and r["relation"].lower() not in PREPOSITIONS
+                           and bounds[s][1] <= bounds[r["object"]][0] and bounds[r["object"]][1] <= bounds[o][0])
+            if verbs and _contact_verb(verbs[-1][1], GOING_VERBS):
+                verb = verbs[-1][1]
+                lemma = str(verb.get("lemma_relation") or verb["relation"]).lower()
+                rel = {**rel, "relation": f"{verb['relation']} {rel['relation']}", "lemma_relation": f"{lemma} {relation}"}
+                changed = True
+        out.append(rel)
+    return {**graph, "relations": out} if changed else graph
+
+
+def _verb_dropped(relations: list[dict], s: int, o: int, relation: str, bounds: list, words: list[str] | None) -> bool:
+    """Whether the relation is a bare preposition of a path (`DIRECTIONAL`) that in the caption follows a verb between
+    its subject and its object: the verb's own object ("riding a snowboard down a snow covered slope") or, with the
+    caption's words, an -ing word outside every noun phrase ("a zebra bending down eating something off the ground").
+    The phrase goes with that verb, which the relation lacks."""
+    if " ".join(relation.split()) not in DIRECTIONAL:
+        return False
+    start, end = bounds[s][1], bounds[o][0]
+    if end <= start:
+        return False
+    if any(r["subject"] == s and r["object"] not in (s, o) and r["object"] < len(bounds)
+           and r["relation"].lower().split(" ", 1)[0] not in PREPOSITIONS
+           and start <= bounds[r["object"]][0] and bounds[r["object"]][1] <= end for r in relations):
+        return True
+    if not words:
+        return False
+    inside = {i for b in bounds for i in range(b[0], b[1])}
+    return any(i not in inside and len(words[i]) > 4 and words[i].lower().endswith("ing") for i in range(start, min(end, len(words))))
 
 
 def _transfers(relations: list[dict], s: int, n: int, last: str, picture: bool) -> bool:
@@ -522,8 +639,9 @@ def decompose_record(
         from mosaictool.vocab import load
 
         vocab = load()
-    graph = record["graph"]
-    candidates = candidate_subgraphs(graph, vocab, words=(record.get("tokens") or {}).get("words"))
+    words = (record.get("tokens") or {}).get("words")
+    graph = with_path_verbs(record["graph"], words)
+    candidates = candidate_subgraphs(graph, vocab, words=words)
     if len(candidates) > max_subgraphs:
         candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
     subgraphs = []

@@ -246,7 +246,7 @@ def _determined(node: dict, body: str) -> str:
     if node.get("determiner") in ("the", *POSSESSIVE_PRONOUNS):
         return f"{node['determiner']} {body}"
     noun = node["noun"].lower()
-    if body.lower() in ARTICLELESS_PLACES or node.get("name"):
+    if body.lower() in ARTICLELESS_PLACES or node.get("name") or node.get("bare"):
         return body
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
     if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
@@ -270,7 +270,7 @@ class _Phrases:
         if count is not None and count.__class__ is not str:  # 2 and 2.0 would share a key
             return noun_phrase(node, self.vocab)
         key = (node["noun"], tuple(node["attributes"]), count, node.get("determiner"), node["plural"], node.get("posture_first"),
-               node.get("joined"), node.get("measure"), node.get("trailing"), node.get("name"))
+               node.get("joined"), node.get("measure"), node.get("trailing"), node.get("name"), node.get("bare"))
         phrase = self.known.get(key)
         if phrase is None:
             if len(self.known) >= self.LIMIT:
@@ -537,6 +537,48 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
     return parts
 
 
+# Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
+# pineapple", "a plate of rice and chicken").
+INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"})
+# Words that determine the noun phrase they begin ("her date", "there wedding cake" for "their"), which the parser
+# does not always mark as the noun's determiner.
+DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "there", "some", "any",
+                              "each", "every", "another"}) | POSSESSIVE_PRONOUNS
+
+
+def bare_foods(record: dict, vocab) -> frozenset[int]:
+    """The entities that are a food the caption writes bare, singular, as an ingredient (after "with", "of", "and" or a
+    comma), in a caption that puts articles before its other nouns: "a pizza with Canadian bacon and pineapple" means
+    pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13). Headline-style captions,
+    which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
+    graph = record.get("graph")
+    words = [str(w).lower() for w in (record.get("tokens") or {}).get("words") or []]
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list) or not {"a", "an", "the"} & set(words):
+        return frozenset()
+    found = set()
+    for k, ent in enumerate(graph["entities"]):
+        bounds = ent.get("span_bounds") if isinstance(ent, dict) else None
+        if not bounds or not 0 < bounds[0] <= len(words) or words[bounds[0] - 1] not in INGREDIENT_CUES:
+            continue
+        head, lemma = str(ent.get("head") or "").lower(), str(ent.get("lemma_head") or "").lower()
+        first = str(ent.get("span") or "").lower().split()[:1]
+        determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
+            first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
+        if head and head == lemma and not determined and vocab.object_kind(lemma) == "food":
+            found.add(k)
+    return frozenset(found)
+
+
+def with_bare_foods(graph: dict, foods: frozenset[int], positive: dict | None = None) -> dict:
+    """`graph` with the caption's own bare foods (`bare_foods`) marked `bare`, to be said without an article; a noun a
+    negative put in their place is not the caption's and gets one ("a pizza with a plate")."""
+    if not foods:
+        return graph
+    objects = [{**obj, "bare": True} if entity in foods and obj.get("entity") is not None and not obj["plural"] and not obj.get("count")
+               else obj for obj, entity in zip(graph["objects"], _entities(graph, positive))]
+    return {**graph, "objects": objects}
+
+
 def _same_sex(node: dict, caption_node: dict | None, vocab) -> bool:
     """Whether `node` is the caption's own noun (not a replacement) with the caption's sex attributes, if any."""
     if node.get("entity") is None:
@@ -575,8 +617,10 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
+    foods = bare_foods(record, vocab)
 
     def shaped(graph: dict, positive: dict | None = None) -> dict:
+        graph = with_bare_foods(graph, foods, positive)
         return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives

@@ -531,3 +531,41 @@ def test_a_relation_the_captions_words_say_otherwise_is_no_positive():
     assert _relation_positives("THERE IS A BUS PARKED ON THE SIDE OF THE STREET")
     got = _parsed_positives("A man is looking down with none of his hands visible.")
     assert not any("none" in nouns for nouns, _, _ in got)
+
+
+def _real_relation_positives(captions: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+    from mosaictool.stages.parse import parse
+
+    vocab = load()
+    return {rec["caption"]: [(sg["objects"][0]["noun"], sg["relations"][0]["relation"], sg["objects"][1]["noun"])
+                             for sg in candidate_subgraphs(rec["graph"], vocab, words=rec["tokens"]["words"]) if sg["relations"]]
+            for rec in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+
+
+def test_a_verb_whose_doer_is_another_noun_is_no_positive():
+    """Blind review r13: "the front holding up food" (someone holds it) and "a white shirt jumping a skateboard" (the
+    man in the shirt jumps): a verb after a nearer person or animal, or whose subject is listed in an earlier noun's
+    phrase, is no positive; the subject's own phrase stays, and a "while" clause keeps the sentence's subject."""
+    got = _real_relation_positives([
+        "The front of a restaurant with someone holding up food",
+        "A man in a black hat, white shirt and black pants jumping a skateboard off a bench.",
+        "An adult standing behind a little girl while holding an umbrella.",
+    ])
+    front = got["The front of a restaurant with someone holding up food"]
+    assert ("front", "holding up", "food") not in front and ("restaurant", "with", "someone") in front
+    man = got["A man in a black hat, white shirt and black pants jumping a skateboard off a bench."]
+    assert [t for t in man if t[1] != "in"] == [] and ("man", "in", "hat") in man
+    assert ("adult", "holding", "umbrella") in got["An adult standing behind a little girl while holding an umbrella."]
+
+
+def test_a_path_phrase_after_a_verbs_object_keeps_its_verb_or_is_no_positive():
+    """Blind review r13: "a man down a snow covered slope" and "a zebra bending down off the ground" lost their verb.
+    A verb of going gives it back ("riding down", as the gold graphs read it); any other is no positive."""
+    got = _real_relation_positives([
+        "A man riding a snowboard down a snow covered slope.",
+        "a zebra bending down eating something off the ground",
+        "A woman carries a box of bananas down a crowded street.",
+    ])
+    assert got["A man riding a snowboard down a snow covered slope."] == [("man", "riding", "snowboard"), ("man", "riding down", "slope")]
+    assert got["a zebra bending down eating something off the ground"] == []
+    assert not [t for t in got["A woman carries a box of bananas down a crowded street."] if t[2] == "street"]

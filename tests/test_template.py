@@ -603,3 +603,24 @@ def test_a_purpose_stands_after_a_colour_and_before_a_compounds_gerund():
     assert noun_phrase(node("chair", ["outdoor", "wooden"]), VOCAB) == "a wooden outdoor chair"
     # "the outdoor sitting area of a restaurant": the gerund next to the noun forms a compound with it
     assert noun_phrase(node("area", ["outdoor", "sitting"]), VOCAB) == "an outdoor sitting area"
+
+
+def test_a_food_the_caption_writes_bare_as_an_ingredient_takes_no_article():
+    """Blind review r13: "a pizza with a pineapple" for "a pizza with Canadian bacon and pineapple" (a topping), "a
+    macaroni" for "macaroni and cheese"; a headline-style caption's bare nouns still get theirs, and a noun a negative
+    puts in the food's place is not the caption's."""
+    records = parsed_and_decomposed(["A pizza with Canadian bacon and pineapple in a fluted pan.",
+                                     "A plate of macaroni and cheese with broccoli.", "man eating banana"])
+    texts = {c: [p["text"] for p in template_record(r, VOCAB)["texts"]["positives"]] for c, r in records.items()}
+    pizza = texts["A pizza with Canadian bacon and pineapple in a fluted pan."]
+    assert "a pizza with pineapple" in pizza and "pineapple" in pizza and not [t for t in pizza if "a pineapple" in t]
+    assert "macaroni" in texts["A plate of macaroni and cheese with broccoli."]
+    assert "a man eating a banana" in texts["man eating banana"]
+    rec = records["A pizza with Canadian bacon and pineapple in a fluted pan."]
+    index = next(i for i, sg in enumerate(rec["subgraphs"]) if sg.get("relations") and sg["objects"][1]["noun"] == "pineapple")
+    positive = rec["subgraphs"][index]
+    plate = {**positive["objects"][1], "noun": "plate", "lemma": "plate", "entity": None}
+    swapped = {**positive, "objects": [positive["objects"][0], plate]}
+    negative = {"kind": "graph", "subgraph": index, "graph": swapped, "category": "f_rel", "transform": "replace_object", "key": None}
+    out = template_record({**rec, "negatives": [negative]}, VOCAB)["texts"]["negatives"]
+    assert [n["text"] for n in out] == ["a pizza with a plate"]
