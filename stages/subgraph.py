@@ -20,7 +20,6 @@ A sub-graph (an entry of `subgraphs`, or the `graph` of a graph negative) is
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
 import re
@@ -307,7 +306,6 @@ def is_bare_preposition(relation: str) -> bool:
     return " ".join(str(relation).lower().split()) in BARE_PREPOSITIONS
 
 
-@functools.lru_cache(maxsize=8)  # a process loads a vocabulary or two: kept by identity, built once
 def _word_sets(vocab) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """`graph_nodes`'s colour words, object names and adjectives with `vocab`'s own."""
     colours = COLOUR_WORDS | {n for n, c in vocab.attributes.items() if c == "colour"}
@@ -320,7 +318,7 @@ def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
     """The sub-graph nodes of a parsed graph's entities, as decompose makes them: None for pronouns,
     place nouns and what the caption says is absent ("no toilets"), fused colour compounds split
     (`clean_node`; `vocab`'s colour attributes count as colour words too)."""
-    colours, things, adjectives = (COLOUR_WORDS, frozenset(), frozenset()) if vocab is None else _word_sets(vocab)
+    colours, things, adjectives = (COLOUR_WORDS, frozenset(), frozenset()) if vocab is None else vocab.derived(_word_sets)
     return [
         None if is_pronoun(e) or is_absent(e) else clean_node(object_node(e, i), colours, things, adjectives)
         for i, e in enumerate(graph["entities"])

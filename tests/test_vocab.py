@@ -429,3 +429,36 @@ def test_the_shipped_counts_match_their_script():
     assert len(shipped.object_attributes) > 1000 and len(shipped.relation_triples) > 5000 and shipped.reference_counts
     assert all(n > 0 for n in shipped.relation_triples.values())
     assert all(shipped.known("relations", r) == r for _, r, _ in shipped.relation_triples)  # as negate looks them up
+
+
+def test_a_vocabularys_derived_tables_are_its_own_and_go_with_it():
+    import gc
+    import weakref
+
+    from mosaictool.stages.subgraph import graph_nodes
+
+    def small():
+        return Vocab(objects={"dog": "mammal", "cat": "mammal"}, attributes={"red": "colour", "teal": "colour"},
+                     relations={"on": "spatial"}, synonyms={"objects": {"puppy": "dog"}})
+
+    a, b = small(), small()
+    built = []
+    assert a.derived(lambda v: built.append(v) or len(built)) == 1
+    table = a.derived(lambda v: built.append(v) or len(built))  # another function: another table
+    assert table == 2 and built == [a, a]
+    b.attributes["mauve"] = "colour"  # b's tables are b's own: built from b, never a's
+    graph = {"entities": [{"head": "dog", "lemma_head": "dog", "span": "a mauve dog", "modifiers": [{"dep": "amod", "span": "mauve"}]}],
+             "relations": []}
+    graph_nodes(graph, a), graph_nodes(graph, b)
+    colours_of = [v.derived(_word_sets_of) for v in (a, b)]
+    assert "mauve" not in colours_of[0] and "mauve" in colours_of[1]
+    assert a.head("objects", "puppy") == "dog"  # a memoized lookup, kept in the instance
+    gone = weakref.ref(a)
+    del a, built, table
+    gc.collect()
+    assert gone() is None, "a module or class cache still holds the vocabulary"
+
+
+def _word_sets_of(vocab):
+    from mosaictool.stages import subgraph
+    return subgraph._word_sets(vocab)[0]

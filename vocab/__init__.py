@@ -68,6 +68,19 @@ _KINDS = (("objects", "group"), ("attributes", "category"), ("relations", "type"
 SCENE_MATE_SHARE = 0.1  # the least share of a thing's company that makes another its scene-mate (`Vocab.scene_mates`)
 
 
+def _per_vocabulary(method):
+    """A Vocab method's result memoized per instance and arguments, in the instance itself: its tables go with it
+    (a class-level functools.lru_cache would keep every vocabulary a process loads alive)."""
+    @functools.wraps(method)
+    def memoized(self, *args):
+        memo = self.__dict__.setdefault("_memo", {})
+        key = (method, args)
+        if key not in memo:
+            memo[key] = method(self, *args)
+        return memo[key]
+    return memoized
+
+
 @dataclass(eq=False)  # compared by identity: its lookups are cached per instance
 class Vocab:
     objects: dict[str, str]  # name -> group
@@ -93,6 +106,12 @@ class Vocab:
     # only rank replacements: f_rel:join takes no edge from them (a relation seen elsewhere joined to a caption
     # is mostly one the caption leaves open: "the guys in a gym").
     reference_counts: bool = False
+
+    @_per_vocabulary
+    def derived(self, build):
+        """`build(self)`, a table a stage derives from this vocabulary, built once per vocabulary and kept with it
+        (so no module-level cache holds vocabularies: a stage's tables go when its vocabulary does)."""
+        return build(self)
 
     # --- contradiction and plausibility ----------------------------------------------------------
 
@@ -121,7 +140,7 @@ class Vocab:
         hypernyms.tsv does not list ("a noodle" is food), so none safely contradicts it."""
         return self.head(kind, name) in self._general(kind)
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _general(self, kind: str) -> frozenset[str]:
         hyponyms: dict[str, int] = {}
         for hypers in self._broader(kind).values():
@@ -214,7 +233,7 @@ class Vocab:
         # blind review r12)
         return noun.lower() if self.object_kind(self.known("objects", noun.lower()) or noun.lower()) == "body" else self._class(noun)
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _attribute_pairs(self, exclusive: bool) -> frozenset[tuple[str, str]]:
         # a body part's colour (an exclusive category's member) backs off to the part alone; its size, relative to
         # the body, to the part's group ("a short tongue" as any body part's "short")
@@ -345,7 +364,7 @@ class Vocab:
                 out.setdefault(w, set()).add(name)
         return {k: frozenset(v) for k, v in out.items()}
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _heads(self, kind: str) -> dict[str, str]:
         table = self.synonyms.get(kind, {})
         heads = {}
@@ -357,14 +376,14 @@ class Vocab:
             heads[name] = head
         return heads
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _members(self, kind: str) -> dict[str, frozenset[str]]:
         out: dict[str, set[str]] = {}
         for name, head in self._heads(kind).items():
             out.setdefault(head, {head}).add(name)
         return {h: frozenset(m) for h, m in out.items()}
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _broader(self, kind: str) -> dict[str, tuple[str, ...]]:
         direct: dict[str, set[str]] = {}
         for name, hypers in self.hypernyms.get(kind, {}).items():
@@ -380,7 +399,7 @@ class Vocab:
             out[start] = tuple(found)
         return out
 
-    @functools.lru_cache(maxsize=None)
+    @_per_vocabulary
     def _unsafe(self, kind: str) -> dict[str, frozenset[str]]:
         members = self._members(kind)
         related: dict[str, set[str]] = {}
