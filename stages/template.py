@@ -59,7 +59,7 @@ from mosaictool.stages.subgraph import (
 # English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
     "position", "quality", "taste", "emotion", "size", "age", "newness", "temperature", "state", "cooking",
-    "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
+    "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "sex", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 # Positions that classify the noun (a kind of shelf or door, not where it is seen from; where it is used: an outdoor
@@ -117,8 +117,15 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     modifier nearest the head), whatever order the parser gave ("a fruit glass bowl": blind review r9)."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
     adjuncts = [p for p in pairs if not p[1] and vocab.known("objects", p[0]) is not None]
+    if (pairs and ATTRIBUTE_RANK.get(pairs[-1][1], ATTRIBUTE_RANK["colour"]) < ATTRIBUTE_RANK["colour"]
+            and vocab.known("objects", pairs[-1][0]) is not None):
+        # a listed attribute of an early category that is a noun too, which the caption put next to the head, forms a
+        # compound with it and keeps that place: "a black, beige and brown baby bear", not "a baby black, beige and brown
+        # bear" (a material or colour noun stands last by its category: "a glass fruit bowl")
+        adjuncts.append((pairs[-1][0], ""))
+        pairs = pairs[:-1]
     if adjuncts:
-        pairs = [p for p in pairs if p not in adjuncts]
+        pairs = [p for p in pairs if p[0] not in {a for a, _ in adjuncts}]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
         # an -ing word the caption put next to the noun after a classifying position forms a compound with it ("an
         # outdoor sitting area", "an indoor dining room") and keeps that place
