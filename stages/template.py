@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
+from mosaictool.stages.negate import MEAT_ANIMALS
 from mosaictool.stages.subgraph import (
     COLOUR_WORDS,
     PREPOSITIONS,
@@ -96,6 +97,21 @@ ARTICLELESS_PLACES = frozenset({"home plate", "home base", "first base", "second
 # The caption's own pronoun before a part its owner acts on ("pokes its paw"; with_owners): a determiner like "the".
 POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their"})
 INDEFINITE_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody", "something", "nobody"})
+# Words before an animal's name that make it its meat, said as a mass: "shredded chicken", "grilled salmon", not "a
+# shredded chicken" (blind review r14).
+# A whole roast is counted ("a roasted turkey", "a baked fish"), so roasting and baking are not among them.
+PREPARED = frozenset({
+    "shredded", "pulled", "chopped", "diced", "sliced", "minced", "breaded", "smoked", "barbecued", "bbq", "grilled", "fried",
+    "cooked", "boiled", "seasoned", "marinated", "sauteed",
+})
+
+
+def prepared_meat(node: dict) -> bool:
+    """Whether `node` is an animal's name said as its meat: singular, one of MEAT_ANIMALS, after a word of cooking."""
+    return (not node["plural"] and " ".join(str(node["noun"]).lower().split()) in MEAT_ANIMALS
+            and any(a.lower() in PREPARED for a in node["attributes"]))
+
+
 @functools.cache
 def mass_nouns() -> frozenset[str]:
     """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt, in
@@ -256,7 +272,8 @@ def _determined(node: dict, body: str) -> str:
     if body.lower() in ARTICLELESS_PLACES or node.get("name") or node.get("bare"):
         return body
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
-    if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
+    if (node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS
+            or prepared_meat(node)):
         return body
     return f"{indefinite_article(body)} {body}"
 
@@ -547,6 +564,9 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
 # Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
 # pineapple", "a plate of rice and chicken").
 INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"})
+# Of them, those after which an animal's name is its meat ("a plate of chicken and rice", "noodles with shrimp"); "a cat
+# and chicken" may be a live one.
+MEAT_CUES = frozenset({"with", "of"})
 # Words that determine the noun phrase they begin ("her date", "there wedding cake" for "their"), which the parser
 # does not always mark as the noun's determiner.
 DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "there", "some", "any",
@@ -556,7 +576,8 @@ DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those"
 def bare_foods(record: dict, vocab) -> frozenset[int]:
     """The entities that are a food the caption writes bare, singular, as an ingredient (after "with", "of", "and" or a
     comma), in a caption that puts articles before its other nouns: "a pizza with Canadian bacon and pineapple" means
-    pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13). Headline-style captions,
+    pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13); an animal's name that is
+    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"). Headline-style captions,
     which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
     graph = record.get("graph")
     words = [str(w).lower() for w in (record.get("tokens") or {}).get("words") or []]
@@ -571,7 +592,8 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
         first = str(ent.get("span") or "").lower().split()[:1]
         determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
             first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
-        if head and head == lemma and not determined and vocab.object_kind(lemma) == "food":
+        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and words[bounds[0] - 1] in MEAT_CUES)
+        if head and head == lemma and not determined and food:
             found.add(k)
     return frozenset(found)
 

@@ -638,3 +638,20 @@ def test_a_noun_modifier_stays_next_to_its_noun_and_a_sex_after_descriptive_adje
     # a listed noun the caption put before another adjective is an adjective there, in its category's place
     assert noun_phrase(node("elephant", ["baby", "big"]), VOCAB) == "a big baby elephant"
     assert noun_phrase(node("dog", ["male", "brown"]), VOCAB) == "a brown male dog"
+
+
+def test_a_condiment_and_an_animals_meat_take_no_article():
+    # blind review r14: "A hot dog in a bun is topped with mustard." read "a hot dog topped with a mustard", "A plate of
+    # shredded chicken with a broccoli cheese sauce." read "a shredded chicken"
+    records = parsed_and_decomposed(["A hot dog in a bun is topped with mustard.",
+                                     "A plate of shredded chicken with a broccoli cheese sauce.", "A plate of chicken and rice.",
+                                     "A brown chicken standing on top of a lush green field."])
+    texts = {c: [p["text"] for p in template_record(r, VOCAB)["texts"]["positives"]] for c, r in records.items()}
+    assert "a hot dog topped with mustard" in texts["A hot dog in a bun is topped with mustard."]
+    assert "shredded chicken" in texts["A plate of shredded chicken with a broccoli cheese sauce."]
+    assert "chicken" in texts["A plate of chicken and rice."] and "a chicken" not in texts["A plate of chicken and rice."]
+    # a live animal keeps its article, and a whole roast is counted
+    assert "a brown chicken" in texts["A brown chicken standing on top of a lush green field."]
+    assert noun_phrase(node("turkey", ["roasted"]), VOCAB) == "a roasted turkey"
+    assert noun_phrase(node("chicken", ["grilled"]), VOCAB) == "grilled chicken"
+    assert noun_phrase(node("ketchup"), VOCAB) == "ketchup"
