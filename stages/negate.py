@@ -223,6 +223,20 @@ NOT_THE_HEAD = frozenset({"toy", "stuffed", "teddy", "hot", "model", "fake", "ca
 
 
 COORDINATORS = frozenset({"and", "or", ",", "&", "/", "-", "with"})
+# Compound adjectives the parser splits into two attributes ("an old fashioned refrigerator": "old", "fashioned"): the
+# attribute is the whole compound, and one word of it replaced or swapped alone reads as no English ("a new fashioned
+# refrigerator", "a brand old car"; Quirk et al. 1985, §17.109: compound adjectives are lexicalised units).
+FIXED_COMPOUNDS = frozenset({
+    ("old", "fashioned"), ("old", "time"), ("old", "school"), ("brand", "new"), ("well", "used"), ("well", "worn"),
+    ("well", "kept"), ("well", "lit"), ("well", "dressed"), ("well", "done"), ("home", "made"), ("hand", "made"),
+    ("full", "grown"), ("half", "eaten"), ("half", "empty"), ("half", "full"), ("free", "range"), ("low", "fat"),
+})
+
+
+def in_fixed_compound(attributes: list[str], j: int) -> bool:
+    """Whether attribute j and a neighbour in `attributes` form one of FIXED_COMPOUNDS, in that order."""
+    words = [a.lower() for a in attributes]
+    return (j > 0 and (words[j - 1], words[j]) in FIXED_COMPOUNDS) or (j + 1 < len(words) and (words[j], words[j + 1]) in FIXED_COMPOUNDS)
 
 
 def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
@@ -802,15 +816,19 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
     elephant" swapped is not. A material moves only between two objects of one group: what one kind of
     thing is made of the other mostly is not ("a metal blender on top of a stone counter" -> "a stone blender",
     "a wooden refrigerator freezer": blind review r8). With counts, each moved attribute is one they make plausible
-    on its new object (`_swap_plausible`)."""
+    on its new object (`_swap_plausible`). Neither moved attribute may be one its new object has already ("a black and
+    white cat on a white blanket" -> "a white and white cat on a black blanket": blind review r14), nor one word of a
+    compound adjective (`in_fixed_compound`)."""
     out = []
     for j, a in enumerate(s["attributes"]):
         name_a = vocab.known("attributes", a)
-        if name_a is None or vocab.category(name_a) == UNKNOWN:
+        if name_a is None or vocab.category(name_a) == UNKNOWN or in_fixed_compound(s["attributes"], j):
             continue
         for k, b in enumerate(o["attributes"]):
             name_b = vocab.known("attributes", b)
             if (name_b is not None and vocab.category(name_b) == vocab.category(name_a)
+                    and not in_fixed_compound(o["attributes"], k)
+                    and name_b not in _carried(vocab, s["attributes"], j) and name_a not in _carried(vocab, o["attributes"], k)
                     and vocab.head("attributes", name_a) != vocab.head("attributes", name_b)
                     and name_b not in vocab.unsafe("attributes", name_a)
                     and (vocab.is_exclusive(vocab.category(name_a)) or _antonyms(vocab, name_a, name_b))
@@ -819,6 +837,11 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
                     and _swap_plausible(vocab, name_a, o["lemma"]) and _swap_plausible(vocab, name_b, s["lemma"])):
                 out.append((j, k))
     return out
+
+
+def _carried(vocab, attributes: list[str], moved: int) -> set[str]:
+    """The attributes (by the vocabulary's names, with their synonyms) an object keeps when attribute `moved` leaves it."""
+    return _with_synonyms(vocab, [vocab.known("attributes", a) or a.lower() for i, a in enumerate(attributes) if i != moved])
 
 
 def _swap_plausible(vocab, attr: str, lemma: str) -> bool:
@@ -894,7 +917,8 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
     describes some of them only, so replacing it ("standing walking people") contradicts nothing and is not
     made. Colours coordinated on a plural ("pink and white cakes") hold of each, and are replaced. Nor is an
     attribute replaced by the antonym of what else the object is said to be (`_clashes`: "an empty plate
-    full of noodles", blind review r9), which makes the text contradict itself rather than the image."""
+    full of noodles", blind review r9), which makes the text contradict itself rather than the image. Nor is one
+    word of a compound adjective (`in_fixed_compound`: "a new fashioned refrigerator", blind review r14)."""
     vocab, coordinated = sampler.vocab, sampler.coordinated
     for i, obj in enumerate(objects):
         attributes = obj["attributes"]
@@ -902,6 +926,8 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         opening = [r["relation"] for r in relations if r["subject"] == i]
         entered = _entered(vocab, relations, i)
         for j, attr in enumerate(attributes):
+            if in_fixed_compound(attributes, j):
+                continue  # "old" of "old fashioned": the attribute is the whole compound
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):

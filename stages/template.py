@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Iterator
 from importlib import resources
 
+from mosaictool.stages.negate import MEAT_ANIMALS
 from mosaictool.stages.subgraph import (
     COLOUR_WORDS,
     PREPOSITIONS,
@@ -59,7 +60,7 @@ from mosaictool.stages.subgraph import (
 # English adjective order (opinion, size, age, shape, colour, material), the vocabulary's categories placed in it
 ATTRIBUTE_ORDER = (
     "position", "quality", "taste", "emotion", "size", "age", "newness", "temperature", "state", "cooking",
-    "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "topping", "material", "ground",
+    "posture", "activity", "weather", "shape", "form", "texture", "colour", "pattern", "finish", "sex", "topping", "material", "ground",
 )
 ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 # Positions that classify the noun (a kind of shelf or door, not where it is seen from; where it is used: an outdoor
@@ -96,6 +97,21 @@ ARTICLELESS_PLACES = frozenset({"home plate", "home base", "first base", "second
 # The caption's own pronoun before a part its owner acts on ("pokes its paw"; with_owners): a determiner like "the".
 POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their"})
 INDEFINITE_PRONOUNS = frozenset({"someone", "somebody", "anyone", "anybody", "everyone", "everybody", "something", "nobody"})
+# Words before an animal's name that make it its meat, said as a mass: "shredded chicken", "grilled salmon", not "a
+# shredded chicken" (blind review r14).
+# A whole roast is counted ("a roasted turkey", "a baked fish"), so roasting and baking are not among them.
+PREPARED = frozenset({
+    "shredded", "pulled", "chopped", "diced", "sliced", "minced", "breaded", "smoked", "barbecued", "bbq", "grilled", "fried",
+    "cooked", "boiled", "seasoned", "marinated", "sauteed",
+})
+
+
+def prepared_meat(node: dict) -> bool:
+    """Whether `node` is an animal's name said as its meat: singular, one of MEAT_ANIMALS, after a word of cooking."""
+    return (not node["plural"] and " ".join(str(node["noun"]).lower().split()) in MEAT_ANIMALS
+            and any(a.lower() in PREPARED for a in node["attributes"]))
+
+
 @functools.cache
 def mass_nouns() -> frozenset[str]:
     """Nouns COCO captions use without an article because they are uncountable (vocab/mass_nouns.txt, in
@@ -117,8 +133,15 @@ def ordered_attributes(attributes: list[str], vocab) -> list[tuple[str, str]]:
     modifier nearest the head), whatever order the parser gave ("a fruit glass bowl": blind review r9)."""
     pairs = [(a, vocab.attributes.get(a, "")) for a in attributes]
     adjuncts = [p for p in pairs if not p[1] and vocab.known("objects", p[0]) is not None]
+    if (pairs and ATTRIBUTE_RANK.get(pairs[-1][1], ATTRIBUTE_RANK["colour"]) < ATTRIBUTE_RANK["colour"]
+            and vocab.known("objects", pairs[-1][0]) is not None):
+        # a listed attribute of an early category that is a noun too, which the caption put next to the head, forms a
+        # compound with it and keeps that place: "a black, beige and brown baby bear", not "a baby black, beige and brown
+        # bear" (a material or colour noun stands last by its category: "a glass fruit bowl")
+        adjuncts.append((pairs[-1][0], ""))
+        pairs = pairs[:-1]
     if adjuncts:
-        pairs = [p for p in pairs if p not in adjuncts]
+        pairs = [p for p in pairs if p[0] not in {a for a, _ in adjuncts}]
     if len(pairs) > 1 and all(category in ATTRIBUTE_RANK for _, category in pairs):
         # an -ing word the caption put next to the noun after a classifying position forms a compound with it ("an
         # outdoor sitting area", "an indoor dining room") and keeps that place
@@ -249,7 +272,8 @@ def _determined(node: dict, body: str) -> str:
     if body.lower() in ARTICLELESS_PLACES or node.get("name") or node.get("bare"):
         return body
     # "the" was handled above: "some water" -> "water"; a compound takes its last word's count ("cowboy gear")
-    if node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS:
+    if (node["plural"] or noun in mass_nouns() or noun.rsplit(" ", 1)[-1] in mass_nouns() or noun in INDEFINITE_PRONOUNS
+            or prepared_meat(node)):
         return body
     return f"{indefinite_article(body)} {body}"
 
@@ -540,6 +564,9 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
 # Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
 # pineapple", "a plate of rice and chicken").
 INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"})
+# Of them, those after which an animal's name is its meat ("a plate of chicken and rice", "noodles with shrimp"); "a cat
+# and chicken" may be a live one.
+MEAT_CUES = frozenset({"with", "of"})
 # Words that determine the noun phrase they begin ("her date", "there wedding cake" for "their"), which the parser
 # does not always mark as the noun's determiner.
 DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "there", "some", "any",
@@ -549,7 +576,8 @@ DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those"
 def bare_foods(record: dict, vocab) -> frozenset[int]:
     """The entities that are a food the caption writes bare, singular, as an ingredient (after "with", "of", "and" or a
     comma), in a caption that puts articles before its other nouns: "a pizza with Canadian bacon and pineapple" means
-    pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13). Headline-style captions,
+    pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13); an animal's name that is
+    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"). Headline-style captions,
     which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
     graph = record.get("graph")
     words = [str(w).lower() for w in (record.get("tokens") or {}).get("words") or []]
@@ -564,7 +592,8 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
         first = str(ent.get("span") or "").lower().split()[:1]
         determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
             first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
-        if head and head == lemma and not determined and vocab.object_kind(lemma) == "food":
+        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and words[bounds[0] - 1] in MEAT_CUES)
+        if head and head == lemma and not determined and food:
             found.add(k)
     return frozenset(found)
 

@@ -22,6 +22,7 @@ from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
     DEFAULT_PROBS,
     VEHICLE_MEDIA,
+    _attribute_swaps,
     _fits_relation,
     _fitting_ages,
     _node,
@@ -32,6 +33,7 @@ from mosaictool.stages.negate import (
     direct_object_relation,
     graph_candidates,
     graph_negatives,
+    in_fixed_compound,
     negate,
     parse_probs,
     parse_text_methods,
@@ -1648,3 +1650,35 @@ def test_scene_mates_and_compounds_are_the_vocabularys_own():
     assert "speaker" in SHIPPED.scene_mates["monitor"] and small.compounds_by_word == {"stop": {"stop sign"}, "sign": {"stop sign"}}
     assert "street sign" in SHIPPED.compounds_by_word["sign"]
     assert SHIPPED.opposites_on_axis("to the left of") == VOCAB.opposites_on_axis("to the left of") != ()
+
+
+def _negatives_of(caption: str, seeds=range(8)) -> list[dict]:
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    return [n for seed in seeds for n in graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed,
+                                                         type_aware=True, caption=caption)]
+
+
+def test_a_swap_never_gives_an_object_an_attribute_twice():
+    # blind review r14: "A black and white cat laying on white blanket next to a remote." -> "a white and white cat
+    # laying on a black blanket"
+    caption = "A black and white cat laying on white blanket next to a remote."
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    sg = next(sg for sg in record["subgraphs"] if sg["kind"] == "relation" and sg["objects"][1]["lemma"] == "blanket")
+    cat, blanket = sg["objects"]
+    assert cat["attributes"] == ["black", "white"] and blanket["attributes"] == ["white"]
+    assert _attribute_swaps(cat, blanket, SHIPPED) == []
+    # a swap that leaves each object its attributes once is still made: "a black dog on a white couch"
+    assert _attribute_swaps(node("dog", ["black"]), node("couch", ["white"]), VOCAB) == [(0, 0)]
+    for n in _negatives_of(caption):
+        for obj in n["graph"]["objects"]:
+            assert len(set(obj["attributes"])) == len(obj["attributes"]), n
+
+
+def test_one_word_of_a_compound_adjective_is_never_replaced_alone():
+    # blind review r14: "An old fashioned refrigerator sitting in front of wooden cabinets." -> "a new fashioned refrigerator"
+    caption = "An old fashioned refrigerator sitting in front of wooden cabinets."
+    assert in_fixed_compound(["old", "fashioned"], 0) and in_fixed_compound(["big", "old", "fashioned"], 2)
+    assert not in_fixed_compound(["old", "white"], 0) and not in_fixed_compound(["fashioned", "old"], 0)
+    negatives = _negatives_of(caption)
+    assert [n for n in negatives if n["from"] == "wooden"]  # the caption's other attributes are still replaced
+    assert not [n for n in negatives if n["transform"] in ("f_obj", "f_attr:replace", "f_attr:swap") and n["from"] in ("old", "fashioned")]

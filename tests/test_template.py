@@ -624,3 +624,34 @@ def test_a_food_the_caption_writes_bare_as_an_ingredient_takes_no_article():
     negative = {"kind": "graph", "subgraph": index, "graph": swapped, "category": "f_rel", "transform": "replace_object", "key": None}
     out = template_record({**rec, "negatives": [negative]}, VOCAB)["texts"]["negatives"]
     assert [n["text"] for n in out] == ["a pizza with a plate"]
+
+
+def test_a_noun_modifier_stays_next_to_its_noun_and_a_sex_after_descriptive_adjectives():
+    # blind review r14: "A white, beige and brown baby bear under a beige/white comforter." read "a baby black, beige and
+    # brown bear" with white -> black; "Female skier smiling while standing in the snow." read "a female smiling skier"
+    records = parsed_and_decomposed(["A white, beige and brown baby bear under a beige/white comforter.",
+                                     "Female skier smiling while standing in the snow."])
+    texts = {c: [p["text"] for p in template_record(r, VOCAB)["texts"]["positives"]] for c, r in records.items()}
+    assert "a white, beige and brown baby bear" in texts["A white, beige and brown baby bear under a beige/white comforter."]
+    assert "a smiling female skier" in texts["Female skier smiling while standing in the snow."]
+    assert noun_phrase(node("bear", ["black", "beige", "brown", "baby"]), VOCAB) == "a black, beige and brown baby bear"
+    # a listed noun the caption put before another adjective is an adjective there, in its category's place
+    assert noun_phrase(node("elephant", ["baby", "big"]), VOCAB) == "a big baby elephant"
+    assert noun_phrase(node("dog", ["male", "brown"]), VOCAB) == "a brown male dog"
+
+
+def test_a_condiment_and_an_animals_meat_take_no_article():
+    # blind review r14: "A hot dog in a bun is topped with mustard." read "a hot dog topped with a mustard", "A plate of
+    # shredded chicken with a broccoli cheese sauce." read "a shredded chicken"
+    records = parsed_and_decomposed(["A hot dog in a bun is topped with mustard.",
+                                     "A plate of shredded chicken with a broccoli cheese sauce.", "A plate of chicken and rice.",
+                                     "A brown chicken standing on top of a lush green field."])
+    texts = {c: [p["text"] for p in template_record(r, VOCAB)["texts"]["positives"]] for c, r in records.items()}
+    assert "a hot dog topped with mustard" in texts["A hot dog in a bun is topped with mustard."]
+    assert "shredded chicken" in texts["A plate of shredded chicken with a broccoli cheese sauce."]
+    assert "chicken" in texts["A plate of chicken and rice."] and "a chicken" not in texts["A plate of chicken and rice."]
+    # a live animal keeps its article, and a whole roast is counted
+    assert "a brown chicken" in texts["A brown chicken standing on top of a lush green field."]
+    assert noun_phrase(node("turkey", ["roasted"]), VOCAB) == "a roasted turkey"
+    assert noun_phrase(node("chicken", ["grilled"]), VOCAB) == "grilled chicken"
+    assert noun_phrase(node("ketchup"), VOCAB) == "ketchup"
