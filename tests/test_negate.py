@@ -1648,3 +1648,23 @@ def test_scene_mates_and_compounds_are_the_vocabularys_own():
     assert "speaker" in SHIPPED.scene_mates["monitor"] and small.compounds_by_word == {"stop": {"stop sign"}, "sign": {"stop sign"}}
     assert "street sign" in SHIPPED.compounds_by_word["sign"]
     assert SHIPPED.opposites_on_axis("to the left of") == VOCAB.opposites_on_axis("to the left of") != ()
+
+
+@pytest.mark.parametrize(("record_id", "caption", "refused"), [
+    # r14: the new relation was never seen before this object nor its group: "suitcases outside a pile"; the ids of the
+    # COCO sample's records, whose draws gave them
+    ("c4204", "an image of a large number of suitcases in a pile", "outside"),
+    ("c1001", "A kite flying around a park with two men near it.", "away from"),
+    ("c1726", "A picture of some birds are flying around in the air.", "flying over"),
+    ("c3029", "People in an audience taking pictures with their cell phones.", "outside"),
+])
+def test_a_relation_is_replaced_only_by_one_seen_before_its_object_or_group(record_id, caption, refused):
+    record = {**parsed_and_decomposed([caption], max_subgraphs=3)[caption], "id": record_id}
+    for seed in range(6):
+        negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed, type_aware=True, caption=caption)
+        assert not [n for n in negatives if n["transform"] == "f_rel:replace_relation" and n["to"] == refused], seed
+    # by the object's name, or by its group whatever the subject
+    assert SHIPPED.relation_takes_object("in", "air") and not SHIPPED.relation_takes_object("flying over", "air")
+    grouped = dataclasses.replace(VOCAB, relation_triples={("dog", "away from", "car"): 1})
+    assert VOCAB.group("bus") == VOCAB.group("car")
+    assert grouped.relation_takes_object("away from", "bus") and not grouped.relation_takes_object("away from", "kite")
