@@ -755,12 +755,18 @@ def _object_words(relation: str) -> str:
 def _meets_object(vocab, name: str, new: str, obj: str) -> bool:
     """Whether relation `new`, replacing `name`, meets `obj` as some caption of a reference corpus did: by the same words
     ("standing next to" -> "sitting next to" changes the posture, not the place), or seen before `obj` or an object of its
-    group, whole or by the words that meet it (`Vocab.relation_takes_object`). The counts back off to groups only where
-    none was seen with both ends (`_Sampler._choose`), whatever the object; a relation no caption put before it reads as
-    made up ("suitcases outside a pile", "two men away from a kite", "birds flying over the air": blind review r14)."""
+    group, whole or by the words that meet it (`Vocab.relation_takes_object`), or of distance replacing nearness (`FAR`).
+    The counts back off to groups only where none was seen with both ends (`_Sampler._choose`), whatever the object; a
+    relation no caption put before it reads as made up ("suitcases outside a pile", "two men away from a kite", "birds
+    flying over the air": blind review r14)."""
     words = _object_words(new)
     return (bool(words) and words == _object_words(name) or vocab.relation_takes_object(new, obj)
-            or bool(words) and vocab.relation_takes_object(words, obj))
+            or bool(words) and vocab.relation_takes_object(words, obj) or new in FAR and vocab.is_symmetric(name))
+
+
+# Distance from a thing asks nothing of its kind: what one may be near ("a bird next to a body of water") one may be far
+# from ("a bird far from water"), seen or not; "away from" says a movement or a facing ("two men away from a kite").
+FAR = frozenset({"far from"})
 
 
 def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = "") -> bool:

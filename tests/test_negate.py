@@ -24,6 +24,7 @@ from mosaictool.stages.negate import (
     VEHICLE_MEDIA,
     _fits_relation,
     _fitting_ages,
+    _meets_object,
     _node,
     _Sampler,
     caption_objects,
@@ -1665,6 +1666,10 @@ def test_a_relation_is_replaced_only_by_one_seen_before_its_object_or_group(reco
         assert not [n for n in negatives if n["transform"] == "f_rel:replace_relation" and n["to"] == refused], seed
     # by the object's name, or by its group whatever the subject
     assert SHIPPED.relation_takes_object("in", "air") and not SHIPPED.relation_takes_object("flying over", "air")
+    # a posture changed before the same preposition, and distance for nearness, ask nothing of the object
+    assert _meets_object(SHIPPED, "standing next to", "sitting next to", "replica")
+    assert _meets_object(SHIPPED, "next to", "far from", "fruit")
+    assert not _meets_object(SHIPPED, "in", "outside", "pile")
     grouped = dataclasses.replace(VOCAB, relation_triples={("dog", "away from", "car"): 1})
     assert VOCAB.group("bus") == VOCAB.group("car")
     assert grouped.relation_takes_object("away from", "bus") and not grouped.relation_takes_object("away from", "kite")
