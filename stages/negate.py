@@ -666,7 +666,9 @@ class _Sampler:
                 and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
-    def relation(self, current: str, subj: str = "", obj: str = "") -> str | None:
+    def relation(self, current: str, subj: str = "", obj: str = "", *, attested: bool = False) -> str | None:
+        """A relation that contradicts `current` between `subj` and `obj`; `attested`: with a reference corpus's counts,
+        only one that meets the object as some caption's did (`_meets_object`)."""
         v = self.vocab
         current = current.lower()
         if not self.type_aware:
@@ -688,6 +690,8 @@ class _Sampler:
             pool = v.relations_by_type.get(kind, ()) if v.is_exclusive(kind) else v.antonyms.get(name, ())
         candidates = [r for r in pool if r not in exclude and _fits_relation(v, name, kind, r, obj, subj)
                       and _posture_shown(v, subj, r)]
+        if attested and v.reference_counts and v.relation_triples and obj:
+            candidates = [r for r in candidates if _meets_object(v, name, r, obj)]
         return self._choose(candidates, lambda r: v.relation_count(subj, r, obj) > 0, bool(v.relation_triples),
                             lambda r: v.relation_seen_in_group(subj, r, obj, subject=True, object=True))
 
@@ -753,6 +757,30 @@ def direct_object_relation(vocab, relation: str) -> bool:
     through a preposition or particle ("walking down a street", "flying over water", "next to a car")."""
     words = relation.lower().split()
     return bool(words) and words[-1] not in RELATION_ENDINGS
+
+
+def _object_words(relation: str) -> str:
+    """The words of `relation` that meet its object: from its first preposition on ("next to" of "sitting next to", "over"
+    of "flying over"); empty for a verb's direct object ("holding")."""
+    words = relation.lower().split()
+    return " ".join(next((words[i:] for i, w in enumerate(words) if w in PREPOSITIONS), []))
+
+
+def _meets_object(vocab, name: str, new: str, obj: str) -> bool:
+    """Whether relation `new`, replacing `name`, meets `obj` as some caption of a reference corpus did: by the same words
+    ("standing next to" -> "sitting next to" changes the posture, not the place), or seen before `obj` or an object of its
+    group, whole or by the words that meet it (`Vocab.relation_takes_object`), or of distance replacing nearness (`FAR`).
+    The counts back off to groups only where none was seen with both ends (`_Sampler._choose`), whatever the object; a
+    relation no caption put before it reads as made up ("suitcases outside a pile", "two men away from a kite", "birds
+    flying over the air": blind review r14)."""
+    words = _object_words(new)
+    return (bool(words) and words == _object_words(name) or vocab.relation_takes_object(new, obj)
+            or bool(words) and vocab.relation_takes_object(words, obj) or new in FAR and vocab.is_symmetric(name))
+
+
+# Distance from a thing asks nothing of its kind: what one may be near ("a bird next to a body of water") one may be far
+# from ("a bird far from water"), seen or not; "away from" says a movement or a facing ("two men away from a kite").
+FAR = frozenset({"far from"})
 
 
 def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = "") -> bool:
@@ -1016,7 +1044,7 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     lemmas = {x["lemma"] for x in objects}
     _object_replacement_drafts(index, objects, rel, lemmas, sampler, pool)
     new = None if _worn(vocab, rel["relation"], objects[oi]) else sampler.relation(
-        rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])
+        rel["relation"], objects[si]["lemma"], objects[oi]["lemma"], attested=True)
     if new is not None:
         draft = (index, "rel", "f_rel:replace_relation", "relations[0]", rel["relation"], ("relation", new))
         sampler.last = _region(objects[oi])  # "flying over the sky" mostly holds too: the last resort

@@ -417,7 +417,7 @@ def render_graph(graph: dict, vocab, phrases: _Phrases | None = None) -> str:
         obj = f"the {objects[o]['noun']}" if o in mentioned else phrase(objects[o])
         mentioned.add(o)
         relation = _purpose(subject_node, agreeing(rel["relation"], bool(objects[s]["plural"]), verbs, vocab.objects), vocab.objects)
-        parts.append(f"{subject} {relation} {obj}")
+        parts.append(f"{subject} {relation} {obj} {rel['place']}" if rel.get("place") else f"{subject} {relation} {obj}")
     parts.extend(phrase(objects[i]) for i in range(len(objects)) if i not in mentioned)
     return _SPLIT_HYPHEN.sub("-", " and ".join(parts))
 
@@ -618,6 +618,31 @@ def _same_sex(node: dict, caption_node: dict | None, vocab) -> bool:
     return node["noun"] == caption_node["noun"] and sexes[0] == sexes[1]
 
 
+def _own(node: dict, caption_node: dict | None) -> bool:
+    """Whether `node` is the caption's own noun, not a replacement (nor the replaced positive's other noun)."""
+    return node.get("entity") is not None and (caption_node is None or node["noun"] == caption_node["noun"])
+
+
+def orphaned_part(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive: dict | None = None) -> bool:
+    """Whether `graph` (after `with_owners`) says a body part the caption gives an owner by a possessive pronoun
+    without that pronoun and without its owner, the caption's own noun, at the relation's other end: "A child places his
+    hands on ... while another sheep looks at his face" -> "a cow looks at the face" (whose face? blind review r14)."""
+    if not parts:
+        return False
+    entities = _entities(graph, positive)
+    before = (positive or {}).get("objects") or []
+    objects = graph["objects"]
+    for i, obj in enumerate(objects):
+        owned = parts.get(entities[i])
+        if owned is None or obj.get("determiner") in POSSESSIVE_PRONOUNS or vocab.object_kind(obj["lemma"]) != "body":
+            continue
+        ends = [rel["subject"] if rel["object"] == i else rel["object"]
+                for rel in graph["relations"] if i in (rel["subject"], rel["object"])]
+        if not any(entities[k] == owned[1] and _own(objects[k], before[k] if k < len(before) else None) for k in ends):
+            return True
+    return False
+
+
 def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive: dict | None = None) -> dict:
     """`graph` with each part its owner acts on said with the caption's pronoun: "a white and gray kitten pokes its
     paw", not "... pokes the paw" (blind review r11). The part must be the caption's own (a replaced one is any
@@ -635,10 +660,83 @@ def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive:
             continue
         if pronoun in ("his", "her") and not _same_sex(objects[s], before[s] if s < len(before) else None, vocab):
             continue
-        if pronoun == "their" and not objects[s]["plural"] or pronoun == "its" and objects[s]["plural"]:
+        # "their" after a singular only where it is the caption's own person ("a couple cleaning their teeth", "a child
+        # brushing their teeth"), not a thing ("a decorated cake awaits their guests": the guests are the hosts')
+        person = vocab.object_kind(objects[s]["lemma"]) == "person" or objects[s]["lemma"].lower() in INDEFINITE_PRONOUNS
+        if pronoun == "their" and not (objects[s]["plural"] or person and _own(objects[s], before[s] if s < len(before) else None)):
+            continue
+        if pronoun == "its" and objects[s]["plural"]:
             continue
         objects[o] = {**objects[o], "determiner": pronoun}
     return {**graph, "objects": objects}
+
+
+# A relation of having whose object the caption places on or in the subject ("a brown vase has four black horses on it"):
+# without the place the text says the vase owns horses (blind review r14).
+HAVING = frozenset({"has", "have"})
+PLACE_WORDS = frozenset({
+    "on", "in", "at", "under", "underneath", "beneath", "inside", "outside", "near", "beside", "next", "behind", "above", "below",
+    "over", "by", "against", "along", "across", "around", "atop",
+})
+
+
+_WORD = re.compile(r"[\w']+|[^\w\s]")
+# Words after an object that begin another phrase than its own: "has a sink and a tub in it", "a dog that is on a bed"
+CLAUSE_WORDS = frozenset({"and", "or", "but", "that", "which", "who", "while", "with", ",", "."})
+
+
+def _words_after(words: list[str], span: list[str]) -> list[str]:
+    """The two words after the first place `span` stands in `words` (none where it does not)."""
+    n = len(span)
+    return next((words[i + n:i + n + 2] for i in range(len(words) - n + 1) if n and words[i:i + n] == span), [])
+
+
+def had_places(record: dict) -> tuple[dict[tuple[int, int], str], frozenset[tuple[int, int]]]:
+    """The caption's relations of having (`HAVING`) by (subject entity, object entity) whose object a place phrase follows:
+    {pair: preposition} where it is "on it", "in them" and the like, said after the object (`with_places`), and the pairs
+    whose object has a place of its own ("a white bathroom that has a black garbage bag on the floor"), which a text of
+    the relation alone would drop ("a black bathroom has white garbage": blind review r14)."""
+    graph = record.get("graph")
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
+        return {}, frozenset()
+    # the caption's own words: the records reaching template keep no tokens
+    words = _WORD.findall(str(record.get("caption") or "").lower())
+    kept, placed = {}, set()
+    for rel in graph.get("relations") or []:
+        s, o = rel.get("subject"), rel.get("object")
+        if str(rel.get("relation") or "").lower() not in HAVING or not isinstance(o, int) or not 0 <= o < len(graph["entities"]):
+            continue
+        after = _words_after(words, _WORD.findall(str((graph["entities"][o] or {}).get("span") or "").lower()))
+        if after[1:] and after[0] in ("on", "in") and after[1] in ("it", "them"):
+            kept[s, o] = after[0]
+        elif after and (after[0] in PLACE_WORDS or after[0] not in CLAUSE_WORDS and after[1:] and after[1] in PLACE_WORDS):
+            # "a black garbage back on the floor", "a cat sitting on the sofa": a place of the object's own
+            placed.add((s, o))
+    return kept, frozenset(placed)
+
+
+def with_places(graph: dict, kept: dict[tuple[int, int], str], positive: dict | None = None) -> dict:
+    """`graph` with each relation of having the caption follows by "on it" (`had_places`) saying it, "it" or "them" by
+    the subject's number: "a black vase has four brown horses on it"."""
+    if not kept:
+        return graph
+    entities = _entities(graph, positive)
+    relations = []
+    for rel in graph["relations"]:
+        preposition = kept.get((entities[rel["subject"]], entities[rel["object"]]))
+        if preposition and rel["relation"].lower() in HAVING:
+            rel = {**rel, "place": f"{preposition} {'them' if graph['objects'][rel['subject']]['plural'] else 'it'}"}
+        relations.append(rel)
+    return {**graph, "relations": relations}
+
+
+def _place_dropped(graph: dict, placed: frozenset[tuple[int, int]], positive: dict | None = None) -> bool:
+    """Whether `graph` has a relation of having whose object has a place of its own in the caption (`had_places`)."""
+    if not placed:
+        return False
+    entities = _entities(graph, positive)
+    return any(rel["relation"].lower() in HAVING and (entities[rel["subject"]], entities[rel["object"]]) in placed
+               for rel in graph["relations"])
 
 
 def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
@@ -647,9 +745,10 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
     foods = bare_foods(record, vocab)
+    kept, placed = had_places(record)
 
     def shaped(graph: dict, positive: dict | None = None) -> dict:
-        graph = with_bare_foods(graph, foods, positive)
+        graph = with_places(with_bare_foods(graph, foods, positive), kept, positive)
         return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
@@ -687,8 +786,11 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
         if neg["kind"] == "graph":
             graph = neg["graph"]
             positive = record["subgraphs"][index] if isinstance(index, int) and 0 <= index < len(record["subgraphs"]) else None
-            text = render_graph(shaped(graph, positive), vocab, phrases)
-            if index in frames:  # "varied": the positive's frame
+            graph = shaped(graph, positive)
+            # a negative that drops what the caption's words need (a part's owner, an object's place) reads as broken: none
+            broken = orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+            text = "" if broken else render_graph(graph, vocab, phrases)
+            if index in frames and text:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:
             text = neg["text"]

@@ -25,6 +25,7 @@ from mosaictool.stages.negate import (
     _attribute_swaps,
     _fits_relation,
     _fitting_ages,
+    _meets_object,
     _node,
     _Sampler,
     caption_objects,
@@ -1682,3 +1683,25 @@ def test_one_word_of_a_compound_adjective_is_never_replaced_alone():
     negatives = _negatives_of(caption)
     assert [n for n in negatives if n["from"] == "wooden"]  # the caption's other attributes are still replaced
     assert not [n for n in negatives if n["transform"] in ("f_obj", "f_attr:replace", "f_attr:swap") and n["from"] in ("old", "fashioned")]
+@pytest.mark.parametrize(("record_id", "caption", "refused"), [
+    # r14: the new relation was never seen before this object nor its group: "suitcases outside a pile"; the ids of the
+    # COCO sample's records, whose draws gave them
+    ("c4204", "an image of a large number of suitcases in a pile", "outside"),
+    ("c1001", "A kite flying around a park with two men near it.", "away from"),
+    ("c1726", "A picture of some birds are flying around in the air.", "flying over"),
+    ("c3029", "People in an audience taking pictures with their cell phones.", "outside"),
+])
+def test_a_relation_is_replaced_only_by_one_seen_before_its_object_or_group(record_id, caption, refused):
+    record = {**parsed_and_decomposed([caption], max_subgraphs=3)[caption], "id": record_id}
+    for seed in range(6):
+        negatives = graph_negatives(record, SHIPPED, max_negatives=6, probs=DEFAULT_PROBS, seed=seed, type_aware=True, caption=caption)
+        assert not [n for n in negatives if n["transform"] == "f_rel:replace_relation" and n["to"] == refused], seed
+    # by the object's name, or by its group whatever the subject
+    assert SHIPPED.relation_takes_object("in", "air") and not SHIPPED.relation_takes_object("flying over", "air")
+    # a posture changed before the same preposition, and distance for nearness, ask nothing of the object
+    assert _meets_object(SHIPPED, "standing next to", "sitting next to", "replica")
+    assert _meets_object(SHIPPED, "next to", "far from", "fruit")
+    assert not _meets_object(SHIPPED, "in", "outside", "pile")
+    grouped = dataclasses.replace(VOCAB, relation_triples={("dog", "away from", "car"): 1})
+    assert VOCAB.group("bus") == VOCAB.group("car")
+    assert grouped.relation_takes_object("away from", "bus") and not grouped.relation_takes_object("away from", "kite")

@@ -19,6 +19,7 @@ from mosaictool.stages.subgraph import indefinite_article, normalize_text
 from mosaictool.stages.template import (
     FRAMES,
     agreeing,
+    had_places,
     noun_phrase,
     ordered_attributes,
     render_graph,
@@ -655,3 +656,41 @@ def test_a_condiment_and_an_animals_meat_take_no_article():
     assert noun_phrase(node("turkey", ["roasted"]), VOCAB) == "a roasted turkey"
     assert noun_phrase(node("chicken", ["grilled"]), VOCAB) == "grilled chicken"
     assert noun_phrase(node("ketchup"), VOCAB) == "ketchup"
+def _negative_texts(caption, seeds=range(6)):
+    record = parsed_and_decomposed([caption], max_subgraphs=3)[caption]
+    texts = set()
+    for seed in seeds:
+        negatives = graph_negatives(record, VOCAB, max_negatives=6, probs=(0.15, 0.425, 0.425), seed=seed, type_aware=True,
+                                    caption=caption)
+        texts |= {n["text"] for n in template_record({**record, "negatives": negatives}, VOCAB)["texts"]["negatives"]}
+    return record, texts
+
+
+def test_a_thing_had_on_it_keeps_on_it():
+    # r14: "A brown vase has four black horses on it." -> "a black vase has four brown horses" (the vase owns horses?)
+    record, texts = _negative_texts("A brown vase has four black horses on it.")
+    assert "a black vase has four brown horses on it" in texts
+    had = [t for t in texts if " has " in t or " have " in t]
+    assert had and all(t.endswith((" on it", " on them")) for t in had), had
+    # an object with a place of its own: the relation alone drops it ("a black bathroom has white garbage")
+    caption = "A door is open to a white bathroom that has a black garbage back on the floor."
+    record, texts = _negative_texts(caption)
+    assert not [t for t in texts if " has " in t], texts
+    # from the caption's words: the records reaching template keep no tokens
+    assert had_places({k: v for k, v in record.items() if k != "tokens"}) == ({}, frozenset({(1, 2)}))
+
+
+def test_a_part_keeps_its_owners_pronoun_or_is_not_said():
+    # r14: "a couple cleaning the teeth": "their" after the caption's own collective noun
+    caption = "A couple taking a photo of themselves cleaning their teeth"
+    (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+    texts = [p["text"] for p in out["texts"]["positives"]]
+    assert "a couple cleaning their teeth" in texts and "a couple cleaning the teeth" not in texts
+    # a thing is no owner of "their" ("bridge" for "bride": the cake is the bride and groom's)
+    caption = "A bridge and groom cutting their wedding cake that has fruit on top."
+    (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+    assert not [p["text"] for p in out["texts"]["positives"] if p["text"].startswith("a bridge cutting their")]
+    # r14: "... while another sheep looks at his face." -> "a cow looks at the face": the face is no cow's
+    caption = "A child places his hands on the head and neck of a sheep while another sheep looks at his face."
+    _, texts = _negative_texts(caption, range(10))
+    assert texts and not [t for t in texts if t.endswith("the face")], texts

@@ -215,6 +215,17 @@ class Vocab:
         o = self._backoff_class(obj) if object else obj.lower()
         return (s, rel.lower(), o) in self._group_triples
 
+    def relation_takes_object(self, rel: str, obj: str) -> bool:
+        """Whether the corpus showed `rel` before `obj`, or before an object of `obj`'s group, whatever the subject: the
+        object end of `relation_seen_in_group`'s backoff alone. A relation no such object was seen with mostly does not
+        go with it ("suitcases outside a pile", "people outside an audience", "two men away from a kite": blind review r14)."""
+        rel = rel.lower()
+        return (rel, obj.lower()) in self._relation_objects or (rel, self._backoff_class(obj)) in self._relation_objects
+
+    @functools.cached_property
+    def _relation_objects(self) -> frozenset[tuple[str, str]]:
+        return frozenset(pair for _, r, o in self.relation_triples for pair in ((r, o), (r, self._backoff_class(o))))
+
     def relation_count_in_group(self, subj: str, rel: str, obj: str) -> int:
         """How often the corpus showed `rel` between an object of `subj`'s group and one of `obj`'s (each end taken as
         `relation_seen_in_group` takes it): the backoff of `relation_count` where neither order was seen by name."""
