@@ -580,19 +580,20 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
     meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"). Headline-style captions,
     which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
     graph = record.get("graph")
-    words = [str(w).lower() for w in (record.get("tokens") or {}).get("words") or []]
+    # the caption's own words: negate consumes parse's tokens, so the records reaching template carry none
+    words = _WORD.findall(str(record.get("caption") or "").lower())
     if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list) or not {"a", "an", "the"} & set(words):
         return frozenset()
     found = set()
     for k, ent in enumerate(graph["entities"]):
-        bounds = ent.get("span_bounds") if isinstance(ent, dict) else None
-        if not bounds or not 0 < bounds[0] <= len(words) or words[bounds[0] - 1] not in INGREDIENT_CUES:
+        cue = _word_before(words, _WORD.findall(str(ent.get("span") or "").lower())) if isinstance(ent, dict) else None
+        if cue not in INGREDIENT_CUES:
             continue
         head, lemma = str(ent.get("head") or "").lower(), str(ent.get("lemma_head") or "").lower()
         first = str(ent.get("span") or "").lower().split()[:1]
         determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
             first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
-        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and words[bounds[0] - 1] in MEAT_CUES)
+        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and cue in MEAT_CUES)
         if head and head == lemma and not determined and food:
             found.add(k)
     return frozenset(found)
@@ -683,6 +684,13 @@ PLACE_WORDS = frozenset({
 _WORD = re.compile(r"[\w']+|[^\w\s]")
 # Words after an object that begin another phrase than its own: "has a sink and a tub in it", "a dog that is on a bed"
 CLAUSE_WORDS = frozenset({"and", "or", "but", "that", "which", "who", "while", "with", ",", "."})
+
+
+def _word_before(words: list[str], span: list[str]) -> str | None:
+    """The word before the first place `span` stands in `words` (None where it does not, or begins them)."""
+    n = len(span)
+    first = next((i for i in range(len(words) - n + 1) if n and words[i:i + n] == span), 0)
+    return words[first - 1] if first else None
 
 
 def _words_after(words: list[str], span: list[str]) -> list[str]:

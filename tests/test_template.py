@@ -617,6 +617,10 @@ def test_a_food_the_caption_writes_bare_as_an_ingredient_takes_no_article():
     assert "a pizza with pineapple" in pizza and "pineapple" in pizza and not [t for t in pizza if "a pineapple" in t]
     assert "macaroni" in texts["A plate of macaroni and cheese with broccoli."]
     assert "a man eating a banana" in texts["man eating banana"]
+    # as the pipeline gives them: negate consumes parse's tokens, and the rule reads the caption itself
+    untokened = {c: [p["text"] for p in template_record({k: v for k, v in r.items() if k != "tokens"}, VOCAB)["texts"]["positives"]]
+                 for c, r in records.items()}
+    assert untokened == texts
     rec = records["A pizza with Canadian bacon and pineapple in a fluted pan."]
     index = next(i for i, sg in enumerate(rec["subgraphs"]) if sg.get("relations") and sg["objects"][1]["noun"] == "pineapple")
     positive = rec["subgraphs"][index]
