@@ -385,9 +385,12 @@ def _bases_of_third_person(verbs: frozenset[str]) -> dict[str, str]:
     return {third_person(v): v for v in sorted(verbs)}
 
 
-@functools.lru_cache(maxsize=8)
 def verb_bases(vocab) -> frozenset[str]:
-    """_verb_bases of `vocab`'s relations (a Vocab hashes by identity), computed once per vocabulary."""
+    """_verb_bases of `vocab`'s relations, computed once per vocabulary and kept with it."""
+    return vocab.derived(_relation_verb_bases)
+
+
+def _relation_verb_bases(vocab) -> frozenset[str]:
     return _verb_bases(vocab.relations)
 
 
