@@ -323,21 +323,15 @@ class Vocab:
         short, long_ = sorted((a, b), key=len)
         return len(short) > 3 and long_.endswith(short)
 
+    @_per_vocabulary
     def opposites_on_axis(self, relation: str) -> tuple[str, ...]:
         """The relations opposite spatial `relation` on its axis, and their synonyms ("to the left of" -> "to the right
         of", "on the right of"), in a fixed order: worked out once per vocabulary, not once per caption."""
-        cache = self._opposites_on_axis
-        if relation not in cache:
-            head = self.head("relations", relation)
-            group = {head, relation} | {n for n in self.synonyms.get("relations", {}) if self.head("relations", n) == head}
-            opposites = {a for m in group for a in self.antonyms.get(m, ())}
-            opposites |= {n for n in self.relations if self.head("relations", n) in {self.head("relations", a) for a in opposites}}
-            cache[relation] = tuple(sorted(n for n in opposites if n in self.relations))
-        return cache[relation]
-
-    @functools.cached_property
-    def _opposites_on_axis(self) -> dict[str, tuple[str, ...]]:
-        return {}
+        head = self.head("relations", relation)
+        group = {head, relation} | {n for n in self.synonyms.get("relations", {}) if self.head("relations", n) == head}
+        opposites = {a for m in group for a in self.antonyms.get(m, ())}
+        opposites |= {n for n in self.relations if self.head("relations", n) in {self.head("relations", a) for a in opposites}}
+        return tuple(sorted(n for n in opposites if n in self.relations))
 
     @functools.cached_property
     def scene_mates(self) -> dict[str, frozenset[str]]:
