@@ -3,7 +3,7 @@ annotation files (`vocab import-vg`, as MosaiCLIP App. B: names with at least 30
 
 Groups, categories and types come from a base vocabulary (the shipped one by default); names it
 does not know get "other" (or are left out with `only_known`). Antonym pairs are kept when both
-sides are in the new vocabulary; the base's synonym and hypernym rows for every kept name are kept.
+sides are in the new vocabulary; the base's synonym, hypernym, part and overlap rows for every kept name are kept.
 
 `vocab build` also counts what the captions show together: (object, attribute) pairs and
 (subject, relation, object) triples, written as object_attributes.tsv and relation_triples.tsv,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -93,6 +94,8 @@ def _assemble(
         counts={"objects": objects, "attributes": attributes, "relations": relations},
         synonyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.synonyms.items()},
         hypernyms={k: {n: h for n, h in t.items() if n in kept[k]} for k, t in base.hypernyms.items()},
+        parts=tuple((p, w) for p, w in base.parts if p in objects and w in objects),
+        overlaps=tuple(row for row in base.overlaps if row[0] in objects and row[1] in objects),
         categories=dict(base.categories),
         applies_to={n: k for n, k in base.applies_to.items() if n in attributes},
         kinds=dict(base.kinds),
@@ -261,3 +264,74 @@ def import_vg(vg_dir: str | Path, *, min_count: int = 30, top_relations: int | N
         for rel in image.get("relationships") or []:
             counts["relations"][clean_name(rel.get("predicate"))] += 1
     return _assemble(counts, min_count, base, top_relations)
+
+
+WORDNET_FILES = ("data.noun", "index.noun", "lexnames")
+KIND_SENSES = 3  # a hypernym's senses `wordnet_overlaps` reads, most frequent first ("table" is furniture in the 2nd, "seat" in the 3rd)
+
+
+def wordnet_overlaps(vocab: Vocab, wordnet_dir: str | Path) -> tuple[tuple[str, str, str], ...]:
+    """Pairs of `vocab`'s objects that WordNet (Fellbaum, 1998) says may name one thing, as overlaps.tsv rows
+    (name, other, relation): "synonym" where `name`'s first sense is one of `other`'s senses ("bun" - "roll"),
+    "kind" where one of `other`'s first KIND_SENSES senses is a hypernym of it, at any depth ("desk" - "table",
+    "cafe" - "restaurant").
+
+    Only a word's first sense, its most frequent in WordNet's tagged corpus, is read on the `name` side: every
+    sense would relate words through rare ones ("calculator" - "computer" share a sense meaning a person who
+    computes). Pairs the vocabulary already keeps apart (`Vocab.unsafe`: synonyms, hypernyms, parts) are left out.
+    """
+    reader = _wordnet_reader(Path(wordnet_dir))
+    senses = {name: _noun_senses(reader, name) for name in vocab.object_names}
+    by_synset: dict = {}  # synset -> (name, the rank of that sense among the name's)
+    for name, synsets in senses.items():
+        for rank, synset in enumerate(synsets):
+            by_synset.setdefault(synset, []).append((name, rank))
+    rows = []
+    for name, synsets in senses.items():
+        if not synsets:
+            continue
+        first = synsets[0]
+        relation = {first: "synonym"}
+        for broader in first.closure(lambda s: s.hypernyms() + s.instance_hypernyms()):
+            relation.setdefault(broader, "kind")
+        unsafe = vocab.unsafe("objects", name)
+        found: dict[str, str] = {}
+        for synset, rel in relation.items():
+            for other, rank in by_synset.get(synset, ()):
+                # a broad rare sense of `other` ("dress": clothing in general) would make every garment its kind
+                if other != name and other not in unsafe and found.get(other) != "synonym" and (rel == "synonym" or rank < KIND_SENSES):
+                    found[other] = rel
+        rows.extend((name, other, rel) for other, rel in sorted(found.items()))
+    return tuple(rows)
+
+
+def _noun_senses(reader, name: str) -> list:
+    return [s for s in reader.synsets(name.replace(" ", "_"), pos="n") if s is not None]
+
+
+def _wordnet_reader(folder: Path):
+    """nltk's reader of a WordNet database folder (Princeton's WNdb files: data.noun, index.noun, lexnames...)."""
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    missing = [f for f in WORDNET_FILES if not (folder / f).is_file()]
+    if missing:
+        raise MosaicError(f"{folder}: not a WordNet database folder (missing {', '.join(missing)}); give the folder "
+                          "holding data.noun, e.g. ~/nltk_data/corpora/wordnet after nltk.download('wordnet')")
+    with open(folder / "data.noun", "rb") as f:
+        if f.readline().endswith(b"\r\n"):  # the synset offsets count one byte per line end
+            raise MosaicError(f"{folder / 'data.noun'}: Windows line ends (CRLF) break WordNet's byte offsets; "
+                              "convert the folder's files to LF first (e.g. dos2unix)")
+
+    class Reader(WordNetCorpusReader):
+        def map_wn(self, version="wordnet"):  # maps senses to another WordNet for multilingual lookups; none here
+            return None
+
+    if str(folder) not in nltk.data.path:  # nltk reads only folders on its data path
+        nltk.data.path.append(str(folder))
+    try:
+        with warnings.catch_warnings():  # nltk warns that a bare WordNet has no multilingual data: none is used
+            warnings.simplefilter("ignore", UserWarning)
+            return Reader(str(folder), None)
+    except (PermissionError, ValueError, OSError) as e:
+        raise MosaicError(f"{folder}: nltk cannot read this WordNet: {e}") from None

@@ -34,6 +34,10 @@ A vocabulary is a folder of tab-separated files, each with a header line:
                                                "shape"), transitively
     parts.tsv        part  whole               optional; objects: `part` is part of `whole` or found in it
                                                ("wall" - "home", "floor" - "attic"): neither replaces the other
+    overlaps.tsv     name  other  relation     optional; objects one may name the other by WordNet (`vocab wordnet`):
+                                               relation "synonym" (a shared sense: "bun" - "roll") or "kind"
+                                               (`name` is a kind of `other`: "desk" - "table"); neither replaces
+                                               the other, and unlike hypernyms.tsv they stay out of heads and keys
 
 Synonym groups and hypernyms keep negatives false: `negate` never replaces a word by one of its own
 group, its hypernyms or its hyponyms (`Vocab.unsafe`), and canonical sub-graph keys name a word by
@@ -46,7 +50,8 @@ together (`attribute_count`, `relation_count`): `negate` prefers replacements se
 sets N, A, R from VG).
 
 Names are lower-case; relations are written as they read between two noun phrases ("next to",
-"sitting on"). This folder holds the default vocabulary, written for mosaictool (no WordNet):
+"sitting on"). This folder holds the default vocabulary, written for mosaictool; its overlaps.tsv is derived from
+WordNet 3.0 (Princeton University; Fellbaum, 1998) by `mosaictool vocab wordnet`:
 `load()` reads it, `load(path)` a user's (from `mosaictool vocab build` or `vocab import-vg`).
 """
 
@@ -65,6 +70,7 @@ DEFAULT_DIR = Path(__file__).resolve().parent
 UNKNOWN = "other"  # group / category / type of a name whose kind is not known
 
 _KINDS = (("objects", "group"), ("attributes", "category"), ("relations", "type"))
+OVERLAP_RELATIONS = ("synonym", "kind")  # overlaps.tsv: a shared WordNet sense; `name` a kind of `other`
 SCENE_MATE_SHARE = 0.1  # the least share of a thing's company that makes another its scene-mate (`Vocab.scene_mates`)
 
 
@@ -93,6 +99,7 @@ class Vocab:
     synonyms: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> name -> head
     hypernyms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # kind -> name -> hypernyms
     parts: tuple[tuple[str, str], ...] = ()  # (part, whole) of objects
+    overlaps: tuple[tuple[str, str, str], ...] = ()  # (name, other, "synonym" | "kind") of objects
     categories: dict[str, dict] = field(default_factory=dict)  # category -> {exclusive, applies_to, basic_only}
     applies_to: dict[str, frozenset[str]] = field(default_factory=dict)  # attribute -> kinds (overrides its category's)
     kinds: dict[str, str] = field(default_factory=dict)  # object group -> kind
@@ -417,6 +424,10 @@ class Vocab:
                 part, whole = self.head(kind, part), self.head(kind, whole)
                 related.setdefault(part, {part}).add(whole)
                 related.setdefault(whole, {whole}).add(part)
+            for name, other, _ in self.overlaps:  # one word, not transitively: "desk" - "table", not "desk" - "stand"
+                name, other = self.head(kind, name), self.head(kind, other)
+                related.setdefault(name, {name}).add(other)
+                related.setdefault(other, {other}).add(name)
         for head in members:
             related.setdefault(head, {head})
         return {
@@ -653,6 +664,7 @@ def _load(folder: Path) -> Vocab:
         hypernyms=_hypernyms(folder),
         parts=tuple((r["part"].lower(), r["whole"].lower()) for r in _read_tsv(folder / "parts.tsv", ("part", "whole")))
         if (folder / "parts.tsv").exists() else (),
+        overlaps=_overlaps(folder / "overlaps.tsv"),
         categories=_categories(folder),
         applies_to=marks.applies_to,
         kinds=kinds,
@@ -718,6 +730,18 @@ def _hypernyms(folder: Path) -> dict[str, dict[str, tuple[str, ...]]]:
     return hypernyms
 
 
+def _overlaps(path: Path) -> tuple[tuple[str, str, str], ...]:
+    if not path.exists():
+        return ()
+    rows = []
+    for r in _read_tsv(path, ("name", "other", "relation")):
+        if r["relation"] not in OVERLAP_RELATIONS:
+            raise MosaicError(f"{path}: the row {r['name']!r} - {r['other']!r}: relation must be one of "
+                              f"{', '.join(OVERLAP_RELATIONS)}, got {r['relation']!r}")
+        rows.append((r["name"].lower(), r["other"].lower(), r["relation"]))
+    return tuple(rows)
+
+
 def _categories(folder: Path) -> dict[str, dict]:
     categories = {}
     if (folder / "categories.tsv").exists():
@@ -766,7 +790,7 @@ def _kind(value: str, path: Path) -> str:
 
 # the files `save` writes in a vocabulary folder
 FILES = ("objects.tsv", "attributes.tsv", "relations.tsv", "antonyms.tsv", "plurals.tsv", "synonyms.tsv", "hypernyms.tsv", "parts.tsv",
-         "categories.tsv", "groups.tsv", "object_attributes.tsv", "relation_triples.tsv")
+         "overlaps.tsv", "categories.tsv", "groups.tsv", "object_attributes.tsv", "relation_triples.tsv")
 
 
 def save(vocab: Vocab, folder: str | os.PathLike) -> None:
@@ -800,6 +824,8 @@ def save(vocab: Vocab, folder: str | os.PathLike) -> None:
     ))
     if vocab.parts:
         _write_text(folder / "parts.tsv", "part\twhole\n" + "".join(f"{p}\t{w}\n" for p, w in vocab.parts))
+    if vocab.overlaps:
+        _write_text(folder / "overlaps.tsv", "name\tother\trelation\n" + "".join(f"{n}\t{o}\t{r}\n" for n, o, r in vocab.overlaps))
     if vocab.categories:
         _write_text(folder / "categories.tsv", "category\texclusive\tapplies_to\tbasic_only\n" + "".join(
             f"{c}\t{'yes' if r['exclusive'] else 'no'}\t{','.join(sorted(r['applies_to'] or ()))}\t{'yes' if r.get('basic_only') else ''}\n"

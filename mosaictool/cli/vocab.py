@@ -80,8 +80,8 @@ def build_cli(
 
     Objects are entity head lemmas, attributes the entities' adjectives, relations as written.
     Parser debris is left out (objects "right", "purple", "orange cross"; relations "of", "to")
-    unless --keep-debris. The base's synonym and hypernym rows of the kept names are written too
-    (synonyms.tsv, hypernyms.tsv), so that negate never replaces a word by one that means the same
+    unless --keep-debris. The base's synonym, hypernym, part and overlap rows of the kept names are written too
+    (synonyms.tsv, hypernyms.tsv, parts.tsv, overlaps.tsv), so that negate never replaces a word by one that means the same
     or more.
 
     Examples:
@@ -138,6 +138,39 @@ def import_vg_cli(
     _report(built, output)
 
 
+@handles_errors
+def wordnet_cli(
+    wordnet_dir: Annotated[str, typer.Argument(help="WordNet database folder (data.noun, index.noun, lexnames, ...).")],
+    output: OutDirOpt,
+    vocab: VocabOpt = None,
+) -> None:
+    """Learn from WordNet which of a vocabulary's objects may name one thing, so negate never replaces one by the
+    other ("a desk" -> "a table" is no negative: a desk is a kind of table).
+
+    Writes the vocabulary again with overlaps.tsv: each object paired with the words WordNet gives its first sense
+    as a synonym or a hypernym, at any depth. Needs WordNet's database files (data.noun, index.noun, ...):
+    python -c "import nltk; nltk.download('wordnet')" fetches them (unzip ~/nltk_data/corpora/wordnet.zip if it stays zipped).
+    The shipped vocabulary's overlaps.tsv was made this way from WordNet 3.0.
+
+    Example:
+
+      mosaictool vocab build graphs.jsonl --min-count 30 -o myvocab/
+
+      mosaictool vocab wordnet ~/nltk_data/corpora/wordnet --vocab myvocab/ -o myvocab-wn/
+    """
+    import dataclasses
+
+    from mosaictool.stages.vocab_tools import wordnet_overlaps
+    from mosaictool.vocab import load, save
+
+    _output_check(output, [Read("WORDNET_DIR", wordnet_dir, ("**",)), *_base_reads(vocab)])
+    base = load(vocab)
+    found = wordnet_overlaps(base, wordnet_dir)
+    save(dataclasses.replace(base, overlaps=tuple(sorted(set(base.overlaps) | set(found)))), output)
+    typer.echo(f"wrote {output}: {len(found)} object pairs from WordNet that may name one thing "
+               f"({sum(r == 'synonym' for *_, r in found)} synonyms, {sum(r == 'kind' for *_, r in found)} kinds)", err=True)
+
+
 def _base_reads(base: str | None) -> list[Read]:
     """The base vocabulary read: a folder, or the shipped one (never to be written over)."""
     from mosaictool.vocab import DEFAULT_DIR
@@ -178,4 +211,5 @@ def register(app: typer.Typer) -> None:
     sub.command("show")(show_cli)
     sub.command("build")(build_cli)
     sub.command("import-vg")(import_vg_cli)
+    sub.command("wordnet")(wordnet_cli)
     app.add_typer(sub, name="vocab")
