@@ -463,3 +463,13 @@ def test_a_vocabularys_derived_tables_are_its_own_and_go_with_it():
 def _word_sets_of(vocab):
     from mosaictool.stages import subgraph
     return subgraph._word_sets(vocab)[0]
+
+
+def test_what_an_outfit_or_a_road_holds_never_replaces_it():
+    """Blind review: "two girls in uniforms" -> "in jackets" and "people walk alongside the road" -> "the roundabout"
+    are not false (a uniform may include a jacket; a roundabout is part of a road), nor "a beach" -> "an island"."""
+    v = load()
+    for part, whole in (("jacket", "uniform"), ("hat", "costume"), ("trousers", "suit"), ("roundabout", "road"),
+                        ("median", "highway"), ("beach", "island")):
+        assert whole in v.unsafe("objects", part) and part in v.unsafe("objects", whole), (part, whole)
+    assert "dress" not in v.unsafe("objects", "suit")  # a suit's pieces only

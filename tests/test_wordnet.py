@@ -133,3 +133,4 @@ def test_a_bad_overlap_row_names_the_file_and_row(tmp_path):
     (tmp_path / "v" / "overlaps.tsv").write_text("name\tother\trelation\ndesk\ttable\tsame\n")
     with pytest.raises(MosaicError, match=r"overlaps.tsv: the row 'desk' - 'table': relation must be one of synonym, kind"):
         load(tmp_path / "v")
+
