@@ -194,6 +194,8 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
     lower = [w.lower() for w in words]
     if _said_otherwise(rel, graph["entities"][rel["object"]], bounds, words, lower):
         return False
+    if _intended(rel, bounds, lower) or _verb_left_out(rel, bounds, lower) or _it_elsewhere(rel, graph["relations"], bounds, lower):
+        return False
     phrase = _last_phrase(" ".join(relation)).split()
     if not phrase:
         return True
@@ -228,6 +230,88 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
     pronoun = next((w for w in lower[bounds[s][1]:] if w in ("it", "them")), None) if before else None
     plural = str(obj.get("head", "")).lower().split()[-1:] != str(obj.get("lemma_head", "")).lower().split()[-1:]
     return pronoun is not None and (pronoun == "it") == plural
+
+
+# Words after which a verb reached through "to" is meant, tried or about to be done, not done ("is learning to use
+# Wii Fit", "reaching up to grab a Frisbee", "about to hit the ball"): the caption does not entail the act.
+INTENT_WORDS = frozenset({
+    "learn", "learns", "learning", "learned", "learnt", "try", "tries", "tried", "trying", "reach", "reaches", "reaching",
+    "reached", "go", "goes", "going", "about", "wait", "waits", "waiting", "waited", "prepare", "prepares", "preparing",
+    "prepared", "ready", "want", "wants", "wanting", "wanted", "attempt", "attempts", "attempting", "attempted", "look",
+    "looks", "looking", "hope", "hopes", "hoping", "plan", "plans", "planning",
+})
+# Particles between such a word and its "to" ("reaching up to grab", "leaning over to").
+TO_PARTICLES = frozenset({"up", "out", "down", "over", "forward", "back", "in", "across", "around"})
+# Verbs of looking and heading whose place phrase is their complement ("a dog is looking outside of the car window":
+# the dog looks out, it need not be outside), and the verbs of "make their way" ("a car makes its way through town").
+LOOKING_VERBS = frozenset({
+    "look", "looks", "looking", "looked", "stare", "stares", "staring", "stared", "gaze", "gazes", "gazing", "gazed",
+    "peer", "peers", "peering", "peered", "peek", "peeks", "peeking", "peeked", "glance", "glances", "glancing", "glanced",
+    "heads", "heading", "headed",
+})
+WAY_VERBS = frozenset({"make", "makes", "making", "made", "find", "finds", "finding", "found", "wind", "winds", "winding",
+                       "wound", "weave", "weaves", "weaving", "push", "pushes", "pushing"})
+
+
+def _at_between(word: str, bounds: list, s: int, o: int, lower: list[str]) -> int | None:
+    """The position of `word` nearest before object o and after subject s in the caption, or None (o before s)."""
+    start, end = bounds[s][1], min(bounds[o][0], len(lower))
+    return next((i for i in reversed(range(start, end)) if lower[i] == word), None)
+
+
+def _intended(rel: dict, bounds: list, lower: list[str]) -> bool:
+    """Whether the relation's verb is one the caption reaches through "to" after a word of intent (`INTENT_WORDS`): "the
+    woman is learning to use Wii Fit" says she learns, not that she uses it; "a dog is reaching up to grab a Frisbee"
+    that it reaches, not that it grabs. A positive must be entailed by its caption (Singh et al. 2023, Sec. 3.3)."""
+    first = rel["relation"].lower().split()[0]
+    if first in PREPOSITIONS:
+        return False
+    at = _at_between(first, bounds, rel["subject"], rel["object"], lower)
+    if at is None or at < 2 or lower[at - 1] != "to":
+        return False
+    k = at - 2
+    while k > 0 and lower[k] in TO_PARTICLES:
+        k -= 1
+    return lower[k] in INTENT_WORDS
+
+
+def _verb_left_out(rel: dict, bounds: list, lower: list[str]) -> bool:
+    """Whether the relation is a bare phrase of place that the caption says as the complement of a verb of looking or
+    heading, or of "make their way", which the relation lacks: "a brown dog is looking outside of the car window" gives no
+    "a brown dog outside of the car window", "a car makes its way through town" no "a car through a town" (the one says
+    what the caption does not, the other lost its verb). The phrase starts right after the verb (or "way"), a particle
+    between allowed ("looking out over")."""
+    words = rel["relation"].lower().split()
+    if words[0] not in PREPOSITIONS:
+        return False
+    at = _at_between(words[0], bounds, rel["subject"], rel["object"], lower)
+    if at is None:
+        return False
+    k = at - 1
+    while k > bounds[rel["subject"]][1] and lower[k] in TO_PARTICLES and lower[k] not in words:
+        k -= 1
+    if k < 0 or k < bounds[rel["subject"]][1]:
+        return False
+    if lower[k] in LOOKING_VERBS:
+        return True
+    return lower[k] == "way" and any(lower[j] in WAY_VERBS for j in range(max(k - 2, bounds[rel["subject"]][1]), k))
+
+
+def _it_elsewhere(rel: dict, relations: list[dict], bounds: list, lower: list[str]) -> bool:
+    """Whether the relation's object is one of several nouns a singular "it" after its subject was read as, and not
+    the nearest noun the subject's with-phrase hangs on: in "a bed and dresser with a small monitor on top of it" the
+    with-phrase, and so "it", is the dresser's (English attaches the phrase to the nearest noun), and "a small monitor on
+    top of a bed" is not said. Of several such nouns none holding the subject with "with", each is doubtful."""
+    s, o = rel["subject"], rel["object"]
+    if bounds[o][1] > bounds[s][0] or "it" not in lower[bounds[s][1]:]:
+        return False
+    relation = " ".join(rel["relation"].lower().split())
+    read = [r["object"] for r in relations if r["subject"] == s and " ".join(r["relation"].lower().split()) == relation
+            and r["object"] < len(bounds) and bounds[r["object"]][1] <= bounds[s][0]]
+    if len(set(read)) < 2:
+        return False
+    holders = [n for n in set(read) if any(r["subject"] == n and r["object"] == s and r["relation"].lower() == "with" for r in relations)]
+    return not holders or o != max(holders, key=lambda n: bounds[n][1])
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None, agents: frozenset[int] = frozenset()) -> bool:
