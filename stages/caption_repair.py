@@ -16,7 +16,8 @@ gives each repair's F1) the regular misses, and the repair of each:
   activities ("plays tennis") and idioms ("for sale") are no objects.
 - `compounds`: compound nouns whose first word spaCy reads as an adjective ("light pole", "hot dog")
   keep it in the noun; material nouns before a head are attributes ("dirt road"); attributes of
-  several words stay whole ("snow covered", "nice looking").
+  several words stay whole ("snow covered", "nice looking"); a noun of a verb and its particle is one noun
+  ("take out boxes", "a red pick up truck"), not a verb's relation.
 - `predicates`: an adjective after a copula is an attribute of the subject ("the bus is red"); a
   verb with no object is an attribute of its subject ("a man is sitting", "men skiing").
 - `relations`: relations read from the dependency tree where sng drops or splits them: a verb

@@ -178,8 +178,9 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
     """Whether the relation says what the caption does: not a verb whose place complement is required said
     without it ("a girl puts a flower"), nor, with the caption's words, a phrase that lost the first word of a
     compound preposition ("standing to" from "standing next to"): every run of its preposition between its
-    subject and its object follows such a word the relation lacks; nor one `_said_otherwise`. Without the words,
-    only the verb is checked."""
+    subject and its object follows such a word the relation lacks; nor one `_said_otherwise`; nor one whose verb of
+    intent or looking is another clause's (`_said_verb`), a phrase after "make their way" (`_way_left_out`), or one to a
+    noun a singular "it" was wrongly read as (`_it_elsewhere`). Without the words, only the verb is checked."""
     relation = rel["relation"].lower().split()
     lemma = str(rel.get("lemma_relation") or "").lower().split()
     if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
