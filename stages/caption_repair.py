@@ -16,7 +16,8 @@ gives each repair's F1) the regular misses, and the repair of each:
   activities ("plays tennis") and idioms ("for sale") are no objects.
 - `compounds`: compound nouns whose first word spaCy reads as an adjective ("light pole", "hot dog")
   keep it in the noun; material nouns before a head are attributes ("dirt road"); attributes of
-  several words stay whole ("snow covered", "nice looking").
+  several words stay whole ("snow covered", "nice looking"); a noun of a verb and its particle is one noun
+  ("take out boxes", "a red pick up truck"), not a verb's relation.
 - `predicates`: an adjective after a copula is an attribute of the subject ("the bus is red"); a
   verb with no object is an attribute of its subject ("a man is sitting", "men skiing").
 - `relations`: relations read from the dependency tree where sng drops or splits them: a verb
@@ -606,6 +607,63 @@ def compounds(g: _Graph) -> None:
             g.entities[k] = {**ent, "modifiers": joined,
                              "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
             g.changed = True
+    _phrasal_compounds(g)
+
+
+# Nouns made of a verb and its particle, said before the noun they name ("take out boxes", "a red pick up truck", "the
+# check out counter", "a drive through window"), which spaCy reads as the verb and sng as its relation.
+PHRASAL_COMPOUNDS = frozenset({("pick", "up"), ("take", "out"), ("check", "out"), ("drive", "through"), ("drive", "thru")})
+# Tags of the word before such a verb when it starts a noun phrase: a determiner, an adjective, a number, a possessive or
+# a preposition ("in take out boxes"), not a subject or "to" ("people pick up trash", "going to take out the trash").
+NOUN_PHRASE_OPENERS = frozenset({"DT", "JJ", "JJR", "JJS", "CD", "PRP$", "IN"})
+
+
+def _phrasal_compounds(g: _Graph) -> None:
+    """A noun made of a verb and its particle before a noun (`PHRASAL_COMPOUNDS`) is one noun with it: "several women
+    posing with pizzas in take out boxes" has take out boxes, and no women who take out boxes; "a red pick up truck"
+    is a truck, not a red pick. The verb opens a noun phrase (after `NOUN_PHRASE_OPENERS`, or inside an entity sng
+    cut there), and a noun follows the particle. The entities on either side become one whose head is the whole
+    compound and whose attributes are those before it; the relation read from the verb goes."""
+    doc = g.doc
+    for i in range(len(doc) - 2):
+        j = i + 2 if doc[i + 1].text == "-" else i + 1
+        if j + 1 >= len(doc) or (doc[i].lower_, doc[j].lower_) not in PHRASAL_COMPOUNDS or doc[j + 1].tag_ not in ("NN", "NNS"):
+            continue
+        first = _entity_at(g, i)
+        if first is not None and g.bounds(first)[1] != i + 1 or first is None and (i == 0 or doc[i - 1].tag_ not in NOUN_PHRASE_OPENERS
+                                                                                   or doc[i - 1].lower_ == "to"):
+            continue
+        last = g.starting_at(j + 1)
+        if last is not None and g.bounds(last)[0] > j + 1:
+            continue
+        end = g.bounds(last)[1] if last is not None else j + 2
+        start = g.bounds(first)[0] if first is not None else i
+        if any(k not in (first, last) and g.bounds(k)[0] < end and start < g.bounds(k)[1] for k in range(len(g.entities))):
+            continue
+        verb = f"{doc[i].lower_} {doc[j].lower_}"
+        g.relations = [r for r in g.relations if " ".join(r["relation"].lower().split()) != verb
+                       and not r["relation"].lower().startswith(verb + " ")]
+        if first is not None and last is not None:
+            _redirect(g, first, last)
+            last = g.starting_at(j + 1)
+        k = last if last is not None else first
+        if k is None:
+            k = g.add(start, end)
+        entity = g.read(start, end)
+        head = [doc[i].text, doc[j].text, *entity["head"].split()[-(end - j - 1):]]
+        lemma = [doc[i].lower_, doc[j].lower_, *entity["lemma_head"].split()[-(end - j - 1):]]
+        before = _modifiers_before(doc, start, i, g.in_phrases)
+        g.entities[k] = {**entity, "head": " ".join(head), "lemma_head": " ".join(lemma), "modifiers": before,
+                         "attributes": [m["span"].lower() for m in before if m["dep"] == "amod"]}
+        g.changed = True
+
+
+def _modifiers_before(doc, start: int, end: int, skip: set[int]) -> list[dict]:
+    """sng's modifiers of the tokens [start, end) before a compound noun (det, nummod, amod; `graph_repair._role`)."""
+    from mosaictool.stages.graph_repair import _role
+
+    return [{"dep": role, "span": t.text, "lemma_span": t.lemma_} for t in doc[start:end]
+            if t.i not in skip and (role := _role(t)) in ("det", "nummod", "amod")]
 
 
 def _attribute_start(tok) -> int | None:
@@ -1025,7 +1083,8 @@ def relations(g: _Graph) -> None:
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
     _worn_conjuncts(g)
-    read = _read_relations(g)
+    # the verb of a compound noun is no relation ("in take out boxes": `_phrasal_compounds`)
+    read = [(s, rel, o) for s, rel, o in _read_relations(g) if not g.entities[o]["head"].lower().startswith(rel.lower() + " ")]
     # sng's relation of a verb to a noun past its "away" ("faces away fro a television": `_away_before`)
     away = {(verb.lower_, _entity_of(g, c)) for verb in g.doc for c in verb.children
             if verb.pos_ == "VERB" and c.dep_ == "dobj" and _away_before(verb, c)}

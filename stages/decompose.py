@@ -101,7 +101,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
     without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`) or a relation
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
     `tokens`, where given)."""
-    graph = with_path_verbs(graph, words)
+    graph = with_said_verbs(graph, words)
     nodes = graph_nodes(graph, vocab)
     either, either_entities = disjuncts(graph, words)
     # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
@@ -178,8 +178,9 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
     """Whether the relation says what the caption does: not a verb whose place complement is required said
     without it ("a girl puts a flower"), nor, with the caption's words, a phrase that lost the first word of a
     compound preposition ("standing to" from "standing next to"): every run of its preposition between its
-    subject and its object follows such a word the relation lacks; nor one `_said_otherwise`. Without the words,
-    only the verb is checked."""
+    subject and its object follows such a word the relation lacks; nor one `_said_otherwise`; nor one whose verb of
+    intent or looking is another clause's (`_said_verb`), a phrase after "make their way" (`_way_left_out`), or one to a
+    noun a singular "it" was wrongly read as (`_it_elsewhere`). Without the words, only the verb is checked."""
     relation = rel["relation"].lower().split()
     lemma = str(rel.get("lemma_relation") or "").lower().split()
     if len(relation) == 1 and lemma and lemma[0] in PLACING_VERBS:
@@ -193,6 +194,8 @@ def said_as_given(rel: dict, graph: dict, words: list[str] | None) -> bool:
         return True
     lower = [w.lower() for w in words]
     if _said_otherwise(rel, graph["entities"][rel["object"]], bounds, words, lower):
+        return False
+    if _said_verb(rel, bounds, lower)[0] or _way_left_out(rel, bounds, lower) or _it_elsewhere(rel, graph["relations"], bounds, lower):
         return False
     phrase = _last_phrase(" ".join(relation)).split()
     if not phrase:
@@ -228,6 +231,125 @@ def _said_otherwise(rel: dict, obj: dict, bounds: list, words: list[str], lower:
     pronoun = next((w for w in lower[bounds[s][1]:] if w in ("it", "them")), None) if before else None
     plural = str(obj.get("head", "")).lower().split()[-1:] != str(obj.get("lemma_head", "")).lower().split()[-1:]
     return pronoun is not None and (pronoun == "it") == plural
+
+
+# Words after which a verb reached through "to" is meant, tried or about to be done, not done ("is learning to use
+# Wii Fit", "reaching up to grab a Frisbee", "about to hit the ball"): the caption entails the intent, not the act.
+INTENT_WORDS = frozenset({
+    "learn", "learns", "learning", "learned", "learnt", "try", "tries", "tried", "trying", "reach", "reaches", "reaching",
+    "reached", "go", "goes", "going", "about", "wait", "waits", "waiting", "waited", "prepare", "prepares", "preparing",
+    "prepared", "ready", "want", "wants", "wanting", "wanted", "attempt", "attempts", "attempting", "attempted", "look",
+    "looks", "looking", "hope", "hopes", "hoping", "plan", "plans", "planning",
+})
+# Particles between such a word and its "to" ("reaching up to grab", "leaning over to").
+TO_PARTICLES = frozenset({"up", "out", "down", "over", "forward", "back", "in", "across", "around"})
+# Verbs of looking and heading whose place phrase is their complement ("a dog is looking outside of the car window":
+# the dog looks out, it need not be outside), and the verbs of "make their way" ("a car makes its way through town",
+# `_way_left_out`).
+LOOKING_VERBS = frozenset({
+    "look", "looks", "looking", "looked", "stare", "stares", "staring", "stared", "gaze", "gazes", "gazing", "gazed",
+    "peer", "peers", "peering", "peered", "peek", "peeks", "peeking", "peeked", "glance", "glances", "glancing", "glanced",
+    "heads", "heading", "headed",
+})
+WAY_VERBS = frozenset({"make", "makes", "making", "made", "find", "finds", "finding", "found", "wind", "winds", "winding",
+                       "wound", "weave", "weaves", "weaving", "push", "pushes", "pushing"})
+
+
+def with_said_verbs(graph: dict, words: list[str] | None = None) -> dict:
+    """`graph` with each relation given back the verb the caption says it with (`with_path_verbs`, `_said_verb`): a
+    positive must be entailed by its caption (Singh et al. 2023, Sec. 3.3), and "the woman uses Wii Fit" is not by "the
+    woman is learning to use Wii Fit", nor "a dog outside of the car window" by "a dog is looking outside of the car
+    window"; "learning to use" and "looking outside of" are. A verb of another clause ("as he looks at a clock") is not
+    given: `said_as_given` refuses that relation."""
+    graph = with_path_verbs(graph, words)
+    try:
+        bounds = [e["span_bounds"] for e in graph["entities"]]
+    except (KeyError, TypeError):
+        return graph
+    if not words:
+        return graph
+    lower = [w.lower() for w in words]
+    out, changed = [], False
+    for rel in graph.get("relations") or []:
+        lead, own = _said_verb(rel, bounds, lower) if max(rel["subject"], rel["object"]) < len(bounds) else ("", False)
+        if lead and own:
+            lemma = rel.get("lemma_relation") or rel["relation"]
+            rel = {**rel, "relation": f"{lead} {rel['relation']}", "lemma_relation": f"{lead} {lemma}"}
+            changed = True
+        out.append(rel)
+    return {**graph, "relations": out} if changed else graph
+
+
+# Words that open another clause between a relation's subject and a verb, whose subject the verb may be ("a man stands
+# with his arms crossed as he looks at a clock": he looks, not the arms).
+CLAUSE_WORDS = frozenset({"he", "she", "they", "it", "as", "while", "when", "because", "where"})
+
+
+def _said_verb(rel: dict, bounds: list, lower: list[str]) -> tuple[str, bool]:
+    """The caption's words the relation lacks that make what it says: the words of intent before its verb, reached
+    through "to" after one of `INTENT_WORDS` ("learning to" of "the woman is learning to use Wii Fit", "reaching up to"
+    of "a dog is reaching up to grab a Frisbee", "getting ready to"), or the verb of looking or heading (`LOOKING_VERBS`,
+    with its particles) whose complement a bare phrase of place is ("looking" of "a brown dog is looking outside of the car
+    window"); "" when none. And whether that verb is the subject's own: no word of another clause (`CLAUSE_WORDS`) comes
+    between them. Words inside a noun phrase are none ("two birds with red heads on the sidewalk")."""
+    start = bounds[rel["subject"]][1]
+    inside = {i for b in bounds for i in range(b[0], b[1])}
+    words = rel["relation"].lower().split()
+    at = _at_between(words[0], bounds, rel["subject"], rel["object"], lower)
+    if at is None:
+        return "", False
+    if words[0] in PREPOSITIONS:
+        k = at - 1
+        while k > start and lower[k] in TO_PARTICLES:
+            k -= 1
+        if k < start or k in inside or lower[k] not in LOOKING_VERBS:
+            return "", False
+    else:
+        if at < 2 or lower[at - 1] != "to":
+            return "", False
+        k = at - 2
+        while k > start and lower[k] in TO_PARTICLES:
+            k -= 1
+        if k < start or k in inside or lower[k] not in INTENT_WORDS:
+            return "", False
+        if lower[k] == "ready" and k - 1 >= start and lower[k - 1] in ("getting", "gets", "get"):
+            k -= 1
+    return " ".join(lower[k:at]), not CLAUSE_WORDS & set(lower[start:k])
+
+
+def _at_between(word: str, bounds: list, s: int, o: int, lower: list[str]) -> int | None:
+    """The position of `word` nearest before object o and after subject s in the caption, or None (o before s)."""
+    start, end = bounds[s][1], min(bounds[o][0], len(lower))
+    return next((i for i in reversed(range(start, end)) if lower[i] == word), None)
+
+
+def _way_left_out(rel: dict, bounds: list, lower: list[str]) -> bool:
+    """Whether the relation is a bare phrase of place said after "make their way" ("a tram and a car make their way
+    through town"): "a car through a town" lost its verb, and the phrase's subject may be the pair."""
+    words = rel["relation"].lower().split()
+    if words[0] not in PREPOSITIONS:
+        return False
+    at = _at_between(words[0], bounds, rel["subject"], rel["object"], lower)
+    if at is None or at - 1 < bounds[rel["subject"]][1] or lower[at - 1] != "way":
+        return False
+    return any(lower[j] in WAY_VERBS for j in range(max(at - 3, bounds[rel["subject"]][1]), at - 1))
+
+
+def _it_elsewhere(rel: dict, relations: list[dict], bounds: list, lower: list[str]) -> bool:
+    """Whether the relation's object is one of several nouns a singular "it" after its subject was read as, and not
+    the nearest noun the subject's with-phrase hangs on: in "a bed and dresser with a small monitor on top of it" the
+    with-phrase, and so "it", is the dresser's (English attaches the phrase to the nearest noun), and "a small monitor on
+    top of a bed" is not said. Of several such nouns none holding the subject with "with", each is doubtful."""
+    s, o = rel["subject"], rel["object"]
+    if bounds[o][1] > bounds[s][0] or "it" not in lower[bounds[s][1]:]:
+        return False
+    relation = " ".join(rel["relation"].lower().split())
+    read = [r["object"] for r in relations if r["subject"] == s and " ".join(r["relation"].lower().split()) == relation
+            and r["object"] < len(bounds) and bounds[r["object"]][1] <= bounds[s][0]]
+    if len(set(read)) < 2:
+        return False
+    holders = [n for n in set(read) if any(r["subject"] == n and r["object"] == s and r["relation"].lower() == "with" for r in relations)]
+    return not holders or o != max(holders, key=lambda n: bounds[n][1])
 
 
 def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None, agents: frozenset[int] = frozenset()) -> bool:
@@ -640,7 +762,7 @@ def decompose_record(
 
         vocab = load()
     words = (record.get("tokens") or {}).get("words")
-    graph = with_path_verbs(record["graph"], words)
+    graph = with_said_verbs(record["graph"], words)
     candidates = candidate_subgraphs(graph, vocab, words=words)
     if len(candidates) > max_subgraphs:
         candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
