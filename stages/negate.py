@@ -325,10 +325,9 @@ def written_name(vocab, lemma: str) -> str | None:
     "short"): one wears several garments, so "a man in shorts" -> "a man in caps" may hold."""
     if " " in lemma or not lemma:
         return None
-    plural = lemma + "s"
-    if vocab.plurals.get(plural) == plural and vocab.objects.get(plural) not in (None, "clothing"):
-        return plural
-    return lemma + "e" if lemma.endswith("s") and lemma + "e" in vocab.objects else None
+    plural, cut = lemma + "s", lemma + "e"
+    name = plural if vocab.plurals.get(plural) == plural else cut if lemma.endswith("s") else None
+    return name if vocab.objects.get(name) not in (None, "clothing") else None
 
 
 def participle_state(vocab, attribute: str) -> str | None:
@@ -566,8 +565,9 @@ class _Sampler:
     "burgundy" dog); never a synonym, hypernym or hyponym (`Vocab.unsafe`), nor a noun sharing a
     word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
     after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
-    last word (`compound_head`), a noun the lemmatizer cut (`written_name`: "skis" -> "ski") and a listed colour
-    after a shade word, which alone is replaced (`shaded_colour`: "bright pink" -> "bright blue"). Where the vocabulary has corpus
+    last word (`compound_head`), a noun the lemmatizer cut (`written_name`: "skis" -> "ski"), a listed colour
+    after a shade word, which alone is replaced (`shaded_colour`: "bright pink" -> "bright blue"), and a participle
+    that names a listed state (`participle_state`: "opened" -> "open"). Where the vocabulary has corpus
     co-occurrence counts (`vocab build`, or the counts shipped with the vocabulary), a replacement seen
     with the object is drawn, and an unseen one only at `unseen_rate`. A reference corpus's counts
     (`Vocab.reference_counts`: the shipped ones, from a few thousand other captions) are sparse, so with
