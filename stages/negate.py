@@ -63,6 +63,7 @@ from collections.abc import Iterable, Iterator
 from itertools import accumulate, islice
 
 from mosaictool.errors import ArgumentError, RecordError
+from mosaictool.stages.caption_repair import PARTICLES
 from mosaictool.stages.subgraph import (
     PREPOSITIONS,
     canonical_key,
@@ -220,6 +221,12 @@ COMPOUND_HEAD_GROUPS = frozenset({
 })
 NOT_A_HEAD = frozenset({"top"})
 NOT_THE_HEAD = frozenset({"toy", "stuffed", "teddy", "hot", "model", "fake", "cartoon", "statue", "play", "miniature"})
+# Words of a colour's shade that the parser keeps in one attribute with the colour ("a bright pink shoe"): the colour
+# is what the attribute says, so it is the word replaced, and the shade stays ("a bright blue shoe"), as the COCO
+# attribute annotations name colours (Patterson & Hays 2016, COCO Attributes, §3).
+SHADES = frozenset({"bright", "dark", "light", "pale", "deep"})
+# Colours no shade word goes with ("a bright black chair", "light white water"): never the replacement under a shade.
+ACHROMATIC = frozenset({"white", "black", "gray", "grey"})
 
 
 COORDINATORS = frozenset({"and", "or", ",", "&", "/", "-", "with"})
@@ -299,6 +306,43 @@ def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> fro
     by_word = vocab.compounds_by_word
     compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
     return frozenset(others | mates | compounds)
+
+
+def shaded_colour(vocab, attribute: str) -> tuple[str, str] | None:
+    """(shade, colour) of an attribute the vocabulary does not list that is a shade word and a colour it lists
+    ("bright pink" -> ("bright", "pink")); None otherwise."""
+    words = attribute.lower().split()
+    if len(words) != 2 or words[0] not in SHADES:
+        return None
+    colour = vocab.known("attributes", words[1])
+    return (words[0], colour) if colour is not None and vocab.category(colour) == "colour" else None
+
+
+def written_name(vocab, lemma: str) -> str | None:
+    """The vocabulary's name for a one-word noun whose lemma it does not list because the lemmatizer cut the word
+    it does: a noun used in the plural only, given a singular ("skis" -> "ski"; `plurals.tsv` lists it as its own
+    plural), or a plural in -ses cut at -es ("vases" -> "vas"). None otherwise, and for clothing ("shorts" ->
+    "short"): one wears several garments, so "a man in shorts" -> "a man in caps" may hold."""
+    if " " in lemma or not lemma:
+        return None
+    plural, cut = lemma + "s", lemma + "e"
+    name = plural if vocab.plurals.get(plural) == plural else cut if lemma.endswith("s") else None
+    return name if vocab.objects.get(name) not in (None, "clothing") else None
+
+
+def participle_state(vocab, attribute: str) -> str | None:
+    """The state the vocabulary lists for a participle or a verb with its particle that it does not ("opened" ->
+    "open", "lit up" -> "lit"): the same state, said of the thing the verb acted on. Only a state (category
+    "state"): another category's word in -ed names something else ("wooded" is no "wood")."""
+    words = attribute.lower().split()
+    if len(words) == 2 and words[1] in PARTICLES:
+        stems = [words[0]]
+    elif len(words) == 1 and words[0].endswith("ed"):
+        stems = [words[0][:-2], words[0][:-1]]
+    else:
+        return None
+    known = (vocab.known("attributes", w) for w in stems)
+    return next((k for k in known if k is not None and vocab.category(k) == "state"), None)
 
 
 def compound_head(vocab, lemma: str) -> str | None:
@@ -521,7 +565,9 @@ class _Sampler:
     "burgundy" dog); never a synonym, hypernym or hyponym (`Vocab.unsafe`), nor a noun sharing a
     word with the replaced one ("bear" for "teddy bear"). A word the vocabulary does not know, even
     after undoing its inflection (`Vocab.known`), is left alone, but for a compound noun read by its
-    last word (`compound_head`). Where the vocabulary has corpus
+    last word (`compound_head`), a noun the lemmatizer cut (`written_name`: "skis" -> "ski"), a listed colour
+    after a shade word, which alone is replaced (`shaded_colour`: "bright pink" -> "bright blue"), and a participle
+    that names a listed state (`participle_state`: "opened" -> "open"). Where the vocabulary has corpus
     co-occurrence counts (`vocab build`, or the counts shipped with the vocabulary), a replacement seen
     with the object is drawn, and an unseen one only at `unseen_rate`. A reference corpus's counts
     (`Vocab.reference_counts`: the shipped ones, from a few thousand other captions) are sparse, so with
@@ -609,6 +655,12 @@ class _Sampler:
         if not self.type_aware:
             return self._uniform(v.attribute_names, exclude | v.unsafe("attributes", current.lower()) | {current})
         name = v.known("attributes", current)
+        name = name or participle_state(v, current)
+        shaded = shaded_colour(v, current) if name is None else None
+        if shaded is not None:
+            # the colour replaced, the shade kept: "a bright pink shoe" -> "a bright blue shoe"
+            new = self.attribute(shaded[1], exclude | SHADES | ACHROMATIC | {current}, obj)
+            return None if new is None else f"{shaded[0]} {new}"
         if name is None or (obj and not self._fits(name, obj)):
             # unknown, or in another sense than the vocabulary's ("a white man" is no colour of his)
             return None
@@ -654,7 +706,7 @@ class _Sampler:
         lemma = lemma.lower()
         if not self.type_aware:
             return self._uniform(v.object_names, exclude | v.unsafe("objects", lemma) | {lemma})
-        name = v.known("objects", lemma) or compound_head(v, lemma)
+        name = v.known("objects", lemma) or written_name(v, lemma) or compound_head(v, lemma)
         if name is None or v.is_general("objects", name):  # "food" -> "noodle" would hold
             return None
         exclude = exclude | v.unsafe("objects", name) | {lemma, name}

@@ -38,10 +38,13 @@ from mosaictool.stages.negate import (
     negate,
     parse_probs,
     parse_text_methods,
+    participle_state,
     plausible_swap,
     scene_open,
+    shaded_colour,
     stated_pairs,
     unattached_words,
+    written_name,
 )
 from mosaictool.stages.subgraph import graph_key, normalize_text, record_rng
 from mosaictool.vocab import load
@@ -1683,6 +1686,48 @@ def test_one_word_of_a_compound_adjective_is_never_replaced_alone():
     negatives = _negatives_of(caption)
     assert [n for n in negatives if n["from"] == "wooden"]  # the caption's other attributes are still replaced
     assert not [n for n in negatives if n["transform"] in ("f_obj", "f_attr:replace", "f_attr:swap") and n["from"] in ("old", "fashioned")]
+def test_a_colour_after_a_shade_word_is_replaced_and_the_shade_kept():
+    # COCO c-sample: "A photo of a bright pink shoe on a blue and green background." had no graph negative ("bright pink"
+    # is no listed attribute); the colour is replaced, the shade stays, never by a colour the caption says nor a grey
+    caption = "A photo of a bright pink shoe on a blue and green background."
+    assert shaded_colour(SHIPPED, "bright pink") == ("bright", "pink") and shaded_colour(SHIPPED, "light blue") == ("light", "blue")
+    assert shaded_colour(SHIPPED, "bright shoe") is None and shaded_colour(SHIPPED, "very pink") is None
+    made = {n["to"] for n in _negatives_of(caption) if n["from"] == "bright pink"}
+    assert made and all(t.startswith("bright ") for t in made), made
+    colours = {t.split()[1] for t in made}
+    assert all(SHIPPED.category(c) == "colour" for c in colours) and not colours & {"pink", "blue", "green", "white", "black", "gray"}
+
+
+@pytest.mark.parametrize(("caption", "written", "listed"), [
+    # COCO c-sample captions without a graph negative: the lemmatizer gave "ski" and "vas", which the vocabulary lists
+    # as "skis" (used in the plural only) and "vase"
+    ("A group of people on skis at a peak of a mountain.", "skis", "skis"),
+    ("Two vases filled with flowers on a table.", "vases", "vase"),
+])
+def test_a_noun_the_lemmatizer_cut_is_replaced_by_its_listed_name(caption, written, listed):
+    assert written_name(SHIPPED, "ski") == "skis" and written_name(SHIPPED, "vas") == "vase"
+    # clothing is left alone: one wears several garments, "a man in shorts" -> "a man in caps" may hold
+    assert written_name(SHIPPED, "short") is None and written_name(SHIPPED, "pant") is None
+    assert written_name(SHIPPED, "cat") is None and written_name(SHIPPED, "ski lift") is None
+    made = {n["graph"]["objects"][int(n["slot"][8])]["lemma"] for n in _negatives_of(caption)
+            if n["transform"] == "f_rel:replace_object" and n["from"] == written}
+    assert made and listed not in made, made
+    assert all(SHIPPED.group(lemma) == SHIPPED.group(listed) for lemma in made), made
+
+
+@pytest.mark.parametrize(("caption", "state", "opposite"), [
+    # COCO c-sample captions without a graph negative: the participle and the verb with its particle name a listed state
+    ("Several different opened umbrellas all located near each other.", "opened", "closed"),
+    ("Some stoplights that have every light lit up.", "lit up", "unlit"),
+])
+def test_a_participle_is_replaced_as_the_state_it_names(caption, state, opposite):
+    assert participle_state(SHIPPED, "opened") == "open" and participle_state(SHIPPED, "lit up") == "lit"
+    # only a state: "wooded" is no "wood", "sitting down" no state
+    assert participle_state(SHIPPED, "wooded") is None and participle_state(SHIPPED, "sitting down") is None
+    made = {n["to"] for n in _negatives_of(caption) if n["from"] == state}
+    assert opposite in made, made
+
+
 @pytest.mark.parametrize(("record_id", "caption", "refused"), [
     # r14: the new relation was never seen before this object nor its group: "suitcases outside a pile"; the ids of the
     # COCO sample's records, whose draws gave them
