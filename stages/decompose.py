@@ -103,7 +103,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
     `tokens`, where given; `tags`, their part-of-speech tags, find the debris)."""
     graph = with_said_verbs(graph, words)
     nodes = graph_nodes(graph, vocab)
-    nodes = shown_nodes(graph, nodes, words, tags, vocab)
+    nodes, cut = _drop_cut(shown_nodes(graph, nodes, words, tags, vocab))
     nodes = [node if node is None else _one_said(node, graph["entities"][i], words) for i, node in enumerate(nodes)]
     either, either_entities = disjuncts(graph, words)
     # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
@@ -129,7 +129,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
-        if {s, o} & either_entities or _said_either(rel["relation"], either):
+        if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -184,6 +184,8 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
             out[n] = None
         elif verb is not None:
             out[n] = _part_of(node, lower, start, verb, tags)
+            if out[n] is not None:
+                out[n]["cut"] = lower[verb]
         elif joint:
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
     return out
@@ -203,11 +205,32 @@ def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]
     lemmas = node["lemma"].split()
     lemma = " ".join([*lower[first:end - 1], lemmas[-1] if last == nouns[-1] and len(lemmas) == len(nouns) else last])
     inside = set(lower[start:first])
-    attributes = [a for a in node["attributes"] if set(a.split()) <= inside]
+    attributes = list(dict.fromkeys(a for a in node["attributes"] if set(a.split()) <= inside))  # "a white tub and white cabinets"
     determiner = {"the": "the", "a": "a", "an": "a"}.get(lower[start])
     # a count said inside the words stays ("two cats and three dogs" -> "three dogs"), the first member's does not
     count = node.get("count") if node.get("count") and set(str(node["count"]).split()) <= inside and plural else None
     return {**node, "noun": noun, "lemma": lemma, "plural": plural, "count": count, "attributes": attributes, "determiner": determiner}
+
+
+def _drop_cut(nodes: list[dict | None]) -> tuple[list[dict | None], dict[int, str]]:
+    """The nodes without `shown_nodes`' mark, and the marked ones with their verb: a noun cut before a verb the tagger
+    ran it over, whose phrases may be the verb's object's ("a man holding matches and a cigarette in his mouth": not "a
+    man in his mouth")."""
+    cut = {i: node["cut"] for i, node in enumerate(nodes) if node is not None and node.get("cut")}
+    return [node if i not in cut else {k: v for k, v in node.items() if k != "cut"} for i, node in enumerate(nodes)], cut
+
+
+def _cut_phrase(graph: dict, rel: dict, cut: dict[int, str], words: list[str] | None) -> bool:
+    """Whether the relation's subject is a noun cut before its verb (`_drop_cut`) and the phrase may be the verb's
+    object's: unless the verb holds or carries that object, which then is where its holder is (`_transfers`: "a white
+    pitcher holding flowers in a window sill" is in the sill), and the phrase's noun is no one's own ("in his mouth")."""
+    if rel["subject"] not in cut:
+        return False
+    verb = {"relation": cut[rel["subject"]]}
+    last = _last_phrase(" ".join(rel["relation"].lower().split()))
+    start = (graph["entities"][rel["object"]].get("span_bounds") or [0])[0]
+    owned = bool(words) and start < len(words) and words[start].lower() in POSSESSIVES
+    return owned or not (_contact_verb(verb, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(verb, CARRYING_VERBS) and last in PATH)
 
 
 SINGULAR_COPULAS = frozenset({"is", "was", "'s"})
@@ -235,6 +258,9 @@ HAVE_COMPLEMENTS = frozenset({"up", "down", "out", "off", "over", "on", "in", "a
                               "above", "into", "onto", "through", "inside", "outside", "between", "near", "by", "at", "atop"})
 
 
+POSSESSIVES = frozenset({"its", "his", "her", "their", "my", "our", "your"})
+
+
 def _cut_complement(graph: dict, rel: dict, words: list[str] | None) -> bool:
     """Whether the relation is "has"/"have" cut before the complement that follows its object ("a cat has its front paws
     on a toilet seat" is not "a cat has its front paws": the paws are where the caption puts them). Needs the words."""
@@ -245,7 +271,9 @@ def _cut_complement(graph: dict, rel: dict, words: list[str] | None) -> bool:
     except (IndexError, KeyError, TypeError):
         return False
     lower = [w.lower() for w in words[end:end + 3]]
-    # "has a closet in it": the complement is said back to the subject, which the text keeps
+    # "has a closet in it": the complement is said back to the subject, which the text keeps. Else the phrase may
+    # complete "has" ("has its front paws on a seat", "his chin up", "headphones on") or place what is had ("a kitchen
+    # has a fridge in the corner"): either way the cut text is doubtful, and precision comes first
     return bool(lower) and lower[0] in HAVE_COMPLEMENTS and not {"it", "them"} & set(lower[1:])
 
 
@@ -562,13 +590,13 @@ def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds
         return False
     backward = bounds[o][1] <= bounds[s][0]
     same = [r for r in relations if r["relation"].lower() == relation and max(r["subject"], r["object"]) < len(bounds)]
-    own = [r["object"] for r in same if r["subject"] == s and r["object"] not in (s, o)]
+    own = [r["object"] for r in same if r["subject"] == s and r["object"] not in (s, o)]  # s's own phrases ("on a slope on a board")
 
     def listed(m: int, n: int) -> bool:
         lo, hi = sorted((m, n), key=lambda k: bounds[k][0])
         return bool(words) and bounds[lo][1] < bounds[hi][0] and _joined((bounds[lo][1], bounds[hi][0]), bounds, words)
     if any(not listed(n, o) for n in own) and any(
-            r["object"] == o and r["subject"] not in (s, o) and bounds[r["subject"]][1] <= bounds[o][0]
+            r["object"] == o and r["subject"] not in (s, o, *own) and bounds[r["subject"]][1] <= bounds[o][0]
             and (backward or bounds[r["subject"]][0] >= bounds[s][1]) for r in same):
         return True
     if not words or backward:
