@@ -179,7 +179,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         if (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
                 or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
             out[n] = None
-        elif (not capitals and all(tags[i] == "NNP" for i in range(start, end)) and lower[end - 1] not in things
+        elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
               and (end - start > 1 or start > 0 and lower[start - 1] == "of")):
             out[n] = None
         elif verb is not None:
