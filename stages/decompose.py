@@ -144,17 +144,20 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
     return out
 
 
+# Prepositions before a place's proper name that say where the scene is, not what it shows ("the boys school of Standard
+# South Carolina", "in Las Vegas"; not a landmark in view, "by Big Ben", nor a product, "playing Nintendo Wii").
+PLACE_NAME_WORDS = frozenset({"of", "from", "in"})
 # Words a purpose clause starts with ("a ring for attaching bicycles"): what it names need not be in the image.
 PURPOSE_WORDS = frozenset({"for", "to"})
 
 
 def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None, vocab=None) -> list[dict | None]:
     """`nodes` as the caption shows them (a positive is entailed by its caption, Singh et al. 2023, Sec. 3.3). None for
-    a noun only in a purpose clause ("a ring for attaching bicycles") and for a proper name ("the boys school of
-    Standard South Carolina"; not a capitalised noun the vocabulary knows, "Frisbee"), which names a place, not a thing
-    in view. A noun phrase the tagger ran over a verb keeps the noun before it ("a field flying kites": the people fly
-    them; the node is "a field"), one it ran over a list of nouns its last member, when the node kept words of both
-    ("streetcar, tourbus, classic car and family cars"; "a dress and pale makeup", read "a pale dress makeup", is "pale
+    a noun only in a purpose clause ("a ring for attaching bicycles") and for a proper name after "of", "from" or "in"
+    ("the boys school of Standard South Carolina"; not a capitalised noun the vocabulary knows, "Frisbee"), which names
+    where the scene is, not a thing in view. A noun phrase the tagger ran over a verb keeps the noun before it ("a
+    field flying kites": the people fly them; the node is "a field"), one it ran over a list of nouns its last member,
+    when the node kept words of both ("streetcar, tourbus, classic car and family cars"; "a dress and pale makeup", read "a pale dress makeup", is "pale
     makeup"; not "a pineapple and ham pizza", a pizza). Needs the caption's words and tags (parse's `tokens`); without
     them, `nodes` as they are."""
     if not words or not tags or len(tags) != len(words):
@@ -180,7 +183,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                 or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
             out[n] = None
         elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
-              and (end - start > 1 or start > 0 and lower[start - 1] == "of")):
+              and start > 0 and lower[start - 1] in PLACE_NAME_WORDS):
             out[n] = None
         elif verb is not None:
             out[n] = _part_of(node, lower, start, verb, tags)
@@ -599,8 +602,8 @@ def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds
             r["object"] == o and r["subject"] not in (s, o, *own) and bounds[r["subject"]][1] <= bounds[o][0]
             and (backward or bounds[r["subject"]][0] >= bounds[s][1]) for r in same):
         return True
-    if not words or backward:
-        return False
+    if not words or backward or _last_phrase(relation) in SUPPORT | CO_LOCATED:
+        return False  # "a cake on a plate on a table": what rests on a thing rests where it does (`_transfers`)
     lower, phrase = [w.lower() for w in words], relation.split()
     nearer = [n for n in own if bounds[s][1] <= bounds[n][0] and bounds[n][1] <= bounds[o][0]]
     start, end = bounds[o][0] - len(phrase), bounds[o][1]
