@@ -152,14 +152,14 @@ PURPOSE_WORDS = frozenset({"for", "to"})
 
 
 def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None, vocab=None) -> list[dict | None]:
-    """`nodes` as the caption shows them (a positive is entailed by its caption, Singh et al. 2023, Sec. 3.3). None for
-    a noun only in a purpose clause ("a ring for attaching bicycles") and for a proper name after "of", "from" or "in"
+    """`nodes` as the caption shows them (a positive is entailed by its caption, Singh et al. 2023, Sec. 3.3). None for a
+    noun only in a purpose clause ("a ring for attaching bicycles") and for a proper name after "of", "from" or "in"
     ("the boys school of Standard South Carolina"; not a capitalised noun the vocabulary knows, "Frisbee"), which names
-    where the scene is, not a thing in view. A noun phrase the tagger ran over a verb keeps the noun before it ("a
-    field flying kites": the people fly them; the node is "a field"), one it ran over a list of nouns its last member,
-    when the node kept words of both ("streetcar, tourbus, classic car and family cars"; "a dress and pale makeup", read "a pale dress makeup", is "pale
-    makeup"; not "a pineapple and ham pizza", a pizza). Needs the caption's words and tags (parse's `tokens`); without
-    them, `nodes` as they are."""
+    where the scene is, not a thing in view. A noun phrase the tagger ran over a verb keeps the noun before it ("a field
+    flying kites": the people fly them; the node is "a field"), one it ran over a list of nouns its last member, when
+    the node kept words of both ("streetcar, tourbus, classic car and family cars"; "a dress and pale makeup", read "a
+    pale dress makeup", is "pale makeup"; not "a pineapple and ham pizza", a pizza). Needs the caption's words and tags
+    (parse's `tokens`); without them, `nodes` as they are."""
     if not words or not tags or len(tags) != len(words):
         return nodes
     lower = [w.lower() for w in words]
