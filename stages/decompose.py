@@ -96,13 +96,15 @@ STATIVE_PARTICIPLES = frozenset({"leaning", "resting", "sitting", "lying", "layi
 PLACES_OF_AGENT = PROXIMITY | frozenset({"between", "among", "amongst", "in front of", "behind"})
 
 
-def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None) -> list[dict]:
+def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None, tags: list[str] | None = None) -> list[dict]:
     """All one-object and two-object-one-relation sub-graphs of a parsed graph, deduplicated,
-    without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`) or a relation
+    without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`, `shown_nodes`) or a relation
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
-    `tokens`, where given)."""
+    `tokens`, where given; `tags`, their part-of-speech tags, find the debris)."""
     graph = with_said_verbs(graph, words)
     nodes = graph_nodes(graph, vocab)
+    nodes, cut = _drop_cut(shown_nodes(graph, nodes, words, tags, vocab))
+    nodes = [node if node is None else _one_said(node, graph["entities"][i], words) for i, node in enumerate(nodes)]
     either, either_entities = disjuncts(graph, words)
     # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
     nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"] if not _said_either(a, either)]}
@@ -125,9 +127,9 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
                                  or str(node["noun"]).lower() in AGENT_PRONOUNS))
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
-        if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words):
+        if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
-        if {s, o} & either_entities or _said_either(rel["relation"], either):
+        if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -140,6 +142,142 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None)
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+# Prepositions before a place's proper name that say where the scene is, not what it shows ("the boys school of Standard
+# South Carolina", "in Las Vegas"; not a landmark in view, "by Big Ben", nor a product, "playing Nintendo Wii").
+PLACE_NAME_WORDS = frozenset({"of", "from", "in"})
+# Words a purpose clause starts with ("a ring for attaching bicycles"): what it names need not be in the image.
+PURPOSE_WORDS = frozenset({"for", "to"})
+
+
+def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None, vocab=None) -> list[dict | None]:
+    """`nodes` as the caption shows them (a positive is entailed by its caption, Singh et al. 2023, Sec. 3.3). None for a
+    noun only in a purpose clause ("a ring for attaching bicycles") and for a proper name after "of", "from" or "in"
+    ("the boys school of Standard South Carolina"; not a capitalised noun the vocabulary knows, "Frisbee"), which names
+    where the scene is, not a thing in view. A noun phrase the tagger ran over a verb keeps the noun before it ("a field
+    flying kites": the people fly them; the node is "a field"), one it ran over a list of nouns its last member, when
+    the node kept words of both ("streetcar, tourbus, classic car and family cars"; "a dress and pale makeup", read "a
+    pale dress makeup", is "pale makeup"; not "a pineapple and ham pizza", a pizza). Needs the caption's words and tags
+    (parse's `tokens`); without them, `nodes` as they are."""
+    if not words or not tags or len(tags) != len(words):
+        return nodes
+    lower = [w.lower() for w in words]
+    letters = [w for w in words if any(c.isalpha() for c in w)]
+    capitals = len(letters) > 1 and all(w.isupper() for w in letters)  # the tagger reads such a caption badly
+    colours = {} if vocab is None else vocab.attributes
+    things = {} if vocab is None else vocab.objects
+    out = list(nodes)
+    for n, e in enumerate(graph.get("entities") or []):
+        node = nodes[n] if n < len(nodes) else None
+        bounds = e.get("span_bounds") if isinstance(e, dict) else None
+        if node is None or not isinstance(bounds, list) or len(bounds) != 2 or not 0 <= bounds[0] < bounds[1] <= len(words):
+            continue
+        start, end = bounds
+        said = {*node["noun"].split(), *" ".join(node["attributes"]).split()}
+        verb = next((i for i in range(start + 1, end - 1) if tags[i] == "VBG" and tags[i - 1] == "NN" and tags[i + 1].startswith("NN")),
+                    None)
+        joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
+                 and lower[i - 1] not in colours and lower[i - 1] in said]
+        if (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
+                or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
+            out[n] = None
+        elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
+              and start > 0 and lower[start - 1] in PLACE_NAME_WORDS):
+            out[n] = None
+        elif verb is not None:
+            out[n] = _part_of(node, lower, start, verb, tags)
+            if out[n] is not None:
+                out[n]["cut"] = lower[verb]
+        elif joint:
+            out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
+    return out
+
+
+def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:
+    """The node of the caption's words [start, end) alone: its noun the last of them, its attributes those said there
+    ("a dress and pale makeup" -> "pale makeup"); None when the last is no noun or the node's noun lacks it."""
+    last, nouns = lower[end - 1], node["noun"].split()
+    if tags[end - 1] not in ("NN", "NNS") or (last not in nouns and tags[end - 1] != "NN"):
+        return None
+    first = end - 1  # a compound's first nouns too ("and parking meter")
+    while first > start and tags[first - 1] == "NN" and lower[first - 1] in nouns and last in nouns:
+        first -= 1
+    noun = " ".join(lower[first:end])
+    plural = tags[end - 1] == "NNS"
+    lemmas = node["lemma"].split()
+    lemma = " ".join([*lower[first:end - 1], lemmas[-1] if last == nouns[-1] and len(lemmas) == len(nouns) else last])
+    inside = set(lower[start:first])
+    attributes = list(dict.fromkeys(a for a in node["attributes"] if set(a.split()) <= inside))  # "a white tub and white cabinets"
+    determiner = {"the": "the", "a": "a", "an": "a"}.get(lower[start])
+    # a count said inside the words stays ("two cats and three dogs" -> "three dogs"), the first member's does not
+    count = node.get("count") if node.get("count") and set(str(node["count"]).split()) <= inside and plural else None
+    return {**node, "noun": noun, "lemma": lemma, "plural": plural, "count": count, "attributes": attributes, "determiner": determiner}
+
+
+def _drop_cut(nodes: list[dict | None]) -> tuple[list[dict | None], dict[int, str]]:
+    """The nodes without `shown_nodes`' mark, and the marked ones with their verb: a noun cut before a verb the tagger
+    ran it over, whose phrases may be the verb's object's ("a man holding matches and a cigarette in his mouth": not "a
+    man in his mouth")."""
+    cut = {i: node["cut"] for i, node in enumerate(nodes) if node is not None and node.get("cut")}
+    return [node if i not in cut else {k: v for k, v in node.items() if k != "cut"} for i, node in enumerate(nodes)], cut
+
+
+def _cut_phrase(graph: dict, rel: dict, cut: dict[int, str], words: list[str] | None) -> bool:
+    """Whether the relation's subject is a noun cut before its verb (`_drop_cut`) and the phrase may be the verb's
+    object's: unless the verb holds or carries that object, which then is where its holder is (`_transfers`: "a white
+    pitcher holding flowers in a window sill" is in the sill), and the phrase's noun is no one's own ("in his mouth")."""
+    if rel["subject"] not in cut:
+        return False
+    verb = {"relation": cut[rel["subject"]]}
+    last = _last_phrase(" ".join(rel["relation"].lower().split()))
+    start = (graph["entities"][rel["object"]].get("span_bounds") or [0])[0]
+    owned = bool(words) and start < len(words) and words[start].lower() in POSSESSIVES
+    return owned or not (_contact_verb(verb, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(verb, CARRYING_VERBS) and last in PATH)
+
+
+SINGULAR_COPULAS = frozenset({"is", "was", "'s"})
+
+
+def _one_said(node: dict, entity: dict, words: list[str] | None) -> dict:
+    """`node` without the attributes the caption gives only after a singular copula when the node is plural ("two
+    people playing video game while standing one in purple is smiling": one smiles, not both)."""
+    if not words or not node.get("plural") or not node["attributes"]:
+        return node
+    lower = [w.lower() for w in words]
+    end = (entity.get("span_bounds") or [0, 0])[1]
+    span = set(lower[(entity.get("span_bounds") or [0, 0])[0]:end])
+
+    def one_said(a: str) -> bool:
+        first = a.lower().split()[0]
+        at = [i for i in range(end, len(lower)) if lower[i] == first]
+        return bool(at) and first not in span and all(i > 0 and lower[i - 1] in SINGULAR_COPULAS for i in at)
+    kept = [a for a in node["attributes"] if not one_said(a)]
+    return node if len(kept) == len(node["attributes"]) else {**node, "attributes": kept}
+
+
+# Particles and prepositions that complete "has X ...": "a cat has its front paws on a toilet seat", "has his chin up".
+HAVE_COMPLEMENTS = frozenset({"up", "down", "out", "off", "over", "on", "in", "around", "across", "under", "against", "behind",
+                              "above", "into", "onto", "through", "inside", "outside", "between", "near", "by", "at", "atop"})
+
+
+POSSESSIVES = frozenset({"its", "his", "her", "their", "my", "our", "your"})
+
+
+def _cut_complement(graph: dict, rel: dict, words: list[str] | None) -> bool:
+    """Whether the relation is "has"/"have" cut before the complement that follows its object ("a cat has its front paws
+    on a toilet seat" is not "a cat has its front paws": the paws are where the caption puts them). Needs the words."""
+    if not words or rel["relation"].lower().split() not in (["has"], ["have"], ["had"]):
+        return False
+    try:
+        end = graph["entities"][rel["object"]]["span_bounds"][1]
+    except (IndexError, KeyError, TypeError):
+        return False
+    lower = [w.lower() for w in words[end:end + 3]]
+    # "has a closet in it": the complement is said back to the subject, which the text keeps. Else the phrase may
+    # complete "has" ("has its front paws on a seat", "his chin up", "headphones on") or place what is had ("a kitchen
+    # has a fridge in the corner"): either way the cut text is doubtful, and precision comes first
+    return bool(lower) and lower[0] in HAVE_COMPLEMENTS and not {"it", "them"} & set(lower[1:])
 
 
 # Verbs whose place complement is required: "a girl puts a flower" says nothing the caption does
@@ -421,7 +559,9 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     # a path's adverbial preposition ("riding down", `with_path_verbs`) ends the phrase as well
     last = _last_phrase(relation) or (relation.split()[-1] if relation.split()[-1] in DIRECTIONAL else "")
     if _verb_dropped(relations, s, o, relation, bounds, words) or _nested(relations, s, o, bounds, last, entities, words) or (
-            first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)):
+            first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)) or (
+            first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
+            relations, entities, s, o, relation, bounds):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -440,6 +580,50 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds: list, words: list[str] | None) -> bool:
+    """Whether the caption gives the phrase to another noun than s, s and that noun each having a phrase of the same
+    preposition: a noun t before o has it to o, and s to another noun not listed with o ("a kitchen with two pineapples
+    on the counter and a wok pot on the burner": the pineapples are on the counter, the pot on the burner); or s has
+    it to a nearer noun n too, and it comes again right after n, whose phrase it then is ("two plates with different
+    desserts and another plate with a cup": the cup is the other plate's), or right after o, which then makes a list
+    member of its own ("... and another plate with a cup": not one of the first plates' things)."""
+    if o >= len(bounds):
+        return False
+    backward = bounds[o][1] <= bounds[s][0]
+    same = [r for r in relations if r["relation"].lower() == relation and max(r["subject"], r["object"]) < len(bounds)]
+    own = [r["object"] for r in same if r["subject"] == s and r["object"] not in (s, o)]  # s's own phrases ("on a slope on a board")
+
+    def listed(m: int, n: int) -> bool:
+        lo, hi = sorted((m, n), key=lambda k: bounds[k][0])
+        return bool(words) and bounds[lo][1] < bounds[hi][0] and _joined((bounds[lo][1], bounds[hi][0]), bounds, words)
+    if any(not listed(n, o) for n in own) and any(
+            r["object"] == o and r["subject"] not in (s, o, *own) and bounds[r["subject"]][1] <= bounds[o][0]
+            and (backward or bounds[r["subject"]][0] >= bounds[s][1]) for r in same):
+        return True
+    if not words or backward or _last_phrase(relation) in SUPPORT | CO_LOCATED:
+        return False  # "a cake on a plate on a table": what rests on a thing rests where it does (`_transfers`)
+    lower, phrase = [w.lower() for w in words], relation.split()
+    nearer = [n for n in own if bounds[s][1] <= bounds[n][0] and bounds[n][1] <= bounds[o][0]]
+    start, end = bounds[o][0] - len(phrase), bounds[o][1]
+    if any(bounds[n][1] == start for n in nearer) and lower[start:bounds[o][0]] == phrase:
+        return True
+    return bool(nearer) and lower[end:end + len(phrase)] == phrase and any(b[0] == end + len(phrase) for b in bounds)
+
+
+# Phrases of being inside a room or building, and of resting on a surface: "bikes in the store on the floor".
+INSIDE = frozenset({"in", "inside", "within", "at"})
+RESTING = frozenset({"on", "atop", "on top of", "upon"})
+
+
+def _room_on(relations: list[dict], entities: list[dict], s: int, o: int, relation: str, bounds: list) -> bool:
+    """Whether s is a room or place something earlier is in, and the relation's phrase rests it on a later noun ("bikes
+    are lined up in the store on the floor": the bikes are on the floor, the store is not)."""
+    if entities[s].get("type") != "scene" or _last_phrase(relation) not in RESTING or bounds[o][0] < bounds[s][1]:
+        return False
+    return any(r["object"] == s and r["subject"] not in (s, o) and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
+               and _last_phrase(r["relation"].lower()) in INSIDE for r in relations)
 
 
 def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, entities: list[dict], words: list[str] | None) -> bool:
@@ -763,7 +947,7 @@ def decompose_record(
         vocab = load()
     words = (record.get("tokens") or {}).get("words")
     graph = with_said_verbs(record["graph"], words)
-    candidates = candidate_subgraphs(graph, vocab, words=words)
+    candidates = candidate_subgraphs(graph, vocab, words=words, tags=(record.get("tokens") or {}).get("tags"))
     if len(candidates) > max_subgraphs:
         candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
     subgraphs = []

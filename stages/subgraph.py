@@ -103,13 +103,36 @@ def _plural(noun: str, lemma: str, counts: list[str], dets: list[str], attribute
     return bool(counts) or " " not in noun or {"a", "an"}.isdisjoint(dets) or quantified
 
 
+def _capitals_singular(word: str) -> str:
+    """The singular of a regular plural, for a noun in capitals, which spaCy's lemmatiser leaves as it is ("LOTS OF
+    BROKEN TOILETS": not "a broken toilets")."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _written_lemma(head: str, noun: str, lemma: str) -> str:
+    """The node's lemma: a compound's first words as written ("stuffed animal", not "stuff animal"), and a noun in
+    capitals made singular (`_capitals_singular`)."""
+    words, lemmas = noun.split(), lemma.split()
+    if lemma == noun and words and head.isupper():
+        lemmas = [*words[:-1], _capitals_singular(words[-1])]
+        if len(words) == 1:
+            return lemmas[0]
+    if len(words) > 1 and len(words) == len(lemmas):
+        return " ".join([*words[:-1], lemmas[-1]])
+    return lemma
+
+
 def object_node(entity: dict, index: int | None) -> dict:
     """A sub-graph object from one `parse` entity."""
     noun = str(entity.get("head") or "").lower()
     lemma = str(entity.get("lemma_head") or noun).lower()
-    words, lemmas = noun.split(), lemma.split()
-    if len(words) > 1 and len(words) == len(lemmas):  # a compound's first words as written: "stuffed animal", not "stuff animal"
-        lemma = " ".join([*words[:-1], lemmas[-1]])
+    lemma = _written_lemma(str(entity.get("head") or ""), noun, lemma)
     modifiers = entity.get("modifiers") or []
     attributes = entity.get("attributes")
     if attributes is None:

@@ -562,7 +562,8 @@ def test_a_bare_verb_after_a_participle_keeps_its_to(r11_texts):
 @pytest.mark.parametrize("caption, text", [
     # blind review r12: "a girl holding onto a dad", "the mgm grand in a las vegas"
     ("Girl holding onto Dad on the back of a motorcycle in traffic.", "a girl holding onto dad"),
-    ("Outside view of the MGM Grand in Las Vegas with people sitting and walking.", "the mgm grand in las vegas"),
+    # (a place's proper name, "Las Vegas", gives no positive of its own: blind review r17's "standard south carolina")
+    ("Outside view of the MGM Grand in Las Vegas with people sitting and walking.", "the mgm grand"),
 ])
 def test_a_name_mid_caption_takes_no_article(caption, text):
     record = parsed_and_decomposed([caption])[caption]
