@@ -31,6 +31,7 @@ from mosaictool.stages.caption_repair import PICTURE_NOUNS
 from mosaictool.stages.negate import DEFAULT_PROBS
 from mosaictool.stages.subgraph import (
     MAX_KEYS,
+    SPATIAL_NOUNS,
     canonical_key,
     caption_key,
     graph_nodes,
@@ -179,7 +180,9 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                     None)
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
-        if (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
+        if _relation_word(graph, node, lower, end):
+            out[n] = None
+        elif (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
                 or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
             out[n] = None
         elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
@@ -192,6 +195,14 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         elif joint:
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
     return out
+
+
+def _relation_word(graph: dict, node: dict, lower: list[str], end: int) -> bool:
+    """Whether the node is the place noun of a relation the graph already has ("top" of "a young man on top of a
+    snowboard wearing maroon jacket": the parser left it an entity, "a top wearing a maroon jacket", blind review r18)."""
+    noun = node["noun"].lower()
+    return (noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of"
+            and any(noun in str(r.get("relation", "")).lower().split() for r in graph.get("relations") or []))
 
 
 def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:
@@ -377,7 +388,13 @@ INTENT_WORDS = frozenset({
     "learn", "learns", "learning", "learned", "learnt", "try", "tries", "tried", "trying", "reach", "reaches", "reaching",
     "reached", "go", "goes", "going", "about", "wait", "waits", "waiting", "waited", "prepare", "prepares", "preparing",
     "prepared", "ready", "want", "wants", "wanting", "wanted", "attempt", "attempts", "attempting", "attempted", "look",
-    "looks", "looking", "hope", "hopes", "hoping", "plan", "plans", "planning",
+    "looks", "looking", "hope", "hopes", "hoping", "plan", "plans", "planning", "pretend", "pretends", "pretending",
+    "pretended",
+    # a motion toward what is still to be done ("a yellow dog runs to grab a yellow frisbee": blind review r18)
+    "run", "runs", "running", "ran", "jump", "jumps", "jumping", "jumped", "lean", "leans", "leaning", "leaned", "bend",
+    "bends", "bending", "bent", "dive", "dives", "diving", "dove", "lunge", "lunges", "lunging", "lunged", "stretch",
+    "stretches", "stretching", "stretched", "race", "races", "racing", "raced", "rush", "rushes", "rushing", "rushed",
+    "hurry", "hurries", "hurrying", "hurried", "climb", "climbs", "climbing", "climbed",
 })
 # Particles between such a word and its "to" ("reaching up to grab", "leaning over to").
 TO_PARTICLES = frozenset({"up", "out", "down", "over", "forward", "back", "in", "across", "around"})

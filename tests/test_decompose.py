@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import read_jsonl
+from helpers import parsed_and_decomposed, read_jsonl
 from mosaictool.cli import app
 from mosaictool.stages.decompose import SAMPLE_WEIGHTS, candidate_subgraphs, decompose, decompose_record, sample_subgraphs
 from mosaictool.stages.subgraph import canonical_key, graph_key, object_node
@@ -582,7 +582,10 @@ def test_a_verb_reached_through_to_after_a_word_of_intent_keeps_its_intent():
         "Skiers wait to take a lift up a snowy hill.",
         "A male tennis player stands on court and prepares to hit the ball.",
         "A man is catching a frisbee.",
+        "A yellow dog runs to grab a yellow frisbee in the grass",  # review r18: a motion toward it is no grab yet
     ])
+    assert not [t for t in got["A yellow dog runs to grab a yellow frisbee in the grass"] if t[1] == "grab"]
+    assert ("dog", "runs to grab", "frisbee") in got["A yellow dog runs to grab a yellow frisbee in the grass"]
     assert got["The blonde woman in the red checked shirt is learning to use Wii Fit."] == [
         ("woman", "in", "shirt"), ("woman", "learning to use", "wii fit")]
     assert ("dog", "reaching up to grab", "frisbee") in got["A dog is reaching up to grab a Frisbee in his mouth."]
@@ -676,3 +679,14 @@ def test_r17_positives_are_entailed_by_their_caption(caption, wrong, right):
     texts = _positives([caption])[caption]
     assert not set(wrong) & set(texts), texts
     assert set(right) <= set(texts), texts
+
+
+def test_the_place_noun_of_a_relation_is_no_object():
+    """Blind review r18: "Young man on top of a snowboard wearing maroon jacket" gave "a top wearing a maroon jacket":
+    the parser keeps "top" of "on top of" as an entity beside the relation that already says it."""
+    caption = "Young man on top of a snowboard wearing maroon jacket."
+    keys = [sg["key"] for sg in parsed_and_decomposed([caption], max_subgraphs=10)[caption]["subgraphs"][1:]]
+    assert "man[young] >on> snowboard" in keys and not [k for k in keys if k.startswith("top")]
+    caption = "A man standing on top of a hill."  # the relation itself stays whole
+    keys = [sg["key"] for sg in parsed_and_decomposed([caption], max_subgraphs=10)[caption]["subgraphs"][1:]]
+    assert "man >standing on top of> hill" in keys

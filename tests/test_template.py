@@ -382,7 +382,10 @@ def test_a_compound_after_a_singular_article_keeps_it(decomposed):
     ("A man pretending to punch a giraffe sculpture.", "woman", "punch", "giraffe sculpture", "a woman punches a giraffe sculpture"),
 ])
 def test_an_infinitive_relation_agrees_with_a_singular_subject(decomposed, caption, subject, relation, obj, expected):
-    sg = next(sg for sg in decomposed[caption]["subgraphs"] if sg["kind"] == "relation" and sg["relations"][0]["relation"] == relation)
+    # r8's negatives had the bare verb; the caption's positive now keeps its intent or is not made ("running to get"),
+    # so the sub-graph is put together from the caption's own objects
+    nodes = [sg["objects"][0] for sg in decomposed[caption]["subgraphs"] if sg["kind"] == "object"]
+    sg = {"kind": "relation", "objects": nodes[:2], "relations": [{"subject": 0, "object": 1, "relation": relation}]}
     objects = [dict(o) for o in sg["objects"]]
     if objects[0]["noun"] != subject:
         objects[0].update(noun=subject, lemma=subject)
