@@ -108,7 +108,8 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
     nodes = [node if node is None else _one_said(node, graph["entities"][i], words) for i, node in enumerate(nodes)]
     either, either_entities = disjuncts(graph, words)
     # "teams in white or blue uniforms": neither colour is said, the uniforms are (a weaker reading, among the keys)
-    nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"] if not _said_either(a, either)]}
+    nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"]
+                                                               if not _said_either(a, either) and not _looking(a)]}
              for node in nodes]
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
@@ -130,7 +131,8 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
-        if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words):
+        if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
+                or _noun_relation(graph, rel, words, vocab):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -143,6 +145,32 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+def _looking(attribute: str) -> bool:
+    """Whether the attribute is the participle of a compound adjective ("an old time looking clock", "nice-looking"):
+    cut from its first words, "a looking clock" says nothing the caption does."""
+    last = str(attribute).lower().split()[-1:] or [""]
+    return last[0] == "looking" or last[0].endswith("-looking")
+
+
+def _noun_relation(graph: dict, rel: dict, words: list[str] | None, vocab) -> bool:
+    """Whether the relation's verb is a noun of a list the caption ran together without a comma ("walks past some big
+    rocks boulders in an open field": "boulders", read a verb, follows the noun "rocks" of another entity, and "an
+    elephant boulders in an open field" has no verb). Needs the words and the vocabulary."""
+    if not words or vocab is None:
+        return False
+    verb = str(rel["relation"]).lower().split()[:1]
+    lemma = str(rel.get("lemma_relation") or "").lower().split()[:1]
+    if not verb or not lemma or lemma[0] not in vocab.objects:
+        return False
+    lower = [w.lower() for w in words]
+    try:
+        start, stop = graph["entities"][rel["subject"]]["span_bounds"][1], graph["entities"][rel["object"]]["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return False
+    ends = {e["span_bounds"][1] for n, e in enumerate(graph["entities"]) if n != rel["subject"] and e.get("span_bounds")}
+    return any(lower[i] == verb[0] and i in ends for i in range(start, min(stop, len(lower))))
 
 
 # Prepositions before a place's proper name that say where the scene is, not what it shows ("the boys school of Standard
@@ -180,8 +208,10 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                     None)
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
-        if _relation_word(graph, node, lower, end):
+        if _relation_word(graph, node, lower, end) or _no_thing(lower, tags, end):
             out[n] = None
+        elif _compound_cut(lower, tags, end, things) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
+            out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
         elif (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
                 or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
             out[n] = None
@@ -195,6 +225,62 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         elif joint:
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
     return out
+
+
+# Words that count or order a noun the caption said before ("two men ... and a third is on a scooter", "one holding a
+# cake, the other ..."): as a node's noun they stand for that noun, and "a third on a scooter" names nothing.
+COUNTING_WORDS = frozenset({"one", "another", "other", "others", "first", "second", "third", "fourth", "fifth", "last", "rest"})
+# Finite verbs of posture the tagger reads as a plural noun ending a noun phrase ("dressed with avocado lies on a
+# cutting board"): the phrase that completes them is the next one.
+FINITE_VERBS = frozenset({"lies", "sits", "stands", "rests", "hangs", "leans", "sleeps", "waits", "lays", "floats", "perches",
+                          "walks", "runs", "grazes", "looks"})
+# Words after a noun that make it the first word of a compound the tagger split ("fire extinguisher", read RB).
+COMPOUND_DEPS = frozenset({"amod", "compound"})
+
+
+def _no_thing(lower: list[str], tags: list[str], end: int) -> bool:
+    """Whether the node's words [.., end) name no thing of their own: a counting word ("a third"), or the first words of
+    a compound adjective ("an old time looking clock": "old time")."""
+    looking = end + 1 < len(lower) and _looking(lower[end]) and tags[end + 1][:2] in ("NN", "JJ")
+    return lower[end - 1] in COUNTING_WORDS or looking
+
+
+# Tags that may follow a compound noun's last word: a phrase, a list, a finite verb or the caption's end goes on ("fire
+# extinguisher at", "the word pub sits").
+AFTER_NOUN = frozenset({"IN", "CC", "TO", ".", ",", "VBZ", "VBP", "VBD", "MD"})
+
+
+def _at_end(graph: dict, n: int, node: dict, lower: list[str], tags: list[str], bounds: list, things) -> dict | None:
+    """The node whose span stops before a word that belongs to it. A compound noun's last word (`_compound_cut`): the
+    whole compound when a phrase, a list, a finite verb or the caption's end follows it ("with fire extinguisher at far end": "a fire
+    extinguisher"), else None ("a horse stand together": no compound). A finite verb the span ran over ("a zebra grazes
+    in a field"): the noun before it; when the node is another relation's object ("dressed with avocado lies on a
+    board"), marked cut, for the verb and its phrase are that relation's subject's (`_cut_phrase` drops them)."""
+    start, end = bounds
+    if lower[end - 1] not in FINITE_VERBS or not tags[end] == "IN":
+        if end + 1 < len(lower) and tags[end + 1] not in AFTER_NOUN:
+            return None
+        return {**node, "noun": f"{node['noun']} {lower[end]}", "lemma": f"{node['lemma']} {lower[end]}", "plural": False, "count": None}
+    part = _part_of(node, lower, start, end - 1, tags) if end - start > 1 else None
+    if part is not None and any(r.get("object") == n for r in graph.get("relations") or []):
+        part["cut"] = lower[end - 1]
+    return part
+
+
+def _compound_cut(lower: list[str], tags: list[str], end: int, things) -> bool:
+    """Whether the node's last word is the first of a compound noun its span stops before: the next word is a singular
+    noun (tagged so: a plural there is mostly a verb read as one, "a female skier stops"; or a known object with it,
+    "fire hydrant"), or an adverb the tagger made of one ("fire extinguisher",
+    "extinguisher" read RB). "a small kitchen with a fire" is not what the caption says."""
+    if end >= len(lower) or not lower[end].isalpha():
+        return False
+    if end + 2 < len(lower) and lower[end + 2] == lower[end]:  # "condiments side by side", "back to back": an adverb
+        return False
+    if f"{lower[end - 1]} {lower[end]}" in things:
+        return True
+    # "a zebra standing on top of a rock": a participle the tagger read as a noun starts the verb phrase
+    return tags[end] == "NN" and not lower[end].endswith("ing") or (tags[end] == "RB" and lower[end].endswith("er")
+                                                                                            and not lower[end].endswith("ther"))
 
 
 def _relation_word(graph: dict, node: dict, lower: list[str], end: int) -> bool:
