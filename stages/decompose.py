@@ -132,7 +132,7 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
         if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
-                or _noun_relation(graph, rel, words, vocab):
+                or _noun_relation(graph, rel, words, tags, vocab):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -154,11 +154,11 @@ def _looking(attribute: str) -> bool:
     return last[0] == "looking" or last[0].endswith("-looking")
 
 
-def _noun_relation(graph: dict, rel: dict, words: list[str] | None, vocab) -> bool:
+def _noun_relation(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | None, vocab) -> bool:
     """Whether the relation's verb is a noun of a list the caption ran together without a comma ("walks past some big
     rocks boulders in an open field": "boulders", read a verb, follows the noun "rocks" of another entity, and "an
     elephant boulders in an open field" has no verb). Needs the words and the vocabulary."""
-    if not words or vocab is None:
+    if not words or not tags or len(tags) != len(words) or vocab is None:
         return False
     verb = str(rel["relation"]).lower().split()[:1]
     lemma = str(rel.get("lemma_relation") or "").lower().split()[:1]
@@ -170,7 +170,9 @@ def _noun_relation(graph: dict, rel: dict, words: list[str] | None, vocab) -> bo
     except (IndexError, KeyError, TypeError):
         return False
     ends = {e["span_bounds"][1] for n, e in enumerate(graph["entities"]) if n != rel["subject"] and e.get("span_bounds")}
-    return any(lower[i] == verb[0] and i in ends for i in range(start, min(stop, len(lower))))
+    # a plural noun before it (a list run together); not a participle ("airplane with propellers flying"), a verb
+    return not verb[0].endswith("ing") and any(lower[i] == verb[0] and i in ends and tags[i - 1] == "NNS"
+                                               for i in range(max(start, 1), min(stop, len(lower))))
 
 
 # Prepositions before a place's proper name that say where the scene is, not what it shows ("the boys school of Standard
@@ -245,6 +247,8 @@ def _no_thing(lower: list[str], tags: list[str], end: int) -> bool:
     return lower[end - 1] in COUNTING_WORDS or looking
 
 
+# Participles like their verb that the tagger reads as nouns ("a hot dog cut in half").
+BARE_PARTICIPLES = frozenset({"cut", "set", "put", "shut", "spread", "split", "hit", "laid", "made"})
 # Tags that may follow a compound noun's last word: a phrase, a list, a finite verb or the caption's end goes on ("fire
 # extinguisher at", "the word pub sits").
 AFTER_NOUN = frozenset({"IN", "CC", "TO", ".", ",", "VBZ", "VBP", "VBD", "MD"})
@@ -272,7 +276,7 @@ def _compound_cut(lower: list[str], tags: list[str], end: int, things) -> bool:
     noun (tagged so: a plural there is mostly a verb read as one, "a female skier stops"; or a known object with it,
     "fire hydrant"), or an adverb the tagger made of one ("fire extinguisher",
     "extinguisher" read RB). "a small kitchen with a fire" is not what the caption says."""
-    if end >= len(lower) or not lower[end].isalpha():
+    if end >= len(lower) or not lower[end].isalpha() or lower[end] in BARE_PARTICIPLES:
         return False
     if end + 2 < len(lower) and lower[end + 2] == lower[end]:  # "condiments side by side", "back to back": an adverb
         return False
