@@ -199,6 +199,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
     colours = {} if vocab is None else vocab.attributes
     things = {} if vocab is None else vocab.objects
     out = list(nodes)
+    related = {w for r in graph.get("relations") or [] for w in str(r.get("relation", "")).lower().split()}
     for n, e in enumerate(graph.get("entities") or []):
         node = nodes[n] if n < len(nodes) else None
         bounds = e.get("span_bounds") if isinstance(e, dict) else None
@@ -212,7 +213,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                  and lower[i - 1] not in colours and lower[i - 1] in said]
         if _relation_word(graph, node, lower, end) or _no_thing(lower, tags, end):
             out[n] = None
-        elif _compound_cut(lower, tags, end, things) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
+        elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
         elif (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
                 or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
@@ -271,12 +272,13 @@ def _at_end(graph: dict, n: int, node: dict, lower: list[str], tags: list[str], 
     return part
 
 
-def _compound_cut(lower: list[str], tags: list[str], end: int, things) -> bool:
+def _compound_cut(lower: list[str], tags: list[str], end: int, things, related: set[str]) -> bool:
     """Whether the node's last word is the first of a compound noun its span stops before: the next word is a singular
     noun (tagged so: a plural there is mostly a verb read as one, "a female skier stops"; or a known object with it,
     "fire hydrant"), or an adverb the tagger made of one ("fire extinguisher",
-    "extinguisher" read RB). "a small kitchen with a fire" is not what the caption says."""
-    if end >= len(lower) or not lower[end].isalpha() or lower[end] in BARE_PARTICIPLES:
+    "extinguisher" read RB). "a small kitchen with a fire" is not what the caption says. Not a word of the graph's
+    relations ("a disc right of an orange star": "right" starts the relation)."""
+    if end >= len(lower) or not lower[end].isalpha() or lower[end] in BARE_PARTICIPLES or lower[end] in related:
         return False
     if end + 2 < len(lower) and lower[end + 2] == lower[end]:  # "condiments side by side", "back to back": an adverb
         return False
