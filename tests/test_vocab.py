@@ -466,10 +466,13 @@ def _word_sets_of(vocab):
 
 
 def test_what_an_outfit_or_a_road_holds_never_replaces_it():
-    """Blind review: "two girls in uniforms" -> "in jackets" and "people walk alongside the road" -> "the roundabout"
-    are not false (a uniform may include a jacket; a roundabout is part of a road), nor "a beach" -> "an island"."""
+    """Blind reviews: "two girls in uniforms" -> "in jackets" and "people walk alongside the road" -> "the roundabout"
+    are not false (a uniform may include a jacket; a roundabout is part of a road), nor "a beach" -> "an island", nor
+    "leaning against a bed" -> "against a mattress", nor "high leaves on a tree" -> "high branches" (r19)."""
     v = load()
     for part, whole in (("jacket", "uniform"), ("hat", "costume"), ("trousers", "suit"), ("roundabout", "road"),
-                        ("median", "highway"), ("beach", "island")):
+                        ("median", "highway"), ("beach", "island"), ("mattress", "bed"), ("leaves", "branch"), ("branch", "tree")):
         assert whole in v.unsafe("objects", part) and part in v.unsafe("objects", whole), (part, whole)
     assert "dress" not in v.unsafe("objects", "suit")  # a suit's pieces only
+    # review r19: "a dense cake" -> "dense dessert" holds; a cake is a dessert, so a dessert is no contradiction of it
+    assert "dessert" in v.unsafe("objects", "cake") and v.is_general("objects", "dessert")
