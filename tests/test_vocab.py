@@ -471,8 +471,11 @@ def test_what_an_outfit_or_a_road_holds_never_replaces_it():
     "leaning against a bed" -> "against a mattress", nor "high leaves on a tree" -> "high branches" (r19)."""
     v = load()
     for part, whole in (("jacket", "uniform"), ("hat", "costume"), ("trousers", "suit"), ("roundabout", "road"),
-                        ("median", "highway"), ("beach", "island"), ("mattress", "bed"), ("leaves", "branch"), ("branch", "tree")):
+                        ("median", "highway"), ("beach", "island"), ("mattress", "bed"), ("leaves", "branch"), ("branch", "tree"),
+                        ("pier", "harbor")):
         assert whole in v.unsafe("objects", part) and part in v.unsafe("objects", whole), (part, whole)
     assert "dress" not in v.unsafe("objects", "suit")  # a suit's pieces only
     # review r19: "a dense cake" -> "dense dessert" holds; a cake is a dessert, so a dessert is no contradiction of it
     assert "dessert" in v.unsafe("objects", "cake") and v.is_general("objects", "dessert")
+    # a beach is contradicted by a pier or a dock, places on the coast ("people on the beach" -> "people on the dock")
+    assert {v.group(n) for n in ("beach", "pier", "dock", "harbor")} == {"coast"}
