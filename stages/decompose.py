@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from mosaictool.stages.caption_repair import PICTURE_NOUNS
+from mosaictool.stages.caption_repair import PICTURE_NOUNS, POSSESSIVE_PRONOUNS
 from mosaictool.stages.negate import DEFAULT_PROBS
 from mosaictool.stages.subgraph import (
     MAX_KEYS,
@@ -102,7 +102,12 @@ def candidate_subgraphs(graph: dict, vocab=None, words: list[str] | None = None,
     without the parser's debris (`subgraph.graph_nodes`, `subgraph.usable_relations`, `shown_nodes`) or a relation
     the caption may attach elsewhere (`attachment_ambiguous`, which reads the caption's `words`, parse's
     `tokens`, where given; `tags`, their part-of-speech tags, find the debris)."""
-    graph = with_said_verbs(graph, words)
+    return _candidates_of_said(with_said_verbs(graph, words), vocab, words, tags)
+
+
+def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[str] | None) -> list[dict]:
+    """`candidate_subgraphs` of a graph `with_said_verbs` has already given its verbs (`decompose_record` keeps that
+    graph for its keys: the verbs are looked up once a record)."""
     nodes = graph_nodes(graph, vocab)
     nodes, cut = _drop_cut(shown_nodes(graph, nodes, words, tags, vocab))
     nodes = [node if node is None else _one_said(node, graph["entities"][i], words) for i, node in enumerate(nodes)]
@@ -211,7 +216,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                     None)
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
-        if _relation_word(graph, node, lower, end) or _no_thing(lower, tags, end):
+        if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end):
             out[n] = None
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
@@ -289,12 +294,12 @@ def _compound_cut(lower: list[str], tags: list[str], end: int, things, related: 
                                                                                             and not lower[end].endswith("ther"))
 
 
-def _relation_word(graph: dict, node: dict, lower: list[str], end: int) -> bool:
-    """Whether the node is the place noun of a relation the graph already has ("top" of "a young man on top of a
-    snowboard wearing maroon jacket": the parser left it an entity, "a top wearing a maroon jacket", blind review r18)."""
+def _relation_word(node: dict, lower: list[str], end: int, related: set[str]) -> bool:
+    """Whether the node is the place noun of a relation the graph already has (`related`: the words of its relations;
+    "top" of "a young man on top of a snowboard wearing maroon jacket": the parser left it an entity, "a top wearing a
+    maroon jacket", blind review r18)."""
     noun = node["noun"].lower()
-    return (noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of"
-            and any(noun in str(r.get("relation", "")).lower().split() for r in graph.get("relations") or []))
+    return noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of" and noun in related
 
 
 def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:
@@ -335,7 +340,7 @@ def _cut_phrase(graph: dict, rel: dict, cut: dict[int, str], words: list[str] | 
     verb = {"relation": cut[rel["subject"]]}
     last = _last_phrase(" ".join(rel["relation"].lower().split()))
     start = (graph["entities"][rel["object"]].get("span_bounds") or [0])[0]
-    owned = bool(words) and start < len(words) and words[start].lower() in POSSESSIVES
+    owned = bool(words) and start < len(words) and words[start].lower() in POSSESSIVE_PRONOUNS
     return owned or not (_contact_verb(verb, CONTACT_VERBS) and last in CO_LOCATED or _contact_verb(verb, CARRYING_VERBS) and last in PATH)
 
 
@@ -362,9 +367,6 @@ def _one_said(node: dict, entity: dict, words: list[str] | None) -> dict:
 # Particles and prepositions that complete "has X ...": "a cat has its front paws on a toilet seat", "has his chin up".
 HAVE_COMPLEMENTS = frozenset({"up", "down", "out", "off", "over", "on", "in", "around", "across", "under", "against", "behind",
                               "above", "into", "onto", "through", "inside", "outside", "between", "near", "by", "at", "atop"})
-
-
-POSSESSIVES = frozenset({"its", "his", "her", "their", "my", "our", "your"})
 
 
 def _cut_complement(graph: dict, rel: dict, words: list[str] | None) -> bool:
@@ -1056,7 +1058,7 @@ def decompose_record(
         vocab = load()
     words = (record.get("tokens") or {}).get("words")
     graph = with_said_verbs(record["graph"], words)
-    candidates = candidate_subgraphs(graph, vocab, words=words, tags=(record.get("tokens") or {}).get("tags"))
+    candidates = _candidates_of_said(graph, vocab, words, (record.get("tokens") or {}).get("tags"))
     if len(candidates) > max_subgraphs:
         candidates = sample_subgraphs(candidates, max_subgraphs, record_rng(seed, record["id"], "decompose"))
     subgraphs = []
