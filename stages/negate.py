@@ -70,6 +70,7 @@ from mosaictool.stages.subgraph import (
     graph_identity,
     node_key,
     normalize_text,
+    parse_has_attribute_or_relation,
     record_rng,
     subgraph_keys,
 )
@@ -1539,16 +1540,14 @@ class NegateStats:
         self.per_transform.update(n["transform"] for n in negatives)
         if not any(n["kind"] == "graph" for n in negatives):
             self.no_graph += 1
-            graph = record.get("graph") if isinstance(record.get("graph"), dict) else {}
-            entities = graph.get("entities") if isinstance(graph.get("entities"), list) else []
-            if graph.get("relations") or any(isinstance(e, dict) and e.get("attributes") for e in entities):
+            if parse_has_attribute_or_relation(record.get("graph")):
                 self.no_graph_with_material += 1
 
     def line(self) -> str:
         share = self.no_graph / self.captions if self.captions else 0.0
         made = ", ".join(f"{t} {n}" for t, n in sorted(self.per_transform.items())) or "none"
         return (f"{self.captions} captions; negatives: {made}; no graph negative: {self.no_graph} ({share:.1%}), "
-                f"{self.no_graph_with_material} of them with an attribute or relation")
+                f"{self.no_graph_with_material} of them with an attribute or relation in their parse")
 
 
 _STATE: dict = {}

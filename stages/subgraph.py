@@ -358,6 +358,15 @@ def usable_relations(graph: dict, nodes: list[dict | None]) -> list[dict]:
     ]
 
 
+def parse_has_attribute_or_relation(graph) -> bool:
+    """Whether a parsed graph states any relation or attribute at all, before decompose keeps or drops
+    anything: the wider base for "captions left with no graph negative" (negate's summary, texts-report)."""
+    if not isinstance(graph, dict):
+        return False
+    entities = graph.get("entities") if isinstance(graph.get("entities"), list) else []
+    return bool(graph.get("relations")) or any(isinstance(e, dict) and e.get("attributes") for e in entities)
+
+
 def caption_key(graph: dict, vocab) -> str | None:
     """The key of the whole caption graph (pronouns, debris and the relations touching them left out)."""
     nodes = graph_nodes(graph, vocab)

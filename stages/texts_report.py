@@ -29,6 +29,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from mosaictool.stages.subgraph import parse_has_attribute_or_relation
+
 _RELATION = re.compile(r"^(.*?) >(.+?)> (.*)$")
 _NODE = re.compile(r"^([^#\[]+)(?:#([^\[]*))?(?:\[(.*)\])?$")
 NOT_APPLICABLE = "–"
@@ -163,10 +165,13 @@ def report(records: Iterable[dict], vocab, *, sample: int = 20, seed: int = 0) -
         caption_key = next((p.get("key") for p in positives if p.get("kind") == "caption"), None)
         keys = [caption_key] if caption_key else (record.get("subgraph_keys") or [p.get("key") for p in positives])
         had = any(has_attribute_or_relation(k) for k in keys)
+        parsed = parse_has_attribute_or_relation(record.get("graph"))
         zero["captions"] += 1
         zero["had"] += had
+        zero["parse_had"] += parsed
         if not any(n.get("kind") == "graph" for n in negatives):
             zero["zero_had" if had else "zero_none"] += 1
+            zero["zero_parse_had"] += parsed
         for negative, entries in ((False, positives), (True, negatives)):
             for entry in entries:
                 index = entry.get("positive")
@@ -252,8 +257,13 @@ def zero_line(result: dict) -> str:
     def share(part: int, whole: int) -> str:
         return f"{part:,} of {whole:,} ({part / whole:.1%})" if whole else "0 of 0"
 
-    return (f"captions with zero graph negatives: {share(zero, captions)}; of those whose graph had an attribute or relation: "
-            f"{share(z.get('zero_had', 0), had)}; of those whose graph had none: {share(z.get('zero_none', 0), captions - had)}")
+    # Two bases: the sub-graphs decompose kept (the caption positive's key) and the parse before it; a
+    # relation decompose drops as unsaid or ambiguous counts against the second, never the first.
+    line = (f"captions with zero graph negatives: {share(zero, captions)}; of those whose kept graph had an attribute or relation: "
+            f"{share(z.get('zero_had', 0), had)}; of those whose kept graph had none: {share(z.get('zero_none', 0), captions - had)}")
+    if "parse_had" in z:
+        line += f"; of those whose parse had an attribute or relation: {share(z.get('zero_parse_had', 0), z['parse_had'])}"
+    return line
 
 
 def _md(text) -> str:

@@ -15,7 +15,7 @@ import pytest
 import mosaictool
 from mosaictool.cli import app
 from mosaictool.stages.decompose import decompose
-from mosaictool.stages.negate import negate
+from mosaictool.stages.negate import NegateStats, negate
 from mosaictool.stages.subgraph import canonical_key
 from mosaictool.stages.template import template
 from mosaictool.stages.texts_report import NO_COUNTS, parse_key, report, summary_markdown
@@ -82,7 +82,7 @@ def test_figures_per_transform_with_counts():
     assert rows["shuffle:bigram"]["oov"] is None  # a shuffle brings no new word
     assert rows["positive:caption"]["n"] == 4 and rows["positive:caption"]["unseen"] == 0.0
     # records 3 and 4 have no graph negative: 3's graph has no attribute or relation, 4's has
-    assert result["zero_graph_negatives"] == {"captions": 4, "had": 3, "zero_had": 1, "zero_none": 1}
+    assert result["zero_graph_negatives"] == {"captions": 4, "had": 3, "zero_had": 1, "zero_none": 1, "parse_had": 0, "zero_parse_had": 0}
     text = summary_markdown(result)
     assert "| f_rel:swap | 1 | 0.0% | 100.0% | 100.0% |" in text
     assert "zero graph negatives: 2 of 4 (50.0%)" in text and "had none: 1 of 1 (100.0%)" in text
@@ -150,6 +150,28 @@ def test_review_sample_is_stratified_and_seeded():
     assert swaps == [i for i in first["sample"] if i["transform"] == "f_rel:swap"]
 
 
+def test_zero_graph_negatives_counted_against_the_parse_too():
+    # decompose dropped the parse's relation (the caption key has none), so the kept-sub-graph base
+    # does not count this caption; the parse base does, and the line says both
+    relation = {"entities": [{"head": "dog", "attributes": []}, {"head": "ball", "attributes": []}],
+                "relations": [{"subject": 0, "object": 1, "relation": "of"}]}
+    bare = {"entities": [{"head": "dog", "attributes": []}], "relations": []}
+    records = [dict(record(1, [], caption_key="dog & ball"), graph=relation), dict(record(2, [], caption_key="dog"), graph=bare),
+               dict(record(3, [dict(BLUE)]), graph=relation)]
+    z = report(records, counting_vocab(), sample=0, seed=0)["zero_graph_negatives"]
+    assert (z["had"], z.get("zero_had", 0), z["parse_had"], z["zero_parse_had"]) == (1, 0, 2, 1)
+    assert summary_markdown(report(records, counting_vocab(), sample=0, seed=0)).count(
+        "of those whose parse had an attribute or relation: 1 of 2 (50.0%)") == 1
+
+
+def test_negate_summary_uses_the_same_parse_base():
+    stats = NegateStats()
+    stats.add({"graph": {"entities": [{"head": "dog", "attributes": ["brown"]}], "relations": []}, "negatives": []})
+    stats.add({"graph": {"entities": [{"head": "dog", "attributes": []}], "relations": []}, "negatives": []})
+    stats.add({"graph": "not a graph", "negatives": []})
+    assert stats.line().endswith("no graph negative: 3 (100.0%), 1 of them with an attribute or relation in their parse")
+
+
 def test_cli_prints_the_table_and_writes_markdown_or_html(runner, tmp_path):
     texts = tmp_path / "texts.jsonl"
     mosaictool.write(real_texts(), texts)
@@ -159,7 +181,7 @@ def test_cli_prints_the_table_and_writes_markdown_or_html(runner, tmp_path):
     # "The bathroom door is open with the light on." is parsed with no relation or attribute: no graph negative;
     # "An beautifully designed clock tower" has one, but negate leaves its unknown attribute alone;
     # "An image of a clock on a building." has one relation, but it may hang off the clock (decompose drops it)
-    assert "zero graph negatives: 3 of 12 (25.0%); of those whose graph had an attribute or relation: 2 of 11" in result.stdout
+    assert "zero graph negatives: 3 of 12 (25.0%); of those whose kept graph had an attribute or relation: 2 of 11" in result.stdout
     page = (tmp_path / "r.md").read_text()
     assert page.startswith(f"# Texts report: {texts}") and "### f_rel:swap (" in page
     assert "| id | caption | positive it changed | text |" in page
