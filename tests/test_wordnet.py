@@ -128,6 +128,15 @@ def test_cli_refuses_what_it_cannot_read_and_writes_nothing(tmp_path, case):
     assert not (out / "objects.tsv").exists()
 
 
+def test_cli_refuses_to_write_over_the_vocabulary_it_reads_and_names_its_flag(tmp_path):
+    wordnet = write_wordnet(tmp_path / "wn")
+    save(vocab_of("desk", "table"), tmp_path / "mine")
+    before = (tmp_path / "mine" / "objects.tsv").read_text()
+    result = runner.invoke(app, ["vocab", "wordnet", str(wordnet), "--vocab", str(tmp_path / "mine"), "-o", str(tmp_path / "mine")])
+    assert result.exit_code == 1 and "--vocab" in result.stderr and "--base" not in result.stderr
+    assert (tmp_path / "mine" / "objects.tsv").read_text() == before and not (tmp_path / "mine" / "overlaps.tsv").exists()
+
+
 def test_a_bad_overlap_row_names_the_file_and_row(tmp_path):
     save(vocab_of("desk", "table"), tmp_path / "v")
     (tmp_path / "v" / "overlaps.tsv").write_text("name\tother\trelation\ndesk\ttable\tsame\n")

@@ -163,7 +163,7 @@ def wordnet_cli(
     from mosaictool.stages.vocab_tools import wordnet_overlaps
     from mosaictool.vocab import load, save
 
-    _output_check(output, [Read("WORDNET_DIR", wordnet_dir, ("**",)), *_base_reads(vocab)])
+    _output_check(output, [Read("WORDNET_DIR", wordnet_dir, ("**",)), *_base_reads(vocab, "--vocab")])
     base = load(vocab)
     found = wordnet_overlaps(base, wordnet_dir)
     save(dataclasses.replace(base, overlaps=tuple(sorted(set(base.overlaps) | set(found)))), output)
@@ -171,13 +171,13 @@ def wordnet_cli(
                f"({sum(r == 'synonym' for *_, r in found)} synonyms, {sum(r == 'kind' for *_, r in found)} kinds)", err=True)
 
 
-def _base_reads(base: str | None) -> list[Read]:
-    """The base vocabulary read: a folder, or the shipped one (never to be written over)."""
+def _base_reads(base: str | None, flag: str = "--base") -> list[Read]:
+    """The base vocabulary read (named by the flag that gave it): a folder, or the shipped one (never to be written over)."""
     from mosaictool.vocab import DEFAULT_DIR
 
     if base == "world":
         return []
-    return [Read("--base" if base else "--base (the shipped vocabulary)", base or DEFAULT_DIR, ("**",))]
+    return [Read(flag if base else f"{flag} (the shipped vocabulary)", base or DEFAULT_DIR, ("**",))]
 
 
 def _output_check(output: str, reads: list[Read]) -> None:
