@@ -292,7 +292,8 @@ def caption_objects(vocab, words: tuple[str, ...]) -> frozenset[str]:
 def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> frozenset[str]:
     """Replacements that a caption naming `named` leaves open where `replaced` stood (its other end `partner`): a
     thing it names elsewhere, or a compound with such a word ("a red fire hydrant on the sidewalk next to a sign" ->
-    "a red street sign on the sidewalk"; "... in a bathroom" -> "a bathroom sink"), and a scene-mate, one the
+    "a red street sign on the sidewalk"; "... in a bathroom" -> "a bathroom sink"), a word that may name such a thing
+    (`Vocab.kinds_of`: "a child" -> "a girl"), and a scene-mate, one the
     counts show tied to another thing it names ("a mouse, keyboard and monitor on a desk" -> "a speaker on a desk":
     monitor with speaker; "a toilet in a bathroom next to a shower" -> "a sink ...": bathroom with sink). A
     sub-graph drops the caption's other things, and what it names or usually comes with them may be in the image
@@ -306,7 +307,12 @@ def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> fro
     mates = set().union(*(companions.get(x, ()) for x in others)) if others else set()
     by_word = vocab.compounds_by_word
     compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
-    return frozenset(others | mates | compounds)
+    # what may name a thing the caption names ("a man and woman ... with a small child" -> "a girl sits on
+    # benches": the child may be a girl; blind review r20)
+    # (a word of a longer name it says is not named alone: "a tennis ball" names no ball a football may be)
+    whole = [x for x in others if not any(x != y and x in y.split() for y in others)]
+    kinds = set().union(*(vocab.kinds_of("objects", x) for x in whole)) if whole else set()
+    return frozenset(others | mates | compounds | kinds)
 
 
 def shaded_colour(vocab, attribute: str) -> tuple[str, str] | None:

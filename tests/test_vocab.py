@@ -479,3 +479,14 @@ def test_what_an_outfit_or_a_road_holds_never_replaces_it():
     assert "dessert" in v.unsafe("objects", "cake") and v.is_general("objects", "dessert")
     # a beach is contradicted by a pier or a dock, places on the coast ("people on the beach" -> "people on the dock")
     assert {v.group(n) for n in ("beach", "pier", "dock", "harbor")} == {"coast"}
+
+
+def test_kinds_of_a_name_are_what_may_name_it_never_what_it_may_name():
+    """A caption's "child" may be a girl (a hyponym), "people" a man; a "girl" it names is no child it names
+    too (hypernyms are left out), and WordNet's overlaps count ("a desk" may be the caption's "table")."""
+    v = load()
+    assert {"child", "kid", "girl", "boy"} <= v.kinds_of("objects", "child") and "person" not in v.kinds_of("objects", "child")
+    assert {"man", "woman"} <= v.kinds_of("objects", "people")
+    assert "child" not in v.kinds_of("objects", "girl") and "person" not in v.kinds_of("objects", "girl")
+    assert "desk" in v.kinds_of("objects", "table")
+    assert v.kinds_of("objects", "no such thing") == frozenset({"no such thing"})

@@ -316,6 +316,12 @@ class Vocab:
         not make a negative."""
         return self._unsafe(kind).get(self.head(kind, name), frozenset((name,)))
 
+    def kinds_of(self, kind: str, name: str) -> frozenset[str]:
+        """Every word that may name what `name` names: its synonym group, its hyponyms' groups at any depth and
+        the words WordNet says may name one thing with it (`overlaps`), but not its hypernyms: a caption's "child"
+        may be a girl, its "girl" need not be any child it names."""
+        return self._narrower(kind).get(self.head(kind, name), frozenset((name,)))
+
     @staticmethod
     def same_kind_of_thing(name: str, other: str) -> bool:
         """Whether `other` may name a kind of the one-word `name`, or `name` one of `other`: one ends in the
@@ -410,6 +416,20 @@ class Vocab:
                         todo.append(h)
             out[start] = tuple(found)
         return out
+
+    @_per_vocabulary
+    def _narrower(self, kind: str) -> dict[str, frozenset[str]]:
+        members = self._members(kind)
+        related: dict[str, set[str]] = {head: {head} for head in members}
+        for head, hypers in self._broader(kind).items():
+            for h in hypers:
+                related.setdefault(h, {h}).add(head)
+        if kind == "objects":
+            for name, other, _ in self.overlaps:
+                name, other = self.head(kind, name), self.head(kind, other)
+                related.setdefault(name, {name}).add(other)
+                related.setdefault(other, {other}).add(name)
+        return {head: frozenset(w for h in heads for w in members.get(h, (h,))) for head, heads in related.items()}
 
     @_per_vocabulary
     def _unsafe(self, kind: str) -> dict[str, frozenset[str]]:
