@@ -699,7 +699,8 @@ def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds
     on the counter and a wok pot on the burner": the pineapples are on the counter, the pot on the burner); or s has
     it to a nearer noun n too, and it comes again right after n, whose phrase it then is ("two plates with different
     desserts and another plate with a cup": the cup is the other plate's), or right after o, which then makes a list
-    member of its own ("... and another plate with a cup": not one of the first plates' things)."""
+    member of its own ("... and another plate with a cup": not one of the first plates' things), as it does when s is
+    itself listed after an earlier noun and o starts a phrase of its own."""
     if o >= len(bounds):
         return False
     backward = bounds[o][1] <= bounds[s][0]
@@ -713,7 +714,16 @@ def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds
             r["object"] == o and r["subject"] not in (s, o, *own) and bounds[r["subject"]][1] <= bounds[o][0]
             and (backward or bounds[r["subject"]][0] >= bounds[s][1]) for r in same):
         return True
-    if not words or backward or _last_phrase(relation) in SUPPORT | CO_LOCATED:
+    if not words or backward:
+        return False
+    # s a member of an earlier noun's list, and o, listed after s's nearer object, starting a phrase of its own: o is
+    # the list's next member ("a bright kitchen with tulips on the table and plants by the window": not on the table)
+    after = words[bounds[o][1]].lower() if bounds[o][1] < len(words) else ""
+    if after in PREPOSITIONS and any(b[0] == bounds[o][1] + 1 for b in bounds) and any(
+            listed(n, o) and bounds[n][1] <= bounds[o][0] for n in own) and any(
+            r["object"] == s and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0] for r in relations):
+        return True
+    if _last_phrase(relation) in SUPPORT | CO_LOCATED:
         return False  # "a cake on a plate on a table": what rests on a thing rests where it does (`_transfers`)
     lower, phrase = [w.lower() for w in words], relation.split()
     nearer = [n for n in own if bounds[s][1] <= bounds[n][0] and bounds[n][1] <= bounds[o][0]]

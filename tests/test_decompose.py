@@ -652,6 +652,9 @@ def _positives(captions: list[str]) -> dict[str, list[str]]:
      ["two pineapples on the burner", "a wok pot on the counter"],
      ["two pineapples on the counter", "a wok pot on the burner", "a kitchen with a wok pot"]),
     ("Bikes are lined up in the store on the floor", ["the store on the floor"], ["bikes lined up in the store"]),
+    # blind review r19: a list's next member read as a second object of its previous member's phrase
+    ("a bright kitchen with tulips on the table and plants by the window", ["tulips on plants"],
+     ["tulips on the table", "a bright kitchen with tulips"]),
     ("A series of photos of two plates with different desserts and another plate with a cup of coffee.",
      ["two plates with a cup", "two plates with a plate"], ["two plates with different desserts"]),
     # objects the caption does not show: a purpose clause, a place's proper name, a noun phrase run over a verb or a list
