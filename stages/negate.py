@@ -306,10 +306,13 @@ def scene_open(vocab, named: frozenset[str], replaced: str, partner: str) -> fro
     companions = vocab.scene_mates
     mates = set().union(*(companions.get(x, ()) for x in others)) if others else set()
     by_word = vocab.compounds_by_word
-    compounds = set().union(*(by_word.get(x, ()) for x in others)) if others else set()
+    # the replaced compound's own words name nothing else ("a baseball player": "player"); a compound with one of them
+    # is a hyponym or a sibling the object draw judges itself ("a tennis player", a listed antonym, contradicts)
+    own = set(replaced.lower().split()) - {replaced.lower()}
+    compounds = set().union(*(by_word.get(x, ()) for x in others - own))
     # what may name a thing the caption names ("a man and woman ... with a small child" -> "a girl sits on
-    # benches": the child may be a girl; blind review r20)
-    # (a word of a longer name it says is not named alone: "a tennis ball" names no ball a football may be)
+    # benches": the child may be a girl; blind review r20); a word of a longer name it says is not named alone
+    # ("a tennis ball" names no ball a football may be)
     whole = [x for x in others if not any(x != y and x in y.split() for y in others)]
     kinds = set().union(*(vocab.kinds_of("objects", x) for x in whole)) if whole else set()
     return frozenset(others | mates | compounds | kinds)
@@ -722,10 +725,21 @@ class _Sampler:
         words = set(lemma.split())
         group = self._kind("objects", name)
         # a group whose members may name one thing ("a man" may be a skier, a father) gives antonyms only
-        pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else v.antonyms.get(v.head("objects", name), ())
-        pool = [o for o in pool if o not in exclude and words.isdisjoint(o.split()) and not v.same_kind_of_thing(name, o)
-                and all(v.applies(a, o) for a in attributes)]
+        listed = v.antonyms.get(v.head("objects", name), ())
+        pool = v.objects_by_group.get(group, ()) if v.is_exclusive(group) else listed
+        # a shared word marks a hypernym or hyponym ("bear" for "teddy bear"), but not in a listed antonym: "a baseball
+        # player" and "a tennis player" share their head and name two sports' players
+        pool = [o for o in pool if o not in exclude and (o in listed and not self._told_apart(lemma, o) or words.isdisjoint(o.split()))
+                and not v.same_kind_of_thing(name, o) and all(v.applies(a, o) for a in attributes)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
+
+    def _told_apart(self, lemma: str, antonym: str) -> bool:
+        """Whether the caption names a word that tells `lemma` from its `antonym` outside `lemma` itself: "baseball
+        players playing baseball" -> "tennis players playing baseball", "pitching a baseball" -> "a tennis player pitching
+        a baseball" contradict themselves, not the image. Counted on the caption's words, plurals included."""
+        own = lemma.lower().split()
+        phrase = self.spaced.count(f" {' '.join(own)}")
+        return any(self.spaced.count(f" {w} ") + self.spaced.count(f" {w}s ") > phrase for w in own if w not in antonym.split())
 
     def relation(self, current: str, subj: str = "", obj: str = "", *, attested: bool = False) -> str | None:
         """A relation that contradicts `current` between `subj` and `obj`; `attested`: with a reference corpus's counts,

@@ -1773,3 +1773,27 @@ def test_one_sky_however_often_named_keeps_its_object_negative():
     graph = parsed_and_decomposed([caption], max_subgraphs=3)[caption]["graph"]
     assert "sky" not in repeated_kinds(SHIPPED, graph)
     assert repeated_kinds(SHIPPED, {"entities": [{"lemma_head": "grass"}, {"lemma_head": "grass"}]}) == frozenset()
+
+
+@pytest.mark.parametrize(("caption", "replaced", "partner", "new"), [
+    # two sports' players share their head but contradict each other: listed antonyms, drawn though they share "player"
+    ("A tennis player grabs an extra ball from his pocket.", "tennis player", "ball", "baseball player"),
+    ("a blurry photo of a baseball player holding a bat", "baseball player", "bat", "tennis player"),
+])
+def test_a_listed_antonym_sharing_the_head_replaces_a_player(caption, replaced, partner, new):
+    named = caption_objects(SHIPPED, caption_words(caption))
+    # the compound's own word ("player") opens no compound of it
+    assert new not in scene_open(SHIPPED, named, replaced, partner)
+    made = [n for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object"]
+    assert [n for n in made if n["from"] == replaced and n["to"] == new], made
+
+
+@pytest.mark.parametrize("caption", [
+    # the caption names the sport itself: "tennis players playing baseball" contradicts itself, not the image
+    "some baseball players are playing baseball on a field",
+    "A baseball player pitching a baseball on a field.",
+])
+def test_a_players_antonym_is_not_drawn_where_the_caption_names_his_sport(caption):
+    assert not [n for n in _negatives_of(caption) if n["to"] == "tennis player"]
+    assert _Sampler(SHIPPED, random.Random(0), True, caption=caption).object("baseball player", set()) is None
+    assert _Sampler(SHIPPED, random.Random(0), True, caption="a baseball player").object("baseball player", set()) == "tennis player"
