@@ -275,7 +275,7 @@ def framing(g: _Graph) -> None:
             k = 0
             continue
         picture = tok.lemma_.lower() in PICTURE_NOUNS or _close_up(tok)
-        if _not_an_object(tok) and not (picture and any(r["subject"] == k for r in g.relations)):
+        if _not_an_object(tok) and not (picture and (any(r["subject"] == k for r in g.relations) or _hung_picture(tok))):
             g.drop({k})
             k = 0
             continue
@@ -284,11 +284,38 @@ def framing(g: _Graph) -> None:
         if target is None or target == k:
             k += 1
             continue
+        if _hung_picture(tok):  # the picture is the thing; what it shows ("two men wearing black hats") is not in the scene
+            shown = {t.i for t in measured.subtree}
+            g.drop({n for n in range(len(g.entities)) if n != k and _head_token(g, n).i in shown})
+            k = 0
+            continue
         partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
         if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
+
+
+# Pictures a scene may hold ("a room with a picture of a mummy"), and verbs that make the picture the caption's
+# own frame ("a man taking a picture of himself": he is in it).
+HUNG_PICTURES = frozenset({"picture", "photo", "photograph", "image", "pic", "snapshot"})
+PICTURE_TAKING = frozenset({"take", "snap", "shoot", "capture", "get", "make", "pose"})
+
+
+def _hung_picture(tok) -> bool:
+    """Whether a picture noun names a thing in the scene, not the picture the caption is of: the object of a phrase
+    (not "in" or "for", nor "of" but "in front of": "the center of a black and white picture of a street") or of a verb other
+    than one of taking it,
+    itself or as a list's member ("a room with a desktop computer and a picture of a mummy": no mummy is there;
+    "a man looking at a picture of a TV screen")."""
+    if tok.lemma_.lower() not in HUNG_PICTURES:
+        return False
+    while tok.dep_ == "conj":
+        tok = tok.head
+    if tok.dep_ == "pobj":  # "in a picture", "pose for a picture": the caption's frame; "in front of a photo": a place
+        prep = tok.head
+        return prep.head.i != prep.i and (prep.lower_ not in ("of", "in", "for") or prep.lower_ == "of" and prep.head.lower_ == "front")
+    return tok.dep_ == "dobj" and tok.head.tag_ in ("VB", "VBG", "VBP", "VBZ") and tok.head.lemma_.lower() not in PICTURE_TAKING
 
 
 def _quoted(tok) -> bool:

@@ -499,6 +499,12 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "A grassy hill side with some animals in the distance",
      {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
     ("framing", "A collaboration of pictures of various food items", {"entities": [("food items", ["various"])]}),
+    # blind review r20's "a room without a mummy": a picture the scene holds is the thing, what it shows is not there
+    ("framing", "A room with a desktop computer and a picture of a mummy.",
+     {"entities": [("room", []), ("desktop computer", []), ("picture", [])],
+      "relations": [("room", "with", "desktop computer"), ("room", "with", "picture")]}),
+    ("framing", "A TV with a picture of two men wearing black hats.", {"entities": [("tv", []), ("picture", [])]}),
+    ("framing", "A man looking at a picture of a TV screen.", {"relations": [("man", "looking at", "picture")]}),
     # "a skateboard riding", "the paper looks like janitors"
     ("compounds", "A man on a skateboard riding by food vendors.",
      {"entities": [("man", []), ("skateboard", []), ("food vendors", [])],
@@ -525,6 +531,17 @@ def test_real_caption_repairs(repair, caption, expected):
     ents_off, rels_off = read(caption, repairs=without(repair))
     off = {"entities": ents_off, "relations": rels_off}
     assert any(off[kind] != got[kind] for kind in expected), f"{caption!r} reads the same without {repair}"
+
+
+def test_a_picture_that_frames_the_caption_still_gives_way_to_what_it_shows():
+    """A picture the caption is of, or one someone takes or poses for, is no object in the scene: "A picture of a dog",
+    "a man taking a picture of himself in a mirror" (he is there), "pose for a picture", "a picture of a busy city" whose
+    center an umbrella is in."""
+    assert [e for e, _ in read("A black and white picture of three lambs.")[0]] == ["lambs"]
+    assert [e for e, _ in read("A man taking a picture of himself in a mirror.")[0]] == ["man", "mirror"]
+    assert "picture" not in [e for e, _ in read("Two woman and a man pose for a picture while one woman cuts a cake")[0]]
+    assert [e for e, _ in read("A colorful umbrella in the center of a black and white picture of a busy city side walk.")[0]] == [
+        "umbrella"]
 
 
 def test_a_verb_whose_particle_has_an_object_is_no_attribute():
