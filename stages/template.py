@@ -566,8 +566,10 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
 
 # Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
 # pineapple", "a plate of rice and chicken").
-# "food that includes chicken, beans and a pickle": a verb of containing names its contents as such.
-CONTAINING_CUES = frozenset({"includes", "include", "including", "contains", "contain", "containing"})
+# "food that includes chicken, beans and a pickle", "a toddler eats cake": a verb of containing or eating names its food
+# as such (a mass), "a chicken" and "a cake" being whole ones.
+CONTAINING_CUES = frozenset({"includes", "include", "including", "contains", "contain", "containing", "eat", "eats", "eating", "ate",
+                             "feed", "feeds", "feeding"})
 INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"}) | CONTAINING_CUES
 # Of them, those after which an animal's name is its meat ("a plate of chicken and rice", "noodles with shrimp"); "a cat
 # and chicken" may be a live one.
