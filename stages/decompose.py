@@ -143,7 +143,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
         if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
-                or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, vocab):
+                or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -185,12 +185,14 @@ def _own_attributes(node: dict, entity: dict, words: list[str] | None) -> list[s
 BACK_POINTING = frozenset({"her", "him", "them", "it", "me", "us"})
 
 
-def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | None, people: frozenset[int], vocab) -> bool:
+def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | None, people: frozenset[int], agents: frozenset[int],
+             vocab) -> bool:
     """Whether the relation is a misreading of its caption, whose text would not be entailed (Singh et al. 2023, Sec. 3.3):
     "in it's mouth" is the possessive "its" ("a purple frisbee in a dog" read "it" as the dog); "with a man standing
     behind her" is an absolute clause about the scene, no "with" of the noun or verb before it ("the hair dried with a
     man"); "full of matching, ridged donuts" lists adjectives, not a noun "matching" and a verb "ridged"; "another sheep
-    looks at his face" says a person's face ("his" is a person's, and the clause's subject is no person)."""
+    looks at his face" says a person's face ("his" is a person's, and the clause's subject is no person), and "behind her"
+    a person or an animal (`agents`)."""
     if not words or not tags or len(tags) != len(words):
         return False
     lower = [w.lower() for w in words]
@@ -204,6 +206,10 @@ def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | 
     n = len(relation)
     its = any(lower[i] == "it" and lower[i + 1] == "'s" and tags[i + 2][:2] in ("NN", "JJ") and lower[max(i - n, 0):i] == relation
               and not o_start <= i < o_end for i in range(n, len(lower) - 2))
+    # "behind her", "next to him" name a person or an animal: a relation read through them to a thing ("a man behind the hair") is not
+    # the caption's
+    person = any(lower[i] in ("her", "him") and tags[i] == "PRP" and lower[i - n:i] == relation and not o_start <= i < o_end
+                 for i in range(n, len(lower))) and vocab is not None and rel["object"] not in agents
     # the part "it's" owns is no place's ("in it's mouth on a green field": the dog is on the field, not its mouth)
     its = its or s_start >= 2 and lower[s_start - 2:s_start] == ["it", "'s"]
     # the clause's participle points back to the noun before ("a man standing behind her"): it places the "with" noun in
@@ -213,7 +219,7 @@ def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | 
     owners = {r.get("subject"): r.get("object") for r in graph.get("relations") or [] if r.get("relation") == "of"}
     owner = (lower[o_start] in ("his", "her") and tags[o_start] == "PRP$" and owners.get(rel["object"]) == rel["subject"]
              and rel["subject"] not in people and bool(people))
-    return its or absolute or owner or _listed_adjectives(graph, rel, lower, tags, {} if vocab is None else vocab.objects)
+    return its or person or absolute or owner or _listed_adjectives(graph, rel, lower, tags, {} if vocab is None else vocab.objects)
 
 
 def _listed_adjectives(graph: dict, rel: dict, lower: list[str], tags: list[str], things: dict) -> bool:
