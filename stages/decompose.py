@@ -158,7 +158,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     return out
 
 
-def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], things: dict) -> frozenset[int]:
+def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], things) -> frozenset[int]:
     """The entities the vocabulary knows as things (`things`, neither person nor animal) that "who" follows ("a person on
     a snowboard who is performing a trick"): "who" is a person's, so what its clause says is not the thing's (a noun the
     vocabulary does not know may be people: "a set of twins who are taking a bath")."""
@@ -169,7 +169,7 @@ def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], 
     for n, e in enumerate(graph.get("entities") or []):
         end = (e.get("span_bounds") or [0, 0])[1] if isinstance(e, dict) else 0
         after = lower[end:end + 2]
-        if n not in agents and things.get(str(e.get("lemma_head") or "").lower()) and (after[:1] == ["who"] or after == [",", "who"]):
+        if n not in agents and str(e.get("lemma_head") or "").lower() in things and (after[:1] == ["who"] or after == [",", "who"]):
             out.add(n)
     return frozenset(out)
 
@@ -206,8 +206,8 @@ def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | 
     n = len(relation)
     its = any(lower[i] == "it" and lower[i + 1] == "'s" and tags[i + 2][:2] in ("NN", "JJ") and lower[max(i - n, 0):i] == relation
               and not o_start <= i < o_end for i in range(n, len(lower) - 2))
-    # "behind her", "next to him" name a person or an animal: a relation read through them to a thing ("a man behind the hair") is not
-    # the caption's
+    # "behind her", "next to him" name a person or an animal: a relation read through them to a thing ("a man behind the
+    # hair") is not the caption's
     person = any(lower[i] in ("her", "him") and tags[i] == "PRP" and lower[i - n:i] == relation and not o_start <= i < o_end
                  for i in range(n, len(lower))) and vocab is not None and rel["object"] not in agents
     # the part "it's" owns is no place's ("in it's mouth on a green field": the dog is on the field, not its mouth)
@@ -222,7 +222,7 @@ def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | 
     return its or person or absolute or owner or _listed_adjectives(graph, rel, lower, tags, {} if vocab is None else vocab.objects)
 
 
-def _listed_adjectives(graph: dict, rel: dict, lower: list[str], tags: list[str], things: dict) -> bool:
+def _listed_adjectives(graph: dict, rel: dict, lower: list[str], tags: list[str], things) -> bool:
     """Whether the relation is one of two a list of adjectives split ("a box full of matching, ridged donuts": "full of"
     a noun "matching", and a verb "ridged" to the donuts): an entity of the subject's ends before a comma, the word after
     it is the verb of another relation of the subject, and that relation's object follows it. The first is kept where its
@@ -246,7 +246,7 @@ def _listed_adjectives(graph: dict, rel: dict, lower: list[str], tags: list[str]
             except (IndexError, KeyError, TypeError):
                 continue
             if start == end + 2 and str(second["relation"]).lower().split() == [lower[end + 1]]:
-                known = things.get(str(entities[first["object"]].get("lemma_head") or "").lower())
+                known = str(entities[first["object"]].get("lemma_head") or "").lower() in things
                 if same(second) or same(first) and not known:
                     return True
     return False
