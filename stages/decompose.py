@@ -116,6 +116,14 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     nodes = [node if node is None else {**node, "attributes": [a for a in node["attributes"]
                                                                if not _said_either(a, either) and not _looking(a)]}
              for node in nodes]
+    agents = frozenset() if vocab is None else frozenset(
+        i for i, node in enumerate(nodes)
+        if node is not None and (vocab.object_kind(str(node.get("lemma") or node["noun"])) in ("person", "animal")
+                                 or str(node["noun"]).lower() in AGENT_PRONOUNS))
+    whose = _who_of_thing(graph, words, agents, vocab.objects) if vocab is not None else frozenset()
+    # "a snowboard who is performing a trick": the clause is the person's, not the thing's (its words stay the person's)
+    nodes = [node if i not in whose or node is None else {**node, "attributes": _own_attributes(node, graph["entities"][i], words)}
+             for i, node in enumerate(nodes)]
     keys = [None if node is None else node_key(node) for node in nodes]
     out, seen = [], set()
     # The graph_key of each sub-graph, from the node keys computed once.
@@ -128,16 +136,14 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if identity not in seen:
             seen.add(identity)
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
-    agents = frozenset() if vocab is None else frozenset(
-        i for i, node in enumerate(nodes)
-        if node is not None and (vocab.object_kind(str(node.get("lemma") or node["noun"])) in ("person", "animal")
-                                 or str(node["noun"]).lower() in AGENT_PRONOUNS))
+    people = frozenset() if vocab is None else frozenset(
+        i for i, node in enumerate(nodes) if node is not None and vocab.object_kind(str(node.get("lemma") or node["noun"])) == "person")
     for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
         if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
-                or _noun_relation(graph, rel, words, tags, vocab):
+                or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
             continue
         relation = " ".join(rel["relation"].lower().split())
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
@@ -150,6 +156,100 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], things) -> frozenset[int]:
+    """The entities the vocabulary knows as things (`things`, neither person nor animal) that "who" follows ("a person on
+    a snowboard who is performing a trick"): "who" is a person's, so what its clause says is not the thing's (a noun the
+    vocabulary does not know may be people: "a set of twins who are taking a bath")."""
+    if not words:
+        return frozenset()
+    lower = [w.lower() for w in words]
+    out = set()
+    for n, e in enumerate(graph.get("entities") or []):
+        end = (e.get("span_bounds") or [0, 0])[1] if isinstance(e, dict) else 0
+        after = lower[end:end + 2]
+        if n not in agents and str(e.get("lemma_head") or "").lower() in things and (after[:1] == ["who"] or after == [",", "who"]):
+            out.add(n)
+    return frozenset(out)
+
+
+def _own_attributes(node: dict, entity: dict, words: list[str] | None) -> list[str]:
+    """The node's attributes said inside its own noun phrase (none of a clause after it)."""
+    start, end = entity.get("span_bounds") or [0, 0]
+    inside = {w.lower() for w in (words or [])[start:end]}
+    return [a for a in node["attributes"] if set(a.lower().split()) <= inside]
+
+
+# Object pronouns that point back to a noun said before them.
+BACK_POINTING = frozenset({"her", "him", "them", "it", "me", "us"})
+
+
+def _misread(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | None, people: frozenset[int], agents: frozenset[int],
+             vocab) -> bool:
+    """Whether the relation is a misreading of its caption, whose text would not be entailed (Singh et al. 2023, Sec. 3.3):
+    "in it's mouth" is the possessive "its" ("a purple frisbee in a dog" read "it" as the dog); "with a man standing
+    behind her" is an absolute clause about the scene, no "with" of the noun or verb before it ("the hair dried with a
+    man"); "full of matching, ridged donuts" lists adjectives, not a noun "matching" and a verb "ridged"; "another sheep
+    looks at his face" says a person's face ("his" is a person's, and the clause's subject is no person), and "behind her"
+    a person or an animal (`agents`)."""
+    if not words or not tags or len(tags) != len(words):
+        return False
+    lower = [w.lower() for w in words]
+    entities = graph.get("entities") or []
+    try:
+        s_start = entities[rel["subject"]]["span_bounds"][0]
+        o_start, o_end = entities[rel["object"]]["span_bounds"]
+    except (IndexError, KeyError, TypeError, ValueError):
+        return False
+    relation = str(rel["relation"]).lower().split()
+    n = len(relation)
+    its = any(lower[i] == "it" and lower[i + 1] == "'s" and tags[i + 2][:2] in ("NN", "JJ") and lower[max(i - n, 0):i] == relation
+              and not o_start <= i < o_end for i in range(n, len(lower) - 2))
+    # "behind her", "next to him" name a person or an animal: a relation read through them to a thing ("a man behind the
+    # hair") is not the caption's
+    person = any(lower[i] in ("her", "him") and tags[i] == "PRP" and lower[i - n:i] == relation and not o_start <= i < o_end
+                 for i in range(n, len(lower))) and vocab is not None and rel["object"] not in agents
+    # the part "it's" owns is no place's ("in it's mouth on a green field": the dog is on the field, not its mouth)
+    its = its or s_start >= 2 and lower[s_start - 2:s_start] == ["it", "'s"]
+    # the clause's participle points back to the noun before ("a man standing behind her"): it places the "with" noun in
+    # the scene, so the verb before "with" is not done with it ("a person sitting with their dog watching tv" keeps it)
+    absolute = (len(relation) > 1 and relation[-1] == "with" and 0 < o_start and lower[o_start - 1] == "with" and o_end < len(tags)
+                and tags[o_end] == "VBG" and not BACK_POINTING.isdisjoint(lower[o_end + 1:o_end + 4]))
+    owners = {r.get("subject"): r.get("object") for r in graph.get("relations") or [] if r.get("relation") == "of"}
+    owner = (lower[o_start] in ("his", "her") and tags[o_start] == "PRP$" and owners.get(rel["object"]) == rel["subject"]
+             and rel["subject"] not in people and bool(people))
+    return its or person or absolute or owner or _listed_adjectives(graph, rel, lower, tags, {} if vocab is None else vocab.objects)
+
+
+def _listed_adjectives(graph: dict, rel: dict, lower: list[str], tags: list[str], things) -> bool:
+    """Whether the relation is one of two a list of adjectives split ("a box full of matching, ridged donuts": "full of"
+    a noun "matching", and a verb "ridged" to the donuts): an entity of the subject's ends before a comma, the word after
+    it is the verb of another relation of the subject, and that relation's object follows it. The first is kept where its
+    noun is a thing the vocabulary knows ("a room with a blue toilet, multicolored tile floor": the toilet is one)."""
+    entities = graph.get("entities") or []
+    mine = [r for r in graph.get("relations") or [] if r.get("subject") == rel["subject"]]
+
+    def same(other: dict) -> bool:
+        return other.get("object") == rel["object"] and other.get("relation") == rel["relation"]
+
+    for first in mine:
+        try:
+            end = entities[first["object"]]["span_bounds"][1]
+        except (IndexError, KeyError, TypeError):
+            continue
+        if end + 2 >= len(lower) or lower[end] != "," or tags[end + 1] not in ("VBD", "VBN", "JJ"):
+            continue
+        for second in mine:
+            try:
+                start = entities[second["object"]]["span_bounds"][0]
+            except (IndexError, KeyError, TypeError):
+                continue
+            if start == end + 2 and str(second["relation"]).lower().split() == [lower[end + 1]]:
+                known = str(entities[first["object"]].get("lemma_head") or "").lower() in things
+                if same(second) or same(first) and not known:
+                    return True
+    return False
 
 
 def _looking(attribute: str) -> bool:
@@ -216,7 +316,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                     None)
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
-        if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end):
+        if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end):
             out[n] = None
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
@@ -300,6 +400,16 @@ def _relation_word(node: dict, lower: list[str], end: int, related: set[str]) ->
     maroon jacket", blind review r18)."""
     noun = node["noun"].lower()
     return noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of" and noun in related
+
+
+# Nouns that name a part of a thing said after them ("the end of a computer keyboard", "the rest of the pizza").
+PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "base", "remainder"})
+
+
+def _part_cut(node: dict, lower: list[str], end: int) -> bool:
+    """Whether the node is a part noun cut from its "of" phrase ("the end of a computer keyboard ... sit on a table"):
+    without the whole, "the end sits on a table" names no thing the caption shows."""
+    return node["noun"].lower() in PART_NOUNS and end < len(lower) and lower[end] == "of"
 
 
 def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:

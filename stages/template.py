@@ -566,10 +566,14 @@ def owned_parts(record: dict) -> dict[int, tuple[str, int]]:
 
 # Words before a food noun that make it an ingredient or topping, said as a mass ("a pizza with Canadian bacon and
 # pineapple", "a plate of rice and chicken").
-INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"})
+# "food that includes chicken, beans and a pickle", "a toddler eats cake": a verb of containing or eating names its food
+# as such (a mass), "a chicken" and "a cake" being whole ones.
+CONTAINING_CUES = frozenset({"includes", "include", "including", "contains", "contain", "containing", "eat", "eats", "eating", "ate",
+                             "feed", "feeds", "feeding"})
+INGREDIENT_CUES = frozenset({"with", "and", ",", "&", "of"}) | CONTAINING_CUES
 # Of them, those after which an animal's name is its meat ("a plate of chicken and rice", "noodles with shrimp"); "a cat
 # and chicken" may be a live one.
-MEAT_CUES = frozenset({"with", "of"})
+MEAT_CUES = frozenset({"with", "of"}) | CONTAINING_CUES
 # Words that determine the noun phrase they begin ("her date", "there wedding cake" for "their"), which the parser
 # does not always mark as the noun's determiner.
 DETERMINER_WORDS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "there", "some", "any",
