@@ -121,6 +121,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if node is not None and (vocab.object_kind(str(node.get("lemma") or node["noun"])) in ("person", "animal")
                                  or str(node["noun"]).lower() in AGENT_PRONOUNS))
     whose = _who_of_thing(graph, words, agents, vocab.objects) if vocab is not None else frozenset()
+    written = _written_words(graph, agents) if vocab is not None else frozenset()
     # "a snowboard who is performing a trick": the clause is the person's, not the thing's (its words stay the person's)
     nodes = [node if i not in whose or node is None else {**node, "attributes": _own_attributes(node, graph["entities"][i], words)}
              for i, node in enumerate(nodes)]
@@ -130,7 +131,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
     for i, (node, key) in enumerate(zip(nodes, keys)):
-        if node is None or i in lacking or i in either_entities:  # "it", "that": nothing to show on its own
+        if node is None or i in lacking or i in either_entities or i in written:  # "it", "that": nothing to show on its own
             continue
         identity = ((key,), ())
         if identity not in seen:
@@ -142,7 +143,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
-        if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
+        if {s, o} & (either_entities | written) or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
                 or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
             continue
         relation = " ".join(rel["relation"].lower().split())
@@ -156,6 +157,21 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+# Verbs by which a sign, a shirt or a screen gives words ("a street sign that reads Sparta", "a sign stating tree
+# trimming"): their object is text, no thing in the scene.
+WRITING_VERBS = frozenset({"say", "says", "saying", "read", "reads", "reading", "state", "states", "stating", "spell", "spells",
+                           "spelling"})
+
+
+def _written_words(graph: dict, agents: frozenset[int]) -> frozenset[int]:
+    """The entities that are what a thing's writing says: the object of a verb of `WRITING_VERBS` whose subject is no
+    person or animal (a woman reading a book reads a thing; "a stop sign that reads "Eating Animals" below it": the
+    words are below it, no animals)."""
+    return frozenset(r["object"] for r in graph.get("relations") or []
+                     if str(r["relation"]).lower().split()[:1] and str(r["relation"]).lower().split()[0] in WRITING_VERBS
+                     and r["subject"] not in agents)
 
 
 def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], things) -> frozenset[int]:

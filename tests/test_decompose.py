@@ -753,3 +753,14 @@ def test_r20_positives_are_entailed(caption, wrong, right):
     texts = _positives([caption])[caption]
     assert not set(wrong) & set(texts), texts
     assert set(right) <= set(texts), texts
+
+
+def test_what_a_sign_says_is_no_thing_in_the_scene():
+    """A sign's or a shirt's words name nothing there ("a sign stating a tree", "a street sign reads sparta"); a person
+    who reads, reads a thing."""
+    got = _positives(["A sign stating tree trimming is on a tree by a parking meter.",
+                      "A street sign that reads Sparta sitting next to a tall building.",
+                      "An old man reads a book on a bench."])
+    assert not [t for t in got["A sign stating tree trimming is on a tree by a parking meter."] if "stating" in t]
+    assert not [t for t in got["A street sign that reads Sparta sitting next to a tall building."] if "sparta" in t]
+    assert "an old man reads a book" in got["An old man reads a book on a bench."]
