@@ -798,7 +798,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if _verb_dropped(relations, s, o, relation, bounds, words) or _nested(relations, s, o, bounds, last, entities, words) or (
             first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)) or (
             first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
-            relations, entities, s, o, relation, bounds):
+            relations, entities, s, o, relation, bounds, words):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -864,13 +864,35 @@ INSIDE = frozenset({"in", "inside", "within", "at"})
 RESTING = frozenset({"on", "atop", "on top of", "upon"})
 
 
-def _room_on(relations: list[dict], entities: list[dict], s: int, o: int, relation: str, bounds: list) -> bool:
-    """Whether s is a room or place something earlier is in, and the relation's phrase rests it on a later noun ("bikes
-    are lined up in the store on the floor": the bikes are on the floor, the store is not)."""
-    if entities[s].get("type") != "scene" or _last_phrase(relation) not in RESTING or bounds[o][0] < bounds[s][1]:
+# Places one is inside of, which are by nothing that is in them ("a person sits in a chair in a living room next to some
+# windows": the room has them).
+INDOOR_PLACES = frozenset({"kitchen", "lobby", "bathroom", "bedroom", "office", "hallway", "hall", "restaurant", "bar", "store",
+                           "shop", "cafe", "diner", "kitchenette", "garage", "doors"})
+
+
+def _indoors(entity: dict) -> bool:
+    last = str(entity.get("lemma_head") or entity.get("head") or "").lower().split()[-1:]
+    return bool(last) and (last[0] in INDOOR_PLACES or last[0].endswith("room"))
+
+
+def _room_on(relations: list[dict], entities: list[dict], s: int, o: int, relation: str, bounds: list,
+             words: list[str] | None = None) -> bool:
+    """Whether s is a room or place something earlier is in, and the relation's phrase rests it on a later noun or puts
+    it by a thing, or a room by anything ("bikes are lined up in the store on the floor": the bikes are on the floor,
+    the store is not; "a fire hydrant in a grassy field next to a bush": the hydrant may be next to it; "a person sits in
+    a chair in a living room next to some windows": the room has them)."""
+    phrase = _last_phrase(relation)
+    if entities[s].get("type") != "scene" or phrase not in RESTING | PROXIMITY or bounds[o][0] < bounds[s][1]:
         return False
+    # by a thing, an open place may be, or what is in it ("cows grazing in a field near trees"); by a scene, an open
+    # place is ("a man holding a frisbee in a parking lot near water")
+    if phrase in PROXIMITY and not _indoors(entities[s]) and entities[o].get("type") == "scene":
+        return False
+    # the thing in it: a relation, or a noun right before "in" ("a fire hydrant in a grassy field" the parse left unlinked)
+    before = bounds[s][0] - 1
     return any(r["object"] == s and r["subject"] not in (s, o) and r["subject"] < len(bounds) and bounds[r["subject"]][1] <= bounds[s][0]
-               and _last_phrase(r["relation"].lower()) in INSIDE for r in relations)
+               and _last_phrase(r["relation"].lower()) in INSIDE for r in relations) or (
+        bool(words) and before > 0 and words[before].lower() in INSIDE and any(b[1] == before for b in bounds))
 
 
 def _nested(relations: list[dict], s: int, o: int, bounds: list, last: str, entities: list[dict], words: list[str] | None) -> bool:

@@ -652,6 +652,11 @@ def _positives(captions: list[str]) -> dict[str, list[str]]:
      ["two pineapples on the burner", "a wok pot on the counter"],
      ["two pineapples on the counter", "a wok pot on the burner", "a kitchen with a wok pot"]),
     ("Bikes are lined up in the store on the floor", ["the store on the floor"], ["bikes lined up in the store"]),
+    # a room or an open place "next to" a thing: the thing in it is ("a field next to a bush"; a room has its windows)
+    ("A fire hydrant in a grassy field next to a bush", ["a grassy field next to a bush"], ["a fire hydrant"]),
+    ("a man and woman standing side by side in a kitchen next to a window", ["a kitchen next to a window"],
+     ["a man standing in a kitchen"]),
+    ("A man holding a frisbee in a parking lot near water.", [], ["a parking lot near water"]),
     # blind review r19: a list's next member read as a second object of its previous member's phrase
     ("a bright kitchen with tulips on the table and plants by the window", ["tulips on plants"],
      ["tulips on the table", "a bright kitchen with tulips"]),
