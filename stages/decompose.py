@@ -1077,8 +1077,9 @@ def _verb_dropped(relations: list[dict], s: int, o: int, relation: str, bounds: 
     its subject and its object: the verb's own object ("riding a snowboard down a snow covered slope") or, with the
     caption's words, an -ing word outside every noun phrase ("a zebra bending down eating something off the ground").
     The phrase goes with that verb, which the relation lacks."""
-    if " ".join(relation.split()) not in DIRECTIONAL:
-        return False
+    phrase = relation.split()
+    if " ".join(phrase) not in DIRECTIONAL and phrase[:1] not in (["up"], ["down"], ["across"], ["through"], ["along"]):
+        return False  # "up the side of a cement ramp" is a path as "up" is
     start, end = bounds[s][1], bounds[o][0]
     if end <= start:
         return False
