@@ -264,7 +264,8 @@ def _scenery(graph: dict, rel: dict, words: list[str] | None) -> bool:
     except (IndexError, KeyError, TypeError):
         return False
     lower = [w.lower() for w in words]
-    return any(lower[end:end + len(far)] == far for far in FAR_OFF)
+    # "with another car in the back of it" is in the truck: "the back of" names a part, not the scene's back
+    return any(lower[end:end + len(far)] == far and lower[end + len(far):end + len(far) + 1] != ["of"] for far in FAR_OFF)
 
 
 # Words before a body part that make it the subject's own ("holding a microphone in one hand", "in his hand").
