@@ -148,9 +148,9 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if {s, o} & either_entities or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
                 or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
             continue
-        if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(graph, rel, words, tags, stray):
+        if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(rel, stray):
             continue
-        relation = " ".join(rel["relation"].lower().split())
+        relation = " ".join([*_state_said(graph, rel, words), *rel["relation"].lower().split()])
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
             seen.add(identity)
@@ -188,8 +188,8 @@ def _own_attributes(node: dict, entity: dict, words: list[str] | None) -> list[s
 
 # Adjectives that take a "to" clause after a copula ("is ready to hit the ball", "about to", "able to"): before the noun,
 # "a ready baseball player" says less than, and not what, the caption does.
-CONTROL_ADJECTIVES = frozenset({"ready", "about", "able", "unable", "happy", "eager", "willing", "likely", "prepared", "careful",
-                                "excited", "anxious", "afraid", "sure", "glad", "free"})
+# Only these, said before a noun, mean something else or nothing ("a happy skier" from "is happy to have won" stays).
+CONTROL_ADJECTIVES = frozenset({"ready", "about", "able", "unable", "likely", "unlikely", "sure", "afraid", "glad", "due", "apt", "poised"})
 
 
 def _stray_words(graph: dict, words: list[str] | None, tags: list[str] | None, things) -> dict[int, set[str]]:
@@ -227,32 +227,36 @@ def _stray_words(graph: dict, words: list[str] | None, tags: list[str] | None, t
     return out
 
 
-def _stray_relation(graph: dict, rel: dict, words: list[str] | None, tags: list[str] | None, stray: dict[int, set[str]]) -> bool:
+def _stray_relation(rel: dict, stray: dict[int, set[str]]) -> bool:
     """Whether the relation starts with a word `_stray_words` took from its subject ("a sheep with its mouth open in a
-    pen": not "a sheep open in a pen"), or is a copula's adverb and phrase ("the lid is up on the toilet bowl": up, not
-    on it). Needs the caption's words and tags."""
+    pen": not "a sheep open in a pen")."""
     first = str(rel["relation"]).lower().split()[:1]
-    if first and first[0] in {str(a).lower() for a in stray.get(rel["subject"], ())}:
-        return True
-    if not words or not tags or len(tags) != len(words):
-        return False
-    try:
-        start, end = graph["entities"][rel["subject"]]["span_bounds"][1], graph["entities"][rel["object"]]["span_bounds"][0]
-    except (IndexError, KeyError, TypeError):
-        return False
-    lower = [w.lower() for w in words]
-    relation = str(rel["relation"]).lower().split()
-    between = lower[start:end]
-    return len(between) == len(relation) + 2 and between[0] in COPULAS and between[2:] == relation and between[1] in STATE_PARTICLES
+    return bool(first) and first[0] in {str(a).lower() for a in stray.get(rel["subject"], ())}
 
 
 # Adverbs after a copula that say a thing's state ("the lid is up", "the door is open"), not where it is.
 STATE_PARTICLES = frozenset({"up", "down", "out", "off", "open", "away", "over", "closed", "shut"})
 
 
+def _state_said(graph: dict, rel: dict, words: list[str] | None) -> list[str]:
+    """The state adverb a copula puts before the relation's phrase ("the lid is up on the toilet bowl": "the lid up on
+    the toilet bowl", not "the lid on the toilet bowl", which the caption does not say), else nothing."""
+    if not words:
+        return []
+    try:
+        start, end = graph["entities"][rel["subject"]]["span_bounds"][1], graph["entities"][rel["object"]]["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return []
+    relation = str(rel["relation"]).lower().split()
+    between = [w.lower() for w in words[start:end]]
+    said = len(between) == len(relation) + 2 and between[0] in COPULAS and between[2:] == relation and between[1] in STATE_PARTICLES
+    return [between[1]] if said else []
+
+
 # What a scene has far off is not its part: "a brick structure with a clock tower in the background" (the tower is
 # behind it), "with the skyline in the distance".
-FAR_OFF = (["in", "the", "background"], ["in", "the", "distance"], ["in", "background"], ["in", "distance"], ["in", "the", "back"])
+# Not "in the back": "a truck with a dog in the back" has the dog in the truck's back.
+FAR_OFF = (["in", "the", "background"], ["in", "the", "distance"], ["in", "background"], ["in", "distance"])
 
 
 def _scenery(graph: dict, rel: dict, words: list[str] | None) -> bool:
@@ -264,8 +268,7 @@ def _scenery(graph: dict, rel: dict, words: list[str] | None) -> bool:
     except (IndexError, KeyError, TypeError):
         return False
     lower = [w.lower() for w in words]
-    # "with another car in the back of it" is in the truck: "the back of" names a part, not the scene's back
-    return any(lower[end:end + len(far)] == far and lower[end + len(far):end + len(far) + 1] != ["of"] for far in FAR_OFF)
+    return any(lower[end:end + len(far)] == far for far in FAR_OFF)
 
 
 # Words before a body part that make it the subject's own ("holding a microphone in one hand", "in his hand").
