@@ -773,7 +773,7 @@ def test_r20_positives_are_entailed(caption, wrong, right):
     ("A baseball player in a red shirt is ready to hit the ball.", ["a ready baseball player", "a ready baseball player in a red shirt"],
      ["a baseball player in a red shirt"]),
     ("The skier is happy to have won the race.", [], ["the happy skier"]),
-    # a copula's state adverb stays with its phrase ("is up on": not the plain "on"); a place adverb ("way up in") is dropped
+    # a copula's state adverb stays with its phrase ("is up on": not the plain "on"); "way up in" keeps its place adverb
     ("The lid is up on the toilet bowl.", ["the lid on the toilet bowl"], ["the lid up on the toilet bowl"]),
     ("A cat is way up in a tree", [], ["a cat up in a tree"]),
     # an adjective after a with-phrase is that phrase's noun's ("its mouth open"), not the subject's
