@@ -120,6 +120,9 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         i for i, node in enumerate(nodes)
         if node is not None and (vocab.object_kind(str(node.get("lemma") or node["noun"])) in ("person", "animal")
                                  or str(node["noun"]).lower() in AGENT_PRONOUNS))
+    stray = _stray_words(graph, words, tags, {} if vocab is None else vocab.objects)
+    nodes = [node if node is None or not stray.get(i) else {**node, "attributes": [a for a in node["attributes"] if a not in stray[i]]}
+             for i, node in enumerate(nodes)]
     whose = _who_of_thing(graph, words, agents, vocab.objects) if vocab is not None else frozenset()
     written = _written_words(graph, agents) if vocab is not None else frozenset()
     # "a snowboard who is performing a trick": the clause is the person's, not the thing's (its words stay the person's)
@@ -146,7 +149,9 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if {s, o} & (either_entities | written) or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
                 or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
             continue
-        relation = " ".join(rel["relation"].lower().split())
+        if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(rel, stray):
+            continue
+        relation = " ".join([*_state_said(graph, rel, words), *rel["relation"].lower().split()])
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
             seen.add(identity)
@@ -195,6 +200,113 @@ def _own_attributes(node: dict, entity: dict, words: list[str] | None) -> list[s
     start, end = entity.get("span_bounds") or [0, 0]
     inside = {w.lower() for w in (words or [])[start:end]}
     return [a for a in node["attributes"] if set(a.lower().split()) <= inside]
+
+
+# Adjectives that take a "to" clause after a copula ("is ready to hit the ball", "about to", "able to"): before the noun,
+# "a ready baseball player" says less than, and not what, the caption does.
+# Only these, said before a noun, mean something else or nothing ("a happy skier" from "is happy to have won" stays).
+CONTROL_ADJECTIVES = frozenset({"ready", "about", "able", "unable", "likely", "unlikely", "sure", "afraid", "glad", "due", "apt", "poised"})
+
+
+def _stray_words(graph: dict, words: list[str] | None, tags: list[str] | None, things) -> dict[int, set[str]]:
+    """Each entity's attributes the parser took from a word after its noun phrase that is no property of it: an adjective
+    with a "to" clause ("a baseball player ... is ready to hit the ball": not "a ready baseball player"); a noun the tagger
+    read as a verb, the vocabulary's object, after "and" ("wearing a suit and tie": a tie worn, not "two tie men"); an
+    adjective after a "with" phrase, which is that phrase's ("a sheep with its mouth open": the mouth is open). An
+    attribute said inside the entity's own phrase stays. Needs the caption's words and tags."""
+    if not words or not tags or len(tags) != len(words):
+        return {}
+    lower = [w.lower() for w in words]
+    entities = graph.get("entities") or []
+    with_ends = {e["span_bounds"][1]: n for n, e in enumerate(entities) if isinstance(e, dict) and e.get("span_bounds")
+                 and any(lower[i] == "with" for i in range(max(e["span_bounds"][0] - 2, 0), e["span_bounds"][0]))}
+
+    def stray(i: int, n: int) -> bool:
+        after = lower[i + 1] if i + 1 < len(lower) else ""
+        return lower[i] in CONTROL_ADJECTIVES and after == "to" \
+            or tags[i].startswith("VB") and lower[i] in things and i > 0 and lower[i - 1] in ("and", "&", "or") \
+            or tags[i] == "JJ" and with_ends.get(i, n) != n
+
+    out: dict[int, set[str]] = {}
+    for n, e in enumerate(entities):
+        bounds = e.get("span_bounds") if isinstance(e, dict) else None
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            continue
+        inside = set(lower[bounds[0]:bounds[1]])
+        for a in e.get("attributes") or []:
+            said = str(a).lower().split()
+            if len(said) != 1 or said[0] in inside:
+                continue
+            at = [i for i, w in enumerate(lower) if w == said[0]]
+            if at and all(stray(i, n) for i in at):
+                out.setdefault(n, set()).add(a)
+    return out
+
+
+def _stray_relation(rel: dict, stray: dict[int, set[str]]) -> bool:
+    """Whether the relation starts with a word `_stray_words` took from its subject ("a sheep with its mouth open in a
+    pen": not "a sheep open in a pen")."""
+    first = str(rel["relation"]).lower().split()[:1]
+    return bool(first) and first[0] in {str(a).lower() for a in stray.get(rel["subject"], ())}
+
+
+# Adverbs after a copula that say a thing's state ("the lid is up", "the door is open"), not where it is.
+STATE_PARTICLES = frozenset({"up", "down", "out", "off", "open", "away", "over", "closed", "shut"})
+
+
+def _state_said(graph: dict, rel: dict, words: list[str] | None) -> list[str]:
+    """The state adverb a copula puts before the relation's phrase ("the lid is up on the toilet bowl": "the lid up on
+    the toilet bowl", not "the lid on the toilet bowl", which the caption does not say), else nothing."""
+    if not words:
+        return []
+    try:
+        start, end = graph["entities"][rel["subject"]]["span_bounds"][1], graph["entities"][rel["object"]]["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return []
+    relation = str(rel["relation"]).lower().split()
+    between = [w.lower() for w in words[start:end]]
+    said = len(between) == len(relation) + 2 and between[0] in COPULAS and between[2:] == relation and between[1] in STATE_PARTICLES
+    return [between[1]] if said else []
+
+
+# What a scene has far off is not its part: "a brick structure with a clock tower in the background" (the tower is
+# behind it), "with the skyline in the distance".
+# Not "in the back": "a truck with a dog in the back" has the dog in the truck's back.
+FAR_OFF = (["in", "the", "background"], ["in", "the", "distance"], ["in", "background"], ["in", "distance"])
+
+
+def _scenery(graph: dict, rel: dict, words: list[str] | None) -> bool:
+    """Whether the relation is a "with" whose object the caption puts in the background or the distance."""
+    if not words or str(rel["relation"]).lower().split()[-1:] != ["with"]:
+        return False
+    try:
+        end = graph["entities"][rel["object"]]["span_bounds"][1]
+    except (IndexError, KeyError, TypeError):
+        return False
+    lower = [w.lower() for w in words]
+    return any(lower[end:end + len(far)] == far for far in FAR_OFF)
+
+
+# Words before a body part that make it the subject's own ("holding a microphone in one hand", "in his hand").
+OWN_PART_WORDS = POSSESSIVE_PRONOUNS | {"one", "each", "both", "either", "other", "it"}
+
+
+def _own_part(graph: dict, rel: dict, words: list[str] | None, agents: frozenset[int], vocab) -> bool:
+    """Whether the relation places a person or an animal in or on its own body part ("a man holding a microphone in one
+    hand": the microphone is in the hand, not "a man in the hand"; "a dog ... in its mouth"): a bare preposition to a body
+    part with a possessive or a count before it, after the held thing. Needs the caption's words and the vocabulary."""
+    relation = " ".join(str(rel["relation"]).lower().split())
+    if not words or vocab is None or rel["subject"] not in agents or relation not in SUPPORT:
+        return False
+    try:
+        entity = graph["entities"][rel["object"]]
+        start = entity["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return False
+    # the held thing's phrase lies between ("holding a microphone in one hand"); "a man with a goat on his shoulders" keeps it
+    s_end = (graph["entities"][rel["subject"]].get("span_bounds") or [0, 0])[1]
+    held = any(s_end <= (e.get("span_bounds") or [-1])[0] < start for e in graph["entities"] if isinstance(e, dict))
+    return held and vocab.object_kind(str(entity.get("lemma_head") or "").lower()) == "body" and words[start].lower() in OWN_PART_WORDS
 
 
 # Object pronouns that point back to a noun said before them.
@@ -332,7 +444,8 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                     None)
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
-        if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end):
+        if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end) \
+                or _manner(lower, start, end):
             out[n] = None
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
@@ -367,6 +480,17 @@ def _no_thing(lower: list[str], tags: list[str], end: int) -> bool:
     a compound adjective ("an old time looking clock": "old time")."""
     looking = end + 1 < len(lower) and _looking(lower[end]) and tags[end + 1][:2] in ("NN", "JJ")
     return lower[end - 1] in COUNTING_WORDS or looking
+
+
+# Nouns of "cut in half", "broken in two", "torn into pieces": how a thing is cut, no thing of their own.
+MANNER_NOUNS = frozenset({"half", "halves", "two", "pieces", "quarters", "thirds"})
+
+
+def _manner(lower: list[str], start: int, end: int) -> bool:
+    """Whether the node's words are a manner phrase's after "in" or "into" ("a sandwich cut in half": not "a sandwich cuts
+    in a half")."""
+    return start > 0 and lower[start - 1] in ("in", "into") and lower[end - 1] in MANNER_NOUNS \
+        and all(w in MANNER_NOUNS or w.isdigit() or w in ("two", "three", "four", "many", "small") for w in lower[start:end])
 
 
 # Participles like their verb that the tagger reads as nouns ("a hot dog cut in half").
