@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 
 from mosaictool.stages.graph_repair import _Graph, _vocab, attribute_words, colour_words, object_words
-from mosaictool.stages.subgraph import indefinite_article
+from mosaictool.stages.subgraph import CONTAINER_NOUNS, indefinite_article
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
 # Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
@@ -54,11 +54,9 @@ PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portio
 # trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
 # a chain" alone would name a different thing).
 COLLECTIVE_MEASURES = frozenset({"chain"})
-# A container or measure noun as the object of a verb of eating or drinking names its contents: "a child
+# A container or measure noun (`CONTAINER_NOUNS`) as the object of a verb of eating or drinking names its contents: "a child
 # eating a plate of food" eats the food, not the plate (blind review r12 read "a child eating a plate"), so it
 # is a partitive there: the contents are the object and the text keeps "a plate" in `measure`.
-CONTAINER_NOUNS = frozenset({"plate", "bowl", "cup", "glass", "mug", "bottle", "can", "box", "bag", "basket", "tray",
-                             "platter", "dish", "jar", "carton", "pint", "spoonful", "mouthful", "forkful", "plateful"})
 INGESTING_VERBS = frozenset({"eat", "drink", "sip", "devour", "munch", "chew", "nibble", "gulp", "slurp", "taste", "finish"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
