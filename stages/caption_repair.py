@@ -227,11 +227,37 @@ def pronouns(g: _Graph) -> None:
         if antecedent is not None and antecedent != k:
             _redirect(g, k, antecedent)
         elif tok.lower_ in PRONOUNS | RELATIVE_PRONOUNS or tok.pos_ == "PRON" and tok.lower_ not in ("someone", "somebody"):
+            _verb_through(g, tok)
             g.drop({k})
         else:
             k += 1
             continue
         k = 0  # indices moved
+
+
+# Indefinite objects that name nothing: the verb they leave keeps its phrase ("drinking something from a glass").
+INDEFINITE_OBJECTS = frozenset({"something", "anything"})
+# Prepositions of the one who gets the thing ("shows something to a group of girls"): without the thing the verb says
+# nothing ("shows to girls").
+RECIPIENT_PREPOSITIONS = frozenset({"to", "for"})
+
+
+def _verb_through(g: _Graph, tok) -> None:
+    """Before an indefinite object ("something") of a verb goes, the verb's prepositional phrase, which the parser
+    relates to the verb's subject by its bare preposition ("a cat from a glass" for "a cat is drinking something from a
+    glass"), gets the verb back: "a cat drinking from a glass". Not a verb with a particle ("holding something out in
+    her hand": "holding in" is another verb), nor one to a recipient (`RECIPIENT_PREPOSITIONS`)."""
+    verb = tok.head
+    if tok.lower_ not in INDEFINITE_OBJECTS or tok.dep_ != "dobj" or verb.pos_ != "VERB" or any(c.dep_ == "prt" for c in verb.children):
+        return
+    for r in g.relations:
+        head = _head_token(g, r["object"])
+        prep = head.head
+        if (head.dep_ == "pobj" and prep.dep_ == "prep" and prep.head.i == verb.i and r["relation"].lower() == prep.lower_
+                and prep.lower_ not in RECIPIENT_PREPOSITIONS
+                and r["subject"] != r["object"]):
+            r["relation"], r["lemma_relation"] = f"{verb.text} {prep.text}", f"{verb.lemma_} {prep.lower_}"
+            g.changed = True
 
 
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
