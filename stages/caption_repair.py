@@ -520,12 +520,31 @@ def _participle_head(g: _Graph, k: int) -> bool:
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
     tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`),
-    "skies" for "skis" (`_skis`)."""
+    "skies" for "skis" (`_skis`), a subject's verb read as a compound of its object (`_verb_as_compound`)."""
     k = 0
     while k < len(g.entities):
         k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
+    for k in range(len(g.entities)):
+        _verb_as_compound(g, k)
+
+
+def _verb_as_compound(g: _Graph, k: int) -> None:
+    """"A cat drinking water from a bathroom faucet": spaCy reads "drinking water" as one noun set beside "a cat"
+    (apposition), so the cat drinks nothing. An "-ing" compound that opens a noun phrase right after the noun it stands
+    beside, with no article between, is that noun's verb: the entity is its object ("water") and the verb relates them
+    ("a cat drinking water")."""
+    a, b = g.bounds(k)
+    head, first = _head_token(g, k), g.doc[a]
+    if (b - a < 2 or first.tag_ != "VBG" or first.dep_ != "compound" or head.dep_ != "appos" or head.head.i != a - 1
+            or head.head.pos_ != "NOUN"):
+        return
+    subject = _entity_at(g, a - 1)
+    if subject is None or subject == k or g.bounds(subject)[1] != a:
+        return
+    g.reread(k, a + 1, b)
+    g.relations.append({"subject": subject, "object": k, "relation": first.text, "lemma_relation": first.lemma_})
 
 
 def _skis(g: _Graph, k: int) -> None:

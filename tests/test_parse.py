@@ -760,3 +760,12 @@ def test_an_indefinite_object_leaves_its_verb_to_the_phrase(caption, relation):
 def test_an_indefinite_object_of_a_recipient_or_particle_verb_gives_no_verb(caption):
     (graph,) = (r["graph"] for r in parse(records([caption])))
     assert not any(rel.endswith((" to", " in")) and " " in rel for _, rel, _ in triples(graph)), triples(graph)
+
+
+def test_a_verb_read_as_a_compound_beside_its_subject_relates_them():
+    # spaCy read "drinking water" as one noun set beside "a cat": the cat drank nothing
+    (graph,) = (r["graph"] for r in parse(records(["A cat drinking water from a bathroom faucet."])))
+    assert ("cat", "drinking", "water") in triples(graph), triples(graph)
+    # after "of" the compound is a noun
+    (graph,) = (r["graph"] for r in parse(records(["A bottle of drinking water on a table."])))
+    assert "drinking water" in [e["head"] for e in graph["entities"]]
