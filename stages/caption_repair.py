@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 
 from mosaictool.stages.graph_repair import _Graph, _vocab, attribute_words, colour_words, object_words
-from mosaictool.stages.subgraph import indefinite_article
+from mosaictool.stages.subgraph import CONTAINER_NOUNS, indefinite_article
 
 RELATIVE_PRONOUNS = frozenset({"that", "who", "which", "whom", "whose"})
 # Pronouns name no object of their own: a caption's objects are its nouns (gold schema).
@@ -54,11 +54,9 @@ PARTITIVE_NOUNS = frozenset({"piece", "slice", "half", "chunk", "wedge", "portio
 # trailers are the object, as for a partitive, and the text keeps "a chain" in `measure` ("a truck pushing
 # a chain" alone would name a different thing).
 COLLECTIVE_MEASURES = frozenset({"chain"})
-# A container or measure noun as the object of a verb of eating or drinking names its contents: "a child
+# A container or measure noun (`CONTAINER_NOUNS`) as the object of a verb of eating or drinking names its contents: "a child
 # eating a plate of food" eats the food, not the plate (blind review r12 read "a child eating a plate"), so it
 # is a partitive there: the contents are the object and the text keeps "a plate" in `measure`.
-CONTAINER_NOUNS = frozenset({"plate", "bowl", "cup", "glass", "mug", "bottle", "can", "box", "bag", "basket", "tray",
-                             "platter", "dish", "jar", "carton", "pint", "spoonful", "mouthful", "forkful", "plateful"})
 INGESTING_VERBS = frozenset({"eat", "drink", "sip", "devour", "munch", "chew", "nibble", "gulp", "slurp", "taste", "finish"})
 # Nouns that count or frame what follows "of" ("a group of people", "a picture of a dog").
 FRAMING_NOUNS = frozenset({
@@ -229,11 +227,37 @@ def pronouns(g: _Graph) -> None:
         if antecedent is not None and antecedent != k:
             _redirect(g, k, antecedent)
         elif tok.lower_ in PRONOUNS | RELATIVE_PRONOUNS or tok.pos_ == "PRON" and tok.lower_ not in ("someone", "somebody"):
+            _verb_through(g, tok)
             g.drop({k})
         else:
             k += 1
             continue
         k = 0  # indices moved
+
+
+# Indefinite objects that name nothing: the verb they leave keeps its phrase ("drinking something from a glass").
+INDEFINITE_OBJECTS = frozenset({"something", "anything"})
+# Prepositions of the one who gets the thing ("shows something to a group of girls"): without the thing the verb says
+# nothing ("shows to girls").
+RECIPIENT_PREPOSITIONS = frozenset({"to", "for"})
+
+
+def _verb_through(g: _Graph, tok) -> None:
+    """Before an indefinite object ("something") of a verb goes, the verb's prepositional phrase, which the parser
+    relates to the verb's subject by its bare preposition ("a cat from a glass" for "a cat is drinking something from a
+    glass"), gets the verb back: "a cat drinking from a glass". Not a verb with a particle ("holding something out in
+    her hand": "holding in" is another verb), nor one to a recipient (`RECIPIENT_PREPOSITIONS`)."""
+    verb = tok.head
+    if tok.lower_ not in INDEFINITE_OBJECTS or tok.dep_ != "dobj" or verb.pos_ != "VERB" or any(c.dep_ == "prt" for c in verb.children):
+        return
+    for r in g.relations:
+        head = _head_token(g, r["object"])
+        prep = head.head
+        if (head.dep_ == "pobj" and prep.dep_ == "prep" and prep.head.i == verb.i and r["relation"].lower() == prep.lower_
+                and prep.lower_ not in RECIPIENT_PREPOSITIONS
+                and r["subject"] != r["object"]):
+            r["relation"], r["lemma_relation"] = f"{verb.text} {prep.text}", f"{verb.lemma_} {prep.lower_}"
+            g.changed = True
 
 
 OBJECT_PRONOUNS = frozenset({"it", "them", "her", "him"})
@@ -496,12 +520,31 @@ def _participle_head(g: _Graph, k: int) -> bool:
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
     tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`),
-    "skies" for "skis" (`_skis`)."""
+    "skies" for "skis" (`_skis`), a subject's verb read as a compound of its object (`_verb_as_compound`)."""
     k = 0
     while k < len(g.entities):
         k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
+    for k in range(len(g.entities)):
+        _verb_as_compound(g, k)
+
+
+def _verb_as_compound(g: _Graph, k: int) -> None:
+    """"A cat drinking water from a bathroom faucet": spaCy reads "drinking water" as one noun set beside "a cat"
+    (apposition), so the cat drinks nothing. An "-ing" compound that opens a noun phrase right after the noun it stands
+    beside, with no article between, is that noun's verb: the entity is its object ("water") and the verb relates them
+    ("a cat drinking water")."""
+    a, b = g.bounds(k)
+    head, first = _head_token(g, k), g.doc[a]
+    if (b - a < 2 or first.tag_ != "VBG" or first.dep_ != "compound" or head.dep_ != "appos" or head.head.i != a - 1
+            or head.head.pos_ != "NOUN"):
+        return
+    subject = _entity_at(g, a - 1)
+    if subject is None or subject == k or g.bounds(subject)[1] != a:
+        return
+    g.reread(k, a + 1, b)
+    g.relations.append({"subject": subject, "object": k, "relation": first.text, "lemma_relation": first.lemma_})
 
 
 def _skis(g: _Graph, k: int) -> None:

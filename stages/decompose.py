@@ -142,7 +142,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
             out.append({"kind": "object", "text": None, "objects": [node], "relations": []})
     people = frozenset() if vocab is None else frozenset(
         i for i, node in enumerate(nodes) if node is not None and vocab.object_kind(str(node.get("lemma") or node["noun"])) == "person")
-    for rel in usable_relations(graph, nodes):  # no self-loops, pronouns, places or bare "of"
+    for rel in usable_relations(graph, nodes, vocab):  # no self-loops, pronouns, places or bare "of" (but a container's)
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue

@@ -65,6 +65,7 @@ from itertools import accumulate, islice
 from mosaictool.errors import ArgumentError, RecordError
 from mosaictool.stages.caption_repair import PARTICLES
 from mosaictool.stages.subgraph import (
+    CONTAINER_NOUNS,
     PREPOSITIONS,
     canonical_key,
     graph_identity,
@@ -143,6 +144,27 @@ VAGUE_NOUNS = frozenset({
     "item", "items", "thing", "things", "stuff", "object", "objects", "belongings", "supplies", "equipment", "gear",
     "accessories", "goods", "products",
 })
+# A container's "of" ("a plate of noodles", `subgraph.CONTAINER_NOUNS`): its content named by a kind's or a meal's name
+# ("a plate of food", "four bowls of snacks") may be any food, so it is not replaced ("four bowls of cookies" may
+# show); nor is the container by a near-synonym ("a dish of scones" for "a plate of scones", "a mug of coffee" for
+# "a cup of coffee"), nor the two swapped ("noodles of a plate" names nothing).
+GENERIC_CONTENTS = VAGUE_NOUNS | frozenset({
+    "food", "snack", "treat", "meal", "dessert", "breakfast", "lunch", "dinner", "goodie", "goody", "appetizer", "drink",
+    "beverage", "refreshment", "dish", "fare", "produce", "ingredient", "topping", "variety",
+})
+ALIKE_CONTAINERS = (frozenset({"plate", "dish", "platter", "plateful", "saucer"}), frozenset({"bowl", "dish"}),
+                    frozenset({"cup", "mug", "teacup"}), frozenset({"box", "carton", "crate"}), frozenset({"can", "tin"}),
+                    frozenset({"bottle", "jug", "flask"}), frozenset({"bag", "sack", "pouch"}), frozenset({"tray", "platter"}))
+# Containers one drinks from: they hold a drink, and the others food ("a cup of frosting", "a plate of cola" are debris).
+DRINK_CONTAINERS = frozenset({"cup", "glass", "mug", "bottle", "can", "pint", "carton", "teacup", "jug", "flask"})
+DRINK_GROUP = "drink"
+# What is spread or poured on food: in a container it is replaced by another ("a jar of honey" -> "a jar of ketchup"), and
+# a dish by none ("a plate of honey" for "a plate of pizza" names no plate one serves).
+CONDIMENTS = frozenset({
+    "honey", "butter", "ketchup", "mustard", "jam", "jelly", "syrup", "cream", "sauce", "mayonnaise", "mayo", "relish", "oil",
+    "salt", "sugar", "frosting", "icing", "dressing", "vinegar", "gravy", "salsa", "spread", "peanut butter", "whipped cream",
+})
+CONTAINER_OF = "of"
 MEMBERSHIP_RELATIONS = frozenset({
     "with", "among", "amongst", "including", "includes", "include", "along with", "together with", "next to", "beside",
     "near", "by", "has", "have", "having", "surrounded by", "sitting with", "standing with", "walking with",
@@ -1139,6 +1161,7 @@ def _relation_drafts(index: int, objects: list[dict], rel: dict, sampler: _Sampl
     subj, obj = objects[si]["noun"], objects[oi]["noun"]
     if (not vocab.is_symmetric(rel["relation"], objects[si]["lemma"], objects[oi]["lemma"])  # "a cat next to a dog" swapped says the same
             and not (sampler.type_aware and any(_noun_misread(vocab, objects[i]) or _region(objects[i]) for i in (si, oi)))
+            and not holds_content(objects, rel)  # "noodles of a plate" names nothing
             and (not sampler.type_aware or plausible_swap(vocab, rel["relation"], objects[si]["lemma"], objects[oi]["lemma"],
                                                                    objects[si]["attributes"], objects[oi]["attributes"]))):
         pool.append((index, "rel", "f_rel:swap", "objects", f"{subj}|{obj}", ("swap_objects",)))
@@ -1189,6 +1212,54 @@ def _noun_misread(vocab, node: dict) -> bool:
     return any(vocab.known("attributes", a) is None and vocab.known("objects", a) is not None for a in node["attributes"])
 
 
+def holds_content(objects: list[dict], rel: dict) -> bool:
+    """Whether the relation is a container's "of" ("a plate of noodles": `subgraph.CONTAINER_NOUNS`)."""
+    return (" ".join(str(rel["relation"]).lower().split()) == CONTAINER_OF
+            and str(objects[rel["subject"]]["lemma"]).lower() in CONTAINER_NOUNS)
+
+
+def _content_kept(objects: list[dict], rel: dict, i: int, vocab) -> bool:
+    """Whether object i is a container's content that is not replaced: one named by a kind's or a meal's name
+    (`GENERIC_CONTENTS`), or one with a noun for an attribute, which would stay before the new noun ("cheese bread" ->
+    "cheese ketchup")."""
+    if i != rel["object"] or not holds_content(objects, rel):
+        return False
+    node = objects[i]
+    return (str(node["lemma"]).lower().split()[-1] in GENERIC_CONTENTS
+            or any(vocab.known("objects", a) is not None for a in node["attributes"]))
+
+
+def _unfit_ends(vocab, objects: list[dict], rel: dict, i: int) -> frozenset[str]:
+    """The objects that may not replace end i of a container's "of" (none for another relation): the container itself
+    and its near-synonyms (`ALIKE_CONTAINERS`), a content's kind or meal name (`GENERIC_CONTENTS`), and what would not
+    make a container of food or drink (`_fits_container`)."""
+    if not holds_content(objects, rel):
+        return frozenset()
+    lemma = str(objects[i]["lemma"]).lower()
+    alike = frozenset({lemma}).union(*(group for group in ALIKE_CONTAINERS if lemma in group)) if i == rel["subject"] else GENERIC_CONTENTS
+    from mosaictool.stages.template import mass_nouns
+
+    masses = mass_nouns()
+    return alike | frozenset(o for o in vocab.object_names if not _fits_container(vocab, objects, rel, i, o, masses))
+
+
+def _fits_container(vocab, objects: list[dict], rel: dict, i: int, new: str, masses: frozenset[str]) -> bool:
+    """Whether `new`, replacing end i of a container's "of", still makes a container of food or drink: a container by
+    a container ("a cutting board of scones" holds nothing), one for drinks only with a drink (`DRINK_CONTAINERS`),
+    a content by a drink only in one ("a cup of frosting", "a plate of cola"), a mass by a mass, things by things and a
+    condiment by a condiment (`CONDIMENTS`)."""
+    if i == rel["subject"]:
+        drink = vocab.group(objects[rel["object"]]["lemma"]) == DRINK_GROUP
+        return new in CONTAINER_NOUNS and (new in DRINK_CONTAINERS) == drink
+    content = objects[i]
+    drink = vocab.group(new) == DRINK_GROUP
+    # the content keeps its kind of amount: "a jar of honey" -> "a jar of jam", "a plate of sandwiches" -> "a plate of tacos"
+    # (not "a jar of quesadillas", "a plate of cream")
+    mass = not content["plural"] and not content.get("count")
+    return (drink == (str(objects[rel["subject"]]["lemma"]).lower() in DRINK_CONTAINERS) and mass == (drink or new.lower() in masses)
+            and (new.lower() in CONDIMENTS) == (str(content["lemma"]).lower() in CONDIMENTS))
+
+
 def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemmas: set[str], sampler: _Sampler,
                                pool: list[_Draft]) -> None:
     """f_rel:replace_object: each object replaced in turn; `seen` lets the sampler ask whether the
@@ -1204,6 +1275,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             continue  # "a table with a plate" -> "a table with a basket": the table may hold both, nothing is contradicted
         if i == si and sampler.type_aware and _is_backdrop(vocab, relation, objects[oi]["lemma"]):
             continue  # "a street sign in front of a skyscraper" -> "a mailbox in front of ...": both may stand there
+        if sampler.type_aware and _content_kept(objects, rel, i, vocab):
+            continue  # "four bowls of snacks" -> "four bowls of cookies" may show; "a plate of cheese bread" -> "cheese ketchup"
         covered = (_covered_by(vocab, objects[oi if i == si else si]["lemma"])
                    if sampler.type_aware and relation in MEMBERSHIP_RELATIONS else frozenset())
         if covered is None:
@@ -1226,7 +1299,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
         opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
-        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere, node["attributes"], seen, near)
+        unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
+        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit, node["attributes"], seen, near)
         if new is not None:
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
 
@@ -1370,8 +1444,12 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
     elif op == "object":
         _, i, new = change
         node = objects[i]
+        # a container's bare content ("a tray of rice", "a glass of juice") is replaced by a plural or a drink, said
+        # bare as well ("a tray of doughnuts", "a glass of cola"; not "a tray of a doughnut")
+        bare_content = (relations and i == relations[0]["object"] and holds_content(objects, relations[0]) and not node.get("count")
+                        and not node.get("determiner") and vocab.group(new) != "drink")
         objects[i] = _node(
-            new, vocab, plural=node["plural"], count=node.get("count"), attributes=node["attributes"],
+            new, vocab, plural=node["plural"] or bare_content, count=node.get("count"), attributes=node["attributes"],
             determiner=node.get("determiner"),
         )
         keys[i] = node_key(objects[i])

@@ -46,6 +46,12 @@ SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
 # cross" read as the compound "orange cross").
 SPATIAL_NOUNS = frozenset("left right top bottom front back side middle center centre rear edge corner".split())
 BARE_PREPOSITIONS = frozenset("of to for from as than about like per via".split())
+# Nouns of a container or a measure of what it holds ("a plate of noodles", "a cup of coffee"): their bare "of" is
+# true of the image (the plate holds noodles), and a changed content or container ("a bowl of noodles", "a plate of
+# rice") is a fluent false text; a framing, counting or part noun's "of" ("a group of", "a picture of", "the side
+# of") stays debris.
+CONTAINER_NOUNS = frozenset({"plate", "bowl", "cup", "glass", "mug", "bottle", "can", "box", "bag", "basket", "tray",
+                             "platter", "dish", "jar", "carton", "pint", "spoonful", "mouthful", "forkful", "plateful"})
 # English prepositions and the particles a verb takes its object through ("walking down", "leaning against",
 # "standing apart"): a relation ending with one reaches its object through it (negate), and a one-word relation
 # that is one is no verb (template).
@@ -329,6 +335,19 @@ def is_bare_preposition(relation: str) -> bool:
     return " ".join(str(relation).lower().split()) in BARE_PREPOSITIONS
 
 
+def _holds(relation: str, subject: dict, content: dict, vocab) -> bool:
+    """Whether a bare "of" joins a container to the food or drink it holds ("a plate of noodles", "two cups of hot
+    beverages"; `CONTAINER_NOUNS`): not to a thing with an article ("the bowl of a toilet" is its part), nor to what
+    `vocab` knows as no food ("two dishes of food and several blue arrows" read as dishes of arrows)."""
+    if vocab is None or " ".join(str(relation).lower().split()) != "of" or str(subject.get("lemma") or "") not in CONTAINER_NOUNS:
+        return False
+    if content.get("determiner") == "the" or content.get("determiner") and not content.get("count"):
+        return False
+    lemma = str(content.get("lemma") or "")
+    # a noun the vocabulary lacks is most often a dish or a misspelt food there ("a plate of scones", "of polents")
+    return vocab.known("objects", lemma) is None or "food" in (vocab.object_kind(lemma), vocab.object_kind(lemma.rsplit(" ", 1)[-1]))
+
+
 def _word_sets(vocab) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """`graph_nodes`'s colour words, object names and adjectives with `vocab`'s own."""
     colours = COLOUR_WORDS | {n for n, c in vocab.attributes.items() if c == "colour"}
@@ -348,13 +367,13 @@ def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
     ]
 
 
-def usable_relations(graph: dict, nodes: list[dict | None]) -> list[dict]:
+def usable_relations(graph: dict, nodes: list[dict | None], vocab=None) -> list[dict]:
     """The relations a sub-graph can show: between two different kept nodes, not a bare
-    preposition (the parser's "of" for "left of" says nothing true)."""
+    preposition (the parser's "of" for "left of" says nothing true) but, with a `vocab`, a container's "of" (`_holds`)."""
     return [
         r for r in graph["relations"]
         if r["subject"] != r["object"] and nodes[r["subject"]] is not None and nodes[r["object"]] is not None
-        and not is_bare_preposition(r["relation"])
+        and (not is_bare_preposition(r["relation"]) or _holds(r["relation"], nodes[r["subject"]], nodes[r["object"]], vocab))
     ]
 
 
@@ -375,7 +394,7 @@ def caption_key(graph: dict, vocab) -> str | None:
         return None
     relations = [
         {"subject": index[r["subject"]], "object": index[r["object"]], "relation": r["relation"]}
-        for r in usable_relations(graph, nodes)
+        for r in usable_relations(graph, nodes, vocab)
     ]
     return canonical_key({"objects": [n for n in nodes if n is not None], "relations": relations}, vocab)
 
@@ -423,7 +442,7 @@ def subgraph_keys(graph: dict, vocab, max_keys: int = MAX_KEYS) -> list[str]:
     for v in variants:
         for dropped, name in v or ():
             add(name, dropped)
-    for rel in usable_relations(graph, nodes):
+    for rel in usable_relations(graph, nodes, vocab):
         s, o = rel["subject"], rel["object"]
         head = _relation_head(rel["relation"], vocab)
         for r_drop, name in enumerate((head, *vocab.broader("relations", head))):

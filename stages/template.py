@@ -49,6 +49,7 @@ from importlib import resources
 from mosaictool.stages.negate import MEAT_ANIMALS
 from mosaictool.stages.subgraph import (
     COLOUR_WORDS,
+    CONTAINER_NOUNS,
     PREPOSITIONS,
     canonical_key,
     caption_key,
@@ -616,6 +617,19 @@ def with_bare_foods(graph: dict, foods: frozenset[int], positive: dict | None = 
     return {**graph, "objects": objects}
 
 
+def with_bare_contents(graph: dict) -> dict:
+    """`graph` with a container's singular content that has no article or count ("a glass of juice", "a tray of rice";
+    `subgraph.CONTAINER_NOUNS`) marked `bare`, as a container's content is said: "a glass of cola", not "a glass of a
+    cola"."""
+    objects = list(graph["objects"])
+    for rel in graph.get("relations") or []:
+        o = rel["object"]
+        if (" ".join(str(rel["relation"]).lower().split()) == "of" and str(objects[rel["subject"]]["lemma"]).lower() in CONTAINER_NOUNS
+                and not objects[o]["plural"] and not objects[o].get("count") and not objects[o].get("determiner")):
+            objects[o] = {**objects[o], "bare": True}
+    return {**graph, "objects": objects}
+
+
 def _same_sex(node: dict, caption_node: dict | None, vocab) -> bool:
     """Whether `node` is the caption's own noun (not a replacement) with the caption's sex attributes, if any."""
     if node.get("entity") is None:
@@ -763,7 +777,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     kept, placed = had_places(record)
 
     def shaped(graph: dict, positive: dict | None = None) -> dict:
-        graph = with_places(with_bare_foods(graph, foods, positive), kept, positive)
+        graph = with_places(with_bare_contents(with_bare_foods(graph, foods, positive)), kept, positive)
         return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives

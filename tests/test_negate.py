@@ -1797,3 +1797,79 @@ def test_a_players_antonym_is_not_drawn_where_the_caption_names_his_sport(captio
     assert not [n for n in _negatives_of(caption) if n["to"] == "tennis player"]
     assert _Sampler(SHIPPED, random.Random(0), True, caption=caption).object("baseball player", set()) is None
     assert _Sampler(SHIPPED, random.Random(0), True, caption="a baseball player").object("baseball player", set()) == "tennis player"
+
+
+CONTAINER_CAPTIONS = [
+    "A plate of noodles and broccoli are shown.",
+    "Two plates of breakfast food and a glass of juice.",
+    "Four bowls of snacks of vegetables and crackers.",
+    "a plate of scones covered with chocolate sauce",
+    "One tray of rice and a tray of fruits and veggies.",
+    "Two stuffed bears are positioned at a table with a jar of honey",
+    "A group of people walking down a mountain road.",
+    "A cat pears into the bowl of a toilet.",
+    "Two dishes of food and several blue arrows.",
+]
+
+
+@pytest.fixture(scope="module")
+def container_texts():
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    records = parsed_and_decomposed(CONTAINER_CAPTIONS, max_subgraphs=3)
+    done = template(negate(records.values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    return {r["caption"]: r for r in done}
+
+
+def _relation_texts(record):
+    return {p["text"] for p in record["texts"]["positives"] if p["kind"] == "relation"}
+
+
+def _graph_texts(record):
+    return [n["text"] for n in record["texts"]["negatives"] if n["kind"] == "graph"]
+
+
+def test_a_container_of_food_is_a_relation_with_fluent_false_negatives(container_texts):
+    # "a plate of noodles" holds of the image; "a plate of celery", "a tray of noodles" are false (not "noodles of a plate")
+    record = container_texts["A plate of noodles and broccoli are shown."]
+    assert "a plate of noodles" in _relation_texts(record)
+    negatives = _graph_texts(record)
+    assert any(t.startswith("a plate of ") and t != "a plate of noodles" for t in negatives), negatives
+    assert not any(t.startswith("noodles of") for t in negatives)
+    # a drink in a glass is replaced by a drink, said without an article ("a glass of cola", not "a glass of a cola")
+    record = container_texts["Two plates of breakfast food and a glass of juice."]
+    assert "a glass of juice" in _relation_texts(record)
+    assert all(not t.startswith("a glass of a") for t in _graph_texts(record))
+    # a content's kind of amount is kept: honey by a spread, not "a jar of quesadillas"; rice by a mass, not "a doughnut"
+    from mosaictool.stages.negate import CONDIMENTS
+    from mosaictool.stages.template import mass_nouns
+
+    records = parsed_and_decomposed(["Two stuffed bears are positioned at a table with a jar of honey",
+                                     "One tray of rice and a tray of fruits and veggies."])
+    made = {before: {to for t, _, b, to in _record_candidates(r) if t == "f_rel:replace_object" and b == before}
+            for before, r in zip(("honey", "rice"), records.values())}
+    assert made["honey"] and made["honey"] <= CONDIMENTS, made
+    assert made["rice"] and made["rice"] <= mass_nouns(), made
+
+
+def test_a_container_is_not_replaced_by_a_near_synonym_nor_a_generic_content(container_texts):
+    # "a dish of scones" for "a plate of scones" holds as well; "four bowls of cookies" may show for "bowls of snacks"
+    for caption, alike in (("a plate of scones covered with chocolate sauce", ("dish", "platter", "plateful", "saucer")),
+                           ("Four bowls of snacks of vegetables and crackers.", ("dish",))):
+        record = container_texts[caption]
+        assert any(" of " in p for p in _relation_texts(record)), _relation_texts(record)
+        for text in _graph_texts(record):
+            assert not any(f"{a} of" in text or f"{a}s of" in text for a in alike), text
+    snacks = [t for t in _graph_texts(container_texts["Four bowls of snacks of vegetables and crackers."]) if t.startswith("four bowls of")]
+    assert not snacks, snacks
+
+
+@pytest.mark.parametrize(("caption", "content"), [
+    ("A group of people walking down a mountain road.", "people"),  # a framing noun's "of" stays debris
+    ("A cat pears into the bowl of a toilet.", "toilet"),  # "the bowl of a toilet" is its part, not a container of one
+    ("Two dishes of food and several blue arrows.", "arrows"),  # read as dishes of arrows: no food ("two dishes of food" is)
+])
+def test_no_container_relation_where_of_holds_nothing(container_texts, caption, content):
+    texts = _relation_texts(container_texts[caption])
+    assert not any(" of " in t and content in t for t in texts), texts

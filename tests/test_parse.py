@@ -741,3 +741,31 @@ def test_an_aspect_word_or_a_purpose_infinitive_is_no_attribute(caption, entity,
     (out,) = parse(records([caption]))
     (ent,) = [e for e in out["graph"]["entities"] if e["lemma_head"] == entity]
     assert ent["attributes"] == attributes, caption
+
+
+@pytest.mark.parametrize(("caption", "relation"), [
+    # the indefinite object goes, the verb stays with its phrase (it read "a cat from a glass", which decompose refuses)
+    ("A cat is drinking something from a glass.", ("cat", "drinking from", "glass")),
+    ("A woman standing at a kitchen counter pouring something from a measuring cup.", ("woman", "pouring from", "cup")),
+])
+def test_an_indefinite_object_leaves_its_verb_to_the_phrase(caption, relation):
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    assert relation in triples(graph), triples(graph)
+
+
+@pytest.mark.parametrize("caption", [
+    "A woman in uniform shows something on her cell phone to a group of girls.",  # "shows to girls" says nothing
+    "A woman holding something out in her hand",  # a particle: "holding in" is another verb
+])
+def test_an_indefinite_object_of_a_recipient_or_particle_verb_gives_no_verb(caption):
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    assert not any(rel.endswith((" to", " in")) and " " in rel for _, rel, _ in triples(graph)), triples(graph)
+
+
+def test_a_verb_read_as_a_compound_beside_its_subject_relates_them():
+    # spaCy read "drinking water" as one noun set beside "a cat": the cat drank nothing
+    (graph,) = (r["graph"] for r in parse(records(["A cat drinking water from a bathroom faucet."])))
+    assert ("cat", "drinking", "water") in triples(graph), triples(graph)
+    # after "of" the compound is a noun
+    (graph,) = (r["graph"] for r in parse(records(["A bottle of drinking water on a table."])))
+    assert "drinking water" in [e["head"] for e in graph["entities"]]
