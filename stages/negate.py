@@ -66,6 +66,7 @@ from mosaictool.errors import ArgumentError, RecordError
 from mosaictool.stages.caption_repair import PARTICLES
 from mosaictool.stages.subgraph import (
     CONTAINER_NOUNS,
+    PLURAL_ONLY,
     PREPOSITIONS,
     canonical_key,
     graph_identity,
@@ -909,10 +910,11 @@ def _uncounted_mass(lemma: str, count) -> bool:
 
 
 def _node(lemma: str, vocab, *, plural: bool = False, count=None, attributes=(), determiner="a") -> dict:
-    plural_form = vocab.plural(lemma)
-    # "fries", "glasses", "people" only come as plurals; "sheep", "deer" are either and take the number of the
-    # noun they replace ("a small cat" -> "a small sheep", not "small sheep")
-    only_plural = plural_form == lemma and (lemma.endswith("s") or any(p == lemma != s for s, p in vocab.plurals.items()))
+    plural_form = lemma if lemma in PLURAL_ONLY else vocab.plural(lemma)
+    # "fries", "glasses", "people", "cattle" only come as plurals ("a cattle": blind review r21); "sheep", "deer" are
+    # either and take the number of the noun they replace ("a small cat" -> "a small sheep", not "small sheep")
+    only_plural = lemma in PLURAL_ONLY or plural_form == lemma and (
+        lemma.endswith("s") or any(p == lemma != s for s, p in vocab.plurals.items()))
     plural = (plural or only_plural) and not _uncounted_mass(lemma, count)
     return {
         "noun": plural_form if plural else lemma,

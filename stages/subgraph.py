@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections import Counter
 
 DEFINITE = frozenset("the this that these those my your his her its our their".split())
 INDEFINITE = frozenset("a an another some any each every no".split())
@@ -369,12 +370,16 @@ def graph_nodes(graph: dict, vocab=None) -> list[dict | None]:
 
 def usable_relations(graph: dict, nodes: list[dict | None], vocab=None) -> list[dict]:
     """The relations a sub-graph can show: between two different kept nodes, not a bare
-    preposition (the parser's "of" for "left of" says nothing true) but, with a `vocab`, a container's "of" (`_holds`)."""
-    return [
-        r for r in graph["relations"]
-        if r["subject"] != r["object"] and nodes[r["subject"]] is not None and nodes[r["object"]] is not None
-        and (not is_bare_preposition(r["relation"]) or _holds(r["relation"], nodes[r["subject"]], nodes[r["object"]], vocab))
-    ]
+    preposition (the parser's "of" for "left of" says nothing true) but, with a `vocab`, a container's "of" (`_holds`)
+    of one content: "a bowl of bananas, sprinkles, chocolate chips and marshmallows" is no bowl of marshmallows (blind
+    review r21)."""
+    kept = [r for r in graph["relations"]
+            if r["subject"] != r["object"] and nodes[r["subject"]] is not None and nodes[r["object"]] is not None]
+    held = [r for r in kept if is_bare_preposition(r["relation"]) and _holds(r["relation"], nodes[r["subject"]], nodes[r["object"]], vocab)]
+    # the parser gives "a bowl of rice and a jar of oil" a jar of rice too: a content an earlier container holds is its own
+    held = [r for r in held if not any(q["object"] == r["object"] and q["subject"] < r["subject"] for q in held)]
+    contents = Counter(r["subject"] for r in held)
+    return [r for r in kept if not is_bare_preposition(r["relation"]) or r in held and contents[r["subject"]] == 1]
 
 
 def parse_has_attribute_or_relation(graph) -> bool:

@@ -802,3 +802,14 @@ def test_r20_positives_second_round(caption, wrong, right):
     texts = _positives([caption])[caption]
     assert not set(wrong) & set(texts), texts
     assert set(right) <= set(texts), texts
+
+
+def test_a_container_of_several_contents_is_no_container_of_one():
+    """Blind review r21: "A bowl of banana's, sprinkels, chocolate chips, and marshmellows." gave "a bowl of
+    marshmellows", which the caption does not say; a content the parser also gives a later container ("a bowl of rice
+    and a jar of oil": a jar of rice) is the earlier one's."""
+    got = _positives(["A bowl of banana's, sprinkels, chocolate chips, and marshmellows.",
+                      "A close up of a bowl of uncooked rice and a jar of oil."])
+    assert not [t for t in got["A bowl of banana's, sprinkels, chocolate chips, and marshmellows."] if t.startswith("a bowl of")]
+    jar = got["A close up of a bowl of uncooked rice and a jar of oil."]
+    assert "a jar of oil" in jar and "a bowl of uncooked rice" in jar and not [t for t in jar if t.startswith("a jar of uncooked")]

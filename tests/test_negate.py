@@ -1106,8 +1106,10 @@ def test_an_invariant_plural_takes_the_number_of_the_noun_it_replaces():
     sheep = _node("sheep", VOCAB, attributes=["small"])
     assert not sheep["plural"] and noun_phrase(sheep, VOCAB) == "a small sheep"
     assert _node("sheep", VOCAB, plural=True)["plural"]
-    for only_plural in ("people", "fries", "glasses"):  # these come only as plurals, whatever they replace
+    for only_plural in ("people", "fries", "glasses", "cattle"):  # these come only as plurals, whatever they replace
         assert _node(only_plural, VOCAB)["plural"], only_plural
+    # blind review r21: "a cattle grazing on the grassy field"
+    assert noun_phrase(_node("cattle", VOCAB), VOCAB) == "cattle"
 @pytest.mark.parametrize(("caption", "subject", "relation", "obj"), [
     # blind review r8's implausible role swaps (SugarCrepe's COCO captions), one per rule of plausible_swap
     ("Several bottles are displayed in a commercial refrigerator.", "bottle", "in", "refrigerator"),  # containment
@@ -1800,6 +1802,7 @@ def test_a_players_antonym_is_not_drawn_where_the_caption_names_his_sport(captio
 
 
 CONTAINER_CAPTIONS = [
+    "A plate of noodles with sauce and a fork.",
     "A plate of noodles and broccoli are shown.",
     "Two plates of breakfast food and a glass of juice.",
     "Four bowls of snacks of vegetables and crackers.",
@@ -1832,11 +1835,14 @@ def _graph_texts(record):
 
 def test_a_container_of_food_is_a_relation_with_fluent_false_negatives(container_texts):
     # "a plate of noodles" holds of the image; "a plate of celery", "a tray of noodles" are false (not "noodles of a plate")
-    record = container_texts["A plate of noodles and broccoli are shown."]
+    record = container_texts["A plate of noodles with sauce and a fork."]
     assert "a plate of noodles" in _relation_texts(record)
-    negatives = _graph_texts(record)
-    assert any(t.startswith("a plate of ") and t != "a plate of noodles" for t in negatives), negatives
-    assert not any(t.startswith("noodles of") for t in negatives)
+    assert not any(t.startswith("noodles of") for t in _graph_texts(record))
+    (plate,) = parsed_and_decomposed(["A plate of noodles with sauce and a fork."], max_subgraphs=10).values()
+    made = {(before, to) for t, _, before, to in _record_candidates(plate) if t == "f_rel:replace_object"}
+    assert {b for b, _ in made} >= {"plate", "noodles"}, made
+    # a plate of two contents is a plate of neither alone (blind review r21: "a bowl of marshmellows")
+    assert not [t for t in _relation_texts(container_texts["A plate of noodles and broccoli are shown."]) if t.startswith("a plate of")]
     # a drink in a glass is replaced by a drink, said without an article ("a glass of cola", not "a glass of a cola")
     record = container_texts["Two plates of breakfast food and a glass of juice."]
     assert "a glass of juice" in _relation_texts(record)
