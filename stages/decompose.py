@@ -445,7 +445,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
                  and lower[i - 1] not in colours and lower[i - 1] in said]
         if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end) \
-                or _manner(lower, start, end):
+                or _manner(lower, start, end) or _no_head(node, lower, tags, start, end, things):
             out[n] = None
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
@@ -461,7 +461,55 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
                 out[n]["cut"] = lower[verb]
         elif joint:
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
+        if out[n] is not None:
+            out[n] = _as_named(out[n], lower, start, end, colours)
     return out
+
+
+def _as_named(node: dict, lower: list[str], start: int, end: int, colours) -> dict:
+    """The node with the words its span says of it: a "one way" sign keeps "one" (the sign's name, no count), and no
+    colour that is a share of the caption's (`_colour_share`)."""
+    if node["noun"].lower().split()[0] == "way" and "one way" in " ".join(lower[start:end]):
+        node = {**node, "noun": f"one {node['noun']}", "lemma": f"one {node['lemma']}", "count": None}
+    if _colour_share(node, lower, start, end, colours):
+        node = {**node, "attributes": [a for a in node["attributes"] if colours.get(a) != "colour"]}
+    return node
+
+
+# Nouns that alone read as a quantity ("cars parked in a lot": "a lot" is "many"), a thing only in a compound ("a
+# parking lot").
+QUANTITY_NOUNS = frozenset({"lot", "lots"})
+
+
+def _no_head(node: dict, lower: list[str], tags: list[str], start: int, end: int, things) -> bool:
+    """Whether the node's noun is no noun the tagger should have made one: an adjective or participle heading it ("the
+    shirtless men": "the shirtless"; "a sliced of pizza": "a sliced"), a gerund run on from the noun before it ("a man at
+    home posing": "posing", no place), or a quantity noun alone ("parked in a lot": "a lot"). Not a noun the
+    vocabulary knows ("a bed", "a building")."""
+    noun = node["noun"].lower()
+    if noun in things or " " in noun:
+        return False
+    if noun in QUANTITY_NOUNS and not node["attributes"]:
+        return True
+    if len(noun) > 4 and (noun.endswith("less") or noun.endswith("ed") and not noun.endswith("eed")) and lower[end - 1] == noun:
+        return True
+    return end - start == 1 and noun.endswith("ing") and start > 0 and tags[start - 1].startswith("NN") and tags[start] == "NN"
+
+
+# Nouns whose plural is their singular: without an article, the caption may mean several.
+SAME_PLURAL = frozenset({"sheep", "deer", "fish", "bison", "moose", "elk", "buffalo"})
+
+
+def _colour_share(node: dict, lower: list[str], start: int, end: int, colours) -> bool:
+    """Whether the node's colours are a share of the caption's: a list of colours before it its span cut ("a red
+    yellow and blue airplane": the plane is not blue alone; a thing of several colours is no thing of one of them), or
+    "X and Y" colours on a plural ("black and white sheep", "two brown and white dogs": maybe black ones and white
+    ones; "a black and white cat" is one cat of both)."""
+    if start >= 2 and lower[start - 1] in ("and", ",", "&", "or") and colours.get(lower[start - 2]) == "colour":
+        return True
+    plural = node["plural"] or lower[end - 1] in SAME_PLURAL and lower[start] not in ("a", "an", "one", "this", "that")
+    return plural and any(lower[i] in ("and", "&") and colours.get(lower[i - 1]) == "colour" and colours.get(lower[i + 1]) == "colour"
+                          for i in range(start + 1, end - 1))
 
 
 # Words that count or order a noun the caption said before ("two men ... and a third is on a scooter", "one holding a
@@ -542,8 +590,9 @@ def _relation_word(node: dict, lower: list[str], end: int, related: set[str]) ->
     return noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of" and noun in related
 
 
-# Nouns that name a part of a thing said after them ("the end of a computer keyboard", "the rest of the pizza").
-PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "base", "remainder"})
+# Nouns that name a part of a thing, or a place by it, said after them ("the end of a computer keyboard", "the rest of
+# the pizza", "the shade of a tree").
+PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "base", "remainder", "shade", "shadow"})
 
 
 def _part_cut(node: dict, lower: list[str], end: int) -> bool:
@@ -886,7 +935,11 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
       `agents` (entities that are people or animals) between its subject and itself, the nearer doer ("the front
       of a restaurant with someone holding up food": someone holds it);
     - a bare preposition of a path whose verb the caption says (`_verb_dropped`: "a man riding a snowboard down
-      a slope" gives no "a man down a slope")."""
+      a slope" gives no "a man down a slope");
+    - "on top of" after the object of an "in" phrase, which may place the one inside ("a cat laying in an open
+      suitcase on top of some clothes": the cat may lie on the clothes);
+    - a participle after a with-phrase whose noun the parse lost, the participle's own subject ("two giraffes
+      with the backs turned to the camera": the backs are turned)."""
     entities = graph.get("entities") or []
     relations = graph.get("relations") or []
     s, o = rel["subject"], rel["object"]
@@ -922,7 +975,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if _verb_dropped(relations, s, o, relation, bounds, words) or _nested(relations, s, o, bounds, last, entities, words) or (
             first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)) or (
             first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
-            relations, entities, s, o, relation, bounds, words):
+            relations, entities, s, o, relation, bounds, words) or _inside_on_top(relations, s, relation) or (
+            first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -941,6 +995,23 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _inside_on_top(relations: list[dict], s: int, relation: str) -> bool:
+    """Whether "on top of" follows the subject as the object of an "in" phrase, and so may place the one inside ("a cat
+    laying in an open suitcase on top of some clothes")."""
+    return _last_phrase(relation) in ("on top of", "atop") and any(
+        r["object"] == s and r["subject"] != s and _last_phrase(r["relation"].lower()) in ("in", "inside") for r in relations)
+
+
+def _lost_with(words: list[str] | None, s_end: int, o_start: int, verb: str, bounds: list) -> bool:
+    """Whether a with-phrase no entity holds stands right before the subject's past participle ("two giraffes with the
+    backs turned to the camera": "turned" may be the backs'; not "a woman with a tattoo is sitting", nor "a train with a
+    yellow front running": a participle of doing is the doer's)."""
+    if not words or s_end >= len(words) or words[s_end].lower() != "with" or not (verb.endswith("ed") or verb in BARE_PARTICIPLES):
+        return False
+    at = next((i for i in range(s_end + 1, min(o_start, len(words))) if words[i].lower() == verb), None)
+    return at is not None and words[at - 1].lower() not in ("is", "are", "was", "were", "be") and not any(s_end < b[0] < at for b in bounds)
 
 
 def _another_phrase(relations: list[dict], s: int, o: int, relation: str, bounds: list, words: list[str] | None) -> bool:
