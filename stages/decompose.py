@@ -133,6 +133,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
+    lacking |= _phrase_only(nodes)
     for i, (node, key) in enumerate(zip(nodes, keys)):
         if node is None or i in lacking or i in either_entities or i in written:  # "it", "that": nothing to show on its own
             continue
@@ -467,30 +468,36 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
 
 
 def _as_named(node: dict, lower: list[str], start: int, end: int, colours) -> dict:
-    """The node with the words its span says of it: a "one way" sign keeps "one" (the sign's name, no count), and no
-    colour that is a share of the caption's (`_colour_share`)."""
+    """The node with the words its span says of it: a "one way" sign keeps "one" (the sign's name, no count), all the
+    colours of a list its span was cut from (`_listed_before`), and no colour that may be a share (`_colour_share`)."""
     if node["noun"].lower().split()[0] == "way" and "one way" in " ".join(lower[start:end]):
         node = {**node, "noun": f"one {node['noun']}", "lemma": f"one {node['lemma']}", "count": None}
+    listed = _listed_before(lower, start, colours)
+    if listed and any(colours.get(a) == "colour" for a in node["attributes"]):
+        node = {**node, "attributes": list(dict.fromkeys([*listed, *node["attributes"]]))}
     if _colour_share(node, lower, start, end, colours):
         node = {**node, "attributes": [a for a in node["attributes"] if colours.get(a) != "colour"]}
     return node
 
 
-# Nouns that alone read as a quantity ("cars parked in a lot": "a lot" is "many"), a thing only in a compound ("a
-# parking lot").
-QUANTITY_NOUNS = frozenset({"lot", "lots"})
+# Nouns that alone read as a quantity ("a lot" is "many"; "cars parked in a lot" is a parking lot), or as a place by a
+# thing only with its "of" phrase ("the shade of a tree"): in a relation, not on their own.
+PHRASE_NOUNS = frozenset({"lot", "lots", "shade", "shadow"})
+
+
+def _phrase_only(nodes: list[dict | None]) -> set[int]:
+    """The nodes that name a thing only in their relation (`PHRASE_NOUNS`, bare): "cars parked in a lot" but no "a lot",
+    "giraffes standing in the shade" but no "the shade"."""
+    return {i for i, node in enumerate(nodes) if node is not None and node["noun"].lower() in PHRASE_NOUNS and not node["attributes"]}
 
 
 def _no_head(node: dict, lower: list[str], tags: list[str], start: int, end: int, things) -> bool:
     """Whether the node's noun is no noun the tagger should have made one: an adjective or participle heading it ("the
-    shirtless men": "the shirtless"; "a sliced of pizza": "a sliced"), a gerund run on from the noun before it ("a man at
-    home posing": "posing", no place), or a quantity noun alone ("parked in a lot": "a lot"). Not a noun the
-    vocabulary knows ("a bed", "a building")."""
+    shirtless men": "the shirtless"; "a sliced of pizza": "a sliced"), or a gerund run on from the noun before it ("a man
+    at home posing": "posing", no place). Not a noun the vocabulary knows ("a bed", "a building")."""
     noun = node["noun"].lower()
     if noun in things or " " in noun:
         return False
-    if noun in QUANTITY_NOUNS and not node["attributes"]:
-        return True
     if len(noun) > 4 and (noun.endswith("less") or noun.endswith("ed") and not noun.endswith("eed")) and lower[end - 1] == noun:
         return True
     return end - start == 1 and noun.endswith("ing") and start > 0 and tags[start - 1].startswith("NN") and tags[start] == "NN"
@@ -501,15 +508,24 @@ SAME_PLURAL = frozenset({"sheep", "deer", "fish", "bison", "moose", "elk", "buff
 
 
 def _colour_share(node: dict, lower: list[str], start: int, end: int, colours) -> bool:
-    """Whether the node's colours are a share of the caption's: a list of colours before it its span cut ("a red
-    yellow and blue airplane": the plane is not blue alone; a thing of several colours is no thing of one of them), or
-    "X and Y" colours on a plural ("black and white sheep", "two brown and white dogs": maybe black ones and white
-    ones; "a black and white cat" is one cat of both)."""
-    if start >= 2 and lower[start - 1] in ("and", ",", "&", "or") and colours.get(lower[start - 2]) == "colour":
-        return True
+    """Whether the node's colours may be a share of its kind's: "X and Y" colours on a plural ("black and white sheep",
+    "two brown and white dogs": maybe black ones and white ones; "a black and white cat" is one cat of both)."""
     plural = node["plural"] or lower[end - 1] in SAME_PLURAL and lower[start] not in ("a", "an", "one", "this", "that")
     return plural and any(lower[i] in ("and", "&") and colours.get(lower[i - 1]) == "colour" and colours.get(lower[i + 1]) == "colour"
                           for i in range(start + 1, end - 1))
+
+
+def _listed_before(lower: list[str], start: int, colours) -> list[str]:
+    """The colours of a list the node's span was cut from, before it ("a red yellow and blue airplane" -> red, yellow):
+    a thing of several colours is no thing of one of them, so the node takes them all."""
+    if start < 2 or lower[start - 1] not in ("and", ",", "&"):
+        return []
+    out, k = [], start - 2
+    while k >= 0 and (colours.get(lower[k]) == "colour" or lower[k] == "," and out):
+        if lower[k] != ",":
+            out.insert(0, lower[k])
+        k -= 1
+    return out
 
 
 # Words that count or order a noun the caption said before ("two men ... and a third is on a scooter", "one holding a
@@ -590,9 +606,8 @@ def _relation_word(node: dict, lower: list[str], end: int, related: set[str]) ->
     return noun in SPATIAL_NOUNS and not node["attributes"] and end < len(lower) and lower[end] == "of" and noun in related
 
 
-# Nouns that name a part of a thing, or a place by it, said after them ("the end of a computer keyboard", "the rest of
-# the pizza", "the shade of a tree").
-PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "base", "remainder", "shade", "shadow"})
+# Nouns that name a part of a thing said after them ("the end of a computer keyboard", "the rest of the pizza").
+PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "base", "remainder"})
 
 
 def _part_cut(node: dict, lower: list[str], end: int) -> bool:
