@@ -1015,7 +1015,29 @@ def _attribute_swap_drafts(index: int, objects: list[dict], rel: dict, sampler: 
             ends, stated = {s.get("entity"), o.get("entity")}, sampler.stated
             if stated.get(_pair(vocab, a, o["lemma"]), set()) - ends or stated.get(_pair(vocab, b, s["lemma"]), set()) - ends:
                 continue  # the caption says it of another such thing: "a black dog chasing a white cat next to a white dog"
+            if _swap_keeps_scene(vocab, rel["relation"], vocab.known("attributes", a), vocab.known("attributes", b)):
+                continue
             pool.append((index, "attr", "f_attr:swap", "attributes", f"{a}|{b}", ("swap_attribute", j, k)))
+
+
+# Relations that put one thing above the other, where size goes with the place: the big one is the one below or the
+# one standing over, so "a small elephant walks underneath a big elephant" swapped ("a big elephant walks underneath
+# a small elephant") or "large elephants standing over a small elephant" swapped reads as implausible, not as a
+# contradiction a reader checks against the image (blind review r21).
+STACKED = VERTICAL | {"on top of", "atop"}
+
+
+def _participle(attribute: str) -> bool:
+    return attribute.endswith(("ing", "ed"))
+
+
+def _swap_keeps_scene(vocab, relation: str, a: str, b: str) -> bool:
+    """Whether an attribute swap is one no reader takes as a scene: sizes across a relation of vertical order
+    (`STACKED`), or two participles of state or motion, which go with what each thing is doing there ("a low flying
+    airplane over a parked silver van" -> "a parked airplane over a flying van": blind review r21)."""
+    if vocab.category(a) == "size" and _ends_with(relation.lower(), STACKED):
+        return True
+    return vocab.category(a) == vocab.category(b) == "state" and _participle(a) and _participle(b)
 
 
 def _pair(vocab, attribute: str, lemma: str) -> tuple[str, str]:
@@ -1086,12 +1108,38 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                     and _bodily(vocab, attr)):
                 continue
             others = attributes[:j] + attributes[j + 1:]
-            new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening) | sampler.unattached
-                                    | entered if sampler.type_aware else set(attributes), obj["lemma"])
+            if sampler.type_aware and attr.lower() in COMPARATIVE_SIZES and _sized(vocab, objects, i):
+                # "a large giraffe looks at a smaller giraffe" -> "... a larger giraffe": beside the size it is compared
+                # with, a comparative's only contrary is the other comparative, and none where the other object carries
+                # it ("the smaller giraffe next to the smaller giraffe"); alone, "a smaller dog" is a small dog
+                new = COMPARATIVE_SIZES[attr.lower()]
+                new = None if new in own or new in _compared(vocab, objects, i, positive=False) else new
+            else:
+                new = sampler.attribute(attr, own | _with_synonyms(vocab, together) | _clashes(vocab, others, opening) | sampler.unattached
+                                        | entered | _compared(vocab, objects, i) if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+# Comparatives of size, a pair of their own: "the smaller giraffe next to the larger giraffe" compares the two, and
+# "larger" replaced by the positive "small" ("the smaller giraffe next to the small giraffe") contradicts nothing a
+# reader can check (blind review r21); the vocabulary reads each as its positive.
+COMPARATIVE_SIZES = {"larger": "smaller", "bigger": "smaller", "smaller": "larger"}
+
+
+def _compared(vocab, objects: list[dict], i: int, positive: bool = True) -> set[str]:
+    """The positives of the comparatives the objects other than `i` carry ("smaller" -> "small"), or with `positive`
+    false the comparatives themselves: no replacement on `i` gives it the positive of what it is compared with."""
+    return {(vocab.known("attributes", a) if positive else None) or a.lower() for k, other in enumerate(objects) if k != i
+            for a in other["attributes"] if a.lower() in COMPARATIVE_SIZES}
+
+
+def _sized(vocab, objects: list[dict], i: int) -> bool:
+    """Whether an object other than `i` carries an attribute of size: what a comparative on `i` compares it with."""
+    return any(vocab.category(vocab.known("attributes", a) or a.lower()) == "size"
+               for k, other in enumerate(objects) if k != i for a in other["attributes"])
 
 
 def _activity_draft(index: int, category: str, transform: str, obj: dict, i: int, j: int, own: set[str], opening: list[str],
