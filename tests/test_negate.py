@@ -1905,3 +1905,23 @@ def test_a_container_is_not_replaced_by_a_near_synonym_nor_a_generic_content(con
 def test_no_container_relation_where_of_holds_nothing(container_texts, caption, content):
     texts = _relation_texts(container_texts[caption])
     assert not any(" of " in t and content in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("caption", "garbled"), [
+    # blind review r21: a relation the parse named by an attribute, a list member read as an attribute of the next one
+    ("A dinner plate that has white steamed rice with stir fry vegetables and chicken.", "a dinner plate white"),
+    ("A moped and utility truck next to a small building.", "moped utility truck"),
+    ("A sheep is standing in a front some grass.", "sheep standing a"),
+])
+def test_no_negative_of_a_sub_graph_whose_text_drops_a_needed_word(caption, garbled):
+    from mosaictool.stages.template import render_graph
+
+    assert not [n for n in _negatives_of(caption) if garbled in render_graph(n["graph"], SHIPPED)], caption
+
+
+def test_a_path_without_its_verb_is_not_swapped():
+    # blind review r21: "A man ... walks past two other men on a street." -> "two men past a man"
+    caption = "A man in a red hat, suit, and blue striped tie walks past two other men on a street."
+    assert not [n for n in _negatives_of(caption) if n["transform"] == "f_rel:swap"]
+    # other f_rel negatives of the caption are still made
+    assert [n for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object"]
