@@ -1055,7 +1055,11 @@ def _participle(attribute: str) -> bool:
 def _swap_keeps_scene(vocab, relation: str, a: str, b: str) -> bool:
     """Whether an attribute swap is one no reader takes as a scene: sizes across a relation of vertical order
     (`STACKED`), or two participles of state or motion, which go with what each thing is doing there ("a low flying
-    airplane over a parked silver van" -> "a parked airplane over a flying van": blind review r21)."""
+    airplane over a parked silver van" -> "a parked airplane over a flying van": blind review r21). With a reference
+    corpus's counts only (`Vocab.reference_counts`: real scenes), as `plausible_swap`'s vertical order: a user's world
+    of shapes stacks any size on any other."""
+    if not vocab.reference_counts:
+        return False
     if vocab.category(a) == "size" and _ends_with(relation.lower(), STACKED):
         return True
     return vocab.category(a) == vocab.category(b) == "state" and _participle(a) and _participle(b)
