@@ -1001,13 +1001,18 @@ def _unwritten(sampler: _Sampler, objects: list[dict], relations: list[dict]) ->
     and a reader cannot judge it (blind review r21): a relation the parse named by an attribute ("a dinner plate that
     has white steamed rice" -> "a dinner plate white rice": bare juxtaposition), a list member read as an attribute of
     the next member ("a moped and utility truck" -> "a moped utility truck": the caption joins it to the noun's first
-    word by "and")."""
+    word by "and"), or a verb's "with" before a body part, whose complement the parse cut ("the three teddy bears sit
+    with their arms around each other" -> "the toy cars sit with their arms")."""
     vocab = sampler.vocab
     for rel in relations:
         name = rel["relation"].lower()
         attribute = vocab.known("attributes", name) if " " not in name and vocab.known("relations", name) is None else None
         if attribute is not None and vocab.category(attribute) != "state":  # "bears open their mouths" is a verb's
             return True
+        part = objects[rel["object"]]
+        if (name.endswith(" with") and vocab.object_kind(part["lemma"]) == "body"
+                and any(f" {p} {part['noun'].lower()} " in sampler.spaced for p in ("his", "her", "their", "its"))):
+            return True  # "sit with their arms around each other": the body part's complement was cut
     for obj in objects:
         first, *rest = obj["noun"].lower().split()
         if rest and any(f" {a.lower()} and {first} " in sampler.spaced for a in obj["attributes"]):

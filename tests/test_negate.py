@@ -1908,10 +1908,12 @@ def test_no_container_relation_where_of_holds_nothing(container_texts, caption, 
 
 
 @pytest.mark.parametrize(("caption", "garbled"), [
-    # blind review r21: a relation the parse named by an attribute, a list member read as an attribute of the next one
+    # blind review r21: a relation the parse named by an attribute, a list member read as an attribute of the next one,
+    # a verb's "with" before a body part without the complement that follows it
     ("A dinner plate that has white steamed rice with stir fry vegetables and chicken.", "a dinner plate white"),
     ("A moped and utility truck next to a small building.", "moped utility truck"),
     ("A sheep is standing in a front some grass.", "sheep standing a"),
+    ("The three teddy bears sit with their arms around each other.", "sit with their arms"),
 ])
 def test_no_negative_of_a_sub_graph_whose_text_drops_a_needed_word(caption, garbled):
     from mosaictool.stages.template import render_graph
