@@ -1147,12 +1147,31 @@ def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
     return out
 
 
+def _front_without_of(g: _Graph) -> None:
+    """A verb's relation to its object across "in front" with no "of" ("a teddy bear is sitting in front a group of
+    boxes", "standing in a front some grass": a dropped "of", spaCy then reads the object as the verb's) is the
+    verb "in front of" it, as the caption means."""
+    for n, r in enumerate(g.relations):
+        verb = next((t for t in g.doc if t.pos_ == "VERB" and t.text == r["relation"]), None)
+        if verb is None:
+            continue
+        front = next((c for p in verb.children if p.dep_ == "prep" and p.lower_ == "in" for c in p.children
+                      if c.dep_ == "pobj" and c.lower_ == "front" and not any(x.lower_ == "of" for x in c.children)), None)
+        start = g.bounds(r["object"])[0]
+        obj = next((c for c in verb.children if c.dep_ == "dobj" and front is not None and c.i > front.i), None)
+        if front is None or obj is None or not (obj.left_edge.i == front.i + 1 or start == front.i + 1):
+            continue
+        g.relations[n] = {**r, "relation": f"{verb.text} in front of", "lemma_relation": f"{verb.lemma_} in front of"}
+        g.changed = True
+
+
 def relations(g: _Graph) -> None:
     """Relations read from the dependency tree (`_read_relations`) join sng's: one that extends sng's
     relation between the same two entities ("parked next to" for "next to") replaces it, one between
     two entities sng does not relate is added; coordinated subjects share a relation on a noun
     ("a cat and a dog on a bed")."""
     _worn_conjuncts(g)
+    _front_without_of(g)
     # the verb of a compound noun is no relation ("in take out boxes": `_phrasal_compounds`)
     read = [(s, rel, o) for s, rel, o in _read_relations(g) if not g.entities[o]["head"].lower().startswith(rel.lower() + " ")]
     # sng's relation of a verb to a noun past its "away" ("faces away fro a television": `_away_before`)

@@ -508,10 +508,12 @@ SAME_PLURAL = frozenset({"sheep", "deer", "fish", "bison", "moose", "elk", "buff
 
 
 def _colour_share(node: dict, lower: list[str], start: int, end: int, colours) -> bool:
-    """Whether the node's colours may be a share of its kind's: "X and Y" colours on a plural ("black and white sheep",
-    "two brown and white dogs": maybe black ones and white ones; "a black and white cat" is one cat of both)."""
-    plural = node["plural"] or lower[end - 1] in SAME_PLURAL and lower[start] not in ("a", "an", "one", "this", "that")
-    return plural and any(lower[i] in ("and", "&") and colours.get(lower[i - 1]) == "colour" and colours.get(lower[i + 1]) == "colour"
+    """Whether the node's colours may be a share of its kind's that its text would not keep: "X and Y" colours on a
+    noun whose plural is its singular, said without an article ("black and white sheep" may be black ones and white
+    ones; its text would say "a black and white sheep"). A plural that shows its number keeps them: "two brown and
+    white dogs" says what the caption says, whichever way it is read; "a black and white cat" is one cat of both."""
+    shared = not node["plural"] and lower[end - 1] in SAME_PLURAL and lower[start] not in ("a", "an", "one", "this", "that")
+    return shared and any(lower[i] in ("and", "&") and colours.get(lower[i - 1]) == "colour" and colours.get(lower[i + 1]) == "colour"
                           for i in range(start + 1, end - 1))
 
 

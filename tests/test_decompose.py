@@ -851,7 +851,8 @@ def test_a_word_the_tagger_made_a_noun_is_no_object():
 def test_a_share_of_the_colours_is_no_positive():
     """Blind review r21: "a blue airplane" of "a red yellow and blue airplane" (a thing of several colours is no thing
     of one: it takes them all), and "a black and white sheep" of "black and white sheep" (maybe black ones and white
-    ones); one thing of two colours keeps both."""
+    ones); one thing of two colours keeps both, and so does a plural that shows its number ("two brown and white dogs"
+    says what the caption says, whichever way it is read)."""
     got = _real_candidates([
         "A red yellow and blue airplane is sitting on the runway.",
         "Black and white sheep in hay next to wooden fence.",
@@ -863,7 +864,7 @@ def test_a_share_of_the_colours_is_no_positive():
     assert not any(attrs == [["blue"]] for _, attrs, _ in plane)
     sheep = got["Black and white sheep in hay next to wooden fence."]
     assert (["sheep", "hay"], [[], []], ["in"]) in sheep and (["sheep"], [["black", "white"]], []) not in sheep
-    assert not any(attrs for ns, attrs, _ in got["Two brown and white dogs running in a park."] if ns == ["dogs"] for attrs in attrs)
+    assert (["dogs"], [["brown", "white"]], []) in got["Two brown and white dogs running in a park."]
     photo = got["The black and white photo shows a truck tilting a large cargo crate."]
     assert any(attrs == [["black", "white"]] for _, attrs, _ in photo)
 

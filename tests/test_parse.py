@@ -495,6 +495,8 @@ REAL_CAPTION_REPAIRS = [
     ("predicates", "Four people play a game of mixed doubles tennis while another man looks on.",
      {"entities": [("people", ["playing a game", "four"]), ("man", ["looking on"])]}),
     ("relations", "A fluffy white chair that faces away fro a television.", {"relations": []}),
+    # a dropped "of" after "in front": the verb's object is what it is in front of
+    ("relations", "A teddy bear is sitting in front a group of boxes.", {"relations": [("teddy bear", "sitting in front of", "boxes")]}),
     # blind review r10's debris: "animals outside the distance", "a collaboration"
     ("framing", "A grassy hill side with some animals in the distance",
      {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
