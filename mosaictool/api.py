@@ -494,7 +494,7 @@ def texts_report(source: Source, *, vocab: PathLike | None = None, sample: int =
 
     >>> report = mosaictool.texts_report("texts.jsonl", sample=2)
     >>> [(row["transform"], row["n"]) for row in report.figures["rows"]][:2]
-    [('positive:caption', 60), ('positive:object', 95)]
+    [('positive:caption', 60), ('positive:object', 93)]
     """
     from mosaictool import records as contracts
     from mosaictool.records import SeedFlag, check_flags
