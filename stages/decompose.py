@@ -148,7 +148,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
         if {s, o} & (either_entities | written) or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
-                or _noun_relation(graph, rel, words, tags, vocab) or s in whose or _misread(graph, rel, words, tags, people, agents, vocab):
+                or _noun_relation(graph, rel, words, tags, vocab) or s in whose \
+                or _misread(graph, rel, words, tags, people, agents, vocab) or _thing_acting(rel, nodes, agents, vocab):
             continue
         if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(rel, stray):
             continue
@@ -178,6 +179,25 @@ def _written_words(graph: dict, agents: frozenset[int]) -> frozenset[int]:
     return frozenset(r["object"] for r in graph.get("relations") or []
                      if str(r["relation"]).lower().split()[:1] and str(r["relation"]).lower().split()[0] in WRITING_VERBS
                      and r["subject"] not in agents)
+
+
+# Participles of place and aspect things take as well ("trees lining the shore", "a house facing the sea").
+THINGS_ALSO = frozenset({"lining", "surrounding", "growing", "blocking", "facing", "pointing", "reflecting", "bordering",
+                         "leading", "crossing", "going", "coming", "running", "flowing", "shining", "burning", "flying"})
+
+
+def _thing_acting(rel: dict, nodes: list[dict | None], agents: frozenset[int], vocab) -> bool:
+    """Whether a thing the vocabulary knows is made the doer of an act only people and animals do, while the caption
+    has such a doer before it: the participle is the doer's ("a woman wearing a pink hair towel working in a factory"
+    gave "a pink hair towel working in a factory", blind review r22). What things do as well (`THINGS_DO`: "a
+    bicycle leaning against a wall", "a sign showing") stays."""
+    verb = str(rel["relation"]).lower().split()[:1]
+    s = rel["subject"]
+    if vocab is None or not verb or not verb[0].endswith("ing") or verb[0] in THINGS_DO | THINGS_ALSO or s in agents or nodes[s] is None:
+        return False
+    lemma = str(nodes[s].get("lemma") or nodes[s]["noun"])
+    known = vocab.known("objects", lemma) or vocab.known("objects", lemma.split()[-1])
+    return known is not None and vocab.object_kind(known) not in ("person", "animal") and any(a < s for a in agents)
 
 
 def _who_of_thing(graph: dict, words: list[str] | None, agents: frozenset[int], things) -> frozenset[int]:

@@ -884,3 +884,14 @@ def test_a_phrase_that_may_place_another_is_no_positive():
     sign = got["A One Way sign is located on the traffic light."]
     assert (["one way sign", "traffic light"], [[], []], ["located on"]) in sign
     assert any(rels == ["sitting on"] for _, _, rels in got["a woman with a tattoo is sitting on the train tracks"])
+
+
+def test_a_thing_is_no_doer_of_an_act_beside_a_person():
+    """Blind review r22: "A woman wearing a pink hair towel working in a factory." gave "a pink hair towel working in a
+    factory": the participle is the woman's. What things do as well stays ("trees lining shore")."""
+    got = _positives(["A woman wearing a pink hair towel working in a factory.",
+                      "A man puckering his lips holding an orange",
+                      "Large canoe with many people on lake with trees lining shore."])
+    assert not [t for t in got["A woman wearing a pink hair towel working in a factory."] if "towel working" in t]
+    assert not [t for t in got["A man puckering his lips holding an orange"] if "lips holding" in t]
+    assert [t for t in got["Large canoe with many people on lake with trees lining shore."] if "lining" in t]
