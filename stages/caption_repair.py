@@ -1151,6 +1151,8 @@ def _front_without_of(g: _Graph) -> None:
     """A verb's relation to its object across "in front" with no "of" ("a teddy bear is sitting in front a group of
     boxes", "standing in a front some grass": a dropped "of", spaCy then reads the object as the verb's) is the
     verb "in front of" it, as the caption means."""
+    if not any(t.lower_ == "front" for t in g.doc):  # runs on every caption: most have no "front"
+        return
     for n, r in enumerate(g.relations):
         verb = next((t for t in g.doc if t.pos_ == "VERB" and t.text == r["relation"]), None)
         if verb is None:

@@ -424,12 +424,14 @@ class Vocab:
         for head, hypers in self._broader(kind).items():
             for h in hypers:
                 related.setdefault(h, {h}).add(head)
-        if kind == "objects":
-            for name, other, _ in self.overlaps:
-                name, other = self.head(kind, name), self.head(kind, other)
-                related.setdefault(name, {name}).add(other)
-                related.setdefault(other, {other}).add(name)
+        for name, other in self._overlap_heads(kind):
+            related.setdefault(name, {name}).add(other)
+            related.setdefault(other, {other}).add(name)
         return {head: frozenset(w for h in heads for w in members.get(h, (h,))) for head, heads in related.items()}
+
+    def _overlap_heads(self, kind: str) -> list[tuple[str, str]]:
+        """The pairs of `overlaps` (objects only) as their synonym groups' heads."""
+        return [(self.head(kind, n), self.head(kind, o)) for n, o, _ in self.overlaps] if kind == "objects" else []
 
     @_per_vocabulary
     def _unsafe(self, kind: str) -> dict[str, frozenset[str]]:
@@ -444,8 +446,7 @@ class Vocab:
                 part, whole = self.head(kind, part), self.head(kind, whole)
                 related.setdefault(part, {part}).add(whole)
                 related.setdefault(whole, {whole}).add(part)
-            for name, other, _ in self.overlaps:  # one word, not transitively: "desk" - "table", not "desk" - "stand"
-                name, other = self.head(kind, name), self.head(kind, other)
+            for name, other in self._overlap_heads(kind):  # one word, not transitively: "desk" - "table", not "desk" - "stand"
                 related.setdefault(name, {name}).add(other)
                 related.setdefault(other, {other}).add(name)
         for head in members:
