@@ -483,21 +483,40 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         elif joint:
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
         if out[n] is not None:
-            out[n] = _as_named(out[n], lower, start, end, colours)
+            out[n] = _as_named(out[n], lower, start, end, colours, tags)
     return out
 
 
-def _as_named(node: dict, lower: list[str], start: int, end: int, colours) -> dict:
-    """The node with the words its span says of it: a "one way" sign keeps "one" (the sign's name, no count), all the
-    colours of a list its span was cut from (`_listed_before`), and no colour that may be a share (`_colour_share`)."""
+def _as_named(node: dict, lower: list[str], start: int, end: int, colours, tags: list[str] | None = None) -> dict:
+    """The node with the words its span says of it: a "one way" sign keeps "one" (the sign's name, no count), a number
+    that counts the first word of a compound keeps it (`_compound_number`), all the colours of a list its span was cut
+    from (`_listed_before`), and no colour that may be a share (`_colour_share`)."""
     if node["noun"].lower().split()[0] == "way" and "one way" in " ".join(lower[start:end]):
         node = {**node, "noun": f"one {node['noun']}", "lemma": f"one {node['lemma']}", "count": None}
+    number = _compound_number(node, lower, start, end, tags)
+    if number and node.get("plural"):  # "the three teddy bears": the number counts the bears, spaCy hung it on "teddy"
+        node = {**node, "count": number}
+    elif number:
+        node = {**node, "noun": f"{number} {node['noun']}", "lemma": f"{number} {node['lemma']}"}
     listed = _listed_before(lower, start, colours)
     if listed and any(colours.get(a) == "colour" for a in node["attributes"]):
         node = {**node, "attributes": list(dict.fromkeys([*listed, *node["attributes"]]))}
     if _colour_share(node, lower, start, end, colours):
         node = {**node, "attributes": [a for a in node["attributes"] if colours.get(a) != "colour"]}
     return node
+
+
+def _compound_number(node: dict, lower: list[str], start: int, end: int, tags: list[str] | None) -> str | None:
+    """The number before a compound noun that counts its first word, not the thing ("a four layer wedding cake", "an
+    eighteen wheeler truck", "a four way intersection"): cut from the noun it leaves "a layer wedding cake", which the
+    caption does not say (of a plural noun, "the three teddy bears", it is the count). None when the number is the
+    node's count ("a two layer cake") or the noun is one word."""
+    words = node["noun"].lower().split()
+    if len(words) < 2 or node.get("count") is not None or not tags:
+        return None
+    at = next((i for i in range(start + 1, end - len(words) + 1) if lower[i:i + len(words)] == words), None)
+    # the counted word is singular as a modifier is ("four layer"); "four shapes explore" counts the shapes, a misread
+    return lower[at - 1] if at is not None and tags[at - 1] == "CD" and tags[at] in ("NN", "NNP") and lower[at - 1] != "one" else None
 
 
 # Nouns that alone read as a quantity ("a lot" is "many"; "cars parked in a lot" is a parking lot), or as a place by a

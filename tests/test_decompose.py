@@ -895,3 +895,20 @@ def test_a_thing_is_no_doer_of_an_act_beside_a_person():
     assert not [t for t in got["A woman wearing a pink hair towel working in a factory."] if "towel working" in t]
     assert not [t for t in got["A man puckering his lips holding an orange"] if "lips holding" in t]
     assert [t for t in got["Large canoe with many people on lake with trees lining shore."] if "lining" in t]
+
+
+def test_a_number_that_counts_a_compounds_first_word_stays_in_the_noun():
+    """Blind review: "a newly married couple standing next to a four layer wedding cake" gave "a layer wedding cake", a
+    cake the caption does not name; the number counts the layers, so it stays with the compound ("an eighteen wheeler
+    truck", "a four way intersection"). A number that counts the thing stays its count ("a two layer cake", "the three
+    teddy bears")."""
+    got = _positives(["A newly married couple standing next to a four layer wedding cake.",
+                      "An eighteen wheeler truck is parked in a lot.",
+                      "A two layer cake sitting on top of a table.",
+                      "The three teddy bears sit with their arms around each other."])
+    cake = got["A newly married couple standing next to a four layer wedding cake."]
+    assert "a married couple standing next to a four layer wedding cake" in cake and not [t for t in cake if "a layer" in t]
+    assert "an eighteen wheeler truck parked in a lot" in got["An eighteen wheeler truck is parked in a lot."]
+    assert "a two layer cake" in got["A two layer cake sitting on top of a table."]
+    assert "three teddy bears sit with their arms" in got["The three teddy bears sit with their arms around each other."]
+
