@@ -484,6 +484,33 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
             out[n] = _part_of(node, lower, joint[-1] + 1, end, tags)
         if out[n] is not None:
             out[n] = _as_named(out[n], lower, start, end, colours, tags)
+    return _members_named(graph, out, lower, tags)
+
+
+# Nouns a pair of coordinated nouns before them can name the members of ("a bride and groom couple").
+MEMBER_GROUPS = frozenset({"couple", "pair", "duo", "trio", "team", "family"})
+
+
+def _members_named(graph: dict, nodes: list[dict | None], lower: list[str], tags: list[str]) -> list[dict | None]:
+    """"a bride and groom couple cuts the wedding cake": spaCy reads "a bride" and "groom couple" as two noun phrases,
+    which gave "a groom couple cuts the wedding cake"; the two nouns name the couple's members, so the couple's node is
+    "bride and groom couple" and the bride's goes (her relations are the couple's)."""
+    ends = {tuple(e["span_bounds"])[1]: k for k, e in enumerate(graph.get("entities") or [])
+            if isinstance(e, dict) and isinstance(e.get("span_bounds"), list) and len(e["span_bounds"]) == 2}
+    out = list(nodes)
+    for n, e in enumerate(graph.get("entities") or []):
+        node = out[n] if n < len(out) else None
+        words = [] if node is None else node["noun"].lower().split()
+        if len(words) != 2 or words[1] not in MEMBER_GROUPS or not isinstance(e.get("span_bounds"), list):
+            continue
+        start = e["span_bounds"][0]
+        member = ends.get(start - 1)
+        if start < 2 or lower[start - 1] != "and" or lower[start] != words[0] or member is None or out[member] is None \
+                or tags[start - 2] != "NN" or out[member]["noun"].lower() != lower[start - 2]:
+            continue
+        noun, lemma = f"{lower[start - 2]} and {node['noun']}", f"{lower[start - 2]} and {node['lemma']}"
+        out[n] = {**node, "noun": noun, "lemma": lemma, "determiner": out[member].get("determiner", node.get("determiner"))}
+        out[member] = None
     return out
 
 

@@ -912,3 +912,14 @@ def test_a_number_that_counts_a_compounds_first_word_stays_in_the_noun():
     assert "a two layer cake" in got["A two layer cake sitting on top of a table."]
     assert "three teddy bears sit with their arms" in got["The three teddy bears sit with their arms around each other."]
 
+
+def test_coordinated_nouns_before_a_couple_name_its_members():
+    """Blind review: "a bride and groom couple cuts the wedding cake" gave "a groom couple cuts the wedding cake": spaCy
+    reads "a bride" and "groom couple" apart; the couple is the bride and groom's."""
+    captions = ["a bride and groom couple cuts the wedding cake", "A calculator and cell phone lay on a desk in front of a keyboard"]
+    cake = _real_candidates(captions[:1])[captions[0]]
+    assert (["bride and groom couple", "wedding cake"], [[], []], ["cuts"]) in cake
+    assert not [ns for ns, _, _ in cake if "bride" in ns or "groom couple" in ns]
+    got = _positives(captions)
+    assert not [t for t in got[captions[0]] if t.startswith(("a groom", "a bride cuts"))]
+    assert [t for t in got[captions[1]] if t.startswith("a calculator")]  # a list of things stays one
