@@ -471,7 +471,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
         elif (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
-                or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG"):
+                or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG" or _meant_for(lower, tags, start, end)):
             out[n] = None
         elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
               and start > 0 and lower[start - 1] in PLACE_NAME_WORDS):
@@ -512,6 +512,15 @@ def _members_named(graph: dict, nodes: list[dict | None], lower: list[str], tags
         out[n] = {**node, "noun": noun, "lemma": lemma, "determiner": out[member].get("determiner", node.get("determiner"))}
         out[member] = None
     return out
+
+
+def _meant_for(lower: list[str], tags: list[str], start: int, end: int) -> bool:
+    """Whether the noun phrase at [start, end) is whom or what a thing is for, which the caption does not show: after a
+    noun's "for" ("a display for bananas", "a vending machine for microwaved food", "books for young children", the first
+    word of a caption however tagged) or before "to" and a verb ("displayed for people to enjoy")."""
+    if start < 2 or lower[start - 1] != "for":
+        return False
+    return tags[start - 2].startswith("NN") or start == 2 or end + 1 < len(lower) and lower[end] == "to" and tags[end + 1] == "VB"
 
 
 def _as_named(node: dict, lower: list[str], start: int, end: int, colours, tags: list[str] | None = None) -> dict:

@@ -923,3 +923,15 @@ def test_coordinated_nouns_before_a_couple_name_its_members():
     got = _positives(captions)
     assert not [t for t in got[captions[0]] if t.startswith(("a groom", "a bride cuts"))]
     assert [t for t in got[captions[1]] if t.startswith("a calculator")]  # a list of things stays one
+
+
+def test_what_a_thing_is_for_is_no_positive():
+    """Blind review: "Display for bananas with a euro money sign" gave the positive "bananas": a display for bananas
+    may be empty; nor are "books for young children" the children, nor "displayed for people to enjoy" the people."""
+    got = _positives(["Display for bananas with a euro money sign", "A bathroom with toys and books for young children.",
+                      "A variety of desserts are being displayed for people to enjoy.",
+                      "A surfer is on the water and is waiting for a wave."])
+    assert not [t for t in got["Display for bananas with a euro money sign"] if "bananas" in t]
+    assert "young children" not in got["A bathroom with toys and books for young children."]
+    assert "people" not in got["A variety of desserts are being displayed for people to enjoy."]
+    assert "a surfer waiting for a wave" in got["A surfer is on the water and is waiting for a wave."]  # a verb's "for" stays
