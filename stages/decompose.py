@@ -134,6 +134,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
     lacking |= _phrase_only(nodes)
+    photos = _the_photo(graph, nodes, words)
+    lacking |= photos
     for i, (node, key) in enumerate(zip(nodes, keys)):
         if node is None or i in lacking or i in either_entities or i in written:  # "it", "that": nothing to show on its own
             continue
@@ -153,6 +155,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
             continue
         if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(rel, stray):
             continue
+        if s in photos or o in photos and rel["relation"].lower().split()[-1] not in ("for", "in"):
+            continue  # "kids posing for a picture", "umbrellas in a black and white picture" stay
         relation = " ".join([*_state_said(graph, rel, words), *rel["relation"].lower().split()])
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
@@ -163,6 +167,32 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
                 "objects": [nodes[s], nodes[o]],
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
+    return out
+
+
+# Words in a picture noun's phrase that make it the photograph the caption is of ("in a black and white picture").
+PHOTO_WORDS = frozenset({"black", "exposure", "blurry", "blurred", "sepia", "vintage"})
+
+
+def _the_photo(graph: dict, nodes: list[dict | None], words: list[str] | None) -> set[int]:
+    """The picture nouns that name the photograph itself, not a picture in the scene: the object of "for" ("kids posing
+    for a picture on a tennis court" gave "a picture on a tennis court") or one whose phrase speaks of the photograph
+    ("umbrellas in a black and white picture near the water" gave "a black and white picture near the water", "a man
+    on a long exposure picture"). No thing in view: no object positive, no relation of which it is the subject, nor
+    one to it but "for" and "in"."""
+    if not words:
+        return set()
+    lower = [w.lower() for w in words]
+    out = set()
+    for n, e in enumerate(graph.get("entities") or []):
+        bounds = e.get("span_bounds") if isinstance(e, dict) else None
+        if n >= len(nodes) or nodes[n] is None or not isinstance(bounds, list) or len(bounds) != 2 \
+                or not 0 < bounds[0] < bounds[1] <= len(lower):
+            continue
+        if lower[bounds[1] - 1] not in PICTURE_NOUNS:
+            continue
+        if lower[bounds[0] - 1] == "for" or PHOTO_WORDS & set(lower[bounds[0]:bounds[1]]):
+            out.add(n)
     return out
 
 

@@ -935,3 +935,16 @@ def test_what_a_thing_is_for_is_no_positive():
     assert "young children" not in got["A bathroom with toys and books for young children."]
     assert "people" not in got["A variety of desserts are being displayed for people to enjoy."]
     assert "a surfer waiting for a wave" in got["A surfer is on the water and is waiting for a wave."]  # a verb's "for" stays
+
+
+def test_the_photograph_itself_is_no_thing_in_view():
+    """Blind review: "Multi-colored umbrellas in a black and white picture near the water" gave "a black and white picture
+    near the water": the picture is the photograph, the umbrellas are near the water; "kids posing for a picture on a
+    tennis court" is no picture on the court. A picture in the scene keeps its place ("toy animals near a picture")."""
+    got = _positives(["Multi-colored umbrellas in a black and white picture near the water",
+                      "A group of kids posing for a picture on a tennis court.",
+                      "Some toy animals on the ground near a picture"])
+    assert not [t for t in got["Multi-colored umbrellas in a black and white picture near the water"] if t.startswith("a black")]
+    kids = got["A group of kids posing for a picture on a tennis court."]
+    assert "a picture on a tennis court" not in kids and "a picture" not in kids and "kids posing for a picture" in kids
+    assert "toy animals near a picture" in got["Some toy animals on the ground near a picture"]
