@@ -1242,8 +1242,10 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
         head = _head_token(g, r["subject"])
         obj_head = _head_token(g, r["object"])
         # not "of": "a tube of toothpaste and two toothbrushes" says nothing of toothbrushes of toothpaste
+        # nor when the earlier noun has a phrase of its own: "Searchlights in front view and a plane on a wide runway"
         if r["relation"].lower() != "of" and head.dep_ == "conj" and head.head.pos_ in ("NOUN", "PROPN") and _conjuncts(head) and any(
-                p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep"):
+                p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep") \
+                and not any(c.dep_ == "prep" and c.lower_ != "of" and c.i < head.i for c in head.head.children):
             first = _entity_at(g, head.head.i)
             if first is not None and first not in (r["subject"], r["object"]):
                 out.append((first, r["relation"], r["object"]))

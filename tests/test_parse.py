@@ -771,3 +771,16 @@ def test_a_verb_read_as_a_compound_beside_its_subject_relates_them():
     # after "of" the compound is a noun
     (graph,) = (r["graph"] for r in parse(records(["A bottle of drinking water on a table."])))
     assert "drinking water" in [e["head"] for e in graph["entities"]]
+
+
+def test_a_phrase_of_a_later_conjunct_is_not_shared_with_a_noun_that_has_its_own():
+    """Blind review: "Searchlights in front view and a plane on a wide runway in the background." gave "searchlights on
+    a wide runway": the plane is on the runway, the searchlights have a phrase of their own; "a cat and a dog on a
+    bed" shares it, and so does "three bottles of beer and two bananas on a counter" ("of" is no place)."""
+    captions = ["Searchlights in front view and a plane on a wide runway in the background.", "a cat and a dog on a bed",
+                "Three bottles of beer and two bananas on a counter."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    lights = got["Searchlights in front view and a plane on a wide runway in the background."]
+    assert ("plane", "on", "runway") in lights and ("Searchlights", "on", "runway") not in lights
+    assert ("cat", "on", "bed") in got["a cat and a dog on a bed"]
+    assert ("bottles", "on", "counter") in got["Three bottles of beer and two bananas on a counter."]
