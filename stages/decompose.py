@@ -501,7 +501,8 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         elif _compound_cut(lower, tags, end, things, related) or end < len(words) and tags[end] == "IN" and lower[end - 1] in FINITE_VERBS:
             out[n] = _at_end(graph, n, node, lower, tags, bounds, things)
         elif (start >= 1 and lower[start - 1] in PURPOSE_WORDS and tags[start] == "VBG"
-                or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG" or _meant_for(lower, tags, start, end)):
+                or start >= 2 and lower[start - 2] in PURPOSE_WORDS and tags[start - 1] == "VBG" or _meant_for(lower, tags, start, end)
+                or _likeness(lower, tags, end)):
             out[n] = None
         elif (not capitals and all(tags[i] == "NNP" and words[i][:1].isupper() for i in range(start, end)) and lower[end - 1] not in things
               and start > 0 and lower[start - 1] in PLACE_NAME_WORDS):
@@ -551,6 +552,13 @@ def _meant_for(lower: list[str], tags: list[str], start: int, end: int) -> bool:
     if start < 2 or lower[start - 1] != "for":
         return False
     return tags[start - 2].startswith("NN") or start == 2 or end + 1 < len(lower) and lower[end] == "to" and tags[end + 1] == "VB"
+
+
+def _likeness(lower: list[str], tags: list[str], end: int) -> bool:
+    """Whether the noun phrase ending at `end` says what a later noun is like ("a rock like table with a notebook and pen
+    on it" gave "a notebook on a rock", "Small train like structure"): "like" and a bare noun follow; the thing is the
+    table. Not "a cake shaped like a heart" (a verb's "like", a determiner after it)."""
+    return end + 1 < len(lower) and lower[end] == "like" and tags[end] == "IN" and tags[end + 1].startswith("NN")
 
 
 def _as_named(node: dict, lower: list[str], start: int, end: int, colours, tags: list[str] | None = None) -> dict:

@@ -948,3 +948,11 @@ def test_the_photograph_itself_is_no_thing_in_view():
     kids = got["A group of kids posing for a picture on a tennis court."]
     assert "a picture on a tennis court" not in kids and "a picture" not in kids and "kids posing for a picture" in kids
     assert "toy animals near a picture" in got["Some toy animals on the ground near a picture"]
+
+
+def test_a_noun_that_says_what_a_thing_is_like_is_no_thing():
+    """Blind review: "a rock like table with a notebook and pen on it" gave "a notebook on a rock": the thing is a table
+    that looks like rock. A verb's "like" keeps its nouns ("cakes shaped like hearts")."""
+    got = _positives(["a rock like table with a notebook and pen on it", "Large collection of cakes shaped like hearts on a display."])
+    assert not [t for t in got["a rock like table with a notebook and pen on it"] if "rock" in t]
+    assert "cakes shaped like hearts" in got["Large collection of cakes shaped like hearts on a display."]
