@@ -1182,6 +1182,12 @@ def relations(g: _Graph) -> None:
     if away:
         kept = [r for r in g.relations if (r["relation"].lower(), r["object"]) not in away]
         g.relations, g.changed = kept, g.changed or len(kept) != len(g.relations)
+    # "refrigerators are lined up by a wall": after a particle, "by" is a place, no agent that sng's reversed relation
+    # makes the doer of ("a wall lined several refrigerators")
+    placed = {(o, rel.split()[0].lower(), s) for s, rel, o in read
+              if len(rel.split()) > 2 and rel.split()[-1].lower() == "by" and rel.split()[-2].lower() in PARTICLES}
+    if any((r["subject"], r["relation"].lower(), r["object"]) in placed for r in g.relations):
+        g.relations, g.changed = [r for r in g.relations if (r["subject"], r["relation"].lower(), r["object"]) not in placed], True
     # sng's relations without words, or of a copula alone ("a sign ... is a blender"): no relation
     if any(not _says_something(r["relation"]) for r in g.relations):
         g.relations, g.changed = [r for r in g.relations if _says_something(r["relation"])], True

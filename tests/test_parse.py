@@ -784,3 +784,12 @@ def test_a_phrase_of_a_later_conjunct_is_not_shared_with_a_noun_that_has_its_own
     assert ("plane", "on", "runway") in lights and ("Searchlights", "on", "runway") not in lights
     assert ("cat", "on", "bed") in got["a cat and a dog on a bed"]
     assert ("bottles", "on", "counter") in got["Three bottles of beer and two bananas on a counter."]
+
+
+def test_by_after_a_particle_is_a_place_not_the_doer():
+    """Blind review: "Several refrigerators are lined up by a wall." gave "a wall lined several refrigerators": after "up"
+    the "by" is a place; "a trolley that is being pulled by a white horse" keeps its doer."""
+    captions = ["Several refrigerators are lined up by a wall.", "A trolley that is being pulled by a white horse."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("wall", "lined", "refrigerators") not in got[captions[0]] and ("refrigerators", "lined up by", "wall") in got[captions[0]]
+    assert ("horse", "pulled", "trolley") in got[captions[1]]
