@@ -875,6 +875,8 @@ def _subjects(verb) -> list:
         noun = verb.head
         if _worn_phrase(noun) is not None:  # "a man in black shirt and blue shorts playing tennis": the man plays
             noun = noun.head
+        if _together_elsewhere(verb, noun):
+            return _subjects(noun.head.head)  # "three stuffed animals lay in a bed cuddled together": the animals are
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
             noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
         elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
@@ -890,6 +892,15 @@ def _subjects(verb) -> list:
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
         return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
+
+
+def _together_elsewhere(verb, noun) -> bool:
+    """Whether a participle said "together" hangs off one thing, a single noun (no conjunct, no group) that a verb's
+    phrase names: only several are "cuddled together", so the participle is the verb's subject's ("a bed cuddled
+    together" in "Three stuffed animals lay in a bed cuddled together.")."""
+    return (verb.dep_ == "acl" and any(c.lower_ == "together" for c in verb.children) and noun.tag_ == "NN"
+            and not _conjuncts(noun) and noun.lemma_.lower() not in FRAMING_NOUNS and noun.dep_ == "pobj"
+            and noun.head.dep_ == "prep" and noun.head.head.pos_ in ("VERB", "AUX") and noun.head.head.i != verb.i)
 
 
 def _entity_of(g: _Graph, tok) -> int | None:

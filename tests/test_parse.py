@@ -793,3 +793,12 @@ def test_by_after_a_particle_is_a_place_not_the_doer():
     got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
     assert ("wall", "lined", "refrigerators") not in got[captions[0]] and ("refrigerators", "lined up by", "wall") in got[captions[0]]
     assert ("horse", "pulled", "trolley") in got[captions[1]]
+
+
+def test_a_participle_said_together_is_not_one_things():
+    """Blind review: "Three stuffed animals lay in a bed cuddled together." gave "a cuddled bed": one bed is not cuddled
+    together, the animals are."""
+    captions = ["Three stuffed animals lay in a bed cuddled together."]
+    got = {r["caption"]: {e["head"].split()[-1]: e["attributes"] for e in r["graph"]["entities"]}
+           for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert "cuddled" in got[captions[0]]["animals"] and "cuddled" not in got[captions[0]]["bed"]
