@@ -149,6 +149,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
         s, o = rel["subject"], rel["object"]
         if attachment_ambiguous(graph, rel, words, agents) or not said_as_given(rel, graph, words) or _cut_complement(graph, rel, words):
             continue
+        if _modal(graph, rel, words):
+            continue
         if {s, o} & (either_entities | written) or _said_either(rel["relation"], either) or _cut_phrase(graph, rel, cut, words) \
                 or _noun_relation(graph, rel, words, tags, vocab) or s in whose \
                 or _misread(graph, rel, words, tags, people, agents, vocab) or _thing_acting(rel, nodes, agents, vocab):
@@ -194,6 +196,24 @@ def _the_photo(graph: dict, nodes: list[dict | None], words: list[str] | None) -
         if lower[bounds[0] - 1] == "for" or PHOTO_WORDS & set(lower[bounds[0]:bounds[1]]):
             out.add(n)
     return out
+
+
+# Modal verbs: what follows is possible or to come, not said to be so.
+MODALS = frozenset({"could", "may", "might", "would", "should", "will", "'ll"})
+
+
+def _modal(graph: dict, rel: dict, words: list[str] | None) -> bool:
+    """Whether a modal stands between the relation's subject and its object ("A very clean and cozy looking kitchen that
+    could be in a home magazine" gave "a cozy clean kitchen in a home magazine"; "Those zebras may have lost their
+    parents"): the caption does not say it is so. Not "can" ("several people can be seen at the crest"), nor an alt
+    text's "may contain:"."""
+    try:
+        s_end, o_start = graph["entities"][rel["subject"]]["span_bounds"][1], graph["entities"][rel["object"]]["span_bounds"][0]
+    except (IndexError, KeyError, TypeError):
+        return False
+    # an alt text's "photo may contain: a red triangle" lists what it does contain
+    return bool(words) and any(w.lower() in MODALS and words[i + 1:i + 2] != ["contain"]
+                               for i, w in enumerate(words[:o_start]) if i >= s_end)
 
 
 # Verbs by which a sign, a shirt or a screen gives words ("a street sign that reads Sparta", "a sign stating tree
