@@ -1940,3 +1940,15 @@ def test_a_caption_whose_negatives_template_would_not_show_gets_one_it_shows():
     (record,) = template(negate(records.values(), max_negatives=6, seed=0), vocab=SHIPPED)
     texts = _graph_texts(record)
     assert len(texts) == 1 and "holding up" in texts[0] and "lips" not in texts[0], texts
+
+
+def test_a_compound_adjective_written_with_a_space_is_the_listed_hyphenated_one():
+    # "heart shaped" is the vocabulary's "heart-shaped", a shape: replaced by another shape ("square cakes")
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    assert SHIPPED.known("attributes", "heart shaped") == "heart-shaped"
+    caption = "a bunch of heart shaped cakes are on display"
+    (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    texts = _graph_texts(record)
+    assert texts and all(t.endswith(" cakes") and "heart" not in t for t in texts), texts
