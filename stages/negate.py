@@ -731,6 +731,8 @@ class _Sampler:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
         by its category's kinds, so that its antonym ("a dark room" -> "a bright room") replaces it."""
         v = self.vocab
+        if obj.lower() in MEAT_ANIMALS and v.category(attr.lower()) == "cooking":
+            return True  # "a cooked chicken" is meat: "a raw chicken"
         if v.applies_to.get(attr.lower()) != NEVER_DRAWN:
             return v.applies(attr, obj)
         kinds = v.categories.get(self._kind("attributes", attr.lower()), {}).get("applies_to")

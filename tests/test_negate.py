@@ -1952,3 +1952,13 @@ def test_a_compound_adjective_written_with_a_space_is_the_listed_hyphenated_one(
     (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
     texts = _graph_texts(record)
     assert texts and all(t.endswith(" cakes") and "heart" not in t for t in texts), texts
+
+
+def test_a_cooked_meat_animal_is_replaced_by_its_contrary_cooking():
+    # "a cooked chicken, mushroom, and broccoli dish": the chicken is meat, so "cooked" contradicts as it does of food
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    caption = "Extreme close up of a cooked chicken, mushroom, and broccoli dish."
+    (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    assert any(t.endswith("raw chicken") for t in _graph_texts(record)), _graph_texts(record)
