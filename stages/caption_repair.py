@@ -1124,6 +1124,10 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
         # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
         return [(dobjs[0], words, o) for o in _objects(obj)]
+    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ == "in" and obj.lemma_.lower() in CONTAINER_NOUNS:
+        # a container after a verb's object holds the object: "a boy is holding a pizza in a box" (not "a boy in a
+        # box"), "a little girl puts her hand in a pasta dish"
+        return [(dobjs[0], words, o) for o in _objects(obj)]
     if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
         return [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
     return [(s, words, o) for s in subjects for o in _objects(obj)]
@@ -1255,6 +1259,19 @@ def relations(g: _Graph) -> None:
         if len(head) > 1 and rest and first.lower() == head[-1]:
             g.relations[n] = {**r, "relation": rest, "lemma_relation": _lemma(g, rest)}
             g.changed = True
+    # a verb whose only word in the caption is inside its object's noun phrase is an attribute of it, not a
+    # relation: "skiers with a huge snow covered mountain" (spaCy's verb "covered"; "skiers covered a huge snow
+    # covered mountain"), "a white car and a white bus parked parallel"
+    kept = [r for r in g.relations if not _verb_in_object(g, r)]
+    if len(kept) != len(g.relations):
+        g.relations, g.changed = kept, True
+
+
+def _verb_in_object(g: _Graph, r: dict) -> bool:
+    first = r["relation"].split()[0].lower() if r["relation"].split() else ""
+    said = [t for t in g.doc if t.lower_ == first]
+    start, end = g.bounds(r["object"])
+    return bool(said) and all(t.pos_ == "VERB" and start <= t.i < end for t in said)
 
 
 def _with_particle(relation: str, old: str) -> bool:

@@ -517,6 +517,12 @@ REAL_CAPTION_REPAIRS = [
     # "colored motorcycles parked in front of a bar": a noun before a compound participle is a word of it
     ("compounds", "A line of neon colored motorcycles parked in front of a bar.",
      {"entities": [("motorcycles", ["neon colored"]), ("bar", [])]}),
+    # "a boy in a box": a container after a verb's object holds the object
+    ("relations", "A boy wearing yellow is holding a pizza in a box.",
+     {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
+    # "skiers covered a huge snow covered mountain": the verb is a word of the object's noun phrase
+    ("relations", "A smiling pair of skiers with a huge snow covered mountain behind them.",
+     {"entities": [("skiers", []), ("mountain", ["huge", "snow covered"])], "relations": [("mountain", "behind", "skiers")]}),
     # "a green netted bed in a filled light bedroom": the bedroom is filled with light
     ("compounds", "A green netted bed in a light filled bedroom.",
      {"entities": [("bed", ["green", "netted"]), ("bedroom", ["light filled"])], "relations": [("bed", "in", "bedroom")]}),
