@@ -284,7 +284,15 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
+    first = governor
+    while first.dep_ == "conj" and first.head.pos_ in ("NOUN", "PROPN"):
+        first = first.head
+    # "a table with food and a drink on it": the phrase's noun is a conjunct, and "it" the noun all of them hang off
+    # (table), not the first conjunct ("a drink on food")
+    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else set()
     for a in chain[1:]:
+        if a.i in skip:
+            continue
         if a.pos_ in ("NOUN", "PROPN"):
             return a
         # "a man riding a horse with a saddle on it": the verb's object the with-phrase follows, not its subject

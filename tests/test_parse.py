@@ -517,6 +517,9 @@ REAL_CAPTION_REPAIRS = [
     # "colored motorcycles parked in front of a bar": a noun before a compound participle is a word of it
     ("compounds", "A line of neon colored motorcycles parked in front of a bar.",
      {"entities": [("motorcycles", ["neon colored"]), ("bar", [])]}),
+    # "a drink on food": "it" after a conjunct's phrase is the noun the conjuncts hang off
+    ("pronouns", "A table with food and a drink on it",
+     {"relations": [("table", "with", "food"), ("table", "with", "drink"), ("drink", "on", "table")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
