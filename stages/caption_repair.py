@@ -102,9 +102,10 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass")
 # Words spaCy reads as adjectives that say nothing about the object (gold schema: "other" is no attribute).
 NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "very", "some"})
 # Participles that make one attribute with the adjective before them ("nice looking", "various colored").
-# "filled": "a light filled bedroom" is filled with light, not a light bedroom ("a filled light bedroom").
+# "filled": "a light filled bedroom" is filled with light, not a light bedroom ("a filled light bedroom"); "lit": "a
+# large blue lit bridge" is lit blue ("a large lit blue bridge"), "a dimly lit room" is no "lit room".
 COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined",
-                                  "filled"})
+                                  "filled", "lit"})
 # Shade words that make one colour with the colour after them ("light blue", "dark green"): swapping or
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})

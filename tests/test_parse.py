@@ -526,6 +526,11 @@ REAL_CAPTION_REPAIRS = [
     # "skiers covered a huge snow covered mountain": the verb is a word of the object's noun phrase
     ("relations", "A smiling pair of skiers with a huge snow covered mountain behind them.",
      {"entities": [("skiers", []), ("mountain", ["huge", "snow covered"])], "relations": [("mountain", "behind", "skiers")]}),
+    # "in a lit room", "a large lit blue bridge": the word before "lit" says how it is lit
+    ("compounds", "A group of gentleman playing video games in a dimly lit room.",
+     {"entities": [("gentleman", ["playing video games"]), ("room", ["dimly lit"])]}),
+    ("compounds", "A large blue lit bridge spanning over a lake.",
+     {"entities": [("bridge", ["large", "blue lit"]), ("lake", [])]}),
     # "a green netted bed in a filled light bedroom": the bedroom is filled with light
     ("compounds", "A green netted bed in a light filled bedroom.",
      {"entities": [("bed", ["green", "netted"]), ("bedroom", ["light filled"])], "relations": [("bed", "in", "bedroom")]}),
