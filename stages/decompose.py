@@ -153,6 +153,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
             continue
         if _scenery(graph, rel, words) or _own_part(graph, rel, words, agents, vocab) or _stray_relation(rel, stray):
             continue
+        if _one_between(rel, nodes[o]):
+            continue
         relation = " ".join([*_state_said(graph, rel, words), *rel["relation"].lower().split()])
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
@@ -164,6 +166,14 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
                 "relations": [{"subject": 0, "object": 1, "relation": relation}],
             })
     return out
+
+
+def _one_between(rel: dict, obj: dict) -> bool:
+    """"A baby sitting between a lady and a man": "between" relates to two things at once, so one of them alone
+    ("a baby sitting between a man") is no sub-graph; a plural object ("between two dogs", "between two slices of
+    bread") is both."""
+    return (str(rel["relation"]).lower().split()[-1:] in (["between"], ["among"], ["amongst"])
+            and not obj.get("plural") and not obj.get("measure") and obj.get("determiner") is not None)
 
 
 # Verbs by which a sign, a shirt or a screen gives words ("a street sign that reads Sparta", "a sign stating tree

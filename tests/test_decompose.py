@@ -895,3 +895,18 @@ def test_a_thing_is_no_doer_of_an_act_beside_a_person():
     assert not [t for t in got["A woman wearing a pink hair towel working in a factory."] if "towel working" in t]
     assert not [t for t in got["A man puckering his lips holding an orange"] if "lips holding" in t]
     assert [t for t in got["Large canoe with many people on lake with trees lining shore."] if "lining" in t]
+
+
+def test_one_of_two_things_between_is_no_positive():
+    """"A baby sitting between a lady and a man" gave "a baby sitting between a man": "between" relates to both at
+    once; a plural object ("between two dogs") is both and stays."""
+    from mosaictool.stages.parse import parse
+
+    def positives(caption):
+        (rec,) = parse([{"id": 0, "caption": caption}])
+        return [(sg["objects"][0]["noun"], sg["relations"][0]["relation"], sg["objects"][1]["noun"])
+                for sg in candidate_subgraphs(rec["graph"], words=rec["tokens"]["words"]) if sg["relations"]]
+
+    got = positives("A baby sitting between a lady and a man on a bench under a tree.")
+    assert not [p for p in got if p[1].endswith("between")]
+    assert ("person", "stands between", "dogs") in positives("A person stands between two dogs on a beach.")
