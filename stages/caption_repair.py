@@ -76,6 +76,9 @@ IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out",
 # amazement" (blind review r9's positive "an amazement").
 MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbelief", "wonder", "shock", "delight",
                           "excitement", "confusion", "curiosity", "unison", "thought", "concentration"})
+# So do bare nouns of how it moves after "in": "a man is in action on a green tennis court" ("a man in an action"),
+# "a tennis ball in motion", "planes flying in formation in the sky"; "flying in a v formation" names a shape.
+MOTION_NOUNS = frozenset({"action", "motion", "formation"})
 # Verb-object idioms whose noun is no object: "a man making his way through the sand".
 VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
 QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
@@ -99,7 +102,10 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass")
 # Words spaCy reads as adjectives that say nothing about the object (gold schema: "other" is no attribute).
 NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "very", "some"})
 # Participles that make one attribute with the adjective before them ("nice looking", "various colored").
-COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined"})
+# "filled": "a light filled bedroom" is filled with light, not a light bedroom ("a filled light bedroom"); "lit": "a
+# large blue lit bridge" is lit blue ("a large lit blue bridge"), "a dimly lit room" is no "lit room".
+COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined",
+                                  "filled", "lit"})
 # Shade words that make one colour with the colour after them ("light blue", "dark green"): swapping or
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
@@ -279,7 +285,15 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
+    first = governor
+    while first.dep_ == "conj" and first.head.pos_ in ("NOUN", "PROPN"):
+        first = first.head
+    # "a table with food and a drink on it": the phrase's noun is a conjunct, and "it" the noun all of them hang off
+    # (table), not the first conjunct ("a drink on food")
+    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else set()
     for a in chain[1:]:
+        if a.i in skip:
+            continue
         if a.pos_ in ("NOUN", "PROPN"):
             return a
         # "a man riding a horse with a saddle on it": the verb's object the with-phrase follows, not its subject
@@ -300,6 +314,7 @@ def framing(g: _Graph) -> None:
             continue
         picture = tok.lemma_.lower() in PICTURE_NOUNS or _close_up(tok)
         if _not_an_object(tok) and not (picture and (any(r["subject"] == k for r in g.relations) or _hung_picture(tok))):
+            _relay_manner(g, k, tok)
             g.drop({k})
             k = 0
             continue
@@ -318,6 +333,31 @@ def framing(g: _Graph) -> None:
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
+
+
+def _manner(tok) -> bool:
+    """Whether tok says how someone acts or moves after "in" (`MANNER_NOUNS`, a bare `MOTION_NOUNS`)."""
+    lemma = tok.lemma_.lower()
+    return tok.dep_ == "pobj" and tok.head.lower_ == "in" and (lemma in MANNER_NOUNS or lemma in MOTION_NOUNS and not any(
+        c.dep_ in ("det", "poss", "nummod", "amod", "compound") for c in tok.children))
+
+
+def _relay_manner(g: _Graph, k: int, tok) -> None:
+    """A manner noun's relations pass to who acts so: "a man is in action on a green tennis court" says the man is
+    on the court, "planes flying in formation in the sky" that the planes fly in the sky. S -"V in"-> k -p-> X
+    gives S -"V p"-> X where S and X have no relation yet."""
+    if not _manner(tok):
+        return
+    into = [r for r in g.relations if r["object"] == k and r["subject"] != k and r["relation"].lower().split()[-1:] == ["in"]]
+    out = [r for r in g.relations if r["subject"] == k and r["object"] != k]
+    for r1 in into:
+        verb, lemma = r1["relation"].split()[:-1], r1["lemma_relation"].split()[:-1]
+        for r2 in out:
+            if any({r["subject"], r["object"]} == {r1["subject"], r2["object"]} for r in g.relations):
+                continue
+            g.relations.append({**r2, "subject": r1["subject"], "relation": " ".join([*verb, r2["relation"]]),
+                                "lemma_relation": " ".join([*lemma, r2["lemma_relation"]])})
+            g.changed = True
 
 
 # Pictures a scene may hold ("a room with a picture of a mummy"), and verbs that make the picture the caption's
@@ -363,7 +403,7 @@ def _not_an_object(tok) -> bool:
     large sitting": the entity "a large sitting" would be an adjective made a subject)."""
     lemma = tok.lemma_.lower()
     return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok)
-            or tok.dep_ == "pobj" and tok.head.lower_ == "in" and lemma in MANNER_NOUNS
+            or _manner(tok)
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
@@ -459,7 +499,8 @@ def _noun_participle_attributes(g: _Graph) -> None:
     k = 0
     while k < len(g.entities):
         head = _head_token(g, k)
-        if head.i + 2 < len(g.doc) and head.tag_ == "NN" and _participle_tag(g.doc[head.i + 1]) and g.doc[head.i + 2].tag_.startswith("NN"):
+        if (head.i + 2 < len(g.doc) and head.tag_ == "NN" and g.doc[head.i + 2].tag_.startswith("NN")
+                and (_participle_tag(g.doc[head.i + 1]) or _misread_clause(head, g.doc[head.i + 1], g.doc[head.i + 2]))):
             target = _entity_at(g, head.i + 2)
             if target is not None and target != k and g.bounds(target)[0] == head.i + 2:
                 words = g.doc[head.i:head.i + 2]
@@ -473,6 +514,15 @@ def _noun_participle_attributes(g: _Graph) -> None:
                 k = 0
                 continue
         k += 1
+
+
+def _misread_clause(noun, verb, obj) -> bool:
+    """"A chocolate frosted donut on a plate": spaCy reads a clause, "chocolate" the subject of "frosted" and
+    "donut" its object, so the positive said "chocolate frosted a donut". A noun, an "-ed" verb whose subject it
+    is and a bare object noun right after it that names a known object make one noun phrase."""
+    return (verb.tag_ in ("VBD", "VBN") and verb.lower_.endswith("ed") and noun.dep_ == "nsubj" and noun.head.i == verb.i
+            and obj.dep_ == "dobj" and obj.head.i == verb.i and obj.lower_ in object_words()
+            and not any(c.dep_ in ("det", "poss", "nummod") for c in obj.children))
 
 
 def _participle_tag(tok) -> bool:
@@ -748,9 +798,10 @@ def _attribute_start(tok) -> int | None:
     if (before.tag_ == "CD" and before.dep_ == "nummod" and before.head.i == tok.head.i and tok.head.tag_ == "NN"
             and before.lower_ not in ("one", "1")):
         return before.i  # "large four sided clock": a number before a singular noun measures the modifier, not the noun
-    if (tok.lower_ in COMPOUND_PARTICIPLES and before.pos_ == "ADJ" and before.head.i == tok.head.i
-            and before.dep_ == tok.dep_ == "amod"):
-        return before.i  # "a nice looking cake": spaCy hangs both words off the noun
+    if (tok.lower_ in COMPOUND_PARTICIPLES and before.head.i == tok.head.i and tok.dep_ == "amod"
+            and (before.pos_ == "ADJ" and before.dep_ == "amod"
+                 or before.pos_ == "NOUN" and before.dep_ in ("nmod", "compound"))):
+        return before.i  # "a nice looking cake", "neon colored motorcycles": spaCy hangs both words off the noun
     lefts = [c for c in tok.lefts if c.dep_ in ("npadvmod", "compound", "nmod", "advmod", "amod", "punct")]
     if not lefts:
         return None
@@ -1093,6 +1144,10 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
         # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
         return [(dobjs[0], words, o) for o in _objects(obj)]
+    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ == "in" and obj.lemma_.lower() in CONTAINER_NOUNS:
+        # a container after a verb's object holds the object: "a boy is holding a pizza in a box" (not "a boy in a
+        # box"), "a little girl puts her hand in a pasta dish"
+        return [(dobjs[0], words, o) for o in _objects(obj)]
     if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
         return [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
     return [(s, words, o) for s in subjects for o in _objects(obj)]
@@ -1230,6 +1285,19 @@ def relations(g: _Graph) -> None:
         if len(head) > 1 and rest and first.lower() == head[-1]:
             g.relations[n] = {**r, "relation": rest, "lemma_relation": _lemma(g, rest)}
             g.changed = True
+    # a verb whose only word in the caption is inside its object's noun phrase is an attribute of it, not a
+    # relation: "skiers with a huge snow covered mountain" (spaCy's verb "covered"; "skiers covered a huge snow
+    # covered mountain"), "a white car and a white bus parked parallel"
+    kept = [r for r in g.relations if not _verb_in_object(g, r)]
+    if len(kept) != len(g.relations):
+        g.relations, g.changed = kept, True
+
+
+def _verb_in_object(g: _Graph, r: dict) -> bool:
+    first = r["relation"].split()[0].lower() if r["relation"].split() else ""
+    said = [t for t in g.doc if t.lower_ == first]
+    start, end = g.bounds(r["object"])
+    return bool(said) and all(t.pos_ == "VERB" and start <= t.i < end for t in said)
 
 
 def _with_particle(relation: str, old: str) -> bool:

@@ -159,6 +159,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
             continue
         if s in photos or o in photos and rel["relation"].lower().split()[-1] not in ("for", "in"):
             continue  # "kids posing for a picture", "umbrellas in a black and white picture" stay
+        if _one_between(rel, nodes[o]):
+            continue
         relation = " ".join([*_state_said(graph, rel, words), *rel["relation"].lower().split()])
         identity = (tuple(sorted((keys[s], keys[o]))), ((keys[s], relation, keys[o]),))
         if identity not in seen:
@@ -214,6 +216,14 @@ def _modal(graph: dict, rel: dict, words: list[str] | None) -> bool:
     # an alt text's "photo may contain: a red triangle" lists what it does contain
     return bool(words) and any(w.lower() in MODALS and words[i + 1:i + 2] != ["contain"]
                                for i, w in enumerate(words[:o_start]) if i >= s_end)
+
+
+def _one_between(rel: dict, obj: dict) -> bool:
+    """"A baby sitting between a lady and a man": "between" relates to two things at once, so one of them alone
+    ("a baby sitting between a man") is no sub-graph; a plural object ("between two dogs", "between two slices of
+    bread") is both."""
+    return (str(rel["relation"]).lower().split()[-1:] in (["between"], ["among"], ["amongst"])
+            and not obj.get("plural") and not obj.get("measure") and obj.get("determiner") is not None)
 
 
 # Verbs by which a sign, a shirt or a screen gives words ("a street sign that reads Sparta", "a sign stating tree

@@ -731,6 +731,8 @@ class _Sampler:
         """Whether `attr` can describe `obj`; an attribute never drawn (applies_to "none": "dark", "colorful")
         by its category's kinds, so that its antonym ("a dark room" -> "a bright room") replaces it."""
         v = self.vocab
+        if obj.lower() in MEAT_ANIMALS and v.category(attr.lower()) == "cooking":
+            return True  # "a cooked chicken" is meat: "a raw chicken"
         if v.applies_to.get(attr.lower()) != NEVER_DRAWN:
             return v.applies(attr, obj)
         kinds = v.categories.get(self._kind("attributes", attr.lower()), {}).get("applies_to")
@@ -1602,20 +1604,50 @@ def graph_negatives(record: dict, vocab, *, max_negatives: int, probs, seed: int
     if isinstance(record.get("graph"), dict) and isinstance(record["graph"].get("entities"), list):
         entailed.update(subgraph_keys(record["graph"], vocab, max_keys=1 << 30))
     chosen = _draw(pools, probs, max_negatives, sampler, subgraphs, node_keys, taken, entailed, vocab)
+    shown = None
     for aside in (sampler.unseen_drafts, sampler.last_drafts):
-        if chosen or not aside:
+        if not aside:
+            continue
+        shown = shown or _shown(record, caption, vocab)
+        if any(shown(c) for c in chosen):
             continue
         # a replacement the corpus never showed (then one that contradicts the caption's words or mostly holds) is
-        # made only where nothing else is, and once: a caption keeps a negative, not six implausible ones
+        # made only where nothing else is shown, and once: a caption keeps a negative, not six implausible ones
         for draft in aside:
             pools[draft[1]].append(draft)
-        chosen = _draw(pools, probs, 1, sampler, subgraphs, node_keys, taken, entailed, vocab)
+        chosen += _draw(pools, probs, 1, sampler, subgraphs, node_keys, taken, entailed, vocab, shown)
     return chosen
 
 
-def _draw(pools, probs, max_negatives: int, sampler: _Sampler, subgraphs, node_keys, taken: set, entailed: set, vocab) -> list[dict]:
+def _shown(record: dict, caption: str, vocab):
+    """Whether `template` shows a graph negative of `record` at all (`template.record_shaping`): one that drops what the
+    caption's words need is rendered as nothing ("a man purses his lips while holding up an orange" -> "a girl purses
+    the lips": whose lips?), and a caption whose only negatives are such has none. The last-resort draw skips them for
+    one that is shown ("a girl holding up an orange"). Nor is a body part the caption gives its owner by a pronoun
+    replaced there: the new part is said without it ("a man purses the beards", "a dog sticks the face")."""
+    from mosaictool.stages.template import owned_parts, record_shaping
+
+    with_caption = {**record, "caption": caption or record.get("caption")}
+    shaped, broken = record_shaping(with_caption, vocab)
+    parts = owned_parts(with_caption)
+    subgraphs = record["subgraphs"]
+
+    def shown(candidate: dict) -> bool:
+        index = candidate.get("subgraph")
+        positive = subgraphs[index] if isinstance(index, int) and 0 <= index < len(subgraphs) else None
+        replaced = re.fullmatch(r"objects\[(\d+)\]\.noun", str(candidate.get("slot")))
+        node = positive["objects"][int(replaced.group(1))] if positive is not None and replaced else None
+        if node is not None and node.get("entity") in parts and vocab.object_kind(node["lemma"]) == "body":
+            return False
+        return not broken(shaped(candidate["graph"], positive), positive)
+    return shown
+
+
+def _draw(pools, probs, max_negatives: int, sampler: _Sampler, subgraphs, node_keys, taken: set, entailed: set, vocab,
+          shown=None) -> list[dict]:
     """Up to `max_negatives` candidates from `pools`: a category by `probs`, a draft of it at random, kept
-    unless its graph is one already `taken` or one the caption `entailed`."""
+    unless its graph is one already `taken` or one the caption `entailed`, or one `shown` (where given) says
+    template would not show."""
     rng = sampler.rng
     chosen = []
     live: list[str] = []  # the categories with drafts left; pools only shrink
@@ -1637,7 +1669,7 @@ def _draw(pools, probs, max_negatives: int, sampler: _Sampler, subgraphs, node_k
             continue
         taken.add(key)
         candidate["key"] = canonical_key(candidate["graph"], vocab)
-        if candidate["key"] not in entailed:
+        if candidate["key"] not in entailed and (shown is None or shown(candidate)):
             chosen.append(candidate)
     return chosen
 

@@ -768,8 +768,11 @@ def _place_dropped(graph: dict, placed: frozenset[tuple[int, int]], positive: di
                for rel in graph["relations"])
 
 
-def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
-    phrases = phrases or _Phrases(vocab)
+def record_shaping(record: dict, vocab):
+    """(shaped, broken) for one record: `shaped(graph, positive)` is a sub-graph or negative graph as the caption's words
+    have it said (joins, clause attributes, bare foods and contents, places, owners' pronouns); `broken(graph, positive)`,
+    of a shaped negative graph, whether it drops what the caption's words need (a part's owner, an object's place), so
+    that it is rendered as nothing. negate asks `broken` too, to draw another negative in place of one never shown."""
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
@@ -779,6 +782,15 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
     def shaped(graph: dict, positive: dict | None = None) -> dict:
         graph = with_places(with_bare_contents(with_bare_foods(graph, foods, positive)), kept, positive)
         return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
+
+    def broken(graph: dict, positive: dict | None = None) -> bool:
+        return orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+    return shaped, broken
+
+
+def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0, phrases: _Phrases | None = None) -> dict:
+    phrases = phrases or _Phrases(vocab)
+    shaped, broken = record_shaping(record, vocab)
     positives, norms = [], {}
     position_of: dict[int, int] = {}  # subgraph index -> index in positives
     frames: dict[int, str] = {}
@@ -817,8 +829,7 @@ def template_record(record: dict, vocab, *, style: str = "plain", seed: int = 0,
             positive = record["subgraphs"][index] if isinstance(index, int) and 0 <= index < len(record["subgraphs"]) else None
             graph = shaped(graph, positive)
             # a negative that drops what the caption's words need (a part's owner, an object's place) reads as broken: none
-            broken = orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
-            text = "" if broken else render_graph(graph, vocab, phrases)
+            text = "" if broken(graph, positive) else render_graph(graph, vocab, phrases)
             if index in frames and text:  # "varied": the positive's frame
                 text = frame_text(frames[index], text, _first_plural(graph))
         else:

@@ -965,3 +965,18 @@ def test_what_a_modal_says_may_be_is_no_positive():
                       "Those zebras may have lost their parents and they could be nearby."])
     assert not [t for t in got["A very clean and cozy looking kitchen that could be in a home magazine."] if "kitchen in" in t]
     assert "the zebras lost their parents" not in got["Those zebras may have lost their parents and they could be nearby."]
+
+
+def test_one_of_two_things_between_is_no_positive():
+    """"A baby sitting between a lady and a man" gave "a baby sitting between a man": "between" relates to both at
+    once; a plural object ("between two dogs") is both and stays."""
+    from mosaictool.stages.parse import parse
+
+    def positives(caption):
+        (rec,) = parse([{"id": 0, "caption": caption}])
+        return [(sg["objects"][0]["noun"], sg["relations"][0]["relation"], sg["objects"][1]["noun"])
+                for sg in candidate_subgraphs(rec["graph"], words=rec["tokens"]["words"]) if sg["relations"]]
+
+    got = positives("A baby sitting between a lady and a man on a bench under a tree.")
+    assert not [p for p in got if p[1].endswith("between")]
+    assert ("person", "stands between", "dogs") in positives("A person stands between two dogs on a beach.")

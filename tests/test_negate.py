@@ -1927,3 +1927,38 @@ def test_a_path_without_its_verb_is_not_swapped():
     assert not [n for n in _negatives_of(caption) if n["transform"] == "f_rel:swap"]
     # other f_rel negatives of the caption are still made
     assert [n for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object"]
+
+
+def test_a_caption_whose_negatives_template_would_not_show_gets_one_it_shows():
+    # "a girl purses the lips" (whose lips?) and "a man purses the beards" are rendered as nothing or read as broken: the
+    # last-resort draw skips a negative template drops and an owned body part replaced, for one it shows
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    caption = "A man purses his lips while holding up an orange in front of his face."
+    records = parsed_and_decomposed([caption], max_subgraphs=3)
+    (record,) = template(negate(records.values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    texts = _graph_texts(record)
+    assert len(texts) == 1 and "holding up" in texts[0] and "lips" not in texts[0], texts
+
+
+def test_a_compound_adjective_written_with_a_space_is_the_listed_hyphenated_one():
+    # "heart shaped" is the vocabulary's "heart-shaped", a shape: replaced by another shape ("square cakes")
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    assert SHIPPED.known("attributes", "heart shaped") == "heart-shaped"
+    caption = "a bunch of heart shaped cakes are on display"
+    (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    texts = _graph_texts(record)
+    assert texts and all(t.endswith(" cakes") and "heart" not in t for t in texts), texts
+
+
+def test_a_cooked_meat_animal_is_replaced_by_its_contrary_cooking():
+    # "a cooked chicken, mushroom, and broccoli dish": the chicken is meat, so "cooked" contradicts as it does of food
+    from mosaictool.stages.negate import negate
+    from mosaictool.stages.template import template
+
+    caption = "Extreme close up of a cooked chicken, mushroom, and broccoli dish."
+    (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
+    assert any(t.endswith("raw chicken") for t in _graph_texts(record)), _graph_texts(record)

@@ -501,6 +501,39 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "A grassy hill side with some animals in the distance",
      {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
     ("framing", "A collaboration of pictures of various food items", {"entities": [("food items", ["various"])]}),
+    # "a man in an action", "an action on a green tennis court": "in action", "in motion", "in formation" say how
+    # it moves; what the manner noun relates to is related to who moves so
+    ("framing", "A man is in action on a green tennis court.",
+     {"entities": [("man", []), ("tennis court", ["green"])], "relations": [("man", "on", "tennis court")]}),
+    ("framing", "A sky view of several planes flying in formation in the sky.",
+     {"entities": [("planes", ["several"]), ("sky", [])], "relations": [("planes", "in", "sky")]}),
+    ("framing", "A man with a tennis racket is in the air with legs spread apart next to a tennis ball in motion.",
+     {"entities": [("man", []), ("tennis racket", []), ("air", []), ("legs", []), ("tennis ball", [])]}),
+    # "chocolate frosted a donut": spaCy reads "chocolate" the subject of "frosted" and "donut" its object
+    ("compounds", "A chocolate frosted donut on a plate with a cup of coffee and a penguin napkin holder.",
+     {"entities": [("donut", ["chocolate frosted"]), ("plate", []), ("cup", []), ("coffee", []), ("penguin napkin holder", [])]}),
+    ("compounds", "Gold trimmed clock on top  of roof of building",
+     {"entities": [("clock", ["gold trimmed"]), ("roof", [])], "relations": [("clock", "on top of", "roof")]}),
+    # "colored motorcycles parked in front of a bar": a noun before a compound participle is a word of it
+    ("compounds", "A line of neon colored motorcycles parked in front of a bar.",
+     {"entities": [("motorcycles", ["neon colored"]), ("bar", [])]}),
+    # "a drink on food": "it" after a conjunct's phrase is the noun the conjuncts hang off
+    ("pronouns", "A table with food and a drink on it",
+     {"relations": [("table", "with", "food"), ("table", "with", "drink"), ("drink", "on", "table")]}),
+    # "a boy in a box": a container after a verb's object holds the object
+    ("relations", "A boy wearing yellow is holding a pizza in a box.",
+     {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
+    # "skiers covered a huge snow covered mountain": the verb is a word of the object's noun phrase
+    ("relations", "A smiling pair of skiers with a huge snow covered mountain behind them.",
+     {"entities": [("skiers", []), ("mountain", ["huge", "snow covered"])], "relations": [("mountain", "behind", "skiers")]}),
+    # "in a lit room", "a large lit blue bridge": the word before "lit" says how it is lit
+    ("compounds", "A group of gentleman playing video games in a dimly lit room.",
+     {"entities": [("gentleman", ["playing video games"]), ("room", ["dimly lit"])]}),
+    ("compounds", "A large blue lit bridge spanning over a lake.",
+     {"entities": [("bridge", ["large", "blue lit"]), ("lake", [])]}),
+    # "a green netted bed in a filled light bedroom": the bedroom is filled with light
+    ("compounds", "A green netted bed in a light filled bedroom.",
+     {"entities": [("bed", ["green", "netted"]), ("bedroom", ["light filled"])], "relations": [("bed", "in", "bedroom")]}),
     # blind review r20's "a room without a mummy": a picture the scene holds is the thing, what it shows is not there
     ("framing", "A room with a desktop computer and a picture of a mummy.",
      {"entities": [("room", []), ("desktop computer", []), ("picture", [])],

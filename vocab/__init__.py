@@ -582,8 +582,9 @@ def _relation_forms(relation: str) -> list[str]:
 
 
 def _attribute_forms(attr: str) -> list[str]:
-    """Positive degree of a comparative or superlative ("older", "biggest", "happier")."""
-    out = []
+    """Positive degree of a comparative or superlative ("older", "biggest", "happier"); a compound adjective written
+    with a space for its hyphen ("a heart shaped cake": "heart-shaped")."""
+    out = [attr.replace(" ", "-")] if " " in attr else []
     for suffix in ("er", "est"):
         if attr.endswith(suffix) and len(attr) > len(suffix) + 2:
             stem = attr[: -len(suffix)]
