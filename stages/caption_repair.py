@@ -64,6 +64,9 @@ FRAMING_NOUNS = frozenset({
     "piece", "slice", "variety", "assortment", "collection", "selection", "array", "bundle", "cluster", "crowd",
     "team", "line", "kind", "type", "sort", "handful", "series", "plenty", "amount", "family", "exterior",
     "interior", "collage", "collaboration", "montage",
+    # these count what follows too: "a trio of zebras stand together in the grass", "dozens of people walking
+    # around a metro area", "a pack of elephants", "a wedding procession of cars"
+    "trio", "dozen", "pack", "procession",
     "picture", "image", "photo", "photograph", "view", "closeup", "close-up", "scene", "shot", "snapshot",
 }) | PARTITIVE_NOUNS | COLLECTIVE_MEASURES
 PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "shot", "snapshot", "frame", "scene",

@@ -501,6 +501,14 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "A grassy hill side with some animals in the distance",
      {"entities": [("hill side", ["grassy"]), ("animals", [])], "relations": [("hill side", "with", "animals")]}),
     ("framing", "A collaboration of pictures of various food items", {"entities": [("food items", ["various"])]}),
+    ("framing", "A trio of zebras stand together in the grass.",
+     {"entities": [("zebras", []), ("grass", [])], "relations": [("zebras", "stand in", "grass")]}),
+    ("framing", "Dozens of people walking around a metro area",
+     {"entities": [("people", []), ("metro area", [])], "relations": [("people", "walking around", "metro area")]}),
+    ("framing", "Two men herding a pack of elephants across a field.",
+     {"relations": [("men", "herding", "elephants"), ("men", "across", "field")]}),
+    ("framing", "A group of people wait near a wedding procession of cars, one of them holding two apples.",
+     {"relations": [("people", "wait near", "cars")]}),
     # "a man in an action", "an action on a green tennis court": "in action", "in motion", "in formation" say how
     # it moves; what the manner noun relates to is related to who moves so
     ("framing", "A man is in action on a green tennis court.",
