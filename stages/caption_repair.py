@@ -84,6 +84,7 @@ MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbe
 MOTION_NOUNS = frozenset({"action", "motion", "formation"})
 # Verb-object idioms whose noun is no object: "a man making his way through the sand".
 VERB_IDIOMS = frozenset({("make", "way"), ("find", "way"), ("wind", "way"), ("take", "turn")})
+COLOURING_VERBS = frozenset({"paint", "color", "colour", "dye"})
 QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
 # Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
 POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
@@ -879,6 +880,18 @@ def _verb_attribute(verb) -> list[str]:
     gives none: it says what the subject means to do, not what it is doing, and reads as debris before its noun ("a
     surfer paddling on a board to go catch a wave": no "go surfer", blind review r12)."""
     kids = list(verb.children)
+    # a verb of painting with a colour says its subject's colour: "The freight train is painted orange and yellow",
+    # "A truck painted green with designs" (not "a painted train"); only when no noun comes between its subject and
+    # it (in "A living room with walls painted beige" spaCy makes the room the subject, but the walls are beige) and
+    # it has no phrase of its own ("the metro train painted white with blue lettering" keeps its relation)
+    subject = verb.head if verb.dep_ == "acl" else next((c for c in kids if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if verb.lemma_.lower() in COLOURING_VERBS and subject is not None and subject.i < verb.i and not any(
+            t.pos_ in ("NOUN", "PROPN") for t in verb.doc[subject.i + 1:verb.i]) and not any(
+            c.dep_ in ("prep", "agent", "dobj") for c in kids):
+        colours = [a.lower_ for c in kids if c.dep_ in ("oprd", "acomp", "advmod") and c.pos_ == "ADJ"
+                   and c.lower_ in colour_words() for a in (c, *c.conjuncts) if a.lower_ in colour_words()]
+        if colours:
+            return colours
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if any(c.dep_ == "dobj" and c.lower_ in RELATIVE_PRONOUNS for c in kids):
         return []  # "containers that the truck is pulling": the truck pulls them (r9's "the pulling truck")
