@@ -332,6 +332,11 @@ def framing(g: _Graph) -> None:
             g.drop({n for n in range(len(g.entities)) if n != k and _head_token(g, n).i in shown})
             k = 0
             continue
+        # the framing noun's "of" to a conjunct of the measured noun would become a relation between the two: "A group
+        # of zebras and giraffes" is no "zebras of giraffes"
+        conjuncts = {t.i for t in measured.conjuncts}
+        g.relations = [r for r in g.relations if not (r["subject"] == k and r["relation"].lower() == "of"
+                                                      and _head_token(g, r["object"]).i in conjuncts)]
         partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
         if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}

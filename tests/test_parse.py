@@ -504,6 +504,7 @@ REAL_CAPTION_REPAIRS = [
     ("predicates", "The freight train is painted orange and yellow.", {"entities": [("freight train", ["orange", "yellow"])]}),
     ("predicates", "A truck painted green with designs parked by other vehicles.",
      {"entities": [("truck", ["green"]), ("designs", []), ("vehicles", [])]}),
+    ("framing", "A group of zebras and giraffes by a water hole.", {"relations": [("zebras", "by", "water hole")]}),
     ("framing", "A trio of zebras stand together in the grass.",
      {"entities": [("zebras", []), ("grass", [])], "relations": [("zebras", "stand in", "grass")]}),
     ("framing", "Dozens of people walking around a metro area",
