@@ -1009,6 +1009,7 @@ def test_a_mixed_group_keeps_its_bodily_states():
     ("A building with a very pointy roof and a clock.", "pointy", "roof", {"rounded"}),
     ("A nicely decorated living room and dining area.", "decorated", "living room", {"undecorated"}),
     ("A man in a red shirt rides a yellow surfboard on light blue water.", "light", "water", {"dark"}),  # not "heavy"
+    ("Leafy greens and sun dried tomatoes on something", "dried", "tomato", {"fresh"}),
 ])
 def test_an_attribute_only_an_antonym_replaces_gets_it(caption, attribute, noun, expected):
     assert {to for _, to in _attribute_draws(caption, node(noun, [attribute]))} == expected, caption
