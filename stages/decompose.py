@@ -1136,7 +1136,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
             first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)) or (
             first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
             relations, entities, s, o, relation, bounds, words) or _inside_on_top(relations, s, relation) or (
-            first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)):
+            first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)) or (
+            relation == "with" and _with_of_later_conjunct(s, bounds, words, o_start)):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -1155,6 +1156,21 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _with_of_later_conjunct(s: int, bounds: list, words: list[str] | None, o_start: int) -> bool:
+    """Whether the with-phrase comes right after a later noun of a list s begins or is in, whose phrase English reads it
+    as: in "a cup and a plate with food on it" the plate has the food, not the cup. Needs the caption's words."""
+    last, seen = _later_conjunct(s, bounds, words), {s}
+    while last is not None and last not in seen:
+        seen.add(last)
+        after = _later_conjunct(last, bounds, words)
+        if after is None:
+            break
+        last = after
+    if last is None or bounds[last][1] >= min(o_start, len(words or ())):
+        return False
+    return words[bounds[last][1]].lower() == "with"
 
 
 def _inside_on_top(relations: list[dict], s: int, relation: str) -> bool:

@@ -988,3 +988,13 @@ def test_one_of_two_things_between_is_no_positive():
     got = positives("A baby sitting between a lady and a man on a bench under a tree.")
     assert not [p for p in got if p[1].endswith("between")]
     assert ("person", "stands between", "dogs") in positives("A person stands between two dogs on a beach.")
+
+
+def test_a_with_phrase_after_a_later_noun_of_a_list_is_not_the_first_nouns():
+    """"A cup and a plate with food on it on a table next to a toilet." gave "a cup with food": the with-phrase hangs
+    on the nearest noun, the plate. A with-phrase after the first noun stays ("a table with plates and a bottle")."""
+    got = _positives(["A cup and a plate with food on it on a table next to a toilet.",
+                      "A table with plates and a bottle on it."])
+    cup = got["A cup and a plate with food on it on a table next to a toilet."]
+    assert "a cup with food" not in cup and "a plate with food" in cup
+    assert "a table with plates" in got["A table with plates and a bottle on it."]
