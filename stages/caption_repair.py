@@ -466,7 +466,7 @@ def _join_split_compounds(g: _Graph) -> None:
             continue
         head, word = g.doc[end - 1], g.doc[end]
         if ({f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns())
-                and not _possessive_compound(head, word)):
+                and not _possessive_compound(head, word) and not _noun_read_as_verb(head, word)):
             continue
         other = g.starting_at(end)
         if other is not None and g.bounds(other)[1] != end + 1 or end in g.in_phrases:
@@ -483,6 +483,18 @@ def _join_split_compounds(g: _Graph) -> None:
                        for r in g.relations if r["relation"].lower() != word.lower_]
         g.changed = True
         return _join_split_compounds(g)
+
+
+def _noun_read_as_verb(head, word) -> bool:
+    """A noun after a noun that spaCy tagged a verb: "can" with no verb after it ("a flower in a watering can on the
+    sill"; "can" a modal would need one), or a plural that ends the caption after a verb's or a preposition's object,
+    where no clause begins ("women holding video game console controllers": "controllers" is no verb)."""
+    if head.pos_ not in ("NOUN", "PROPN"):
+        return False
+    after = next((t for t in word.doc[word.i + 1:] if not t.is_punct), None)
+    if word.tag_ == "MD" and word.lower_ == "can":
+        return after is None or after.pos_ not in ("VERB", "AUX") and not (after.pos_ == "ADV" and after.dep_ == "neg")
+    return word.tag_ == "VBZ" and after is None and head.dep_ in ("dobj", "pobj") and word.lower_.endswith("s")
 
 
 def _possessive_compound(head, word) -> bool:
@@ -875,6 +887,8 @@ def _verb_attribute(verb) -> list[str]:
     complement or prepositional phrase; the verb and its object when that is an activity. A bare to-infinitive
     gives none: it says what the subject means to do, not what it is doing, and reads as debris before its noun ("a
     surfer paddling on a board to go catch a wave": no "go surfer", blind review r12)."""
+    if verb.i > 0 and _noun_read_as_verb(verb.doc[verb.i - 1], verb):
+        return []  # "women holding video game console controllers": no "controllering" women
     kids = list(verb.children)
     objects = [c for c in kids if c.dep_ == "dobj" and c.pos_ != "PRON"]
     if any(c.dep_ == "dobj" and c.lower_ in RELATIVE_PRONOUNS for c in kids):

@@ -552,6 +552,13 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("jet airplane", []), ("sky", ["cloudy", "blue"])], "relations": [("jet airplane", "coming in", "sky")]}),
     ("framing", "A semi truck pulling a chain of three trailers.",
      {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
+    # a noun spaCy tagged a verb after a noun: "a purple flower in a watering", "women controllering"
+    ("compounds", "A purple flower is in a watering can on the window sill.",
+     {"entities": [("flower", ["purple"]), ("watering can", []), ("window sill", [])],
+      "relations": [("flower", "in", "watering can"), ("flower", "on", "window sill")]}),
+    ("compounds", "A couple of women holding video game console controllers",
+     {"entities": [("women", []), ("video game console controllers", [])],
+      "relations": [("women", "holding", "video game console controllers")]}),
 ]
 
 
