@@ -1116,6 +1116,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
 
     same = [r for r in relations if r["relation"].lower() == relation]
     sharing = {r["subject"] for r in same if r["object"] == o} | {r["object"] for r in same if r["subject"] == s}
+    sharing = _listed(sharing, relation, entities[o], bounds, words, s_end, o_start)
     if first in PREPOSITIONS:
         # a noun the subject's own phrase or verb names: the later phrase may hang off either
         own = {r["object"] for r in relations if r["subject"] == s}
@@ -1156,6 +1157,18 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _listed(sharing: set[int], relation: str, obj: dict, bounds: list, words: list[str] | None, s_end: int,
+            o_start: int) -> set[int]:
+    """Of the nouns a verb's "on" relates as it does the object, those not stacked between the two: a verb's "on" again
+    past its first object is that object's place, not a list's ("a woman is typing on a laptop on a wooden table": the
+    laptop is on the table), unless the two objects are coordinated; in a place one is where what one is on is ("riding
+    on a surf board on an ocean wave")."""
+    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene":
+        return sharing
+    return {n for n in sharing if n >= len(bounds) or not (s_end <= bounds[n][0] and bounds[n][1] <= o_start)
+            or _joined((bounds[n][1], o_start), bounds, words)}
 
 
 def _with_of_later_conjunct(s: int, bounds: list, words: list[str] | None, o_start: int) -> bool:

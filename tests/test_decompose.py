@@ -998,3 +998,13 @@ def test_a_with_phrase_after_a_later_noun_of_a_list_is_not_the_first_nouns():
     cup = got["A cup and a plate with food on it on a table next to a toilet."]
     assert "a cup with food" not in cup and "a plate with food" in cup
     assert "a table with plates" in got["A table with plates and a bottle on it."]
+
+
+def test_a_verbs_on_again_past_its_object_is_no_positive():
+    """"A woman is typing on a laptop on a wooden table." gave "a woman typing on a wooden table": the second "on"
+    is the laptop's. In a place one is where what one is on is ("riding on a surf board on an ocean wave")."""
+    got = _positives(["A woman is typing on a laptop on a wooden table.", "A knit item sitting on a laptop on a desk.",
+                      "A young man riding on a surf board on an ocean wave."])
+    assert "a woman typing on a wooden table" not in got["A woman is typing on a laptop on a wooden table."]
+    assert "a knit item sitting on a desk" not in got["A knit item sitting on a laptop on a desk."]
+    assert "a young man riding on an ocean wave" in got["A young man riding on a surf board on an ocean wave."]
