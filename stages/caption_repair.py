@@ -402,7 +402,7 @@ def _not_an_object(tok) -> bool:
     repair"), quoted text, or a participle spaCy read as a noun after a copula ("two teddy bears that are
     large sitting": the entity "a large sitting" would be an adjective made a subject)."""
     lemma = tok.lemma_.lower()
-    return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok)
+    return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok) or _adjective_half(tok)
             or _manner(tok)
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
@@ -419,6 +419,15 @@ def _infinitive(tok) -> bool:
     return (tok.dep_ == "pobj" and tok.head.lower_ == "to" and verb.pos_ == "VERB" and tok.tag_ == "NN"
             and any(c.dep_ in ("prt", "dobj") and c.i < tok.head.i for c in verb.children)
             and not list(tok.children) and tok.lower_ not in object_words())
+
+
+def _adjective_half(tok) -> bool:
+    """Whether tok is the noun half of a compound adjective that spaCy read as a verb's object: a bare noun right
+    before an "-ed" adjective that is not its own modifier ("a man sitting cross legged" gave "a man sitting a
+    cross"; "School boys sit cross legged")."""
+    after = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+    return (tok.dep_ == "dobj" and tok.tag_ == "NN" and not list(tok.children) and after is not None
+            and after.tag_ == "JJ" and after.lower_.endswith("ed") and after.head.i != tok.i)
 
 
 def _cross_country(tok) -> bool:
