@@ -1008,3 +1008,11 @@ def test_a_verbs_on_again_past_its_object_is_no_positive():
     assert "a woman typing on a wooden table" not in got["A woman is typing on a laptop on a wooden table."]
     assert "a knit item sitting on a desk" not in got["A knit item sitting on a laptop on a desk."]
     assert "a young man riding on an ocean wave" in got["A young man riding on a surf board on an ocean wave."]
+
+
+def test_a_list_member_the_tagger_read_as_an_adjective_ends_it():
+    """"A white plate with a donut and napkin sculpture." gave "a white plate with a donut napkin sculpture": the
+    tagger read "donut" an adjective, so the list's last member was not cut out ("a beard, vest and colorful tie")."""
+    got = _positives(["A white plate with a donut and napkin sculpture."])
+    plate = got["A white plate with a donut and napkin sculpture."]
+    assert "a white plate with a donut napkin sculpture" not in plate and "a white plate with a napkin sculpture" in plate
