@@ -526,7 +526,7 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         # an object noun the tagger read as an adjective ends a member too ("a moped and utility truck", "a donut and
         # napkin sculpture" gave "a moped utility truck")
         joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&")
-                 and (tags[i - 1].startswith("NN") or tags[i - 1] == "JJ" and lower[i - 1] in things)
+                 and (tags[i - 1].startswith("NN") or tags[i - 1] == "JJ" and lower[i] != "," and lower[i - 1] in things)
                  and lower[i - 1] not in colours and lower[i - 1] in said]
         if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end) \
                 or _manner(lower, start, end) or _no_head(node, lower, tags, start, end, things):
