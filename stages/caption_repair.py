@@ -328,11 +328,27 @@ def framing(g: _Graph) -> None:
             g.drop({n for n in range(len(g.entities)) if n != k and _head_token(g, n).i in shown})
             k = 0
             continue
+        if picture:
+            _verb_takes_picture(g, k)
         partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
         if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
+
+
+def _verb_takes_picture(g: _Graph, k: int) -> None:
+    """A verb whose object is the picture k keeps it when the picture gives way to what it shows: "a woman is
+    taking a picture of food" relates her "taking a picture of" the food, not "taking" it (a woman taking food)."""
+    tok = _head_token(g, k)
+    if tok.dep_ != "dobj":
+        return
+    span = " ".join(g.entities[k]["span"].lower().split())
+    lemma = " ".join(g.entities[k]["lemma_span"].lower().split())
+    for n, r in enumerate(g.relations):
+        if r["object"] == k and r["relation"].lower() == tok.head.lower_:
+            g.relations[n] = {**r, "relation": f"{r['relation']} {span} of", "lemma_relation": f"{r['lemma_relation']} {lemma} of"}
+            g.changed = True
 
 
 def _manner(tok) -> bool:

@@ -552,6 +552,9 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("jet airplane", []), ("sky", ["cloudy", "blue"])], "relations": [("jet airplane", "coming in", "sky")]}),
     ("framing", "A semi truck pulling a chain of three trailers.",
      {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
+    # a verb whose object was the picture keeps it: "a woman taking food"
+    ("framing", "A woman is taking a picture of food with a mobile device.",
+     {"relations": [("woman", "taking a picture of", "food"), ("woman", "with", "device")]}),
     # the noun of a compound adjective read as the verb's object: "a man sitting a cross"
     ("framing", "School boys sit cross legged in front of a chalkboard sign in a vintage black and white photo.",
      {"entities": [("school boys", []), ("sign", ["chalkboard"])], "relations": []}),
