@@ -1016,3 +1016,14 @@ def test_a_list_member_the_tagger_read_as_an_adjective_ends_it():
     got = _positives(["A white plate with a donut and napkin sculpture."])
     plate = got["A white plate with a donut and napkin sculpture."]
     assert "a white plate with a donut napkin sculpture" not in plate and "a white plate with a napkin sculpture" in plate
+
+
+def test_a_noun_whose_plural_is_its_singular_is_plural_after_a_word_of_many():
+    """"Several sheep standing around in the grass." gave "a sheep standing in the grass", and "business people in
+    office" "a business people in an office"; the caption's own "a dog pants" stays one dog."""
+    got = _positives(["Several sheep standing around in the grass.",
+                      "Woman playing Nintendo Wii in font of business people in office",
+                      "A dog pants next to a bowl of water on the ground"])
+    assert "several sheep standing in the grass" in got["Several sheep standing around in the grass."]
+    assert "business people in an office" in got["Woman playing Nintendo Wii in font of business people in office"]
+    assert "a dog pants next to a bowl" in got["A dog pants next to a bowl of water on the ground"]
