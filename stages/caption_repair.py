@@ -337,11 +337,27 @@ def framing(g: _Graph) -> None:
         conjuncts = {t.i for t in measured.conjuncts}
         g.relations = [r for r in g.relations if not (r["subject"] == k and r["relation"].lower() == "of"
                                                       and _head_token(g, r["object"]).i in conjuncts)]
+        if picture:
+            _verb_takes_picture(g, k)
         partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
         if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
+
+
+def _verb_takes_picture(g: _Graph, k: int) -> None:
+    """A verb whose object is the picture k keeps it when the picture gives way to what it shows: "a woman is
+    taking a picture of food" relates her "taking a picture of" the food, not "taking" it (a woman taking food)."""
+    tok = _head_token(g, k)
+    if tok.dep_ != "dobj":
+        return
+    span = " ".join(g.entities[k]["span"].lower().split())
+    lemma = " ".join(g.entities[k]["lemma_span"].lower().split())
+    for n, r in enumerate(g.relations):
+        if r["object"] == k and r["relation"].lower() == tok.head.lower_:
+            g.relations[n] = {**r, "relation": f"{r['relation']} {span} of", "lemma_relation": f"{r['lemma_relation']} {lemma} of"}
+            g.changed = True
 
 
 def _manner(tok) -> bool:
@@ -411,7 +427,7 @@ def _not_an_object(tok) -> bool:
     repair"), quoted text, or a participle spaCy read as a noun after a copula ("two teddy bears that are
     large sitting": the entity "a large sitting" would be an adjective made a subject)."""
     lemma = tok.lemma_.lower()
-    return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok)
+    return (lemma in PICTURE_NOUNS or _close_up(tok) or _cross_country(tok) or _adjective_half(tok)
             or _manner(tok)
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
@@ -428,6 +444,15 @@ def _infinitive(tok) -> bool:
     return (tok.dep_ == "pobj" and tok.head.lower_ == "to" and verb.pos_ == "VERB" and tok.tag_ == "NN"
             and any(c.dep_ in ("prt", "dobj") and c.i < tok.head.i for c in verb.children)
             and not list(tok.children) and tok.lower_ not in object_words())
+
+
+def _adjective_half(tok) -> bool:
+    """Whether tok is the noun half of a compound adjective that spaCy read as a verb's object: a bare noun right
+    before an "-ed" adjective that is not its own modifier ("a man sitting cross legged" gave "a man sitting a
+    cross"; "School boys sit cross legged")."""
+    after = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+    return (tok.dep_ == "dobj" and tok.tag_ == "NN" and not list(tok.children) and after is not None
+            and after.tag_ == "JJ" and after.lower_.endswith("ed") and after.head.i != tok.i)
 
 
 def _cross_country(tok) -> bool:
@@ -475,7 +500,7 @@ def _join_split_compounds(g: _Graph) -> None:
             continue
         head, word = g.doc[end - 1], g.doc[end]
         if ({f"{head.lower_} {word.lower_}", f"{head.lower_} {word.lemma_.lower()}"}.isdisjoint(compound_nouns())
-                and not _possessive_compound(head, word)):
+                and not _possessive_compound(head, word) and not _noun_read_as_verb(head, word)):
             continue
         other = g.starting_at(end)
         if other is not None and g.bounds(other)[1] != end + 1 or end in g.in_phrases:
@@ -492,6 +517,18 @@ def _join_split_compounds(g: _Graph) -> None:
                        for r in g.relations if r["relation"].lower() != word.lower_]
         g.changed = True
         return _join_split_compounds(g)
+
+
+def _noun_read_as_verb(head, word) -> bool:
+    """A noun after a noun that spaCy tagged a verb: "can" with no verb after it ("a flower in a watering can on the
+    sill"; "can" a modal would need one), or a plural that ends the caption after a verb's or a preposition's object,
+    where no clause begins ("women holding video game console controllers": "controllers" is no verb)."""
+    if head.pos_ not in ("NOUN", "PROPN"):
+        return False
+    after = next((t for t in word.doc[word.i + 1:] if not t.is_punct), None)
+    if word.tag_ == "MD" and word.lower_ == "can":
+        return after is None or after.pos_ not in ("VERB", "AUX") and not (after.pos_ == "ADV" and after.dep_ == "neg")
+    return word.tag_ == "VBZ" and after is None and head.dep_ in ("dobj", "pobj") and word.lower_.endswith("s")
 
 
 def _possessive_compound(head, word) -> bool:
@@ -884,6 +921,8 @@ def _verb_attribute(verb) -> list[str]:
     complement or prepositional phrase; the verb and its object when that is an activity. A bare to-infinitive
     gives none: it says what the subject means to do, not what it is doing, and reads as debris before its noun ("a
     surfer paddling on a board to go catch a wave": no "go surfer", blind review r12)."""
+    if verb.i > 0 and _noun_read_as_verb(verb.doc[verb.i - 1], verb):
+        return []  # "women holding video game console controllers": no "controllering" women
     kids = list(verb.children)
     # a verb of painting with a colour says its subject's colour: "The freight train is painted orange and yellow",
     # "A truck painted green with designs" (not "a painted train"); only when no noun comes between its subject and

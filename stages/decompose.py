@@ -523,7 +523,10 @@ def shown_nodes(graph: dict, nodes: list[dict | None], words: list[str] | None, 
         said = {*node["noun"].split(), *" ".join(node["attributes"]).split()}
         verb = next((i for i in range(start + 1, end - 1) if tags[i] == "VBG" and tags[i - 1] == "NN" and tags[i + 1].startswith("NN")),
                     None)
-        joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&") and tags[i - 1].startswith("NN")
+        # an object noun the tagger read as an adjective ends a member too ("a moped and utility truck", "a donut and
+        # napkin sculpture" gave "a moped utility truck")
+        joint = [i for i in range(start + 1, end - 1) if lower[i] in (",", "and", "&")
+                 and (tags[i - 1].startswith("NN") or tags[i - 1] == "JJ" and lower[i] != "," and lower[i - 1] in things)
                  and lower[i - 1] not in colours and lower[i - 1] in said]
         if _relation_word(node, lower, end, related) or _no_thing(lower, tags, end) or _part_cut(node, lower, end) \
                 or _manner(lower, start, end) or _no_head(node, lower, tags, start, end, things):
@@ -1116,6 +1119,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
 
     same = [r for r in relations if r["relation"].lower() == relation]
     sharing = {r["subject"] for r in same if r["object"] == o} | {r["object"] for r in same if r["subject"] == s}
+    sharing = _listed(sharing, relation, entities[o], bounds, words, s_end, o_start)
     if first in PREPOSITIONS:
         # a noun the subject's own phrase or verb names: the later phrase may hang off either
         own = {r["object"] for r in relations if r["subject"] == s}
@@ -1136,7 +1140,8 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
             first not in PREPOSITIONS and _nearer_subject(relations, s, o, bounds, first, words)) or (
             first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
             relations, entities, s, o, relation, bounds, words) or _inside_on_top(relations, s, relation) or (
-            first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)):
+            first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)) or (
+            relation == "with" and _with_of_later_conjunct(s, bounds, words, o_start)):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -1155,6 +1160,33 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
     if possessed:  # "a man carrying a sheep on his shoulders": the sheep is on them, the man is not
         return any(between(n) for n in own - sharing - {s, o})
     return any(between(n) and not _transfers(relations, s, n, last, picture) for n in own - sharing - {s, o})
+
+
+def _listed(sharing: set[int], relation: str, obj: dict, bounds: list, words: list[str] | None, s_end: int,
+            o_start: int) -> set[int]:
+    """Of the nouns a verb's "on" relates as it does the object, those not stacked between the two: a verb's "on" again
+    past its first object is that object's place, not a list's ("a woman is typing on a laptop on a wooden table": the
+    laptop is on the table), unless the two objects are coordinated; in a place one is where what one is on is ("riding
+    on a surf board on an ocean wave")."""
+    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene":
+        return sharing
+    return {n for n in sharing if n >= len(bounds) or not (s_end <= bounds[n][0] and bounds[n][1] <= o_start)
+            or _joined((bounds[n][1], o_start), bounds, words)}
+
+
+def _with_of_later_conjunct(s: int, bounds: list, words: list[str] | None, o_start: int) -> bool:
+    """Whether the with-phrase comes right after a later noun of a list s begins or is in, whose phrase English reads it
+    as: in "a cup and a plate with food on it" the plate has the food, not the cup. Needs the caption's words."""
+    last, seen = _later_conjunct(s, bounds, words), {s}
+    while last is not None and last not in seen:
+        seen.add(last)
+        after = _later_conjunct(last, bounds, words)
+        if after is None:
+            break
+        last = after
+    if last is None or bounds[last][1] >= min(o_start, len(words or ())):
+        return False
+    return words[bounds[last][1]].lower() == "with"
 
 
 def _inside_on_top(relations: list[dict], s: int, relation: str) -> bool:

@@ -41,6 +41,7 @@ DETERMINERS = frozenset("the a an some each every all both another any no".split
 # Plural forms whose lemma from spaCy equals the form itself.
 PLURAL_ONLY = frozenset("people police cattle clothes glasses sunglasses scissors pants jeans shorts trousers".split())
 SINGULAR_COUNTS = frozenset({"one", "1", "a", "an", "single"})
+PLURAL_DETERMINERS = frozenset({"these", "those", "both", "several", "many", "few", "various", "numerous"})
 # Parser debris (see `clean_node`, `is_bare_preposition`, and `vocab build`): nouns that name a
 # place rather than an object ("to the right of" read with an entity "right"), prepositions that
 # stand alone as a relation ("left of" read as "of"), colour words fused into a noun ("an orange
@@ -102,11 +103,14 @@ def _plural(noun: str, lemma: str, counts: list[str], dets: list[str], attribute
     "stuff"). A compound after the caption's own "a" is one thing: "a tall giraffe stretches", which spaCy
     read as the compound noun "giraffe stretches" (lemma "giraffe stretch"), is one giraffe ("a short giraffe
     stretches", not "short giraffe stretches" with the article dropped); "a few stop signs" is not."""
-    if (counts and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY:
-        return True
-    if noun.split()[-1:] == lemma.split()[-1:]:
-        return False
+    if (counts and counts[0] not in SINGULAR_COUNTS) or noun in PLURAL_ONLY or (
+            noun.split()[-1:] and noun.split()[-1] in PLURAL_ONLY and {"a", "an"}.isdisjoint(dets)):
+        return True  # "business people" too ("a business people"), not the caption's own "a dog pants"
     quantified = not QUANTIFIERS.isdisjoint(str(a).lower() for a in attributes or ())
+    if noun.split()[-1:] == lemma.split()[-1:]:
+        # a noun whose plural is its singular is plural after a word of many ("Several sheep standing around in the
+        # grass" gave "a sheep standing in the grass")
+        return quantified or not PLURAL_DETERMINERS.isdisjoint(dets)
     return bool(counts) or " " not in noun or {"a", "an"}.isdisjoint(dets) or quantified
 
 

@@ -988,3 +988,42 @@ def test_one_of_two_things_between_is_no_positive():
     got = positives("A baby sitting between a lady and a man on a bench under a tree.")
     assert not [p for p in got if p[1].endswith("between")]
     assert ("person", "stands between", "dogs") in positives("A person stands between two dogs on a beach.")
+
+
+def test_a_with_phrase_after_a_later_noun_of_a_list_is_not_the_first_nouns():
+    """"A cup and a plate with food on it on a table next to a toilet." gave "a cup with food": the with-phrase hangs
+    on the nearest noun, the plate. A with-phrase after the first noun stays ("a table with plates and a bottle")."""
+    got = _positives(["A cup and a plate with food on it on a table next to a toilet.",
+                      "A table with plates and a bottle on it."])
+    cup = got["A cup and a plate with food on it on a table next to a toilet."]
+    assert "a cup with food" not in cup and "a plate with food" in cup
+    assert "a table with plates" in got["A table with plates and a bottle on it."]
+
+
+def test_a_verbs_on_again_past_its_object_is_no_positive():
+    """"A woman is typing on a laptop on a wooden table." gave "a woman typing on a wooden table": the second "on"
+    is the laptop's. In a place one is where what one is on is ("riding on a surf board on an ocean wave")."""
+    got = _positives(["A woman is typing on a laptop on a wooden table.", "A knit item sitting on a laptop on a desk.",
+                      "A young man riding on a surf board on an ocean wave."])
+    assert "a woman typing on a wooden table" not in got["A woman is typing on a laptop on a wooden table."]
+    assert "a knit item sitting on a desk" not in got["A knit item sitting on a laptop on a desk."]
+    assert "a young man riding on an ocean wave" in got["A young man riding on a surf board on an ocean wave."]
+
+
+def test_a_list_member_the_tagger_read_as_an_adjective_ends_it():
+    """"A white plate with a donut and napkin sculpture." gave "a white plate with a donut napkin sculpture": the
+    tagger read "donut" an adjective, so the list's last member was not cut out ("a beard, vest and colorful tie")."""
+    got = _positives(["A white plate with a donut and napkin sculpture."])
+    plate = got["A white plate with a donut and napkin sculpture."]
+    assert "a white plate with a donut napkin sculpture" not in plate and "a white plate with a napkin sculpture" in plate
+
+
+def test_a_noun_whose_plural_is_its_singular_is_plural_after_a_word_of_many():
+    """"Several sheep standing around in the grass." gave "a sheep standing in the grass", and "business people in
+    office" "a business people in an office"; the caption's own "a dog pants" stays one dog."""
+    got = _positives(["Several sheep standing around in the grass.",
+                      "Woman playing Nintendo Wii in font of business people in office",
+                      "A dog pants next to a bowl of water on the ground"])
+    assert "several sheep standing in the grass" in got["Several sheep standing around in the grass."]
+    assert "business people in an office" in got["Woman playing Nintendo Wii in font of business people in office"]
+    assert "a dog pants next to a bowl" in got["A dog pants next to a bowl of water on the ground"]

@@ -564,6 +564,19 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("jet airplane", []), ("sky", ["cloudy", "blue"])], "relations": [("jet airplane", "coming in", "sky")]}),
     ("framing", "A semi truck pulling a chain of three trailers.",
      {"entities": [("truck", ["semi"]), ("trailers", ["three"])], "relations": [("truck", "pulling", "trailers")]}),
+    # a verb whose object was the picture keeps it: "a woman taking food"
+    ("framing", "A woman is taking a picture of food with a mobile device.",
+     {"relations": [("woman", "taking a picture of", "food"), ("woman", "with", "device")]}),
+    # the noun of a compound adjective read as the verb's object: "a man sitting a cross"
+    ("framing", "School boys sit cross legged in front of a chalkboard sign in a vintage black and white photo.",
+     {"entities": [("school boys", []), ("sign", ["chalkboard"])], "relations": []}),
+    # a noun spaCy tagged a verb after a noun: "a purple flower in a watering", "women controllering"
+    ("compounds", "A purple flower is in a watering can on the window sill.",
+     {"entities": [("flower", ["purple"]), ("watering can", []), ("window sill", [])],
+      "relations": [("flower", "in", "watering can"), ("flower", "on", "window sill")]}),
+    ("compounds", "A couple of women holding video game console controllers",
+     {"entities": [("women", []), ("video game console controllers", [])],
+      "relations": [("women", "holding", "video game console controllers")]}),
 ]
 
 
