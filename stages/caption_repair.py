@@ -611,15 +611,34 @@ def _noun_before_verb(g: _Graph, k: int) -> bool:
     return True
 
 
+def _reduplicated_adverb(g: _Graph, k: int) -> bool:
+    """"three sheep grassing in a pasture side by side": a noun repeated after "by" or "to" ("side by side", "back to
+    back", "face to face") is an adverb of how they stand, not the head of the noun phrase before it ("a pasture
+    side"); the entity ends before it. Returns whether the graph changed."""
+    a, _ = g.bounds(k)
+    head = _head_token(g, k)
+    if head.i > a and _reduplicated(head):
+        g.reread(k, a, head.i)
+        return True
+    return False
+
+
+def _reduplicated(tok) -> bool:
+    """Whether tok opens a repeated noun after a noun ("a pasture side by side"); the noun before it is the head."""
+    doc = tok.doc
+    return (0 < tok.i and tok.i + 2 < len(doc) and doc[tok.i + 1].lower_ in ("by", "to") and doc[tok.i + 2].lower_ == tok.lower_
+            and doc[tok.i - 1].pos_ in ("NOUN", "PROPN"))
+
+
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
     tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`) or an "-ing"
-    verb of the head (`_noun_before_verb`),
+    verb of the head (`_noun_before_verb`), a noun repeated as an adverb ("side by side": `_reduplicated_adverb`),
     "skies" for "skis" (`_skis`), a subject's verb read as a compound of its object (`_verb_as_compound`)."""
     k = 0
     while k < len(g.entities):
         k = 0 if (_misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k)
-                  or _noun_before_verb(g, k)) else k + 1
+                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k)) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
     for k in range(len(g.entities)):
@@ -1019,6 +1038,8 @@ def _entity_of(g: _Graph, tok) -> int | None:
             tok = noun
         elif (measured := _measured(tok)) is not None:
             tok = measured
+        elif _reduplicated(tok):  # "in a pasture side by side": the pasture
+            tok = tok.doc[tok.i - 1]
     return None
 
 

@@ -555,6 +555,9 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "Dog wearing blue vest catching red flying disc at outdoor event.",
      {"entities": [("dog", []), ("vest", ["blue"]), ("flying disc", ["red"]), ("event", ["outdoor"])],
       "relations": [("Dog", "wearing", "vest"), ("Dog", "catching", "flying disc"), ("Dog", "at", "event")]}),
+    # "three sheep grassing in a pasture side": "side by side" says how they stand
+    ("compounds", "three sheep grassing in a pasture side by side.",
+     {"entities": [("sheep", ["three"]), ("pasture", [])], "relations": [("sheep", "grassing in", "pasture")]}),
     ("compounds", "This picture looks like a janitors closet with buckets on the floor.",
      {"entities": [("picture", []), ("janitors closet", []), ("buckets", []), ("floor", [])],
       "relations": [("picture", "looks like", "janitors closet"), ("janitors closet", "with", "buckets"), ("buckets", "on", "floor")]}),
