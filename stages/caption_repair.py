@@ -180,9 +180,12 @@ def _measured(tok):
     nouns = [tok, *(c for c in tok.conjuncts if c.lemma_.lower() == tok.lemma_.lower())]
     # "a close up of a polar bear": "of" may hang off "up"
     holders = nouns + [c for c in tok.children if c.lower_ == "up"] if _close_up(tok) else nouns
+    # "A closeup on some chocolate cake has a fork by it": a close-up is "on" what it shows too
+    # (not "a close up of a cake on a plate", whose "on" may hang off "up")
+    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups")
     for noun in holders:
         for prep in noun.children:
-            if prep.dep_ == "prep" and prep.lower_ == "of":
+            if prep.dep_ == "prep" and (prep.lower_ == "of" or prep.lower_ == "on" and closeup):
                 obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
                 if obj is not None:
                     return _measured(obj) or obj

@@ -520,6 +520,9 @@ REAL_CAPTION_REPAIRS = [
     # "a drink on food": "it" after a conjunct's phrase is the noun the conjuncts hang off
     ("pronouns", "A table with food and a drink on it",
      {"relations": [("table", "with", "food"), ("table", "with", "drink"), ("drink", "on", "table")]}),
+    # "a closeup on a chocolate cake", "a closeup has a fork": a close-up is "on" what it shows
+    ("framing", "A closeup on some chocolate cake has a fork by it.",
+     {"entities": [("chocolate cake", []), ("fork", [])], "relations": [("chocolate cake", "has", "fork")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
