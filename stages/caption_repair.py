@@ -1362,9 +1362,22 @@ def relations(g: _Graph) -> None:
     # a verb whose only word in the caption is inside its object's noun phrase is an attribute of it, not a
     # relation: "skiers with a huge snow covered mountain" (spaCy's verb "covered"; "skiers covered a huge snow
     # covered mountain"), "a white car and a white bus parked parallel"
-    kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)]
+    kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)
+            and not _phrase_before_conjunct(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
+
+
+def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
+    """Whether sng gave a later conjunct the phrase of the noun it is coordinated with, a phrase said before the
+    conjunct: "A kitchen with wooden furniture and a vase filled with red flowers" says nothing of "a vase with wooden
+    furniture", nor "A woman in a white dress and a man in gray" of "a man in a white dress" (a phrase after both, "a
+    cat and a dog on a bed", is shared)."""
+    subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+    prep = obj.head
+    return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
+            and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
+            and r["relation"].lower() == prep.lower_)
 
 
 def _unasserted_infinitive(g: _Graph, r: dict) -> bool:

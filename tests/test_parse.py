@@ -523,6 +523,12 @@ REAL_CAPTION_REPAIRS = [
     # "a closeup on a chocolate cake", "a closeup has a fork": a close-up is "on" what it shows
     ("framing", "A closeup on some chocolate cake has a fork by it.",
      {"entities": [("chocolate cake", []), ("fork", [])], "relations": [("chocolate cake", "has", "fork")]}),
+    # "a vase with wooden furniture", "a man in a white dress": a phrase said before a conjunct is not its
+    ("relations", "A kitchen with wooden furniture and a vase filled with red flowers.",
+     {"relations": [("kitchen", "with", "furniture"), ("vase", "filled with", "flowers")]}),
+    ("relations", "A woman in a white dress and a man in gray stand near a cake on a white table under a white canopy.",
+     {"relations": [("woman", "in", "dress"), ("woman", "stand near", "cake"), ("cake", "on", "table"),
+                    ("woman", "stand under", "canopy")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
