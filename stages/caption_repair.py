@@ -1372,12 +1372,13 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     """Whether sng gave a later conjunct the phrase of the noun it is coordinated with, a phrase said before the
     conjunct: "A kitchen with wooden furniture and a vase filled with red flowers" says nothing of "a vase with wooden
     furniture", nor "A woman in a white dress and a man in gray" of "a man in a white dress" (a phrase after both, "a
-    cat and a dog on a bed", is shared)."""
+    cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
+    and their graphs stay as sng reads them."""
     subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
     prep = obj.head
     return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
             and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
-            and r["relation"].lower() == prep.lower_)
+            and r["relation"].lower() == prep.lower_ and not any(t.text == ";" for t in g.doc[prep.i:subject.i]))
 
 
 def _unasserted_infinitive(g: _Graph, r: dict) -> bool:
