@@ -184,9 +184,12 @@ def _measured(tok):
     nouns = [tok, *(c for c in tok.conjuncts if c.lemma_.lower() == tok.lemma_.lower())]
     # "a close up of a polar bear": "of" may hang off "up"
     holders = nouns + [c for c in tok.children if c.lower_ == "up"] if _close_up(tok) else nouns
+    # "A closeup on some chocolate cake has a fork by it": a close-up is "on" what it shows too
+    # (not "a close up of a cake on a plate", whose "on" may hang off "up")
+    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups")
     for noun in holders:
         for prep in noun.children:
-            if prep.dep_ == "prep" and prep.lower_ == "of":
+            if prep.dep_ == "prep" and (prep.lower_ == "of" or prep.lower_ == "on" and closeup):
                 obj = next((c for c in prep.children if c.dep_ == "pobj"), None)
                 if obj is not None:
                     return _measured(obj) or obj
@@ -602,9 +605,15 @@ def _participle_head(g: _Graph, k: int) -> bool:
     if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
         return False
     noun = g.doc[head.i - 1]
-    if noun.dep_ != "amod" or noun.head.i != head.i or noun.lower_ not in object_words():
+    if noun.dep_ != "amod" or noun.head.i != head.i:
         return False
     into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
+    # "Two giraffes in a sanctuary standing close to the wall": a noun no vocabulary names, but no adjective either,
+    # before an "-ing" word that goes on with a phrase of place is a place its subject is in and stands in
+    if noun.lower_ not in object_words() and not (
+            into and noun.tag_ == "JJ" and noun.lower_ not in attribute_words() and head.i + 1 < len(g.doc)
+            and g.doc[head.i + 1].pos_ in ("ADP", "ADV") and g.doc[head.i + 1].head.i == head.i):
+        return False
     g.reread(k, start, noun.i + 1)
     if into:
         g.relations = [{**r, "subject": into[0], "relation": f"{head.text} {r['relation']}",
@@ -613,13 +622,72 @@ def _participle_head(g: _Graph, k: int) -> bool:
     return True
 
 
+def _modifiers_inside(g: _Graph, k: int) -> None:
+    """Entity k keeps only the modifiers its span says: reading a phrase cut from a longer one takes the head's
+    adjectives before the cut too (`graph_repair._modifier_tokens`)."""
+    a, b = g.bounds(k)
+    words = {t.text for t in g.doc[a:b]}
+    ent = g.entities[k]
+    mods = [m for m in ent["modifiers"] if m["span"] in words]
+    g.entities[k] = {**ent, "modifiers": mods, "attributes": [m["span"].lower() for m in mods if m["dep"] == "amod"]}
+
+
+def _noun_before_verb(g: _Graph, k: int) -> bool:
+    """"A skateboarder doing tricks on the rim of a pit", "Dog wearing blue vest catching red flying disc": spaCy tags
+    the noun an adjective and the verb after it another, of the object's noun ("doing skateboarder tricks", "a blue
+    catching red vest flying disc"). A known object noun that is no attribute word, before an "-ing" word of the same
+    head that names no object, ends its own entity; the verb relates it (or, a garment, who wears it) to the rest.
+    Returns whether the graph changed."""
+    a, b = g.bounds(k)
+    head = _head_token(g, k)
+    noun = next((t for t in g.doc[a:max(a, head.i - 1)] if t.dep_ == "amod" and t.head.i == head.i
+                 and t.lower_ in object_words() and t.lower_ not in attribute_words()
+                 and g.doc[t.i + 1].tag_ == "VBG" and g.doc[t.i + 1].dep_ in ("amod", "compound")
+                 and g.doc[t.i + 1].head.i == head.i and g.doc[t.i + 1].lower_ not in object_words()
+                 and g.doc[t.i + 1].lower_ != "looking"), None)
+    if noun is None or head.pos_ not in ("NOUN", "PROPN"):
+        return False
+    verb = g.doc[noun.i + 1]
+    outgoing = [n for n, r in enumerate(g.relations) if r["subject"] == k]
+    g.reread(k, a, noun.i + 1)
+    rest = g.add(verb.i + 1, b)
+    _modifiers_inside(g, rest)
+    for n in outgoing:  # what the head's phrases say is of the head ("tricks on the rim")
+        g.relations[n] = {**g.relations[n], "subject": rest}
+    wearer = next((r["subject"] for r in g.relations if r["object"] == k and _worn(noun.lower_)
+                   and r["lemma_relation"].split()[0] in ("wear", "in", "with")), k)
+    g.relations.append({"subject": wearer, "object": rest, "relation": verb.text, "lemma_relation": verb.lemma_})
+    return True
+
+
+def _reduplicated_adverb(g: _Graph, k: int) -> bool:
+    """"three sheep grassing in a pasture side by side": a noun repeated after "by" or "to" ("side by side", "back to
+    back", "face to face") is an adverb of how they stand, not the head of the noun phrase before it ("a pasture
+    side"); the entity ends before it. Returns whether the graph changed."""
+    a, _ = g.bounds(k)
+    head = _head_token(g, k)
+    if head.i > a and _reduplicated(head):
+        g.reread(k, a, head.i)
+        return True
+    return False
+
+
+def _reduplicated(tok) -> bool:
+    """Whether tok opens a repeated noun after a noun ("a pasture side by side"); the noun before it is the head."""
+    doc = tok.doc
+    return (0 < tok.i and tok.i + 2 < len(doc) and doc[tok.i + 1].lower_ in ("by", "to") and doc[tok.i + 2].lower_ == tok.lower_
+            and doc[tok.i - 1].pos_ in ("NOUN", "PROPN"))
+
+
 def _misread_heads(g: _Graph) -> None:
     """Heads spaCy misread: a misspelt participle (`_misspelt_participle`), a noun after its modifier
-    tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`),
+    tagged an adjective (`_postnominal_noun`), an object noun before an "-ing" head (`_participle_head`) or an "-ing"
+    verb of the head (`_noun_before_verb`), a noun repeated as an adverb ("side by side": `_reduplicated_adverb`),
     "skies" for "skis" (`_skis`), a subject's verb read as a compound of its object (`_verb_as_compound`)."""
     k = 0
     while k < len(g.entities):
-        k = 0 if _misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k) else k + 1
+        k = 0 if (_misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k)
+                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k)) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
     for k in range(len(g.entities)):
@@ -630,16 +698,20 @@ def _verb_as_compound(g: _Graph, k: int) -> None:
     """"A cat drinking water from a bathroom faucet": spaCy reads "drinking water" as one noun set beside "a cat"
     (apposition), so the cat drinks nothing. An "-ing" compound that opens a noun phrase right after the noun it stands
     beside, with no article between, is that noun's verb: the entity is its object ("water") and the verb relates them
-    ("a cat drinking water")."""
+    ("a cat drinking water"). Also when spaCy makes the verb an adjective of its object ("A zebra eating grass in a grassy
+    yard": the positive lost its zebra, "eating grass in a grassy yard"), but not "looking", which makes a look of the noun
+    before it ("An old time looking clock")."""
     a, b = g.bounds(k)
     head, first = _head_token(g, k), g.doc[a]
-    if (b - a < 2 or first.tag_ != "VBG" or first.dep_ != "compound" or head.dep_ != "appos" or head.head.i != a - 1
-            or head.head.pos_ != "NOUN"):
+    if (b - a < 2 or first.tag_ != "VBG" or first.dep_ not in ("compound", "amod") or head.dep_ != "appos"
+            or head.head.i != a - 1 or head.head.pos_ != "NOUN" or first.lower_ == "looking"):
         return
     subject = _entity_at(g, a - 1)
     if subject is None or subject == k or g.bounds(subject)[1] != a:
         return
     g.reread(k, a + 1, b)
+    if first.dep_ == "amod":  # the reading takes the head's adjectives outside it too: no "grass eating"
+        _modifiers_inside(g, k)
     g.relations.append({"subject": subject, "object": k, "relation": first.text, "lemma_relation": first.lemma_})
 
 
@@ -923,6 +995,8 @@ def _verb_attribute(verb) -> list[str]:
     surfer paddling on a board to go catch a wave": no "go surfer", blind review r12)."""
     if verb.i > 0 and _noun_read_as_verb(verb.doc[verb.i - 1], verb):
         return []  # "women holding video game console controllers": no "controllering" women
+    if _to_infinitive(verb):  # also with an activity's object: no "a catch a ride man", "two play a game men"
+        return []
     kids = list(verb.children)
     # a verb of painting with a colour says its subject's colour: "The freight train is painted orange and yellow",
     # "A truck painted green with designs" (not "a painted train"); only when no noun comes between its subject and
@@ -950,8 +1024,6 @@ def _verb_attribute(verb) -> list[str]:
     particles = [c for c in kids if (c.dep_ in ("prt", "advmod") and c.lower_ in PARTICLES
                                      or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
-        return []
-    if _to_infinitive(verb):
         return []
     return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
 
@@ -1029,6 +1101,8 @@ def _entity_of(g: _Graph, tok) -> int | None:
             tok = noun
         elif (measured := _measured(tok)) is not None:
             tok = measured
+        elif _reduplicated(tok):  # "in a pasture side by side": the pasture
+            tok = tok.doc[tok.i - 1]
     return None
 
 
@@ -1348,9 +1422,37 @@ def relations(g: _Graph) -> None:
     # a verb whose only word in the caption is inside its object's noun phrase is an attribute of it, not a
     # relation: "skiers with a huge snow covered mountain" (spaCy's verb "covered"; "skiers covered a huge snow
     # covered mountain"), "a white car and a white bus parked parallel"
-    kept = [r for r in g.relations if not _verb_in_object(g, r)]
+    kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)
+            and not _phrase_before_conjunct(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
+
+
+def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
+    """Whether sng gave a later conjunct the phrase of the noun it is coordinated with, a phrase said before the
+    conjunct: "A kitchen with wooden furniture and a vase filled with red flowers" says nothing of "a vase with wooden
+    furniture", nor "A woman in a white dress and a man in gray" of "a man in a white dress" (a phrase after both, "a
+    cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
+    and their graphs stay as sng reads them."""
+    subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+    prep = obj.head
+    return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
+            and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
+            and r["relation"].lower() == prep.lower_ and not any(t.text == ";" for t in g.doc[prep.i:subject.i]))
+
+
+def _unasserted_infinitive(g: _Graph, r: dict) -> bool:
+    """Whether the relation's verb is a to-infinitive the caption does not say happens: one after a wh-word ("Four
+    people learning how to surf on the beach": they do not surf, no "four people surf on the beach") or one with a
+    subject of its own that another verb lets do it ("A bus stopped at a curb to allow people to board the bus":
+    no "people board the bus")."""
+    first = r["relation"].split()[0].lower() if r["relation"].split() else ""
+    said = [t for t in g.doc if t.lower_ == first]
+    return bool(said) and all(
+        t.pos_ == "VERB" and _to_infinitive(t) and (
+            any(c.tag_ in ("WRB", "WP") and c.i < t.i for c in t.children)
+            or any(c.dep_ in SUBJECT_DEPS for c in t.children) and t.dep_ in ("ccomp", "xcomp") and t.head.pos_ == "VERB")
+        for t in said)
 
 
 def _verb_in_object(g: _Graph, r: dict) -> bool:

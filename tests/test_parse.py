@@ -532,6 +532,15 @@ REAL_CAPTION_REPAIRS = [
     # "a drink on food": "it" after a conjunct's phrase is the noun the conjuncts hang off
     ("pronouns", "A table with food and a drink on it",
      {"relations": [("table", "with", "food"), ("table", "with", "drink"), ("drink", "on", "table")]}),
+    # "a closeup on a chocolate cake", "a closeup has a fork": a close-up is "on" what it shows
+    ("framing", "A closeup on some chocolate cake has a fork by it.",
+     {"entities": [("chocolate cake", []), ("fork", [])], "relations": [("chocolate cake", "has", "fork")]}),
+    # "a vase with wooden furniture", "a man in a white dress": a phrase said before a conjunct is not its
+    ("relations", "A kitchen with wooden furniture and a vase filled with red flowers.",
+     {"relations": [("kitchen", "with", "furniture"), ("vase", "filled with", "flowers")]}),
+    ("relations", "A woman in a white dress and a man in gray stand near a cake on a white table under a white canopy.",
+     {"relations": [("woman", "in", "dress"), ("woman", "stand near", "cake"), ("cake", "on", "table"),
+                    ("woman", "stand under", "canopy")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
@@ -556,6 +565,20 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "A man on a skateboard riding by food vendors.",
      {"entities": [("man", []), ("skateboard", []), ("food vendors", [])],
       "relations": [("man", "on", "skateboard"), ("man", "riding by", "food vendors")]}),
+    # "a sanctuary standing close to the wall": the noun before the "-ing" word is tagged an adjective
+    ("compounds", "Two giraffes in a sanctuary standing close to the wall",
+     {"entities": [("giraffes", ["two"]), ("sanctuary", []), ("wall", [])],
+      "relations": [("giraffes", "in", "sanctuary"), ("giraffes", "standing close to", "wall")]}),
+    # "doing skateboarder tricks", "a blue catching red vest flying disc": a noun tagged an adjective before a verb
+    ("compounds", "A skateboarder doing tricks on the rim of a pit",
+     {"entities": [("skateboarder", []), ("tricks", []), ("rim", []), ("pit", [])],
+      "relations": [("skateboarder", "doing", "tricks"), ("tricks", "on", "rim"), ("rim", "of", "pit")]}),
+    ("compounds", "Dog wearing blue vest catching red flying disc at outdoor event.",
+     {"entities": [("dog", []), ("vest", ["blue"]), ("flying disc", ["red"]), ("event", ["outdoor"])],
+      "relations": [("Dog", "wearing", "vest"), ("Dog", "catching", "flying disc"), ("Dog", "at", "event")]}),
+    # "three sheep grassing in a pasture side": "side by side" says how they stand
+    ("compounds", "three sheep grassing in a pasture side by side.",
+     {"entities": [("sheep", ["three"]), ("pasture", [])], "relations": [("sheep", "grassing in", "pasture")]}),
     ("compounds", "This picture looks like a janitors closet with buckets on the floor.",
      {"entities": [("picture", []), ("janitors closet", []), ("buckets", []), ("floor", [])],
       "relations": [("picture", "looks like", "janitors closet"), ("janitors closet", "with", "buckets"), ("buckets", "on", "floor")]}),
@@ -822,10 +845,34 @@ def test_an_indefinite_object_of_a_recipient_or_particle_verb_gives_no_verb(capt
     assert not any(rel.endswith((" to", " in")) and " " in rel for _, rel, _ in triples(graph)), triples(graph)
 
 
+@pytest.mark.parametrize("caption, noun", [("A man on a blue raft attempting to catch a ride on a large wave.", "man"),
+                                           ("Two men using nintendo wii remotes to play a game", "men")])
+def test_a_to_infinitive_with_an_activity_object_gives_no_attribute(caption, noun):
+    # "a catch a ride man", "two play a game men": it says what the subject means to do, and reads as debris
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    (entity,) = (e for e in graph["entities"] if e["head"] == noun)
+    assert not any(" " in a for a in entity["attributes"]), entity["attributes"]
+
+
+@pytest.mark.parametrize("caption, verb", [("Four people learning how to surf on the beach.", "surf on"),
+                                          ("A bus stopped at a curb to allow people to board the bus.", "board")])
+def test_a_to_infinitive_the_caption_does_not_say_happens_is_no_relation(caption, verb):
+    # "four people surf on the beach", "people board the bus": learning how to, allowed to
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    assert verb not in [rel for _, rel, _ in triples(graph)], triples(graph)
+
+
 def test_a_verb_read_as_a_compound_beside_its_subject_relates_them():
     # spaCy read "drinking water" as one noun set beside "a cat": the cat drank nothing
     (graph,) = (r["graph"] for r in parse(records(["A cat drinking water from a bathroom faucet."])))
     assert ("cat", "drinking", "water") in triples(graph), triples(graph)
+    # the verb read as an adjective of its object: "eating grass in a grassy yard" lost its zebra
+    (graph,) = (r["graph"] for r in parse(records(["A zebra eating grass in a grassy yard"])))
+    assert ("zebra", "eating", "grass") in triples(graph), triples(graph)
+    assert [e["attributes"] for e in graph["entities"] if e["head"] == "grass"] == [[]], graph["entities"]
+    # "looking" makes a look of the noun before it: no "time looking a clock"
+    (graph,) = (r["graph"] for r in parse(records(["An old time looking clock surrounded by greenery."])))
+    assert not any(rel == "looking" for _, rel, _ in triples(graph)), triples(graph)
     # after "of" the compound is a noun
     (graph,) = (r["graph"] for r in parse(records(["A bottle of drinking water on a table."])))
     assert "drinking water" in [e["head"] for e in graph["entities"]]
