@@ -158,3 +158,34 @@ def test_weighted_share_is_the_stratified_estimate(tmp_path):
     assert missing == 0 and share == pytest.approx(0.9 * 0.25 + 0.1 * 1.0)  # 0.325; pooled would be 5/8
     half = 1.959964 * (0.81 * 0.25 * 0.75 / 4) ** 0.5
     assert (low, high) == pytest.approx((max(0.0, share - half), share + half))  # clipped at 0
+
+
+relation_positive_kit = _script("relation_positive_kit")
+
+
+def test_relation_positive_kit_is_blind_seeded_and_tallies(texts, tmp_path):
+    rows = read(texts)
+    n_pos = sum(p["kind"] == "relation" for r in rows for p in r["texts"]["positives"])
+    n_neg = sum(n["kind"] == "graph" and n["transform"].startswith("f_rel") for r in rows for n in r["texts"]["negatives"])
+    pos, neg = min(n_pos, 12), min(n_neg, 4)
+    args = ["--positives", str(pos), "--negatives", str(neg), "--seed", "3"]
+    assert relation_positive_kit.main([str(texts), *args, "--out", str(tmp_path / "a")]) == 0
+    assert relation_positive_kit.main([str(texts), *args, "--out", str(tmp_path / "b")]) == 0
+    for name in ("review_sheet.jsonl", "review_key.jsonl", "sheet_a.jsonl", "sheet_b.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    sheet, key = read(tmp_path / "a" / "review_sheet.jsonl"), read(tmp_path / "a" / "review_key.jsonl")
+    assert all(set(item) == {"id", "caption", "text"} for item in sheet)  # nothing tells a positive from a negative
+    assert [k["role"] for k in key].count("positive") == pos and [k["role"] for k in key].count("negative") == neg
+    by_id = {r["id"]: r for r in rows}
+    for item, k in zip(sheet, key):
+        texts_of = by_id[k["record"]]["texts"]
+        said = texts_of["positives"] if k["role"] == "positive" else texts_of["negatives"]
+        assert item["text"] in {t["text"].lower().rstrip(".") for t in said}
+    a, b = read(tmp_path / "a" / "sheet_a.jsonl"), read(tmp_path / "a" / "sheet_b.jsonl")
+    assert a[0] == sheet[0] and b[-1] == sheet[-1] and a + b[len(a) + len(b) - len(sheet):] == sheet
+    # rubric_tally joins its key: every item labelled entailed gives 100% entailed positives
+    labels = [{"id": k["id"], "not_false": True, "entailed": k["role"] == "positive", "uninterpretable": False,
+               "disfluent": False, "implausible": False, "debris": False,
+               "reason": "" if k["role"] == "positive" else "may hold"} for k in key]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    assert rubric_tally.main([str(tmp_path / "labels.jsonl"), "--key", str(tmp_path / "a" / "review_key.jsonl")]) == 0
