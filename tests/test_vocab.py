@@ -479,6 +479,11 @@ def test_what_an_outfit_or_a_road_holds_never_replaces_it():
     assert "dessert" in v.unsafe("objects", "cake") and v.is_general("objects", "dessert")
     # a beach is contradicted by a pier or a dock, places on the coast ("people on the beach" -> "people on the dock")
     assert {v.group(n) for n in ("beach", "pier", "dock", "harbor")} == {"coast"}
+    # review r23: "a plate" -> "a dish", "a hot dog" -> "a sandwich" (or its sausage), "in a neighborhood" -> "in a city"
+    # were not false: a plate is a dish, a hot dog a sandwich with a sausage in it, a neighborhood part of a town
+    for name, other in (("plate", "dish"), ("hot dog", "sandwich"), ("hot dog", "sausage"), ("neighborhood", "city"),
+                        ("neighborhood", "town")):
+        assert other in v.unsafe("objects", name) and name in v.unsafe("objects", other), (name, other)
 
 
 def test_kinds_of_a_name_are_what_may_name_it_never_what_it_may_name():
