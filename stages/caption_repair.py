@@ -1426,6 +1426,70 @@ def relations(g: _Graph) -> None:
             and not _phrase_before_conjunct(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
+    _depicted_with(g)
+    _held_place(g)
+
+
+# Things held in the hand: "on top of" a place said after one that a person holds or swings is where the person
+# stands ("A young lady swinging a tennis racquet on top of a tennis court": the lady is on the court, her racquet in
+# the air, resting on nothing); a plain "on" or "in" holds either way ("a bat on the field": where he is, it is).
+HAND_HELD = frozenset({"racket", "racquet", "bat", "umbrella"})
+HOLDING_VERBS = frozenset({"hold", "swing", "carry", "grip", "wield", "raise", "lift"})
+PLACE_PREPOSITIONS = frozenset({"on top of", "atop"})
+
+
+def _held_place(g: _Graph) -> None:
+    """sng's "on top of" of a hand-held thing the place phrase hangs off goes to its holder ("A man holding a tennis
+    racquet on top of a tennis court": the man is on it), or goes where the holder has one to the place already."""
+    for r in list(g.relations):
+        tok = _head_token(g, r["subject"])
+        prep = g.doc[g.bounds(r["object"])[0]].head
+        while prep.dep_ == "pobj" or prep.head.dep_ == "pobj" and prep.head.head.dep_ == "prep" and prep.lower_ == "of":
+            prep = prep.head.head if prep.dep_ != "pobj" else prep.head
+        if (r["relation"].lower() not in PLACE_PREPOSITIONS or tok.lemma_.lower() not in HAND_HELD
+                or prep.dep_ != "prep" or prep.head.i != tok.i):
+            continue
+        if tok.dep_ == "pobj" and tok.head.lower_ == "with" and tok.head.head.pos_ in ("NOUN", "PROPN"):
+            holders = [tok.head.head]
+        elif tok.dep_ == "pobj" and tok.head.lower_ == "with" and tok.head.head.pos_ == "VERB":
+            holders = _subjects(tok.head.head)[:1]  # "a man standing with a racket on top of a court"
+        elif tok.dep_ == "dobj" and tok.head.lemma_.lower() in HOLDING_VERBS:
+            holders = _subjects(tok.head)[:1]
+        else:
+            continue
+        holder = _entity_of(g, holders[0]) if holders else None
+        if holder is None or holder in (r["subject"], r["object"]):
+            continue
+        if any((o["subject"], o["object"]) == (holder, r["object"]) for o in g.relations):
+            g.relations = [o for o in g.relations if o is not r]
+        else:
+            g.relations = [{**o, "subject": holder} if o is r else o for o in g.relations]
+        g.changed = True
+
+
+# Nouns of a work that depicts what follows its "of": a "with" after the depicted noun says what the depicted thing
+# has, not the work ("A painting of a table with fruit on top of it": the table has the fruit).
+ARTWORK_NOUNS = frozenset({"painting", "drawing", "sketch", "portrait", "poster", "mural", "illustration", "cartoon"})
+
+
+def _depicted_with(g: _Graph) -> None:
+    """sng's "with" of an artwork noun said after its "of" object goes to the depicted noun nearest before it ("A
+    drawing of a young woman with many facial piercings": the woman has them), or goes where that noun has it already."""
+    for n, r in enumerate(list(g.relations)):
+        subject = g.entities[r["subject"]]
+        if r["relation"].lower() != "with" or subject["lemma_head"].lower() not in ARTWORK_NOUNS:
+            continue
+        prep = _head_token(g, r["object"]).head
+        depicted = [t for o in g.relations if o["subject"] == r["subject"] and o["relation"].lower() == "of"
+                    for c in (_head_token(g, o["object"]),) for t in (c, *c.conjuncts) if t.i < prep.i]
+        target = _entity_of(g, max(depicted, key=lambda t: t.i)) if depicted and prep.lower_ == "with" else None
+        if target is None or target == r["subject"]:
+            continue
+        if any((o["subject"], o["object"]) == (target, r["object"]) for o in g.relations):
+            g.relations = [o for o in g.relations if o is not r]
+        else:
+            g.relations = [{**o, "subject": target} if o is r else o for o in g.relations]
+        g.changed = True
 
 
 def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:

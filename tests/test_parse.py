@@ -907,3 +907,32 @@ def test_a_participle_said_together_is_not_one_things():
     got = {r["caption"]: {e["head"].split()[-1]: e["attributes"] for e in r["graph"]["entities"]}
            for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
     assert "cuddled" in got[captions[0]]["animals"] and "cuddled" not in got[captions[0]]["bed"]
+
+
+def test_with_after_an_artworks_of_object_is_the_depicted_things():
+    """Blind review: "A painting of a table with fruit on top of it." gave "a painting with fruit": the table has the
+    fruit; "A drawing of a young woman with many facial piercings" draws a woman who has them; "a painting of fruit and
+    a candle with a vase" has the candle's "with" already and says nothing of "a painting with a vase"."""
+    captions = ["A painting of a table with fruit on top of it.", "A drawing of a young woman with many facial piercings.",
+                "a painting of fruit and a candle with a vase"]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("table", "with", "fruit") in got[captions[0]] and ("painting", "with", "fruit") not in got[captions[0]]
+    assert ("woman", "with", "piercings") in got[captions[1]] and ("drawing", "with", "piercings") not in got[captions[1]]
+    assert ("candle", "with", "vase") in got[captions[2]] and ("painting", "with", "vase") not in got[captions[2]]
+
+
+
+def test_on_top_of_after_a_held_thing_is_the_holders():
+    """Blind review: "A young lady swinging a tennis racquet on top of a tennis court." gave "a tennis racquet on top
+    of a tennis court": the racquet rests on nothing, the lady is on the court. A plain "on" holds either way ("a bat
+    on the field", where the player is), and "The batter is tapping his bat on home plate" keeps its bat there."""
+    captions = ["A young lady swinging a tennis racquet on top of a tennis court.",
+                "A man holding a tennis racquet on top of a tennis court.", "a baseball player with a bat on the field",
+                "The batter is tapping his bat on home plate."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("lady", "on top of", "tennis court") in got[captions[0]]
+    assert ("tennis racquet", "on top of", "tennis court") not in got[captions[0]]
+    assert ("man", "on top of", "tennis court") in got[captions[1]]
+    assert ("tennis racquet", "on top of", "tennis court") not in got[captions[1]]
+    assert ("bat", "on", "field") in got[captions[2]]
+    assert ("bat", "on", "home plate") in got[captions[3]]
