@@ -71,6 +71,8 @@ ATTRIBUTE_RANK = {c: i for i, c in enumerate(ATTRIBUTE_ORDER)}
 CLASSIFYING_POSITIONS = frozenset({
     "top", "upper", "lower", "bottom", "front", "rear", "back", "middle", "side", "inner", "outer", "center", "central",
     "outdoor", "indoor",
+    # what a place or thing is for, as "outdoor" is: "a large commercial airplane", not "a commercial large airplane"
+    "urban", "rural", "residential", "commercial",
 })
 # Adjectives used only predicatively (Quirk et al. 1985, the a- adjectives): "the elephant is alone",
 # never "an alone elephant". Before the noun their attributive kin stands in ("a sleeping bear", "living

@@ -1010,9 +1010,24 @@ def test_a_mixed_group_keeps_its_bodily_states():
     ("A nicely decorated living room and dining area.", "decorated", "living room", {"undecorated"}),
     ("A man in a red shirt rides a yellow surfboard on light blue water.", "light", "water", {"dark"}),  # not "heavy"
     ("Leafy greens and sun dried tomatoes on something", "dried", "tomato", {"fresh"}),
+    ("The bottom of a jumbo jet is flying through the air.", "jumbo", "jet", {"small"}),
+    ("A residential street has an orange no parking sign near a sidewalk.", "residential", "street", {"commercial"}),
+    ("a street sign on a rural street with a sidewalk", "rural", "street", {"urban"}),
 ])
 def test_an_attribute_only_an_antonym_replaces_gets_it(caption, attribute, noun, expected):
     assert {to for _, to in _attribute_draws(caption, node(noun, [attribute]))} == expected, caption
+
+
+def test_jumbo_is_a_size_of_vehicles_only():
+    # "a small airplane" may become "a jumbo airplane", but "a small dog" never "a jumbo dog"
+    assert "jumbo" in {to for _, to in _attribute_draws("A small airplane is about to take off on the runway.",
+                                                         node("airplane", ["small"]))}
+    assert "jumbo" not in {to for _, to in _attribute_draws("A small dog on a couch.", node("dog", ["small"]))}
+
+
+def test_what_a_place_is_for_fits_places_only():
+    # "A commercial airplane sits on a runway at an airport.": no "residential airplane"
+    assert not _attribute_draws("A commercial airplane sits on a runway at an airport.", node("airplane", ["commercial"]))
 
 
 def test_sizes_are_swapped_only_as_antonyms():

@@ -608,6 +608,10 @@ def test_a_purpose_stands_after_a_colour_and_before_a_compounds_gerund():
     assert noun_phrase(node("chair", ["outdoor", "wooden"]), VOCAB) == "a wooden outdoor chair"
     # "the outdoor sitting area of a restaurant": the gerund next to the noun forms a compound with it
     assert noun_phrase(node("area", ["outdoor", "sitting"]), VOCAB) == "an outdoor sitting area"
+    # "Large commercial cargo plane sits on tarmac next to radar equipment." with large -> tiny read "a commercial tiny
+    # cargo plane": what a thing is for classifies it, as "outdoor" does
+    for attributes in (["tiny", "commercial"], ["commercial", "tiny"]):
+        assert noun_phrase(node("cargo plane", attributes), VOCAB) == "a tiny commercial cargo plane"
 
 
 def test_a_food_the_caption_writes_bare_as_an_ingredient_takes_no_article():
