@@ -907,3 +907,23 @@ def test_a_participle_said_together_is_not_one_things():
     got = {r["caption"]: {e["head"].split()[-1]: e["attributes"] for e in r["graph"]["entities"]}
            for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
     assert "cuddled" in got[captions[0]]["animals"] and "cuddled" not in got[captions[0]]["bed"]
+
+
+@pytest.mark.parametrize("caption, head, attribute", [
+    ("A pair of people ride a small, horse drawn buggy near a large puddle of water.", "buggy", "horse drawn"),
+    ("A young child holding onto a kite while standing on a green grass covered field.", "field", "grass covered"),
+    ("The neon purple toilet with lid lifted is in the bathroom with brown tile.", "toilet", "neon purple"),
+])
+def test_a_word_of_a_many_word_attribute_is_not_also_the_heads(caption, head, attribute):
+    """Blind review: "A pair of people ride a small, horse drawn buggy near a large puddle of water." gave "people ride
+    a small horse drawn horse buggy": "horse" is a word of the attribute "horse drawn", not of the head too."""
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    got = {e["head"]: e["attributes"] for e in graph["entities"]}
+    assert head in got and attribute in got[head]
+
+
+def test_a_pattern_participle_after_an_adjective_is_one_attribute():
+    """Blind review: "A Teddy bear sits on a floral patterned chair." gave "a floral and patterned chair": the pattern is
+    floral, one attribute."""
+    (graph,) = (r["graph"] for r in parse(records(["A Teddy bear sits on a floral patterned chair."])))
+    assert {e["head"]: e["attributes"] for e in graph["entities"]}["chair"] == ["floral patterned"]
