@@ -109,7 +109,7 @@ NOT_ATTRIBUTES = frozenset({"other", "another", "only", "same", "such", "own", "
 # "filled": "a light filled bedroom" is filled with light, not a light bedroom ("a filled light bedroom"); "lit": "a
 # large blue lit bridge" is lit blue ("a large lit blue bridge"), "a dimly lit room" is no "lit room".
 COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "shaped", "haired", "skinned", "lined",
-                                  "filled", "lit"})
+                                  "filled", "lit", "patterned"})
 # Shade words that make one colour with the colour after them ("light blue", "dark green"): swapping or
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
@@ -846,6 +846,37 @@ def compounds(g: _Graph) -> None:
                              "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
             g.changed = True
     _phrasal_compounds(g)
+    _head_words_in_attributes(g)
+
+
+# Pattern words: "star dotted" of "a small solid yellow star dotted circle" names a pattern, not a noun and its participle.
+PATTERN_WORDS = frozenset({"dotted", "spotted", "striped", "stripy", "solid", "plain"})
+
+
+def _made_attribute(attribute: str) -> bool:
+    """A shade and its colour ("neon purple") or a noun and a participle ("horse drawn", "grass covered")."""
+    words = attribute.split()
+    return len(words) == 2 and (words[0] in SHADES and words[1] in colour_words()
+                                or words[1].endswith(("ed", "wn", "en")) and words[1] not in PATTERN_WORDS)
+
+
+def _head_words_in_attributes(g: _Graph) -> None:
+    """A word of a two-word attribute (`_made_attribute`) is not also a word of the head: "a small, horse drawn buggy" is a buggy
+    (not a "horse drawn horse buggy"), "a green grass covered field" a field, "the neon purple toilet" a toilet. Only
+    a word the entity says once goes."""
+    for k, ent in enumerate(g.entities):
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        if len(words) < 2 or len(words) != len(lemmas):
+            continue
+        start, end = g.bounds(k)
+        said = [t.lower_ for t in g.doc[start:end]]
+        in_attributes = {w for a in ent.get("attributes", []) if _made_attribute(a) for w in a.split()}
+        keep = [i for i, w in enumerate(words[:-1]) if not (w.lower() in in_attributes and said.count(w.lower()) == 1)]
+        if len(keep) == len(words) - 1:
+            continue
+        keep.append(len(words) - 1)
+        g.entities[k] = {**ent, "head": " ".join(words[i] for i in keep), "lemma_head": " ".join(lemmas[i] for i in keep)}
+        g.changed = True
 
 
 # Nouns made of a verb and its particle, said before the noun they name ("take out boxes", "a red pick up truck", "the

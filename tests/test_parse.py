@@ -921,7 +921,6 @@ def test_with_after_an_artworks_of_object_is_the_depicted_things():
     assert ("candle", "with", "vase") in got[captions[2]] and ("painting", "with", "vase") not in got[captions[2]]
 
 
-
 def test_on_top_of_after_a_held_thing_is_the_holders():
     """Blind review: "A young lady swinging a tennis racquet on top of a tennis court." gave "a tennis racquet on top
     of a tennis court": the racquet rests on nothing, the lady is on the court. A plain "on" holds either way ("a bat
@@ -936,3 +935,23 @@ def test_on_top_of_after_a_held_thing_is_the_holders():
     assert ("tennis racquet", "on top of", "tennis court") not in got[captions[1]]
     assert ("bat", "on", "field") in got[captions[2]]
     assert ("bat", "on", "home plate") in got[captions[3]]
+
+
+@pytest.mark.parametrize("caption, head, attribute", [
+    ("A pair of people ride a small, horse drawn buggy near a large puddle of water.", "buggy", "horse drawn"),
+    ("A young child holding onto a kite while standing on a green grass covered field.", "field", "grass covered"),
+    ("The neon purple toilet with lid lifted is in the bathroom with brown tile.", "toilet", "neon purple"),
+])
+def test_a_word_of_a_many_word_attribute_is_not_also_the_heads(caption, head, attribute):
+    """Blind review: "A pair of people ride a small, horse drawn buggy near a large puddle of water." gave "people ride
+    a small horse drawn horse buggy": "horse" is a word of the attribute "horse drawn", not of the head too."""
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    got = {e["head"]: e["attributes"] for e in graph["entities"]}
+    assert head in got and attribute in got[head]
+
+
+def test_a_pattern_participle_after_an_adjective_is_one_attribute():
+    """Blind review: "A Teddy bear sits on a floral patterned chair." gave "a floral and patterned chair": the pattern is
+    floral, one attribute."""
+    (graph,) = (r["graph"] for r in parse(records(["A Teddy bear sits on a floral patterned chair."])))
+    assert {e["head"]: e["attributes"] for e in graph["entities"]}["chair"] == ["floral patterned"]
