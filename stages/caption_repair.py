@@ -1581,6 +1581,16 @@ def _new_list_item(tok) -> bool:
     return False
 
 
+def _nearer_conjunct(tok) -> bool:
+    """Whether spaCy coordinated noun `tok` with a noun before the phrase said right before it: "cooking at the kitchen
+    counter near a baby and a dog" coordinates the dog with the baby, not the counter (no "an adult cooking at a dog").
+    A list after "with" is the with-noun's all the same ("a kitchen with two pineapples on the counter and a wok pot")."""
+    if tok.dep_ != "conj" or tok.head.pos_ not in ("NOUN", "PROPN") or tok.head.dep_ != "pobj":
+        return False
+    return any(c.dep_ == "prep" and c.lower_ not in ("of", "with") and tok.head.i < c.i < tok.i
+               and any(o.dep_ == "pobj" and o.pos_ in ("NOUN", "PROPN") for o in c.children) for c in tok.head.children)
+
+
 def _across_list_item(g: _Graph, r: dict) -> bool:
     """Whether a relation crosses into or out of a list item with a phrase of its own (`_new_list_item`), an item
     that spaCy coordinated with the object of the preposition before it: "Two signs with arrows and a man standing on
@@ -1590,6 +1600,8 @@ def _across_list_item(g: _Graph, r: dict) -> bool:
     prep = obj.head.head
     if _new_list_item(obj) and prep.i < obj.i and _last_word(r["relation"]) == prep.lower_ and subject.i < prep.i:
         return True  # into the item: the preposition's relation of the noun it follows
+    if _nearer_conjunct(obj) and subject.i < obj.head.i and _last_word(r["relation"]) not in ("of", "with"):
+        return True
     return any(_new_list_item(y) and y.head.i == subject.i and obj.i > y.i
                and any(c.left_edge.i <= obj.i <= c.right_edge.i for c in _own_phrase(y)) for y in subject.conjuncts)
 

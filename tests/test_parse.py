@@ -979,3 +979,14 @@ def test_a_clause_after_as_has_its_own_subject():
     got = triples(graph)
     assert ("ray", "streams through", "window") in got
     assert ("man", "streams through", "window") not in got and ("man", "as", "ray") not in got
+
+
+def test_a_conjunct_after_a_nouns_phrase_is_that_phrases():
+    """Blind review: "An adult is cooking at the kitchen counter near a baby and a dog." gave "an adult cooking at a
+    dog": spaCy coordinated the dog with the counter; it is near the counter with the baby. A list after "with" stays
+    the with-noun's: "a kitchen with two pineapples on the counter and a wok pot on the burner"."""
+    captions = ["An adult is cooking at the kitchen counter near a baby and a dog.",
+                "a kitchen with two pineapples on the counter and a wok pot on the burner."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("adult", "cooking at", "dog") not in got[captions[0]] and ("adult", "cooking at", "kitchen counter") in got[captions[0]]
+    assert ("kitchen", "with", "wok pot") in got[captions[1]]
