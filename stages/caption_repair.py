@@ -1102,10 +1102,27 @@ def _subjects(verb) -> list:
                 noun = governor
         return [noun, *(t for t in _conjuncts(noun) if t.i < noun.i)]
     if verb.dep_ in ("conj", "advcl", "xcomp") and verb.head.pos_ in ("VERB", "AUX") and verb.head.i != verb.i:
-        return _subjects(verb.head)  # "a dog sitting in a car looking out the window": the dog looks
+        return _clause_subject_token(verb)  # "a dog sitting in a car looking out the window": the dog looks
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
         return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
+
+
+def _clause_subject_token(verb) -> list:
+    """The subject of a verb coordinated with or under another: the other verb's ("a dog sitting in a car looking out
+    the window": the dog looks), but a finite clause under it has a subject of its own, one spaCy missed: "A man sits on
+    his bed ... as a ray of sunlight streams through the window" (the ray streams, not the man), read as the object of
+    "as"."""
+    if verb.dep_ == "advcl" and verb.tag_ in ("VBZ", "VBP"):
+        return [next(p.children) for p in _clause_preposition(verb)][:1]
+    return _subjects(verb.head)
+
+
+def _clause_preposition(verb) -> list:
+    """The "as" (or "while", "when") spaCy read as a preposition whose object is the subject of finite clause `verb`
+    right after it ("as a ray of sunlight streams through the window"); [] when there is none."""
+    return [p for p in verb.head.children if p.dep_ == "prep" and p.lower_ in ("as", "while", "when")
+            and [c.dep_ for c in p.children] == ["pobj"] and p.right_edge.i == verb.i - 1]
 
 
 def _together_elsewhere(verb, noun) -> bool:
@@ -1291,6 +1308,8 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
         return []
     words, obj = read
     gov = prep.head
+    if any(c.dep_ == "advcl" and c.tag_ in ("VBZ", "VBP") and prep in _clause_preposition(c) for c in gov.children):
+        return []  # no "a man sits as a ray" for "sits ... as a ray of sunlight streams through the window"
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
         words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
@@ -1454,7 +1473,8 @@ def relations(g: _Graph) -> None:
     # relation: "skiers with a huge snow covered mountain" (spaCy's verb "covered"; "skiers covered a huge snow
     # covered mountain"), "a white car and a white bus parked parallel"
     kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)
-            and not _phrase_before_conjunct(g, r)]
+            and not _phrase_before_conjunct(g, r) and not _across_list_item(g, r)
+            and not _clause_subject(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
     _depicted_with(g)
@@ -1534,6 +1554,64 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
             and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
             and r["relation"].lower() == prep.lower_ and not any(t.text == ";" for t in g.doc[prep.i:subject.i]))
+
+
+def _own_phrase(tok) -> list:
+    """The phrases after noun `tok` that are its own: a participle or relative clause, and a preposition but "of"."""
+    return [c for c in tok.children if c.i > tok.i and (c.dep_ in ("acl", "relcl") or c.dep_ == "prep" and c.lower_ != "of")]
+
+
+def _new_list_item(tok) -> bool:
+    """Whether noun `tok`, coordinated with the object of a preposition, opens an item of its own: it has a
+    preposition of its own ("Half an eclair on a plate and a coffee mug on wooden table"), or, a person or animal
+    after a thing, a participle or clause ("Two signs with arrows and a man standing on the sidewalk"). Not a phrase
+    back to a pronoun ("A bed with two dogs and a cat lying on it"), nor a preposition after "with" ("a kitchen with a
+    stove and a sink under a window"), "of" ("A dish of vegetables and noodles with sauce") or "between", nor a
+    participle of a thing, which spaCy often hangs off the last noun ("A person with a cane and a roller bag sitting on
+    a bench", "A man in white shirt and black shorts playing tennis")."""
+    if tok.dep_ != "conj" or tok.head.dep_ != "pobj" or tok.head.head.dep_ != "prep":
+        return False
+    kind = _vocab().object_kind
+    animate = kind(tok.lemma_.lower()) in ("person", "animal") and kind(tok.head.lemma_.lower()) not in ("person", "animal")
+    for c in _own_phrase(tok):
+        if any(t.pos_ == "PRON" and t.dep_ == "pobj" for t in c.subtree):
+            continue
+        if c.dep_ == "prep" and tok.head.head.lower_ not in ("with", "of", "between", "among") or c.dep_ != "prep" and animate:
+            return True
+    return False
+
+
+def _nearer_conjunct(tok) -> bool:
+    """Whether spaCy coordinated noun `tok` with a noun before the phrase said right before it: "cooking at the kitchen
+    counter near a baby and a dog" coordinates the dog with the baby, not the counter (no "an adult cooking at a dog").
+    A list after "with" is the with-noun's all the same ("a kitchen with two pineapples on the counter and a wok pot")."""
+    if tok.dep_ != "conj" or tok.head.pos_ not in ("NOUN", "PROPN") or tok.head.dep_ != "pobj":
+        return False
+    return any(c.dep_ == "prep" and c.lower_ not in ("of", "with") and tok.head.i < c.i < tok.i
+               and any(o.dep_ == "pobj" and o.pos_ in ("NOUN", "PROPN") for o in c.children) for c in tok.head.children)
+
+
+def _across_list_item(g: _Graph, r: dict) -> bool:
+    """Whether a relation crosses into or out of a list item with a phrase of its own (`_new_list_item`), an item
+    that spaCy coordinated with the object of the preposition before it: "Two signs with arrows and a man standing on
+    the sidewalk" says no "two signs with a man" nor "arrows standing on the sidewalk", "Half an eclair on a plate and a
+    coffee mug on wooden table" no "an eclair on a coffee mug" nor "a plate on wooden table"."""
+    subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+    prep = obj.head.head
+    if _new_list_item(obj) and prep.i < obj.i and _last_word(r["relation"]) == prep.lower_ and subject.i < prep.i:
+        return True  # into the item: the preposition's relation of the noun it follows
+    if _nearer_conjunct(obj) and subject.i < obj.head.i and _last_word(r["relation"]) not in ("of", "with"):
+        return True
+    return any(_new_list_item(y) and y.head.i == subject.i and obj.i > y.i
+               and any(c.left_edge.i <= obj.i <= c.right_edge.i for c in _own_phrase(y)) for y in subject.conjuncts)
+
+
+def _clause_subject(g: _Graph, r: dict) -> bool:
+    """Whether sng's relation ends in the subject of a clause that spaCy read as the object of "as": "A man sits on his
+    bed ... as a ray of sunlight streams through the window" says no "a man as a ray" (`_clause_preposition`)."""
+    prep = _head_token(g, r["object"]).head
+    return _last_word(r["relation"]) == prep.lower_ and any(
+        c.dep_ == "advcl" and c.tag_ in ("VBZ", "VBP") and prep in _clause_preposition(c) for c in prep.head.children)
 
 
 def _unasserted_infinitive(g: _Graph, r: dict) -> bool:

@@ -955,3 +955,38 @@ def test_a_pattern_participle_after_an_adjective_is_one_attribute():
     floral, one attribute."""
     (graph,) = (r["graph"] for r in parse(records(["A Teddy bear sits on a floral patterned chair."])))
     assert {e["head"]: e["attributes"] for e in graph["entities"]}["chair"] == ["floral patterned"]
+
+
+def test_a_list_item_with_a_phrase_of_its_own_is_no_object_of_the_phrase_before_it():
+    """Blind review: "Two signs with arrows and a man standing on the sidewalk." gave "two signs with a man" and "arrows
+    standing on the sidewalk"; "Half an eclair on a plate and a coffee mug on wooden table." gave "an eclair on a coffee
+    mug". The man and the mug open items of their own; "a table with a plate and a fork on it" keeps the fork's table."""
+    captions = ["Two signs with arrows and a man standing on the sidewalk.",
+                "Half an eclair on a plate and a coffee mug on wooden table.", "A table with a plate and a fork on it."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("signs", "with", "man") not in got[captions[0]] and ("arrows", "standing on", "sidewalk") not in got[captions[0]]
+    assert ("signs", "with", "arrows") in got[captions[0]] and ("man", "standing on", "sidewalk") in got[captions[0]]
+    assert ("eclair", "on", "coffee mug") not in got[captions[1]] and ("plate", "on", "table") not in got[captions[1]]
+    assert ("eclair", "on", "plate") in got[captions[1]] and ("coffee mug", "on", "table") in got[captions[1]]
+    assert ("table", "with", "fork") in got[captions[2]]
+
+
+def test_a_clause_after_as_has_its_own_subject():
+    """Blind review: "A man sits on his bed with a laptop in his bedroom as a ray of sunlight streams through the
+    window." gave "a man streams through the window": spaCy read "a ray" as the object of "as"; the ray streams."""
+    (graph,) = (r["graph"] for r in parse(records(
+        ["A man sits on his bed with a laptop in his bedroom as a ray of sunlight streams through the window."])))
+    got = triples(graph)
+    assert ("ray", "streams through", "window") in got
+    assert ("man", "streams through", "window") not in got and ("man", "as", "ray") not in got
+
+
+def test_a_conjunct_after_a_nouns_phrase_is_that_phrases():
+    """Blind review: "An adult is cooking at the kitchen counter near a baby and a dog." gave "an adult cooking at a
+    dog": spaCy coordinated the dog with the counter; it is near the counter with the baby. A list after "with" stays
+    the with-noun's: "a kitchen with two pineapples on the counter and a wok pot on the burner"."""
+    captions = ["An adult is cooking at the kitchen counter near a baby and a dog.",
+                "a kitchen with two pineapples on the counter and a wok pot on the burner."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("adult", "cooking at", "dog") not in got[captions[0]] and ("adult", "cooking at", "kitchen counter") in got[captions[0]]
+    assert ("kitchen", "with", "wok pot") in got[captions[1]]
