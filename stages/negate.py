@@ -1151,9 +1151,13 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         own = _with_synonyms(vocab, attributes)
         opening = [r["relation"] for r in relations if r["subject"] == i]
         entered = _entered(vocab, relations, i)
+        on_snow = sampler.type_aware and any(str(r["relation"]).lower().split(" ", 1)[0] in SNOW_SPORTS
+                                             for r in relations if r["object"] == i)
         for j, attr in enumerate(attributes):
             if in_fixed_compound(attributes, j, obj["lemma"]):
                 continue  # "old" of "old fashioned", "open" of "open air": the attribute is part of a compound
+            if on_snow and attr.lower() in SNOWY:
+                continue  # "a man skiing down a grassy hill" is no scene: the sport says the snow (blind review r23)
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
@@ -1172,6 +1176,11 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+# Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").
+SNOW_SPORTS = frozenset({"skiing", "skis", "ski", "snowboarding", "snowboards", "sledding", "sledging"})
+SNOWY = frozenset({"snowy", "snow covered", "snow-covered", "snowcovered"})
 
 
 # Comparatives of size, a pair of their own: "the smaller giraffe next to the larger giraffe" compares the two, and
