@@ -75,6 +75,9 @@ PICTURE_NOUNS = frozenset({"picture", "image", "photo", "photograph", "pic", "sh
 # process of being completed", "some animals in the distance" (says how far, names no thing to relate).
 IDIOMS = frozenset({("for", "sale"), ("on", "display"), ("in", "focus"), ("out", "focus"), ("of", "focus"),
                     ("at", "night"), ("in", "process"), ("in", "distance")})
+# Bare nouns of an idiom only without an article: "a baseball player is at bat" is batting, no bat is the place he
+# is at ("a tennis player at a bat"); "a man looking at a bat" sees one.
+BARE_IDIOMS = frozenset({("at", "bat"), ("to", "bat")})
 # Nouns of a feeling after "in" say how someone acts, not what is in the picture: "looking at the elephant in
 # amazement" (blind review r9's positive "an amazement").
 MANNER_NOUNS = frozenset({"amazement", "awe", "surprise", "anticipation", "disbelief", "wonder", "shock", "delight",
@@ -98,6 +101,7 @@ EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "
 ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "light switch", "hot dog", "double decker",
                                  "flat screen", "living room", "high chair", "stuffed animal", "cell phone",
                                  "french fries", "french fry", "red light", "green light", "top hat", "double decker bus",
+                                 "pick up truck", "triple decker sandwich", "double decker sandwich",
                                  "golden retriever"})
 MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
                             "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
@@ -435,6 +439,7 @@ def _not_an_object(tok) -> bool:
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in BARE_IDIOMS and not list(tok.children)
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
             or _purpose(tok) or _quoted(tok) or _infinitive(tok))
 
@@ -784,6 +789,21 @@ def _caption_order(g: _Graph) -> None:
         g.changed = True
 
 
+def _compound_lead(g: _Graph, head, ent: dict, mods: list[dict]):
+    """The words before the head phrase, an adjective read as the head's attribute and its particle, if any, that make a
+    known compound noun with it: "light" of "light pole", "double" before "decker bus" ("a double decker bus" is no
+    double bus), "pick up" before "truck" ("the pick up truck" is no "pick truck")."""
+    first = head.i - len(ent["head"].split()) + 1
+    for n in (1, 2):
+        if first - n < 0:
+            return None
+        lead = g.doc[first - n:first]
+        if (f"{lead.text.lower()} {ent['lemma_head'].lower()}" in compound_nouns()
+                and any(m["span"] == lead[0].text and m["dep"] == "amod" for m in mods)):
+            return lead
+    return None
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
@@ -800,10 +820,9 @@ def compounds(g: _Graph) -> None:
         head = _head_token(g, k)
         mods = list(ent["modifiers"])
         changed = False
-        prev = g.doc[head.i - 1] if head.i > 0 else None
-        if (prev is not None and f"{prev.lower_} {ent['lemma_head'].lower()}" in compound_nouns()
-                and any(m["span"] == prev.text and m["dep"] == "amod" for m in mods)):
-            mods = [m for m in mods if not (m["span"] == prev.text and m["dep"] == "amod")]
+        prev = _compound_lead(g, head, ent, mods)
+        if prev is not None:
+            mods = [m for m in mods if not (m["span"] == prev[0].text and m["dep"] == "amod")]
             ent = {**ent, "head": f"{prev.text} {ent['head']}", "lemma_head": f"{prev.lemma_} {ent['lemma_head']}"}
             changed = True
         words, lemmas = ent["head"].split(), ent["lemma_head"].split()

@@ -230,6 +230,10 @@ YOUNG = frozenset({"baby", "infant", "toddler", "child", "kid"})
 NAMED_YOUNG = YOUNG | {"boy", "girl"}
 ADULT_AGES = frozenset({"old", "elderly", "aged", "adult"})
 # A noun that names an adult, which a child's age (`YOUNG`) contradicts: "two adult men" -> "two baby men" (review r11)
+# What only a woman can be: "a pregnant woman" -> "a pregnant man", "a pregnant boy" is no scene, but a riddle.
+BORNE_BY_WOMEN = frozenset({"pregnant"})
+NOT_WOMEN = NAMED_YOUNG | frozenset({"man", "guy", "gentleman", "father", "husband", "son", "brother", "groom", "king",
+                                     "dad", "grandfather", "grandpa", "uncle", "businessman", "policeman", "fireman"})
 NAMED_ADULTS = frozenset({"man", "woman", "lady", "gentleman", "guy", "adult", "father", "mother", "husband", "wife"})
 
 
@@ -264,10 +268,24 @@ FIXED_COMPOUNDS = frozenset({
 })
 
 
-def in_fixed_compound(attributes: list[str], j: int) -> bool:
-    """Whether attribute j and a neighbour in `attributes` form one of FIXED_COMPOUNDS, in that order."""
+# Compound nouns the parser splits into an attribute and a noun ("an open air zone": "open" + "air zone", "a double
+# decker bus": "double" + "decker bus"): the attribute names the kind, not a state, so its antonym reads as no English
+# ("a closed air zone"), and another noun under it as none either ("a double wheelchair").
+NOUN_COMPOUNDS = frozenset({("open", "air"), ("double", "decker"), ("triple", "decker")})
+
+
+def in_fixed_compound(attributes: list[str], j: int, noun: str = "") -> bool:
+    """Whether attribute j and a neighbour in `attributes` form one of FIXED_COMPOUNDS, in that order, or the last
+    attribute and the first word of `noun` one of NOUN_COMPOUNDS."""
     words = [a.lower() for a in attributes]
+    if j == len(words) - 1 and (words[j], (noun.lower().split() or [""])[0]) in NOUN_COMPOUNDS:
+        return True
     return (j > 0 and (words[j - 1], words[j]) in FIXED_COMPOUNDS) or (j + 1 < len(words) and (words[j], words[j + 1]) in FIXED_COMPOUNDS)
+
+
+def names_compound(node: dict) -> bool:
+    """Whether `node`'s last attribute and its noun form one of NOUN_COMPOUNDS ("double" + "decker bus")."""
+    return bool(node["attributes"]) and (node["attributes"][-1].lower(), (node["lemma"].lower().split() or [""])[0]) in NOUN_COMPOUNDS
 
 
 def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
@@ -755,7 +773,8 @@ class _Sampler:
         # a shared word marks a hypernym or hyponym ("bear" for "teddy bear"), but not in a listed antonym: "a baseball
         # player" and "a tennis player" share their head and name two sports' players
         pool = [o for o in pool if o not in exclude and (o in listed and not self._told_apart(lemma, o) or words.isdisjoint(o.split()))
-                and not v.same_kind_of_thing(name, o) and all(v.applies(a, o) for a in attributes)]
+                and not v.same_kind_of_thing(name, o) and all(v.applies(a, o) for a in attributes)
+                and not (BORNE_BY_WOMEN & {str(a).lower() for a in attributes} and o in NOT_WOMEN)]
         return self._choose(pool, seen or (lambda o: True), bool(v.relation_triples) and seen is not None, backoff)
 
     def _told_apart(self, lemma: str, antonym: str) -> bool:
@@ -951,12 +970,12 @@ def _attribute_swaps(s: dict, o: dict, vocab) -> list[tuple[int, int]]:
     out = []
     for j, a in enumerate(s["attributes"]):
         name_a = vocab.known("attributes", a)
-        if name_a is None or vocab.category(name_a) == UNKNOWN or in_fixed_compound(s["attributes"], j):
+        if name_a is None or vocab.category(name_a) == UNKNOWN or in_fixed_compound(s["attributes"], j, s["lemma"]):
             continue
         for k, b in enumerate(o["attributes"]):
             name_b = vocab.known("attributes", b)
             if (name_b is not None and vocab.category(name_b) == vocab.category(name_a)
-                    and not in_fixed_compound(o["attributes"], k)
+                    and not in_fixed_compound(o["attributes"], k, o["lemma"])
                     and name_b not in _carried(vocab, s["attributes"], j) and name_a not in _carried(vocab, o["attributes"], k)
                     and vocab.head("attributes", name_a) != vocab.head("attributes", name_b)
                     and name_b not in vocab.unsafe("attributes", name_a)
@@ -1132,9 +1151,13 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         own = _with_synonyms(vocab, attributes)
         opening = [r["relation"] for r in relations if r["subject"] == i]
         entered = _entered(vocab, relations, i)
+        on_snow = sampler.type_aware and any(str(r["relation"]).lower().split(" ", 1)[0] in SNOW_SPORTS
+                                             for r in relations if r["object"] == i)
         for j, attr in enumerate(attributes):
-            if in_fixed_compound(attributes, j):
-                continue  # "old" of "old fashioned": the attribute is the whole compound
+            if in_fixed_compound(attributes, j, obj["lemma"]):
+                continue  # "old" of "old fashioned", "open" of "open air": the attribute is part of a compound
+            if on_snow and attr.lower() in SNOWY:
+                continue  # "a man skiing down a grassy hill" is no scene: the sport says the snow (blind review r23)
             together = coordinated.get(attr.lower(), frozenset())
             if (sampler.type_aware and obj.get("plural") and together & {a.lower() for a in attributes}
                     and _bodily(vocab, attr)):
@@ -1153,6 +1176,11 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+# Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").
+SNOW_SPORTS = frozenset({"skiing", "skis", "ski", "snowboarding", "snowboards", "sledding", "sledging"})
+SNOWY = frozenset({"snowy", "snow covered", "snow-covered", "snowcovered"})
 
 
 # Comparatives of size, a pair of their own: "the smaller giraffe next to the larger giraffe" compares the two, and
@@ -1373,6 +1401,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         if (i == oi and sampler.type_aware and vocab.object_kind(node["lemma"]) == "body" and owner not in PERSON_PRONOUNS
                 and ANIMATE.isdisjoint({vocab.object_kind(owner), vocab.object_kind(owner.split()[-1])})):
             continue  # "a crate on the elbow": whose elbow? (review r9)
+        if sampler.type_aware and names_compound(node):
+            continue  # "a double decker bus" -> "a double wheelchair": "double" belongs to the noun replaced
         partner = objects[oi if i == si else si]["lemma"]
         if sampler.type_aware and (_eaten(vocab, node["lemma"], partner) or _part_of_a_thing(vocab, node["lemma"], sampler.caption)):
             continue  # "chicken served with broccoli" -> "a rooster ...", "rides the face of a wave" -> "the horn" (review r12)
@@ -1536,8 +1566,13 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         # bare as well ("a tray of doughnuts", "a glass of cola"; not "a tray of a doughnut")
         bare_content = (relations and i == relations[0]["object"] and holds_content(objects, relations[0]) and not node.get("count")
                         and not node.get("determiner") and vocab.group(new) != "drink")
+        # a bare mass noun ("surrounded by tall grass") replaced by a count noun is said as a plural, bare as well
+        # ("surrounded by tall flowers"; not "by a tall flower", which an article the caption never had makes one thing)
+        bare_mass = (not node.get("determiner") and not node.get("count") and not node["plural"]
+                     and _uncounted_mass(node["lemma"], None) and not _uncounted_mass(new, None)
+                     and vocab.group(new) != "drink" and vocab.object_kind(new) != "place")  # "on a harbor", "a milkshake"
         objects[i] = _node(
-            new, vocab, plural=node["plural"] or bare_content, count=node.get("count"), attributes=node["attributes"],
+            new, vocab, plural=node["plural"] or bare_content or bare_mass, count=node.get("count"), attributes=node["attributes"],
             determiner=node.get("determiner"),
         )
         keys[i] = node_key(objects[i])

@@ -231,6 +231,9 @@ def graph_identity(keys: list[tuple], relations: list[dict]) -> tuple:
 _AN_EXCEPTIONS = ("hour", "honest", "honor", "honour", "heir", "herb", "unin", "unim", "unid")
 _A_EXCEPTIONS = ("uni", "eu", "ewe", "one", "once", "ufo", "uk", "usb", "u-", "u.s")
 _YOU = re.compile(r"u[b-df-hj-mp-tv-z][aeiouy]")  # every consonant but "n"
+# Initialisms said letter by letter, whose first letter's name starts with a vowel ("an SUV", "an RV", "an MP3"; a
+# replaced "a double decker bus sits parked on a curb" gave "a suv parked on a curb")
+_SPELLED = frozenset({"suv", "suvs", "rv", "rvs", "mp3", "hdtv", "lcd", "mri", "nfl", "nba", "fbi", "sms", "x-ray"})
 
 
 def indefinite_article(phrase: str) -> str:
@@ -239,7 +242,7 @@ def indefinite_article(phrase: str) -> str:
     word = phrase.strip().lower()
     if not word:
         return "a"
-    if word.startswith(_AN_EXCEPTIONS):
+    if word.startswith(_AN_EXCEPTIONS) or word.split(" ", 1)[0] in _SPELLED:
         return "an"
     if word.startswith(_A_EXCEPTIONS) or _YOU.match(word):
         return "a"

@@ -35,6 +35,7 @@ from mosaictool.stages.negate import (
     graph_candidates,
     graph_negatives,
     in_fixed_compound,
+    names_compound,
     negate,
     parse_probs,
     parse_text_methods,
@@ -1978,3 +1979,47 @@ def test_a_cooked_meat_animal_is_replaced_by_its_contrary_cooking():
     caption = "Extreme close up of a cooked chicken, mushroom, and broccoli dish."
     (record,) = template(negate(parsed_and_decomposed([caption], max_subgraphs=3).values(), max_negatives=6, seed=0), vocab=SHIPPED)
     assert any(t.endswith("raw chicken") for t in _graph_texts(record)), _graph_texts(record)
+
+
+def test_a_noun_compound_split_by_the_parser_keeps_its_first_word():
+    # blind review r23: "A picture of an open air zone that looks incredible." -> "a closed air zone", and "A double
+    # decker bus parked near a curb by trees." -> "a double wheelchair parked near a curb"
+    assert names_compound({"attributes": ["red", "double"], "lemma": "decker bus"})
+    assert not names_compound({"attributes": ["double"], "lemma": "bed"})
+    assert in_fixed_compound(["open"], 0, "air zone") and in_fixed_compound(["red", "double"], 1, "decker bus")
+    assert not in_fixed_compound(["open"], 0, "door") and not in_fixed_compound(["double", "red"], 0, "decker bus")
+    assert not [n for n in _negatives_of("A picture of an open air zone that looks incredible.") if n["from"] == "open"]
+    # "A double-decker bus" the parser still splits: "a double fire truck turned in to a traveling showcase"
+    caption = "A double-decker bus turned in to a traveling showcase for a University"
+    assert not [n for n in _negatives_of(caption, seeds=range(20)) if n["from"] in ("double", "decker bus")]
+
+
+def test_a_pregnant_woman_is_never_replaced_by_a_man_or_a_child():
+    # blind review r23: "A pregnant woman laying in bed reading a book." -> "a pregnant man reading a book", and
+    # "a pregnant woman laying in bed reading a book" -> "a pregnant boy laying in a bed"
+    for caption in ("A pregnant woman laying in bed reading a book.", "a pregnant woman laying in bed reading a book"):
+        made = {n["to"] for n in _negatives_of(caption, seeds=range(20)) if n["from"] == "woman"}
+        assert made.isdisjoint({"man", "boy", "girl", "child", "guy", "gentleman"}), made
+    sampler = _Sampler(SHIPPED, random.Random(0), type_aware=True)
+    assert {sampler.object("woman", set(), ["young"]) for _ in range(20)} & {"man", "boy", "guy", "gentleman"}
+
+
+def test_a_bare_mass_noun_replaced_by_a_count_noun_is_said_as_a_plural():
+    # blind review r23: "An old standing clock surrounded by tall grass." -> "surrounded by a tall flower": the article
+    # the caption never had makes one flower; "tall flowers" reads as the caption's grass did
+    from mosaictool.stages.template import render_graph
+
+    caption = "An old standing clock surrounded by tall grass."
+    made = [n for n in _negatives_of(caption, seeds=range(20)) if n["from"] == "grass" and n["transform"] == "f_rel:replace_object"]
+    assert made and all(n["graph"]["objects"][1]["plural"] or n["graph"]["objects"][1]["noun"] in ("sand", "snow", "dirt")
+                        for n in made), made
+    assert any(" tall flowers" in render_graph(n["graph"], SHIPPED) for n in made) or all(n["to"] != "flower" for n in made)
+
+
+def test_the_snow_a_snow_sport_is_done_on_is_never_replaced():
+    # blind review r23: "A man skiing down a snowy hill alone." -> "a man skiing down a grassy hill" is no scene
+    made = [n for n in _negatives_of("A man skiing down a snowy hill alone.", seeds=range(20))
+            if n["from"] == "snowy" and n["graph"]["relations"]]
+    assert not made, made
+    # a snowy thing no sport is done on is still replaced, as is a snowy hill alone ("a grassy hill")
+    assert [n for n in _negatives_of("A dog sitting on a snowy hill.", seeds=range(20)) if n["from"] == "snowy" and n["graph"]["relations"]]

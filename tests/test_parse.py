@@ -429,6 +429,10 @@ REAL_CAPTION_REPAIRS = [
     ("compounds", "A red traffic stop sign with a blank white sign below it.",
      {"entities": [("traffic stop sign", ["red"]), ("sign", ["blank", "white"])]}),
     ("compounds", "A light pole next to a street.", {"entities": [("light pole", []), ("street", [])]}),
+    # r23: "double" of "double decker bus" read as its attribute ("a double wheelchair"), "pick" of "pick up truck"
+    ("compounds", "A double decker bus parked near a curb by trees.",
+     {"entities": [("double decker bus", []), ("curb", []), ("trees", [])]}),
+    ("compounds", "The pick up truck is plowing the snow.", {"entities": [("pick up truck", []), ("snow", [])]}),
     # r5's "a filled tree": the noun and participle before the head are its attribute
     ("compounds", "A long orange train traveling along a tree filled forest.",
      {"entities": [("train", ["long", "orange"]), ("forest", ["tree filled"])], "relations": [("train", "traveling along", "forest")]}),
@@ -590,6 +594,9 @@ REAL_CAPTION_REPAIRS = [
     # a verb whose object was the picture keeps it: "a woman taking food"
     ("framing", "A woman is taking a picture of food with a mobile device.",
      {"relations": [("woman", "taking a picture of", "food"), ("woman", "with", "device")]}),
+    # r23: the idiom "at bat" read as a place ("a tennis player at a bat")
+    ("framing", "A baseball player is at bat as the crowd watches.",
+     {"entities": [("baseball player", []), ("crowd", [])], "relations": []}),
     # the noun of a compound adjective read as the verb's object: "a man sitting a cross"
     ("framing", "School boys sit cross legged in front of a chalkboard sign in a vintage black and white photo.",
      {"entities": [("school boys", []), ("sign", ["chalkboard"])], "relations": []}),

@@ -59,7 +59,9 @@ def test_articles():
                             # by sound, not letter (blind review r13: "an utility pole")
                             ("utility pole", "a"), ("uniform", "a"), ("university", "a"), ("u-turn", "a"), ("usual spot", "a"),
                             ("honest man", "an"), ("urban street", "an"), ("unattended bag", "an"), ("uneven floor", "an"),
-                            ("unidentified object", "an"), ("ugly dog", "an")):
+                            ("unidentified object", "an"), ("ugly dog", "an"),
+                            # initialisms said by letter ("a double decker bus sits parked on a curb" -> "a suv parked on a curb")
+                            ("suv", "an"), ("SUV parked", "an"), ("rv", "an"), ("sun", "a"), ("rvs", "an")):
         assert indefinite_article(phrase) == article, phrase
 
 
