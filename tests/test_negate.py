@@ -23,6 +23,7 @@ from mosaictool.stages.negate import (
     DEFAULT_PROBS,
     VEHICLE_MEDIA,
     _attribute_swaps,
+    _board_medium,
     _fits_relation,
     _fitting_ages,
     _meets_object,
@@ -1611,6 +1612,18 @@ def test_a_vehicle_is_replaced_by_one_that_runs_where_it_does(caption, vehicle, 
     made = {c["to"] for c in _transforms_with(rel_graph(node(vehicle), node(partner), relation), caption, range(30))
             if c["transform"] == "f_rel:replace_object" and c["slot"] == "objects[0].noun"}
     assert made and all(VEHICLE_MEDIA.get(v, "road") == medium for v in made), made
+
+
+@pytest.mark.parametrize(("caption", "board", "made"), [
+    # COCO captions whose only relation had a general subject holding a board: what is held is otherwise left open
+    ("A group of people with skis at the bottom of a mountain slope.", "ski", {"surfboards"}),
+    ("The people have surfboards and are on the beach.", "surfboard", {"snowboards", "skis"}),
+])
+def test_a_held_board_is_replaced_by_one_of_the_other_medium(caption, board, made):
+    got = {n["to"] for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object" and n["from"].startswith(board)}
+    assert got and got <= made, got  # never "people with snowboards" for skis: a group may carry both
+    assert _board_medium(SHIPPED, "ski") == "snow" and _board_medium(SHIPPED, "surfboard") == "water"
+    assert _board_medium(SHIPPED, "skateboard") is None
 
 
 def _lacking(caption):
