@@ -26,6 +26,7 @@ from mosaictool.stages.negate import (
     _board_medium,
     _fits_relation,
     _fitting_ages,
+    _listed_verb,
     _meets_object,
     _node,
     _Sampler,
@@ -1624,6 +1625,14 @@ def test_a_held_board_is_replaced_by_one_of_the_other_medium(caption, board, mad
     assert got and got <= made, got  # never "people with snowboards" for skis: a group may carry both
     assert _board_medium(SHIPPED, "ski") == "snow" and _board_medium(SHIPPED, "surfboard") == "water"
     assert _board_medium(SHIPPED, "skateboard") is None
+
+
+def test_a_verb_listed_with_its_preposition_is_an_activity_sleep_contradicts():
+    # COCO caption without a graph negative: "grazing" alone is no listed relation, "grazing in" is
+    caption = "two zebras grazing while a hippo looks at them and some oxen in the background"
+    assert {n["to"] for n in _negatives_of(caption) if n["from"] == "grazing"} == {"sleeping"}
+    assert _listed_verb(SHIPPED, "grazing") and _listed_verb(SHIPPED, "swimming")
+    assert not _listed_verb(SHIPPED, "leaning")  # "leaning on" is a pose, kept asleep as well
 
 
 def _lacking(caption):
