@@ -826,8 +826,9 @@ class _Sampler:
         negative."""
         v = self.vocab
         words = current.lower().split()
-        # one word is an action only as a verb the vocabulary lists ("a girl watching"; not "an amazing view")
-        action = len(words) > 1 or bool(words) and v.known("relations", words[0]) is not None
+        # one word is an action only as a verb the vocabulary lists ("a girl watching"; not "an amazing view"), alone or
+        # before its preposition ("two zebras grazing": "grazing in")
+        action = len(words) > 1 or bool(words) and (v.known("relations", words[0]) is not None or _listed_verb(v, words[0]))
         if (not self.type_aware or self.fallback_rng is None or not action or not words[0].endswith("ing")
                 or words[0] in PREPOSITIONS or words[0] in DONE_ASLEEP or v.known("attributes", current) is not None
                 or v.object_kind(obj) not in ANIMATE or not v.is_exclusive("activity")):
@@ -851,6 +852,15 @@ class _Sampler:
         relation, noun = edges[self.below(len(edges))]
         attributes = v.seen_attributes(noun)
         return noun, (attributes[self.below(len(attributes))] if attributes else None), relation
+
+
+ACTION_KINDS = frozenset({"action", "motion", "handling"})
+
+
+def _listed_verb(vocab, word: str) -> bool:
+    """Whether the vocabulary lists `word` as the verb of a relation of doing with its preposition ("grazing in",
+    "swimming in"), not of posture ("leaning on"), which one may keep asleep."""
+    return any(name.split()[0] == word and len(name.split()) > 1 and kind in ACTION_KINDS for name, kind in vocab.relations.items())
 
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
@@ -1387,7 +1397,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
     si, oi = rel["subject"], rel["object"]
     relation = vocab.known("relations", rel["relation"]) or rel["relation"].lower()
     for i, node in enumerate(objects):
-        if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS:
+        board = _board_medium(vocab, node["lemma"]) if i == oi and relation in HELD_RELATIONS else None
+        if i == oi and sampler.type_aware and relation in OPEN_OBJECT_RELATIONS and board is None:
             continue  # "a table with a plate" -> "a table with a basket": the table may hold both, nothing is contradicted
         if i == si and sampler.type_aware and _is_backdrop(vocab, relation, objects[oi]["lemma"]):
             continue  # "a street sign in front of a skyscraper" -> "a mailbox in front of ...": both may stand there
@@ -1418,9 +1429,24 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
-        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit, node["attributes"], seen, near)
+        # held, a board of snow is only replaced by one of water and back: "people with skis" may carry snowboards too
+        other_boards = frozenset(b for b in BOARD_MEDIA if BOARD_MEDIA[b] == board) if board and sampler.type_aware else frozenset()
+        new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit | other_boards, node["attributes"], seen, near)
         if new is not None:
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+
+
+# Boards of a sport and where it is done: no group holds boards of snow and of water at once, so one held ("the people
+# have surfboards and are on the beach", "a group of people with skis at the bottom of a mountain slope") is replaced
+# by one of the other medium, though what one holds is otherwise open (`OPEN_OBJECT_RELATIONS`).
+BOARD_MEDIA = {"skis": "snow", "snowboard": "snow", "surfboard": "water"}
+HELD_RELATIONS = frozenset({"with", "has", "have", "having", "holding", "carrying", "carry", "carries", "holds"})
+
+
+def _board_medium(vocab, lemma: str) -> str | None:
+    """The medium of a board of sport (`BOARD_MEDIA`), "ski" read as the listed "skis"; None for anything else."""
+    name = vocab.known("objects", lemma.lower()) or written_name(vocab, lemma.lower())
+    return BOARD_MEDIA.get(name)
 
 
 # Animals whose name is their meat as well ("chicken and mushrooms served with broccoli"): beside food they are food,
