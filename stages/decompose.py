@@ -133,7 +133,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
-    lacking |= _phrase_only(nodes)
+    lacking |= _phrase_only(nodes) | _no_thing_in_view(graph, nodes, words)
     photos = _the_photo(graph, nodes, words)
     lacking |= photos
     for i, (node, key) in enumerate(zip(nodes, keys)):
@@ -635,6 +635,41 @@ def _phrase_only(nodes: list[dict | None]) -> set[int]:
     """The nodes that name a thing only in their relation (`PHRASE_NOUNS`, bare): "cars parked in a lot" but no "a lot",
     "giraffes standing in the shade" but no "the shade"."""
     return {i for i, node in enumerate(nodes) if node is not None and node["noun"].lower() in PHRASE_NOUNS and not node["attributes"]}
+
+
+# Nouns of no thing in view: a medium, a time, a manner, an activity or a property ("jumps in the air", "on a sunny day",
+# "blown up the wrong way", "decorated for the holiday", "work on a project", "a bit out of focus", "Jack-O-Laturns of
+# various shapes"). Their relation may stay ("a skater in the air"); alone they name nothing the image shows.
+NO_THING_NOUNS = frozenset({
+    "air", "way", "holiday", "project", "bit", "day", "night", "daytime", "evening", "twilight", "dark", "time", "moment",
+    "occasion", "trip", "feel", "stance", "balance", "serve", "call", "race", "run", "service", "focus",
+    "music", "eye contact",
+})
+# Plural nouns of a property that name no thing when only said to vary ("of various shapes", "looking in different
+# directions"); with a word of their own they may be things ("toy wooden shapes").
+PROPERTY_NOUNS = frozenset({"shapes", "sizes", "colors", "colours", "kinds", "types", "styles", "directions", "positions",
+                            "varieties", "origin", "quality"})
+VARYING = frozenset({"different", "differing", "various", "varying", "all", "both", "many", "several", "multiple", "assorted"})
+# Prepositions before "the sun" that make it sunlight ("playing in the sun", "shadows ... because of the sun"), not the
+# sun in view ("as the sun rises in the background").
+SUNLIGHT_WORDS = frozenset({"in", "under", "of"})
+
+
+def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | None) -> set[int]:
+    """The nodes that name no thing in view (`NO_THING_NOUNS`, `PROPERTY_NOUNS` said to vary, "the sun" after
+    `SUNLIGHT_WORDS`): in their relation
+    only, never an object positive on their own."""
+    out = set()
+    for i, node in enumerate(nodes):
+        if node is None:
+            continue
+        noun = node["noun"].lower()
+        start = (graph["entities"][i].get("span_bounds") or [0])[0]
+        varying = noun in PROPERTY_NOUNS and all(w in VARYING for a in node["attributes"] for w in str(a).lower().split())
+        if noun in NO_THING_NOUNS or varying \
+                or noun == "sun" and words and 0 < start <= len(words) and words[start - 1].lower() in SUNLIGHT_WORDS:
+            out.add(i)
+    return out
 
 
 def _no_head(node: dict, lower: list[str], tags: list[str], start: int, end: int, things) -> bool:

@@ -856,6 +856,39 @@ def test_a_word_the_tagger_made_a_noun_is_no_object():
     assert any([n.lower() for n in ns] == ["giraffes", "shade"] for ns, _, _ in shade)
 
 
+def test_a_noun_of_no_thing_in_view_is_no_object():
+    """Blind reviews r23, r24: a medium, a time, a manner, an activity or a property named no thing in view ("the
+    air", "a sunny day", "the wrong way", "the holiday", "a project", "a bit", "various shapes"; "the sun" of "in the
+    sun" is sunlight); each stays in its relation. The sun in view ("as the sun rises") and shapes that are things
+    ("toy wooden shapes") are objects still."""
+    got = _real_candidates([
+        "A male skater jumps in the air at a skate park.",
+        "A woman taking a picture on a sunny day.",
+        "A white umbrella that has been blown up the wrong way.",
+        "A living room with two televisions decorated for the holiday.",
+        "Man works on laptop as three others work on a project.",
+        "The black and white photograph of a classroom of schoolchildren is a bit out of focus on the right side of the picture.",
+        "Three Jack-O-Laturns of various shapes, one of which has flowers in it.",
+        "Two dogs running and playing in the sun.",
+        "A woman is standing in the middle of the snow with ski sticks as the sun rises in the background.",
+        "A teddy bear sitting in front of toy wooden shapes.",
+    ])
+    alone = {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+    for caption, noun in [("A male skater jumps in the air at a skate park.", "air"), ("A woman taking a picture on a sunny day.", "day"),
+                          ("A white umbrella that has been blown up the wrong way.", "way"),
+                          ("A living room with two televisions decorated for the holiday.", "holiday"),
+                          ("Man works on laptop as three others work on a project.", "project"),
+                          ("The black and white photograph of a classroom of schoolchildren is a bit out of focus on the right side of the "
+                           "picture.", "bit"),
+                          ("Three Jack-O-Laturns of various shapes, one of which has flowers in it.", "shapes"),
+                          ("Two dogs running and playing in the sun.", "sun")]:
+        assert noun not in alone[caption], caption
+    assert "skater" in alone["A male skater jumps in the air at a skate park."]
+    assert any([n.lower() for n in ns] == ["skater", "air"] for ns, _, _ in got["A male skater jumps in the air at a skate park."])
+    assert "sun" in alone["A woman is standing in the middle of the snow with ski sticks as the sun rises in the background."]
+    assert "shapes" in alone["A teddy bear sitting in front of toy wooden shapes."]
+
+
 def test_a_share_of_the_colours_is_no_positive():
     """Blind review r21: "a blue airplane" of "a red yellow and blue airplane" (a thing of several colours is no thing
     of one: it takes them all), and "a black and white sheep" of "black and white sheep" (maybe black ones and white
