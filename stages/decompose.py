@@ -316,12 +316,26 @@ def _stray_words(graph: dict, words: list[str] | None, tags: list[str] | None, t
         inside = set(lower[bounds[0]:bounds[1]])
         for a in e.get("attributes") or []:
             said = str(a).lower().split()
-            if len(said) != 1 or said[0] in inside:
+            if len(said) != 1:
                 continue
             at = [i for i, w in enumerate(lower) if w == said[0]]
-            if at and all(stray(i, n) for i in at):
+            if at and (all(_unsaid(lower, tags, i, said[0] in inside) for i in at)
+                       or said[0] not in inside and all(stray(i, n) for i in at)):
                 out.setdefault(n, set()).add(a)
     return out
+
+
+# Adverbs that say a property is not (yet) had ("a nearly empty bowl" is no empty bowl).
+HEDGES = frozenset({"nearly", "almost", "barely", "hardly", "not"})
+
+
+def _unsaid(lower: list[str], tags: list[str], i: int, inside: bool) -> bool:
+    """Whether the caption's word at `i` says no property its noun has: after a hedge ("a nearly empty bowl", "an almost
+    empty bowl"), after "to be" ("the seven sheep are preparing to be sheered": not yet sheared), or a participle of a
+    phrasal verb said after the noun phrase, without its particle ("a child is bent over": no "bent child"; inside it, "a
+    lit up street sign" is a lit one)."""
+    return i > 0 and lower[i - 1] in HEDGES or i > 1 and lower[i - 2:i] == ["to", "be"] \
+        or not inside and i + 1 < len(lower) and tags[i + 1] == "RP" and tags[i] in ("JJ", "VBN")
 
 
 def _stray_relation(rel: dict, stray: dict[int, set[str]]) -> bool:

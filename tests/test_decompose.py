@@ -889,6 +889,26 @@ def test_a_noun_of_no_thing_in_view_is_no_object():
     assert "shapes" in alone["A teddy bear sitting in front of toy wooden shapes."]
 
 
+def test_a_property_the_caption_does_not_give_is_no_attribute():
+    """Blind review of round 5: "a nearly empty bowl" is no empty bowl, sheep "preparing to be sheered" are not sheared,
+    and "a child is bent over" is no "bent child" (a phrasal verb's participle without its particle); "a lit up street
+    sign", the particle inside the phrase, stays lit."""
+    got = _real_candidates([
+        "A banana and a nearly empty bowl of food resting on top of a table.",
+        "The banana is laying next to an almost empty bowl.",
+        "the seven sheep are preparing to be sheered.",
+        "A child is bent over on skis in the snow.",
+        "Street lights and a lit up street sign at an intersection.",
+    ])
+    attributes = {caption: {(ns[0].lower(), tuple(ats[0])) for ns, ats, rels in cands if not rels} for caption, cands in got.items()}
+    assert attributes["A banana and a nearly empty bowl of food resting on top of a table."] >= {("bowl", ())}
+    assert not any("empty" in a for _, a in attributes["A banana and a nearly empty bowl of food resting on top of a table."])
+    assert ("bowl", ()) in attributes["The banana is laying next to an almost empty bowl."]
+    assert ("sheep", ()) in attributes["the seven sheep are preparing to be sheered."]
+    assert ("child", ()) in attributes["A child is bent over on skis in the snow."]
+    assert ("street sign", ("lit",)) in attributes["Street lights and a lit up street sign at an intersection."]
+
+
 def test_a_share_of_the_colours_is_no_positive():
     """Blind review r21: "a blue airplane" of "a red yellow and blue airplane" (a thing of several colours is no thing
     of one: it takes them all), and "a black and white sheep" of "black and white sheep" (maybe black ones and white
