@@ -133,7 +133,7 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     # The graph_key of each sub-graph, from the node keys computed once.
     # "a man without a shirt": the relation is true of the image, the shirt on its own is not
     lacking = {r["object"] for r in graph["relations"] if " ".join(str(r["relation"]).lower().split()) == "without"}
-    lacking |= _phrase_only(nodes) | _no_thing_in_view(graph, nodes, words)
+    lacking |= _phrase_only(nodes) | _no_thing_in_view(graph, nodes, words, tags)
     photos = _the_photo(graph, nodes, words)
     lacking |= photos
     for i, (node, key) in enumerate(zip(nodes, keys)):
@@ -669,21 +669,36 @@ VARYING = frozenset({"different", "differing", "various", "varying", "all", "bot
 SUNLIGHT_WORDS = frozenset({"in", "under", "of"})
 
 
-def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | None) -> set[int]:
+def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None = None) -> set[int]:
     """The nodes that name no thing in view (`NO_THING_NOUNS`, `PROPERTY_NOUNS` said to vary, "the sun" after
-    `SUNLIGHT_WORDS`): in their relation
-    only, never an object positive on their own."""
+    `SUNLIGHT_WORDS`, what a thing is likened to, `_compared`): in their relation only, never an object positive on
+    their own."""
     out = set()
     for i, node in enumerate(nodes):
         if node is None:
             continue
         noun = node["noun"].lower()
-        start = (graph["entities"][i].get("span_bounds") or [0])[0]
+        start, end = (graph["entities"][i].get("span_bounds") or [0, 0])[:2]
+        if words and tags and len(tags) == len(words) and _compared([w.lower() for w in words], tags, start, end):
+            out.add(i)
         varying = noun in PROPERTY_NOUNS and all(w in VARYING for a in node["attributes"] for w in str(a).lower().split())
         if noun in NO_THING_NOUNS or varying \
                 or noun == "sun" and words and 0 < start <= len(words) and words[start - 1].lower() in SUNLIGHT_WORDS:
             out.add(i)
     return out
+
+
+def _compared(lower: list[str], tags: list[str], start: int, end: int) -> bool:
+    """Whether the noun phrase at [start, end) is what a thing is likened to, not a thing in view: after a verb's "like"
+    ("decorations some of which look like fish", "a sign shaped like an elephant") or a participle's "as" ("A fire
+    hydrant painted exactly as the patriotic flag"; not "as" of a clause, whose verb follows the phrase, "walk by as a
+    homeless man begs")."""
+    if start < 2 or not start < end <= len(lower):
+        return False
+    if lower[start - 1] == "like":
+        return tags[start - 2].startswith("VB")
+    participle = tags[start - 2] in ("VBN", "VBD") or start >= 3 and tags[start - 2] == "RB" and tags[start - 3] in ("VBN", "VBD")
+    return lower[start - 1] == "as" and participle and not (end < len(tags) and tags[end].startswith(("VB", "MD")))
 
 
 def _no_head(node: dict, lower: list[str], tags: list[str], start: int, end: int, things) -> bool:
@@ -808,9 +823,10 @@ PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "b
 
 
 def _part_cut(node: dict, lower: list[str], end: int) -> bool:
-    """Whether the node is a part noun cut from its "of" phrase ("the end of a computer keyboard ... sit on a table"):
-    without the whole, "the end sits on a table" names no thing the caption shows."""
-    return node["noun"].lower() in PART_NOUNS and end < len(lower) and lower[end] == "of"
+    """Whether the node is a part noun cut from its "of" phrase ("the end of a computer keyboard ... sit on a table"), a
+    compound's too ("sitting in the passenger side of a car"): without the whole, "the end sits on a table" names no
+    thing the caption shows."""
+    return node["noun"].lower().split()[-1] in PART_NOUNS and end < len(lower) and lower[end] == "of"
 
 
 def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:

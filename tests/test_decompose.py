@@ -909,6 +909,25 @@ def test_a_property_the_caption_does_not_give_is_no_attribute():
     assert ("street sign", ("lit",)) in attributes["Street lights and a lit up street sign at an intersection."]
 
 
+def test_a_likeness_or_a_cut_part_is_no_object():
+    """Blind review r23: "the patriotic flag" of "painted exactly as the patriotic flag" and "an elephant" of "a sign
+    shaped like an elephant" are what a thing is likened to, not things in view (their relation stays); "the passenger
+    side" of "sitting in the passenger side of a car" is a part cut from its whole. "as" of a clause keeps its noun ("walk
+    by as a homeless man begs")."""
+    got = _real_candidates([
+        "A fire hydrant painted exactly as the patriotic flag",
+        "An eyecatching sign shaped like an elephant holding a billboard.",
+        "A grey and white dog sitting in the passenger side of a car.",
+        "City dwellers walk by as a homeless man begs for cash.",
+    ])
+    alone = {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+    assert "flag" not in alone["A fire hydrant painted exactly as the patriotic flag"]
+    assert "fire hydrant" in alone["A fire hydrant painted exactly as the patriotic flag"]
+    assert "elephant" not in alone["An eyecatching sign shaped like an elephant holding a billboard."]
+    assert "passenger side" not in alone["A grey and white dog sitting in the passenger side of a car."]
+    assert "man" in alone["City dwellers walk by as a homeless man begs for cash."]
+
+
 def test_a_share_of_the_colours_is_no_positive():
     """Blind review r21: "a blue airplane" of "a red yellow and blue airplane" (a thing of several colours is no thing
     of one: it takes them all), and "a black and white sheep" of "black and white sheep" (maybe black ones and white
