@@ -136,7 +136,8 @@ def _candidates_of_said(graph: dict, vocab, words: list[str] | None, tags: list[
     lacking |= _phrase_only(nodes) | _no_thing_in_view(graph, nodes, words, tags)
     photos = _the_photo(graph, nodes, words)
     lacking |= photos
-    for i, (node, key) in enumerate(zip(nodes, keys)):
+    alone = _alone(graph, nodes, words, tags, {} if vocab is None else vocab.objects)
+    for i, (node, key) in enumerate(zip(alone, [k if a is n else a and node_key(a) for a, n, k in zip(alone, nodes, keys)])):
         if node is None or i in lacking or i in either_entities or i in written:  # "it", "that": nothing to show on its own
             continue
         identity = ((key,), ())
@@ -791,6 +792,39 @@ def _at_end(graph: dict, n: int, node: dict, lower: list[str], tags: list[str], 
     if part is not None and any(r.get("object") == n for r in graph.get("relations") or []):
         part["cut"] = lower[end - 1]
     return part
+
+
+# Determiners of one thing: a plural noun ending their phrase after a singular one is a verb the tagger read as a noun.
+ONE_DETERMINERS = frozenset({"a", "an", "his", "her", "its"})
+
+
+def _verb_last(node: dict, lower: list[str], tags: list[str], start: int, end: int, things) -> bool:
+    """Whether the node's phrase ends with a verb the tagger read as a plural noun after one thing's determiner ("A
+    computer user types one handed", "a ball approaches", "his teammate waits"): the word before it a singular noun,
+    no list in the phrase ("a fireplace and glass slider doors"), the plural no object the vocabulary knows ("his tip
+    toes")."""
+    if end - start < 3 or lower[start] not in ONE_DETERMINERS or tags[end - 1] != "NNS" or tags[end - 2] != "NN" \
+            or lower[end - 2].endswith(("ing", "ed")) or any(w in (",", "and", "&", "or") for w in lower[start:end]):
+        return False
+    lemmas = node["lemma"].lower().split()
+    return len(lemmas) > 1 and lemmas[-1] not in things and lower[end - 1] not in things
+
+
+def _alone(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None, things) -> list[dict | None]:
+    """The nodes as object positives show them alone: the words before a verb `_verb_last` found ("A computer user types
+    one handed on a keyboard" -> "a computer user"); its relations keep the node as it is ("a giraffe stares into the
+    camera" reads well)."""
+    if not words or not tags or len(tags) != len(words):
+        return nodes
+    lower = [w.lower() for w in words]
+    out = list(nodes)
+    for n, e in enumerate(graph.get("entities") or []):
+        bounds = e.get("span_bounds") if isinstance(e, dict) else None
+        if n >= len(nodes) or nodes[n] is None or not isinstance(bounds, list) or len(bounds) != 2:
+            continue
+        if 0 <= bounds[0] < bounds[1] <= len(words) and _verb_last(nodes[n], lower, tags, bounds[0], bounds[1], things):
+            out[n] = _part_of(nodes[n], lower, bounds[0], bounds[1] - 1, tags)
+    return out
 
 
 def _compound_cut(lower: list[str], tags: list[str], end: int, things, related: set[str]) -> bool:
