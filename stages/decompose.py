@@ -682,7 +682,8 @@ def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | 
         start, end = (graph["entities"][i].get("span_bounds") or [0, 0])[:2]
         if words and tags and len(tags) == len(words) and _compared([w.lower() for w in words], tags, start, end):
             out.add(i)
-        varying = noun in PROPERTY_NOUNS and all(w in VARYING for a in node["attributes"] for w in str(a).lower().split())
+        said = [w for a in [*node["attributes"], node.get("count") or ""] for w in str(a).lower().split()]
+        varying = noun in PROPERTY_NOUNS and bool(said) and all(w in VARYING for w in said)  # not "two shapes": things
         if noun in NO_THING_NOUNS or varying \
                 or noun == "sun" and words and 0 < start <= len(words) and words[start - 1].lower() in SUNLIGHT_WORDS:
             out.add(i)
@@ -803,8 +804,11 @@ def _verb_last(node: dict, lower: list[str], tags: list[str], start: int, end: i
     computer user types one handed", "a ball approaches", "his teammate waits"): the word before it a singular noun,
     no list in the phrase ("a fireplace and glass slider doors"), the plural no object the vocabulary knows ("his tip
     toes")."""
-    if end - start < 3 or lower[start] not in ONE_DETERMINERS or tags[end - 1] != "NNS" or tags[end - 2] != "NN" \
-            or lower[end - 2].endswith(("ing", "ed")) or any(w in (",", "and", "&", "or") for w in lower[start:end]):
+    if end - start < 3 or lower[start] not in ONE_DETERMINERS or tags[end - 1] != "NNS" or tags[end - 2] != "NN":
+        return False
+    # a verb's "-s" ending, a word of letters ("a striped blue cross lumix" is no verb)
+    if not (lower[end - 1].isalpha() and lower[end - 1].endswith("s")) or lower[end - 2].endswith(("ing", "ed")) \
+            or any(w in (",", "and", "&", "or") for w in lower[start:end]):
         return False
     lemmas = node["lemma"].lower().split()
     return len(lemmas) > 1 and lemmas[-1] not in things and lower[end - 1] not in things
