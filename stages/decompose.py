@@ -672,8 +672,8 @@ SUNLIGHT_WORDS = frozenset({"in", "under", "of"})
 
 def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | None, tags: list[str] | None = None) -> set[int]:
     """The nodes that name no thing in view (`NO_THING_NOUNS`, `PROPERTY_NOUNS` said to vary, "the sun" after
-    `SUNLIGHT_WORDS`, what a thing is likened to, `_compared`): in their relation only, never an object positive on
-    their own."""
+    `SUNLIGHT_WORDS`, what a thing is likened to, `_compared`, a compound part noun before its whole): in their
+    relation only, never an object positive on their own."""
     out = set()
     for i, node in enumerate(nodes):
         if node is None:
@@ -681,6 +681,9 @@ def _no_thing_in_view(graph: dict, nodes: list[dict | None], words: list[str] | 
         noun = node["noun"].lower()
         start, end = (graph["entities"][i].get("span_bounds") or [0, 0])[:2]
         if words and tags and len(tags) == len(words) and _compared([w.lower() for w in words], tags, start, end):
+            out.add(i)
+        # a compound part noun before its whole ("sitting in the passenger side of a car"): a place in its relation only
+        if " " in noun and noun.split()[-1] in PART_NOUNS and words and end < len(words) and words[end].lower() == "of":
             out.add(i)
         said = [w for a in [*node["attributes"], node.get("count") or ""] for w in str(a).lower().split()]
         varying = noun in PROPERTY_NOUNS and bool(said) and all(w in VARYING for w in said)  # not "two shapes": things
@@ -861,10 +864,9 @@ PART_NOUNS = SPATIAL_NOUNS | frozenset({"end", "rest", "part", "half", "tip", "b
 
 
 def _part_cut(node: dict, lower: list[str], end: int) -> bool:
-    """Whether the node is a part noun cut from its "of" phrase ("the end of a computer keyboard ... sit on a table"), a
-    compound's too ("sitting in the passenger side of a car"): without the whole, "the end sits on a table" names no
-    thing the caption shows."""
-    return node["noun"].lower().split()[-1] in PART_NOUNS and end < len(lower) and lower[end] == "of"
+    """Whether the node is a part noun cut from its "of" phrase ("the end of a computer keyboard ... sit on a table"):
+    without the whole, "the end sits on a table" names no thing the caption shows."""
+    return node["noun"].lower() in PART_NOUNS and end < len(lower) and lower[end] == "of"
 
 
 def _part_of(node: dict, lower: list[str], start: int, end: int, tags: list[str]) -> dict | None:

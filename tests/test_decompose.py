@@ -912,8 +912,8 @@ def test_a_property_the_caption_does_not_give_is_no_attribute():
 def test_a_likeness_or_a_cut_part_is_no_object():
     """Blind review r23: "the patriotic flag" of "painted exactly as the patriotic flag" and "an elephant" of "a sign
     shaped like an elephant" are what a thing is likened to, not things in view (their relation stays); "the passenger
-    side" of "sitting in the passenger side of a car" is a part cut from its whole. "as" of a clause keeps its noun ("walk
-    by as a homeless man begs")."""
+    side" of "sitting in the passenger side of a car" is a part before its whole, a place in its relation only. "as"
+    of a clause keeps its noun ("walk by as a homeless man begs")."""
     got = _real_candidates([
         "A fire hydrant painted exactly as the patriotic flag",
         "An eyecatching sign shaped like an elephant holding a billboard.",
@@ -925,6 +925,8 @@ def test_a_likeness_or_a_cut_part_is_no_object():
     assert "fire hydrant" in alone["A fire hydrant painted exactly as the patriotic flag"]
     assert "elephant" not in alone["An eyecatching sign shaped like an elephant holding a billboard."]
     assert "passenger side" not in alone["A grey and white dog sitting in the passenger side of a car."]
+    dog = got["A grey and white dog sitting in the passenger side of a car."]
+    assert any([n.lower() for n in ns] == ["dog", "passenger side"] for ns, _, rels in dog if rels)
     assert "man" in alone["City dwellers walk by as a homeless man begs for cash."]
 
 
