@@ -118,6 +118,8 @@ COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "sh
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
+# degree adverbs that change what the adjective says: "a nearly empty bowl" is not an empty bowl
+HEDGES = frozenset({"nearly", "almost", "partly", "partially", "mostly", "barely", "somewhat", "half", "semi"})
 # Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
@@ -961,6 +963,8 @@ def _attribute_start(tok) -> int | None:
     if tok.i == 0:
         return None
     before = tok.doc[tok.i - 1]
+    if before.lower_ in HEDGES and before.head.i == tok.i and before.dep_ in ("advmod", "npadvmod"):
+        return before.i  # "a nearly empty bowl": the adjective alone would say more than the caption
     if before.lower_ in SHADES and tok.lower_ in colour_words():
         return before.i  # "light blue water": one colour, both words modifiers of the noun in spaCy's parse
     if (before.tag_ == "CD" and before.dep_ == "nummod" and before.head.i == tok.head.i and tok.head.tag_ == "NN"
@@ -1277,6 +1281,8 @@ def _fixed_lead(tok) -> list[str]:
     as a list; [] when there is none. Without it the relation says another thing: "an umbrella pointed out over a
     table" for "pointed inside out over" (blind review r12), "a car turned on a street" for "turned upside down on"."""
     lead = tok.doc[tok.i - 1] if tok.i else None
+    if lead is not None and lead.text == "-" and tok.i > 1:
+        lead = tok.doc[tok.i - 2]  # "mounted upside-down on it's post": spaCy splits off the hyphen
     return [lead.lower_] if lead is not None and (lead.lower_, tok.lower_) in FIXED_ADVERBS else []
 
 
@@ -1569,10 +1575,13 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
     and their graphs stay as sng reads them."""
     subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
-    prep = obj.head
-    return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
-            and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
-            and r["relation"].lower() == prep.lower_ and not any(t.text == ";" for t in g.doc[prep.i:subject.i]))
+    if subject.dep_ != "conj" or subject.head.pos_ not in ("NOUN", "PROPN"):
+        return False
+    # the object as written: a pronoun's entity is its antecedent by now ("a building behind it and an intersection
+    # in front of it" says no "an intersection behind" the lot)
+    written = [c for p in subject.head.children if p.dep_ == "prep" and p.i < subject.i for c in p.children
+               if c.dep_ == "pobj" and (c.i == obj.i or c.lower_ in OBJECT_PRONOUNS)]
+    return any(r["relation"].lower() == c.head.lower_ and not any(t.text == ";" for t in g.doc[c.head.i:subject.i]) for c in written)
 
 
 def _own_phrase(tok) -> list:
