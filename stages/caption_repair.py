@@ -298,12 +298,14 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
-    first = governor
-    while first.dep_ == "conj" and first.head.pos_ in ("NOUN", "PROPN"):
+    first, items = governor, set()
+    while first.dep_ in ("conj", "appos") and first.head.pos_ in ("NOUN", "PROPN"):
+        items.add(first.i)
         first = first.head
     # "a table with food and a drink on it": the phrase's noun is a conjunct, and "it" the noun all of them hang off
-    # (table), not the first conjunct ("a drink on food")
-    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else set()
+    # (table), not the first conjunct ("a drink on food"); "A desk with two computer monitors, two mice, a cup and a
+    # keyboard on it": spaCy chains the list's items up to the desk, and none of them is "it"
+    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else items
     for a in chain[1:]:
         if a.i in skip:
             continue
@@ -1697,9 +1699,11 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
             first = _entity_at(g, head.head.i)
             if first is not None and first not in (r["subject"], r["object"]):
                 out.append((first, r["relation"], r["object"]))
+        # not into the subject's own list: "two mice, a cup and a keyboard on it" puts no keyboard on the mice
+        items = {head.i, *(t.i for t in head.ancestors if t.dep_ in ("conj", "appos"))}
         for tok in _conjuncts(obj_head):
             k = _entity_at(g, tok.i)
-            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN"):
+            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN") and tok.i not in items:
                 out.append((r["subject"], r["relation"], k))
     return out
 

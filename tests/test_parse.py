@@ -1028,3 +1028,13 @@ def test_a_hyphenated_fixed_adverb_keeps_its_first_word():
     splits off the hyphen, and "down" alone says another thing."""
     (graph,) = (r["graph"] for r in parse(records(["A stop sign is mounted upside-down on it's post."])))
     assert [rel for _, rel, _ in triples(graph) if "down" in rel] == ["mounted upside down on"]
+
+
+def test_it_after_a_list_is_the_noun_the_list_hangs_off():
+    """Blind review: "A desk with two computer monitors, two mice, a cup and a keyboard on it." gave "a keyboard on a
+    cup": spaCy chained the list's items up to the desk, and "it" is the desk, none of the items."""
+    (graph,) = (r["graph"] for r in parse(records(
+        ["A desk with two computer monitors, two mice, a cup and a keyboard on it."])))
+    got = triples(graph)
+    assert ("keyboard", "on", "desk") in got
+    assert not any(s == "keyboard" and o in ("cup", "mice") for s, _, o in got), got
