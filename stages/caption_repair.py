@@ -118,8 +118,8 @@ COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "sh
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
-# degree adverbs that change what the adjective says: "a nearly empty bowl" is not an empty bowl
-HEDGES = frozenset({"nearly", "almost", "partly", "partially", "mostly", "barely", "somewhat", "half", "semi"})
+# degree adverbs that change what the adjective says: "a nearly empty bowl" is not an empty bowl ("mostly flat" is flat)
+HEDGES = frozenset({"nearly", "almost", "partly", "partially", "barely", "somewhat", "half", "semi"})
 # Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
