@@ -172,7 +172,16 @@ def _is_relative_pronoun(tok) -> bool:
 def _close_up(tok) -> bool:
     """Whether tok is the "close" of "a close up of a polar bear", which spaCy reads as a noun with "up" as
     its particle or preposition: a framing noun, as "closeup" is."""
-    return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children)
+    return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children) \
+        or _hyphened_close_up(tok)
+
+
+def _hyphened_close_up(tok) -> bool:
+    """Whether tok is the "up" of "A close-up of a table with three boxes of pizza", which spaCy splits at the hyphen
+    and heads by "up"."""
+    doc = tok.doc
+    return (tok.lower_ == "up" and tok.pos_ in ("NOUN", "PROPN") and tok.i > 1 and doc[tok.i - 1].text == "-"
+            and doc[tok.i - 2].lower_ == "close")
 
 
 def _eaten_container(tok) -> bool:
@@ -192,7 +201,7 @@ def _measured(tok):
     holders = nouns + [c for c in tok.children if c.lower_ == "up"] if _close_up(tok) else nouns
     # "A closeup on some chocolate cake has a fork by it": a close-up is "on" what it shows too
     # (not "a close up of a cake on a plate", whose "on" may hang off "up")
-    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups")
+    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups") or _hyphened_close_up(tok)
     for noun in holders:
         for prep in noun.children:
             if prep.dep_ == "prep" and (prep.lower_ == "of" or prep.lower_ == "on" and closeup):
@@ -345,7 +354,8 @@ def framing(g: _Graph) -> None:
             continue
         # the framing noun's "of" to a conjunct of the measured noun would become a relation between the two: "A group
         # of zebras and giraffes" is no "zebras of giraffes"
-        conjuncts = {t.i for t in measured.conjuncts}
+        # (or of a framing noun between them: "A close-up of a misshapen piece of pizza and a can of soda")
+        conjuncts = {t.i for n in (measured, *(a for a in measured.ancestors if tok.i < a.i < measured.i)) for t in n.conjuncts}
         g.relations = [r for r in g.relations if not (r["subject"] == k and r["relation"].lower() == "of"
                                                       and _head_token(g, r["object"]).i in conjuncts)]
         if picture:

@@ -1038,3 +1038,16 @@ def test_it_after_a_list_is_the_noun_the_list_hangs_off():
     got = triples(graph)
     assert ("keyboard", "on", "desk") in got
     assert not any(s == "keyboard" and o in ("cup", "mice") for s, _, o in got), got
+
+
+def test_a_hyphened_close_up_frames_what_it_shows():
+    """Blind-review sample: "A close-up of a table with three boxes of pizza." gave "a close up with three boxes": spaCy
+    splits "close-up" at the hyphen and heads it by "up", a framing noun all the same; the table has the boxes. "A
+    close-up of a misshapen piece of pizza and a can of soda" gives no "pizza of a can"."""
+    captions = ["A close-up of a table with three boxes of pizza.",
+                "A close-up of a misshapen piece of pizza and a can of soda."]
+    got = {r["caption"]: r["graph"] for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    table = got[captions[0]]
+    assert not any("close" in e["span"].lower() for e in table["entities"]), table["entities"]
+    assert ("table", "with", "boxes") in triples(table)
+    assert ("pizza", "of", "can") not in triples(got[captions[1]])
