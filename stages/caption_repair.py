@@ -1362,6 +1362,10 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
         # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
         return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+    if gov.lemma_ == "have" and gov.tag_ in ("VBZ", "VBP", "VBD") and dobjs and dobjs[0].i < prep.i:
+        # what the subject has is where the phrase puts it: "this bathroom has pink tiles in the shower" (no "the
+        # bathroom in the shower"); not "having fun in the zoo", an activity where the subject is
+        return [(d, words, o) for d in dobjs[:1] for o in _objects(obj)]
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
         # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
         return [(dobjs[0], words, o) for o in _objects(obj)]

@@ -1051,3 +1051,13 @@ def test_a_hyphened_close_up_frames_what_it_shows():
     assert not any("close" in e["span"].lower() for e in table["entities"]), table["entities"]
     assert ("table", "with", "boxes") in triples(table)
     assert ("pizza", "of", "can") not in triples(got[captions[1]])
+
+
+def test_a_phrase_after_what_a_subject_has_is_the_things():
+    """Blind review: "this bathroom has pink tiles in the shower and is painted blue" gave "the bathroom in the shower":
+    the tiles are in the shower. "Some zoo animals are walking and having fun in the zoo" keeps the animals there."""
+    captions = ["this bathroom has pink tiles in the shower and is painted blue",
+                "Some zoo animals are walking and having fun in the zoo."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("tiles", "in", "shower") in got[captions[0]] and ("bathroom", "in", "shower") not in got[captions[0]]
+    assert not any(s == "fun" for s, _, _ in got[captions[1]])
