@@ -118,6 +118,8 @@ COMPOUND_PARTICIPLES = frozenset({"looking", "colored", "coloured", "sized", "sh
 # replacing half of the pair leaves debris ("light and yellow water").
 SHADES = frozenset({"light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "hot", "baby", "royal", "sky", "lime"})
 INTENSIFIERS = frozenset({"very", "really", "so", "too", "most", "more", "quite", "extremely", "slightly"})
+# degree adverbs that change what the adjective says: "a nearly empty bowl" is not an empty bowl ("mostly flat" is flat)
+HEDGES = frozenset({"nearly", "almost", "partly", "partially", "barely", "somewhat", "half", "semi"})
 # Spatial words that end a with-phrase without an object: "a stop sign with two street signs above".
 TRAILING_SPATIAL = frozenset({"above", "below", "underneath", "beneath", "behind", "nearby", "inside", "atop"})
 # Prepositions of a path: after a verb's object they say where the object goes or comes from.
@@ -170,7 +172,16 @@ def _is_relative_pronoun(tok) -> bool:
 def _close_up(tok) -> bool:
     """Whether tok is the "close" of "a close up of a polar bear", which spaCy reads as a noun with "up" as
     its particle or preposition: a framing noun, as "closeup" is."""
-    return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children)
+    return tok.lower_ == "close" and tok.pos_ in ("NOUN", "PROPN") and any(c.lower_ == "up" for c in tok.children) \
+        or _hyphened_close_up(tok)
+
+
+def _hyphened_close_up(tok) -> bool:
+    """Whether tok is the "up" of "A close-up of a table with three boxes of pizza", which spaCy splits at the hyphen
+    and heads by "up"."""
+    doc = tok.doc
+    return (tok.lower_ == "up" and tok.pos_ in ("NOUN", "PROPN") and tok.i > 1 and doc[tok.i - 1].text == "-"
+            and doc[tok.i - 2].lower_ == "close")
 
 
 def _eaten_container(tok) -> bool:
@@ -190,7 +201,7 @@ def _measured(tok):
     holders = nouns + [c for c in tok.children if c.lower_ == "up"] if _close_up(tok) else nouns
     # "A closeup on some chocolate cake has a fork by it": a close-up is "on" what it shows too
     # (not "a close up of a cake on a plate", whose "on" may hang off "up")
-    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups")
+    closeup = tok.lower_ in ("closeup", "close-up", "closeups", "close-ups") or _hyphened_close_up(tok)
     for noun in holders:
         for prep in noun.children:
             if prep.dep_ == "prep" and (prep.lower_ == "of" or prep.lower_ == "on" and closeup):
@@ -296,12 +307,14 @@ def _object_pronoun_antecedent(tok):
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
-    first = governor
-    while first.dep_ == "conj" and first.head.pos_ in ("NOUN", "PROPN"):
+    first, items = governor, set()
+    while first.dep_ in ("conj", "appos") and first.head.pos_ in ("NOUN", "PROPN"):
+        items.add(first.i)
         first = first.head
     # "a table with food and a drink on it": the phrase's noun is a conjunct, and "it" the noun all of them hang off
-    # (table), not the first conjunct ("a drink on food")
-    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else set()
+    # (table), not the first conjunct ("a drink on food"); "A desk with two computer monitors, two mice, a cup and a
+    # keyboard on it": spaCy chains the list's items up to the desk, and none of them is "it"
+    skip = {first.i, *(c.i for c in first.conjuncts)} if first.i != governor.i and first.dep_ in ("pobj", "dobj") else items
     for a in chain[1:]:
         if a.i in skip:
             continue
@@ -341,7 +354,8 @@ def framing(g: _Graph) -> None:
             continue
         # the framing noun's "of" to a conjunct of the measured noun would become a relation between the two: "A group
         # of zebras and giraffes" is no "zebras of giraffes"
-        conjuncts = {t.i for t in measured.conjuncts}
+        # (or of a framing noun between them: "A close-up of a misshapen piece of pizza and a can of soda")
+        conjuncts = {t.i for n in (measured, *(a for a in measured.ancestors if tok.i < a.i < measured.i)) for t in n.conjuncts}
         g.relations = [r for r in g.relations if not (r["subject"] == k and r["relation"].lower() == "of"
                                                       and _head_token(g, r["object"]).i in conjuncts)]
         if picture:
@@ -961,6 +975,8 @@ def _attribute_start(tok) -> int | None:
     if tok.i == 0:
         return None
     before = tok.doc[tok.i - 1]
+    if before.lower_ in HEDGES and before.head.i == tok.i and before.dep_ in ("advmod", "npadvmod"):
+        return before.i  # "a nearly empty bowl": the adjective alone would say more than the caption
     if before.lower_ in SHADES and tok.lower_ in colour_words():
         return before.i  # "light blue water": one colour, both words modifiers of the noun in spaCy's parse
     if (before.tag_ == "CD" and before.dep_ == "nummod" and before.head.i == tok.head.i and tok.head.tag_ == "NN"
@@ -1277,6 +1293,8 @@ def _fixed_lead(tok) -> list[str]:
     as a list; [] when there is none. Without it the relation says another thing: "an umbrella pointed out over a
     table" for "pointed inside out over" (blind review r12), "a car turned on a street" for "turned upside down on"."""
     lead = tok.doc[tok.i - 1] if tok.i else None
+    if lead is not None and lead.text == "-" and tok.i > 1:
+        lead = tok.doc[tok.i - 2]  # "mounted upside-down on it's post": spaCy splits off the hyphen
     return [lead.lower_] if lead is not None and (lead.lower_, tok.lower_) in FIXED_ADVERBS else []
 
 
@@ -1344,6 +1362,10 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
         # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
         return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+    if gov.lemma_ == "have" and gov.tag_ in ("VBZ", "VBP", "VBD") and dobjs and dobjs[0].i < prep.i:
+        # what the subject has is where the phrase puts it: "this bathroom has pink tiles in the shower" (no "the
+        # bathroom in the shower"); not "having fun in the zoo", an activity where the subject is
+        return [(d, words, o) for d in dobjs[:1] for o in _objects(obj)]
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
         # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
         return [(dobjs[0], words, o) for o in _objects(obj)]
@@ -1569,10 +1591,13 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
     and their graphs stay as sng reads them."""
     subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
-    prep = obj.head
-    return (subject.dep_ == "conj" and subject.head.pos_ in ("NOUN", "PROPN") and obj.dep_ == "pobj"
-            and prep.dep_ == "prep" and prep.head.i == subject.head.i and prep.i < subject.i
-            and r["relation"].lower() == prep.lower_ and not any(t.text == ";" for t in g.doc[prep.i:subject.i]))
+    if subject.dep_ != "conj" or subject.head.pos_ not in ("NOUN", "PROPN"):
+        return False
+    # the object as written: a pronoun's entity is its antecedent by now ("a building behind it and an intersection
+    # in front of it" says no "an intersection behind" the lot)
+    written = [c for p in subject.head.children if p.dep_ == "prep" and p.i < subject.i for c in p.children
+               if c.dep_ == "pobj" and (c.i == obj.i or c.lower_ in OBJECT_PRONOUNS)]
+    return any(r["relation"].lower() == c.head.lower_ and not any(t.text == ";" for t in g.doc[c.head.i:subject.i]) for c in written)
 
 
 def _own_phrase(tok) -> list:
@@ -1688,9 +1713,11 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
             first = _entity_at(g, head.head.i)
             if first is not None and first not in (r["subject"], r["object"]):
                 out.append((first, r["relation"], r["object"]))
+        # not into the subject's own list: "two mice, a cup and a keyboard on it" puts no keyboard on the mice
+        items = {head.i, *(t.i for t in head.ancestors if t.dep_ in ("conj", "appos"))}
         for tok in _conjuncts(obj_head):
             k = _entity_at(g, tok.i)
-            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN"):
+            if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN") and tok.i not in items:
                 out.append((r["subject"], r["relation"], k))
     return out
 

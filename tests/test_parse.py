@@ -997,3 +997,67 @@ def test_a_conjunct_after_a_nouns_phrase_is_that_phrases():
     got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
     assert ("adult", "cooking at", "dog") not in got[captions[0]] and ("adult", "cooking at", "kitchen counter") in got[captions[0]]
     assert ("kitchen", "with", "wok pot") in got[captions[1]]
+
+
+def test_a_phrase_back_to_a_pronoun_before_a_conjunct_is_not_the_conjuncts():
+    """Blind review: "A self service parking lot with a building behind it and an intersection in front of it." gave
+    "an intersection behind a self service parking lot": each "it" phrase is its own noun's, the intersection is in
+    front of the lot."""
+    (graph,) = (r["graph"] for r in parse(records(
+        ["A self service parking lot with a building behind it and an intersection in front of it."])))
+    got = triples(graph)
+    assert ("intersection", "behind", "self service parking lot") not in got
+    assert ("building", "behind", "self service parking lot") in got
+    assert ("intersection", "in front of", "self service parking lot") in got
+
+
+@pytest.mark.parametrize("caption, head, attribute", [
+    ("A banana and a nearly empty bowl of food resting on top of a table.", "bowl", "nearly empty"),
+    ("The banana is laying next to an almost empty bowl.", "bowl", "almost empty"),
+])
+def test_a_degree_adverb_stays_with_its_adjective(caption, head, attribute):
+    """Blind review: "A banana and a nearly empty bowl of food resting on top of a table." gave "an empty bowl of food":
+    a nearly empty bowl is not empty; the adverb is a word of the attribute."""
+    (graph,) = (r["graph"] for r in parse(records([caption])))
+    got = {e["head"]: e["attributes"] for e in graph["entities"]}
+    assert got[head] == [attribute]
+
+
+def test_a_hyphenated_fixed_adverb_keeps_its_first_word():
+    """Blind review: "A stop sign is mounted upside-down on it's post." gave "a stop sign mounted down on a post": spaCy
+    splits off the hyphen, and "down" alone says another thing."""
+    (graph,) = (r["graph"] for r in parse(records(["A stop sign is mounted upside-down on it's post."])))
+    assert [rel for _, rel, _ in triples(graph) if "down" in rel] == ["mounted upside down on"]
+
+
+def test_it_after_a_list_is_the_noun_the_list_hangs_off():
+    """Blind review: "A desk with two computer monitors, two mice, a cup and a keyboard on it." gave "a keyboard on a
+    cup": spaCy chained the list's items up to the desk, and "it" is the desk, none of the items."""
+    (graph,) = (r["graph"] for r in parse(records(
+        ["A desk with two computer monitors, two mice, a cup and a keyboard on it."])))
+    got = triples(graph)
+    assert ("keyboard", "on", "desk") in got
+    assert not any(s == "keyboard" and o in ("cup", "mice") for s, _, o in got), got
+
+
+def test_a_hyphened_close_up_frames_what_it_shows():
+    """Blind-review sample: "A close-up of a table with three boxes of pizza." gave "a close up with three boxes": spaCy
+    splits "close-up" at the hyphen and heads it by "up", a framing noun all the same; the table has the boxes. "A
+    close-up of a misshapen piece of pizza and a can of soda" gives no "pizza of a can"."""
+    captions = ["A close-up of a table with three boxes of pizza.",
+                "A close-up of a misshapen piece of pizza and a can of soda."]
+    got = {r["caption"]: r["graph"] for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    table = got[captions[0]]
+    assert not any("close" in e["span"].lower() for e in table["entities"]), table["entities"]
+    assert ("table", "with", "boxes") in triples(table)
+    assert ("pizza", "of", "can") not in triples(got[captions[1]])
+
+
+def test_a_phrase_after_what_a_subject_has_is_the_things():
+    """Blind review: "this bathroom has pink tiles in the shower and is painted blue" gave "the bathroom in the shower":
+    the tiles are in the shower. "Some zoo animals are walking and having fun in the zoo" keeps the animals there."""
+    captions = ["this bathroom has pink tiles in the shower and is painted blue",
+                "Some zoo animals are walking and having fun in the zoo."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("tiles", "in", "shower") in got[captions[0]] and ("bathroom", "in", "shower") not in got[captions[0]]
+    assert not any(s == "fun" for s, _, _ in got[captions[1]])
