@@ -227,7 +227,10 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)
     postures = [a for a in node["attributes"] if vocab.attributes.get(a) == "posture" and a.endswith("ing")]
     bare_plural = node["plural"] and not node.get("count") and node.get("determiner") not in ("the", *POSSESSIVE_PRONOUNS)
-    posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
+    # and after another participle before the noun ("a smiling man sitting", not "a smiling sitting man": blind review r25)
+    other_ing = any(a.lower().endswith("ing") and a not in postures and vocab.attributes.get(a) for a in node["attributes"])
+    posture_after = ((bare_plural or other_ing) and len(postures) == 1 and not node.get("posture_first")
+                     and not any(map(participial, node["attributes"])))
 
     trailing = node.get("trailing") or ()
 
@@ -669,8 +672,8 @@ def orphaned_part(graph: dict, parts: dict[int, tuple[str, int]], vocab, positiv
 
 def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive: dict | None = None) -> dict:
     """`graph` with each part its owner acts on said with the caption's pronoun: "a white and gray kitten pokes its
-    paw", not "... pokes the paw" (blind review r11). The part must be the caption's own (a replaced one is any
-    thing: "swings the sloth"); "his" and "her" only while the owner is the caption's noun of the caption's sex
+    paw", not "... pokes the paw" (blind review r11). The part must be the caption's own or another body part in its
+    place (a replaced one is any thing: "swings the sloth"); "his" and "her" only while the owner is the caption's noun of the caption's sex
     (a "female tennis player holding his racket" would misread), "its" and "their" after any owner in its place."""
     if not parts:
         return graph
@@ -679,7 +682,10 @@ def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive:
     objects = list(graph["objects"])
     for rel in graph["relations"]:
         s, o = rel["subject"], rel["object"]
-        pronoun, owner = parts.get(objects[o].get("entity"), (None, None))
+        # a part replaced by another part of the same owner keeps the pronoun ("man brushing his teeth" -> "a man brushing
+        # his hair", not "the hair": whose?); any other thing in its place takes none ("swings the sloth")
+        replaced = objects[o].get("entity") is None and vocab.object_kind(objects[o]["lemma"]) == "body"
+        pronoun, owner = parts.get(objects[o].get("entity") if not replaced else entities[o], (None, None))
         if pronoun is None or entities[s] != owner or objects[o].get("determiner") != "the" or objects[o].get("count"):
             continue
         if pronoun in ("his", "her") and not _same_sex(objects[s], before[s] if s < len(before) else None, vocab):
