@@ -1645,7 +1645,8 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         # man walking on a snowboard", not "on the snowboards"), save another pair ("in jeans" -> "in shorts")
         one = node["plural"] and not node.get("count") and str(node["noun"]).lower() in PAIR_NOUNS
         objects[i] = _node(
-            new, vocab, plural=node["plural"] and not one or bare_content or bare_mass, count=node.get("count"), attributes=node["attributes"],
+            new, vocab, plural=node["plural"] and not one or bare_content or bare_mass, count=node.get("count"),
+            attributes=node["attributes"],
             determiner=node.get("determiner"),
         )
         keys[i] = node_key(objects[i])
