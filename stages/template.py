@@ -776,23 +776,44 @@ def _place_dropped(graph: dict, placed: frozenset[tuple[int, int]], positive: di
                for rel in graph["relations"])
 
 
+def quoted_entities(record: dict) -> frozenset[int]:
+    """The entities the caption follows with the words they name in quotes ("A sign with the word "Pub" hangs ..."):
+    without them the noun says nothing ("a binder with the word": blind review r25)."""
+    graph = record.get("graph")
+    caption = str(record.get("caption") or "").lower()
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list) or not QUOTES.intersection(caption):
+        return frozenset()
+    found = set()
+    for k, ent in enumerate(graph["entities"]):
+        span = str(ent.get("span") or "").lower() if isinstance(ent, dict) else ""
+        if span and re.search(rf"\b{re.escape(span)}\s*[{''.join(QUOTES)}]", caption):
+            found.add(k)
+    return frozenset(found)
+
+
+QUOTES = frozenset('"\u201c\u201d')
+
+
 def record_shaping(record: dict, vocab):
     """(shaped, broken) for one record: `shaped(graph, positive)` is a sub-graph or negative graph as the caption's words
     have it said (joins, clause attributes, bare foods and contents, places, owners' pronouns); `broken(graph, positive)`,
-    of a shaped negative graph, whether it drops what the caption's words need (a part's owner, an object's place), so
+    of a shaped negative graph, whether it drops what the caption's words need (a part's owner, an object's place, the
+    words quoted after a noun), so
     that it is rendered as nothing. negate asks `broken` too, to draw another negative in place of one never shown."""
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
     foods = bare_foods(record, vocab)
     kept, placed = had_places(record)
+    quoted = quoted_entities(record)
 
     def shaped(graph: dict, positive: dict | None = None) -> dict:
         graph = with_places(with_bare_contents(with_bare_foods(graph, foods, positive)), kept, positive)
         return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
 
     def broken(graph: dict, positive: dict | None = None) -> bool:
-        return orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+        return (orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+                or bool(quoted.intersection(_entities(graph, positive))))
     return shaped, broken
 
 

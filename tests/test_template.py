@@ -746,3 +746,9 @@ def test_a_posture_after_another_participle_follows_the_noun():
     # ("Two zebras grazing while another horse standing and staring.")
     horse = {**node("horse", ["standing", "staring"]), "trailing": ("staring",)}
     assert noun_phrase(horse, VOCAB) == "a standing horse staring"
+
+
+def test_a_noun_whose_quoted_words_are_dropped_makes_no_negative():
+    # r25: "A sign with the word "Pub" hangs above several liquor bottles." -> "a binder with the word" (which word?)
+    _, texts = _negative_texts('A sign with the word "Pub" hangs above several liquor bottles.')
+    assert not [t for t in texts if t.endswith("the word")], texts
