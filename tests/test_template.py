@@ -752,3 +752,9 @@ def test_a_noun_whose_quoted_words_are_dropped_makes_no_negative():
     # r25: "A sign with the word "Pub" hangs above several liquor bottles." -> "a binder with the word" (which word?)
     _, texts = _negative_texts('A sign with the word "Pub" hangs above several liquor bottles.')
     assert not [t for t in texts if t.endswith("the word")], texts
+
+
+def test_a_participle_keeps_its_adverb():
+    # r25: "A professionally dressed man poses for the camera." -> "a dressed woman poses for the camera"
+    _, texts = _negative_texts("A professionally dressed man poses for the camera.")
+    assert "a professionally dressed woman poses for the camera" in texts and not [t for t in texts if " a dressed" in f" {t}"], texts
