@@ -834,9 +834,9 @@ QUOTES = frozenset('"\u201c\u201d')
 def record_shaping(record: dict, vocab):
     """(shaped, broken) for one record: `shaped(graph, positive)` is a sub-graph or negative graph as the caption's words
     have it said (joins, clause attributes, bare foods and contents, places, owners' pronouns, participles' adverbs);
-    `broken(graph, positive)`, of a shaped negative graph, whether it drops what the caption's words need (a part's owner, an object's place, the
-    words quoted after a noun), so
-    that it is rendered as nothing. negate asks `broken` too, to draw another negative in place of one never shown."""
+    `broken(graph, positive)`, of a shaped negative graph, whether it drops what the caption's words need (a part's
+    owner, an object's place, the words quoted after a noun), so that it is rendered as nothing. negate asks `broken`
+    too, to draw another negative in place of one never shown."""
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
