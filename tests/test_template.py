@@ -758,3 +758,9 @@ def test_a_participle_keeps_its_adverb():
     # r25: "A professionally dressed man poses for the camera." -> "a dressed woman poses for the camera"
     _, texts = _negative_texts("A professionally dressed man poses for the camera.")
     assert "a professionally dressed woman poses for the camera" in texts and not [t for t in texts if " a dressed" in f" {t}"], texts
+
+
+def test_a_plant_said_as_a_mass_takes_no_article():
+    # r24: "two bears playing together while swimming near a log." -> "two bears swimming near an ivy"
+    assert noun_phrase(node("ivy"), VOCAB) == "ivy"
+    assert noun_phrase(node("seaweed"), VOCAB) == "seaweed"
