@@ -1643,7 +1643,10 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
                      and vocab.group(new) != "drink" and vocab.object_kind(new) != "place")  # "on a harbor", "a milkshake"
         # a pair said in the plural is one thing of use ("a man walking on his skis"): what takes its place is one too ("a
         # man walking on a snowboard", not "on the snowboards"), save another pair ("in jeans" -> "in shorts")
-        one = node["plural"] and not node.get("count") and str(node["noun"]).lower() in PAIR_NOUNS
+        # ("people with skis" have many: "people with surfboards")
+        ends = [r["subject"] if r["object"] == i else r["object"] for r in relations if i in (r["subject"], r["object"])]
+        many = any(objects[k]["plural"] for k in ends)
+        one = node["plural"] and not node.get("count") and str(node["noun"]).lower() in PAIR_NOUNS and not many
         objects[i] = _node(
             new, vocab, plural=node["plural"] and not one or bare_content or bare_mass, count=node.get("count"),
             attributes=node["attributes"],

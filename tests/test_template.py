@@ -764,3 +764,9 @@ def test_a_plant_said_as_a_mass_takes_no_article():
     # r24: "two bears playing together while swimming near a log." -> "two bears swimming near an ivy"
     assert noun_phrase(node("ivy"), VOCAB) == "ivy"
     assert noun_phrase(node("seaweed"), VOCAB) == "seaweed"
+
+
+def test_a_pair_noun_of_many_owners_stays_plural():
+    # "A group of people with skis at the bottom of a mountain slope.": many people, many boards
+    _, texts = _negative_texts("A group of people with skis at the bottom of a mountain slope.")
+    assert "people with surfboards" in texts and "people with a surfboard" not in texts, texts
