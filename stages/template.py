@@ -627,7 +627,8 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
     """The entities that are a food the caption writes bare, singular, as an ingredient (after "with", "of", "and" or a
     comma), in a caption that puts articles before its other nouns: "a pizza with Canadian bacon and pineapple" means
     pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13); an animal's name that is
-    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"). Headline-style captions,
+    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"); a material after a preposition
+    ("behind glass", "on white paper"). Headline-style captions,
     which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
     graph = record.get("graph")
     # the caption's own words: negate consumes parse's tokens, so the records reaching template carry none
@@ -637,13 +638,17 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
     found = set()
     for k, ent in enumerate(graph["entities"]):
         cue = _word_before(words, _WORD.findall(str(ent.get("span") or "").lower())) if isinstance(ent, dict) else None
-        if cue not in INGREDIENT_CUES:
-            continue
         head, lemma = str(ent.get("head") or "").lower(), str(ent.get("lemma_head") or "").lower()
+        # a material said bare after a preposition is the stuff, not a thing made of it ("displayed behind glass": "a
+        # glass behind a married couple" reads as a drinking glass; blind review r24)
+        # (after a comma it is one of a list of things: "a plate, wine-filled glass, and bread")
+        stuff = vocab.attributes.get(lemma) == "material" and cue in PLACE_WORDS | {"of", "with", "and"}
+        if cue not in INGREDIENT_CUES and not stuff:
+            continue
         first = str(ent.get("span") or "").lower().split()[:1]
         determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
             first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
-        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and cue in MEAT_CUES)
+        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and cue in MEAT_CUES) or stuff
         if head and head == lemma and not determined and food:
             found.add(k)
     return frozenset(found)

@@ -770,3 +770,13 @@ def test_a_pair_noun_of_many_owners_stays_plural():
     # "A group of people with skis at the bottom of a mountain slope.": many people, many boards
     _, texts = _negative_texts("A group of people with skis at the bottom of a mountain slope.")
     assert "people with surfboards" in texts and "people with a surfboard" not in texts, texts
+
+
+def test_a_material_said_bare_is_the_stuff():
+    # r24: "A picture of a recently married couple displayed behind glass." -> "a glass behind a married couple"
+    record, texts = _negative_texts("A picture of a recently married couple displayed behind glass.")
+    assert not [t for t in texts if "a glass" in t], texts
+    # a material in a list of things is one ("a table with a wine-filled glass")
+    caption = "A table with a plate, wine-filled glass, and bread, among other items"
+    (out,) = template([parsed_and_decomposed([caption])[caption]], vocab=VOCAB)
+    assert "a table with a wine-filled glass" in [p["text"] for p in out["texts"]["positives"]]
