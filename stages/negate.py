@@ -931,6 +931,12 @@ def _fits_relation(vocab, name: str, kind: str, new: str, obj: str, subj: str = 
     return not (name in SUPPORT and new in BELOW and below_ground)
 
 
+# Nouns said in the plural of one thing made of two ("skis", "glasses", "scissors"; `plurals.tsv` lists them as their own
+# plural), as opposed to a plural of many ("teeth", "grapes", "people").
+PAIR_NOUNS = frozenset("skis glasses sunglasses goggles scissors pliers chopsticks headphones earphones jeans pants shorts "
+                       "trousers".split())
+
+
 def _uncounted_mass(lemma: str, count) -> bool:
     """Whether replacement `lemma` is a mass noun with no count: it keeps its own number, singular ("carrots
     for sale" -> "kale for sale", not "kales"; blind review r11), as a mass noun has no plural."""
@@ -1369,6 +1375,42 @@ def _unfit_ends(vocab, objects: list[dict], rel: dict, i: int) -> frozenset[str]
     return alike | frozenset(o for o in vocab.object_names if not _fits_container(vocab, objects, rel, i, o, masses))
 
 
+# Places said "on", never "in", which the counts do not hold: "a white plane flies in the cloudy sky" -> "in the cloudy
+# horizon" (blind review r25)
+ON_ONLY = frozenset({"horizon"})
+STANDING_VERBS = frozenset({"stand", "stands", "standing", "stood"})
+_PREPOSITION_COUNTS: dict[int, tuple[object, dict, dict]] = {}  # id -> (the vocabulary itself, held so the id stays its)
+
+
+def _other_preposition(vocab, relation: str) -> frozenset[str]:
+    """The objects that take the other of "in" and "on" than `relation` ends with, by the reference counts: with this
+    very relation never and with the other one at all ("stand on a sofa": "women stand in a sofa"), or with the bare
+    prepositions far more often the other way ("in the sofa": 0, "on the sofa": 5; blind reviews r24, r25)."""
+    words = relation.lower().split()
+    if not words or words[-1] not in ("in", "on"):
+        return frozenset()
+    if _PREPOSITION_COUNTS.get(id(vocab), (None,))[0] is not vocab:
+        exact: dict[tuple[str, str], int] = {}
+        bare: dict[tuple[str, str], int] = {}
+        for (_, r, o), n in vocab.relation_triples.items():
+            exact[(r, o)] = exact.get((r, o), 0) + n
+            last = r.split()[-1:] or [""]
+            if last[0] in ("in", "on"):
+                bare[(last[0], o)] = bare.get((last[0], o), 0) + n
+        _PREPOSITION_COUNTS[id(vocab)] = (vocab, exact, bare)
+    _, exact, bare = _PREPOSITION_COUNTS[id(vocab)]
+    mine, other = words[-1], "on" if words[-1] == "in" else "in"
+    twin = " ".join(words[:-1] + [other])
+    out = {o for (r, o) in exact if r == twin and exact.get((relation.lower(), o), 0) == 0 and len(words) > 1}
+    out |= {o for (p, o), n in bare.items() if p == other and n >= 3 and bare.get((mine, o), 0) * 8 < n}
+    if mine == "in":
+        out |= ON_ONLY
+        if words[0] in STANDING_VERBS:
+            # a seat is sat in and stood on: "a couple of women stand in a video game booth" -> "stand in a rocking chair"
+            out |= {o for o in vocab.object_names if vocab.group(o) == "seat"}
+    return frozenset(out)
+
+
 def _fits_container(vocab, objects: list[dict], rel: dict, i: int, new: str, masses: frozenset[str]) -> bool:
     """Whether `new`, replacing end i of a container's "of", still makes a container of food or drink: a container by
     a container ("a cutting board of scones" holds nothing), one for drinks only with a drink (`DRINK_CONTAINERS`),
@@ -1429,6 +1471,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
+        if i == oi and vocab.reference_counts and sampler.type_aware:
+            unfit = unfit | _other_preposition(vocab, relation)
         # held, a board of snow is only replaced by one of water and back: "people with skis" may carry snowboards too
         other_boards = frozenset(b for b in BOARD_MEDIA if BOARD_MEDIA[b] == board) if board and sampler.type_aware else frozenset()
         new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit | other_boards, node["attributes"], seen, near)
@@ -1597,8 +1641,15 @@ def _build(draft: _Draft, sg: dict, keys: list[tuple], vocab) -> tuple[dict, tup
         bare_mass = (not node.get("determiner") and not node.get("count") and not node["plural"]
                      and _uncounted_mass(node["lemma"], None) and not _uncounted_mass(new, None)
                      and vocab.group(new) != "drink" and vocab.object_kind(new) != "place")  # "on a harbor", "a milkshake"
+        # a pair said in the plural is one thing of use ("a man walking on his skis"): what takes its place is one too ("a
+        # man walking on a snowboard", not "on the snowboards"), save another pair ("in jeans" -> "in shorts")
+        # ("people with skis" have many: "people with surfboards")
+        ends = [r["subject"] if r["object"] == i else r["object"] for r in relations if i in (r["subject"], r["object"])]
+        many = any(objects[k]["plural"] for k in ends)
+        one = node["plural"] and not node.get("count") and str(node["noun"]).lower() in PAIR_NOUNS and not many
         objects[i] = _node(
-            new, vocab, plural=node["plural"] or bare_content or bare_mass, count=node.get("count"), attributes=node["attributes"],
+            new, vocab, plural=node["plural"] and not one or bare_content or bare_mass, count=node.get("count"),
+            attributes=node["attributes"],
             determiner=node.get("determiner"),
         )
         keys[i] = node_key(objects[i])

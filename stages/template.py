@@ -227,7 +227,10 @@ def noun_phrase(node: dict, vocab, definite: bool = False) -> str:
     # grazing in a field", not "cattle standing grazing": render_graph marks such a subject `posture_first`)
     postures = [a for a in node["attributes"] if vocab.attributes.get(a) == "posture" and a.endswith("ing")]
     bare_plural = node["plural"] and not node.get("count") and node.get("determiner") not in ("the", *POSSESSIVE_PRONOUNS)
-    posture_after = bare_plural and len(postures) == 1 and not node.get("posture_first") and not any(map(participial, node["attributes"]))
+    # and after another participle before the noun ("a smiling man sitting", not "a smiling sitting man": blind review r25)
+    other_ing = any(a.lower().endswith("ing") and a not in postures and vocab.attributes.get(a) for a in node["attributes"])
+    posture_after = ((bare_plural or other_ing) and len(postures) == 1 and not node.get("posture_first")
+                     and not any(map(participial, node["attributes"])))
 
     trailing = node.get("trailing") or ()
 
@@ -543,6 +546,43 @@ def with_clause_attributes(graph: dict, marks: dict[int, tuple[frozenset[str], f
     return {**graph, "objects": objects}
 
 
+def participle_adverbs(record: dict, vocab) -> dict[int, dict[str, str]]:
+    """For each entity, its participle attributes the caption says after an adverb in -ly, with that adverb ("A
+    professionally dressed man", "a neatly made bed"): without it the participle says next to nothing ("a dressed
+    woman poses for the camera": blind review r25). An adverb the vocabulary lists as an attribute ("friendly") is none."""
+    graph = record.get("graph")
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list):
+        return {}
+    found: dict[int, dict[str, str]] = {}
+    for k, ent in enumerate(graph["entities"]):
+        if not isinstance(ent, dict):
+            continue
+        words = str(ent.get("span") or "").split()
+        attributes = {str(a) for a in ent.get("attributes") or []}
+        for adverb, word in zip(words, words[1:]):
+            if (adverb.lower().endswith("ly") and word in attributes and adverb not in attributes
+                    and vocab.attributes.get(adverb.lower()) is None and word.lower().endswith(PARTICIPLE_ENDS)):
+                found.setdefault(k, {})[word] = adverb.lower()
+    return found
+
+
+PARTICIPLE_ENDS = ("ed", "en", "made")
+
+
+def with_adverbs(graph: dict, adverbs: dict[int, dict[str, str]], positive: dict | None = None) -> dict:
+    """`graph` with each participle attribute of the caption's after its adverb (`participle_adverbs`), an object a
+    negative replaced keeping its place's ("a professionally dressed woman poses ..."); a replaced attribute has none."""
+    if not adverbs:
+        return graph
+    objects = []
+    for obj, entity in zip(graph["objects"], _entities(graph, positive)):
+        said = adverbs.get(entity)
+        if said and any(a in said for a in obj["attributes"]):
+            obj = {**obj, "attributes": [f"{said[a]} {a}" if a in said else a for a in obj["attributes"]]}
+        objects.append(obj)
+    return {**graph, "objects": objects}
+
+
 def _entities(graph: dict, positive: dict | None) -> list:
     """The caption entity of each of `graph`'s objects; one a negative replaced has that of the object of `positive`
     whose place it took (None where there is none)."""
@@ -587,7 +627,8 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
     """The entities that are a food the caption writes bare, singular, as an ingredient (after "with", "of", "and" or a
     comma), in a caption that puts articles before its other nouns: "a pizza with Canadian bacon and pineapple" means
     pineapple as a topping, and "a pizza with a pineapple" a whole fruit (blind review r13); an animal's name that is
-    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"). Headline-style captions,
+    meat (MEAT_ANIMALS) only after "of" or "with" ("a plate of chicken and rice"); a material after a preposition
+    ("behind glass", "on white paper"). Headline-style captions,
     which drop every article ("man eating banana"), get theirs (`noun_phrase`)."""
     graph = record.get("graph")
     # the caption's own words: negate consumes parse's tokens, so the records reaching template carry none
@@ -597,13 +638,17 @@ def bare_foods(record: dict, vocab) -> frozenset[int]:
     found = set()
     for k, ent in enumerate(graph["entities"]):
         cue = _word_before(words, _WORD.findall(str(ent.get("span") or "").lower())) if isinstance(ent, dict) else None
-        if cue not in INGREDIENT_CUES:
-            continue
         head, lemma = str(ent.get("head") or "").lower(), str(ent.get("lemma_head") or "").lower()
+        # a material said bare after a preposition is the stuff, not a thing made of it ("displayed behind glass": "a
+        # glass behind a married couple" reads as a drinking glass; blind review r24)
+        # (after a comma it is one of a list of things: "a plate, wine-filled glass, and bread")
+        stuff = vocab.attributes.get(lemma) == "material" and cue in PLACE_WORDS | {"of", "with", "and"}
+        if cue not in INGREDIENT_CUES and not stuff:
+            continue
         first = str(ent.get("span") or "").lower().split()[:1]
         determined = any(m.get("dep") in ("det", "poss", "nummod") for m in ent.get("modifiers") or [] if isinstance(m, dict)) or (
             first and (first[0] in DETERMINER_WORDS or first[0] in NUMBER_WORDS or first[0].isdigit()))
-        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and cue in MEAT_CUES)
+        food = vocab.object_kind(lemma) == "food" or (lemma in MEAT_ANIMALS and cue in MEAT_CUES) or stuff
         if head and head == lemma and not determined and food:
             found.add(k)
     return frozenset(found)
@@ -669,8 +714,8 @@ def orphaned_part(graph: dict, parts: dict[int, tuple[str, int]], vocab, positiv
 
 def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive: dict | None = None) -> dict:
     """`graph` with each part its owner acts on said with the caption's pronoun: "a white and gray kitten pokes its
-    paw", not "... pokes the paw" (blind review r11). The part must be the caption's own (a replaced one is any
-    thing: "swings the sloth"); "his" and "her" only while the owner is the caption's noun of the caption's sex
+    paw", not "... pokes the paw" (blind review r11). The part must be the caption's own or another body part in its
+    place (a replaced one is any thing: "swings the sloth"); "his" and "her" only while the owner is the caption's noun of the caption's sex
     (a "female tennis player holding his racket" would misread), "its" and "their" after any owner in its place."""
     if not parts:
         return graph
@@ -679,7 +724,10 @@ def with_owners(graph: dict, parts: dict[int, tuple[str, int]], vocab, positive:
     objects = list(graph["objects"])
     for rel in graph["relations"]:
         s, o = rel["subject"], rel["object"]
-        pronoun, owner = parts.get(objects[o].get("entity"), (None, None))
+        # a part replaced by another part of the same owner keeps the pronoun ("man brushing his teeth" -> "a man brushing
+        # his hair", not "the hair": whose?); any other thing in its place takes none ("swings the sloth")
+        replaced = objects[o].get("entity") is None and vocab.object_kind(objects[o]["lemma"]) == "body"
+        pronoun, owner = parts.get(objects[o].get("entity") if not replaced else entities[o], (None, None))
         if pronoun is None or entities[s] != owner or objects[o].get("determiner") != "the" or objects[o].get("count"):
             continue
         if pronoun in ("his", "her") and not _same_sex(objects[s], before[s] if s < len(before) else None, vocab):
@@ -770,23 +818,46 @@ def _place_dropped(graph: dict, placed: frozenset[tuple[int, int]], positive: di
                for rel in graph["relations"])
 
 
+def quoted_entities(record: dict) -> frozenset[int]:
+    """The entities the caption follows with the words they name in quotes ("A sign with the word "Pub" hangs ..."):
+    without them the noun says nothing ("a binder with the word": blind review r25)."""
+    graph = record.get("graph")
+    caption = str(record.get("caption") or "").lower()
+    if not isinstance(graph, dict) or not isinstance(graph.get("entities"), list) or not QUOTES.intersection(caption):
+        return frozenset()
+    found = set()
+    for k, ent in enumerate(graph["entities"]):
+        span = str(ent.get("span") or "").lower() if isinstance(ent, dict) else ""
+        if span and re.search(rf"\b{re.escape(span)}\s*[{''.join(QUOTES)}]", caption):
+            found.add(k)
+    return frozenset(found)
+
+
+QUOTES = frozenset('"\u201c\u201d')
+
+
 def record_shaping(record: dict, vocab):
     """(shaped, broken) for one record: `shaped(graph, positive)` is a sub-graph or negative graph as the caption's words
-    have it said (joins, clause attributes, bare foods and contents, places, owners' pronouns); `broken(graph, positive)`,
-    of a shaped negative graph, whether it drops what the caption's words need (a part's owner, an object's place), so
-    that it is rendered as nothing. negate asks `broken` too, to draw another negative in place of one never shown."""
+    have it said (joins, clause attributes, bare foods and contents, places, owners' pronouns, participles' adverbs);
+    `broken(graph, positive)`, of a shaped negative graph, whether it drops what the caption's words need (a part's
+    owner, an object's place, the words quoted after a noun), so that it is rendered as nothing. negate asks `broken`
+    too, to draw another negative in place of one never shown."""
     joins = caption_joins(record)
     marks = clause_attributes(record, vocab)
     parts = owned_parts(record)
     foods = bare_foods(record, vocab)
     kept, placed = had_places(record)
+    quoted = quoted_entities(record)
+    adverbs = participle_adverbs(record, vocab)
 
     def shaped(graph: dict, positive: dict | None = None) -> dict:
         graph = with_places(with_bare_contents(with_bare_foods(graph, foods, positive)), kept, positive)
-        return with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
+        graph = with_owners(with_clause_attributes(with_joins(graph, joins), marks, positive), parts, vocab, positive)
+        return with_adverbs(graph, adverbs, positive)
 
     def broken(graph: dict, positive: dict | None = None) -> bool:
-        return orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+        return (orphaned_part(graph, parts, vocab, positive) or _place_dropped(graph, placed, positive)
+                or bool(quoted.intersection(_entities(graph, positive))))
     return shaped, broken
 
 
