@@ -1127,7 +1127,7 @@ def _subjects(verb) -> list:
         if _together_elsewhere(verb, noun):
             return _subjects(noun.head.head)  # "three stuffed animals lay in a bed cuddled together": the animals are
         if verb.dep_ == "acl" and noun.dep_ == "pobj" and noun.head.lower_ == "with" and noun.head.head.pos_ in ("NOUN", "PROPN"):
-            noun = noun.head.head  # "a vase with a flower sitting on a table": the vase sits
+            noun = _with_owner(noun)
         elif verb.dep_ == "acl" and verb.tag_ == "VBG" and noun.dep_ == "pobj" and noun.head.dep_ == "prep":
             # "a woman sits on a park bench wearing a hat": the woman wears it, not the bench
             governor = noun.head.head
@@ -1141,6 +1141,26 @@ def _subjects(verb) -> list:
     if verb.dep_ == "ROOT":  # a phrase with no determiner: spaCy hangs "giraffe" off "standing" as a compound
         return [c for c in verb.lefts if c.dep_ in ("compound", "npadvmod", "nmod") and c.pos_ in ("NOUN", "PROPN")][:1]
     return []
+
+
+def _with_owner(noun):
+    """Who does what a participle after a with-phrase's object `noun` says: the noun the phrase is of ("a vase with a
+    flower sitting on a table": the vase sits), but the object when only it acts of itself ("a tall building with four
+    double decker buses driving along a parking lot": the buses drive)."""
+    owner = noun.head.head
+    return noun if _agent(noun) and not _agent(owner) else owner
+
+
+AGENT_KINDS = frozenset({"person", "animal", "bird", "vehicle"})
+
+
+def _agent(tok) -> bool:
+    """Whether noun `tok` names something that moves or acts of itself (a person, an animal, a vehicle), by the
+    shipped vocabulary's hypernyms, the whole compound first ("double decker bus")."""
+    table = _vocab().hypernyms.get("objects", {})
+    lemmas = [t.lemma_.lower() for t in tok.lefts if t.dep_ == "compound" or t.dep_ == "amod" and t.i >= tok.i - 2]
+    names = [" ".join([*lemmas[i:], tok.lemma_.lower()]) for i in range(len(lemmas) + 1)]
+    return any(AGENT_KINDS & set(table.get(n, ())) for n in names)
 
 
 def _clause_subject_token(verb) -> list:

@@ -1061,3 +1061,14 @@ def test_a_phrase_after_what_a_subject_has_is_the_things():
     got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
     assert ("tiles", "in", "shower") in got[captions[0]] and ("bathroom", "in", "shower") not in got[captions[0]]
     assert not any(s == "fun" for s, _, _ in got[captions[1]])
+
+
+def test_a_participle_after_a_with_phrase_is_what_moves():
+    """Blind review: "A tall building with four double decker buses driving along a parking lot." gave "a tall
+    building driving along a parking lot": a building does not drive, its buses do. "A vase with a flower sitting on a
+    table" still has the vase sit: a flower does not act of itself either."""
+    _, rels = read("A tall building with four double decker buses driving along a parking lot.")
+    assert ("double decker buses", "driving along", "parking lot") in rels
+    assert ("building", "driving along", "parking lot") not in rels
+    _, rels = read("A vase with a flower sitting on a table.")
+    assert ("vase", "sitting on", "table") in rels
