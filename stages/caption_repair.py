@@ -818,6 +818,34 @@ def _compound_lead(g: _Graph, head, ent: dict, mods: list[dict]):
     return None
 
 
+def _hyphened_heads(g: _Graph) -> None:
+    """A head that starts with the participle of a hyphenated adjective (`_hyphened_lead`) loses it to the adjective."""
+    for k, ent in enumerate(g.entities):
+        words, lemmas = ent["head"].split(), ent["lemma_head"].split()
+        if len(words) < 2 or len(words) != len(lemmas):
+            continue
+        lead = _hyphened_lead(g, _head_token(g, k), words)
+        if lead is None:
+            continue
+        mods = [m for m in ent["modifiers"] if not (m["span"] == lead[0].text and m["dep"] in ("amod", "compound", "nmod"))]
+        mods.append({"dep": "amod", "span": lead.text, "lemma_span": lead.text.lower()})
+        g.entities[k] = {**ent, "head": " ".join(words[1:]), "lemma_head": " ".join(lemmas[1:]), "modifiers": mods,
+                         "attributes": [m["span"].lower() for m in mods if m["dep"] == "amod"]}
+        g.changed = True
+
+
+def _hyphened_lead(g: _Graph, head, words: list[str]):
+    """The hyphenated adjective whose participle spaCy put in the head ("pointy-toed" of "her pink pointy-toed heels",
+    read as the heels "toed heels" with "pointy" an attribute of its own); None when the head starts otherwise."""
+    first = head.i - len(words) + 1
+    if first < 2 or g.doc[first].text != words[0] or not words[0].lower().endswith("ed"):
+        return None
+    hyphen, before = g.doc[first - 1], g.doc[first - 2]
+    if hyphen.text != "-" or hyphen.whitespace_ or before.whitespace_ or not before.is_alpha:
+        return None
+    return g.doc[first - 2:first + 1]
+
+
 def compounds(g: _Graph) -> None:
     """An adjective that makes a known compound noun with the head ("light pole") joins the head; a
     noun right before an attribute ("snow" covered) joins the attribute; material and kind nouns before
@@ -878,6 +906,7 @@ def compounds(g: _Graph) -> None:
             g.entities[k] = {**ent, "modifiers": joined,
                              "attributes": [m["span"].lower() for m in joined if m["dep"] == "amod"]}
             g.changed = True
+    _hyphened_heads(g)
     _phrasal_compounds(g)
     _head_words_in_attributes(g)
 

@@ -1072,3 +1072,10 @@ def test_a_participle_after_a_with_phrase_is_what_moves():
     assert ("building", "driving along", "parking lot") not in rels
     _, rels = read("A vase with a flower sitting on a table.")
     assert ("vase", "sitting on", "table") in rels
+
+
+def test_a_hyphenated_adjective_ending_in_a_participle_stays_whole():
+    """Blind review: "A woman showing off her pink pointy-toed heels." gave "her pointy pink toed heels": spaCy puts
+    "toed" in the head and hangs "pointy" off it; the heels are "pointy-toed"."""
+    ents, _ = read("A woman showing off her pink pointy-toed heels.")
+    assert ("heels", ["pink", "pointy-toed"]) in ents
