@@ -1014,8 +1014,20 @@ def _swap_plausible(vocab, attr: str, lemma: str) -> bool:
     is a fact of the world, as a replacement's draw is ("a blue salad on top of a green plate", "a white traffic
     stop sign with a blank red sign": blind review r12). Only with a reference corpus's counts (`Vocab.reference_counts`):
     the user's own corpus shows every attribute on the objects its captions give it."""
-    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or lemma
+    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or _known_tail(vocab, lemma) or lemma
     return not vocab.reference_counts or vocab.attribute_plausible(name, attr)
+
+
+def _known_tail(vocab, lemma: str) -> str | None:
+    """The vocabulary's name for the longest run of last words of an unknown noun that it knows, whatever its group:
+    the kind whose counts say which colours the thing has ("a red traffic stop sign": a stop sign, only ever red;
+    "green granny smith apples": apples, never white). For a plausibility check only, never a replacement's head."""
+    words = lemma.lower().split()
+    for i in range(1, len(words)):
+        name = vocab.known("objects", " ".join(words[i:]))
+        if name is not None:
+            return name
+    return None
 
 
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:

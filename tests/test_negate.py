@@ -1494,6 +1494,11 @@ def test_sleep_replaces_no_adjective_and_no_action_done_in_the_same_subgraph():
     ("A red traffic stop sign with a blank white sign below it.", ("stop sign", "red"), ("sign", "white"), "with", False),
     ("A blue plate with a green salad on top of it.", ("plate", "blue"), ("salad", "green"), "with", False),
     ("A brown cat lying on a black suitcase.", ("cat", "brown"), ("suitcase", "black"), "lying on", True),
+    # r24-r26: an unknown compound's colours are its known last words' ("traffic stop sign": a stop sign; "granny
+    # smith apple": an apple, seen red and green, never white)
+    ("A red traffic stop sign with a blank white sign below it.", ("traffic stop sign", "red"), ("sign", "white"),
+     "with", False),
+    ("A white bowl of green granny smith apples.", ("bowl", "white"), ("granny smith apple", "green"), "of", False),
 ])
 def test_a_swapped_attribute_is_plausible_on_its_new_object(caption, s, o, relation, emitted):
     sg = rel_graph(node(s[0], [s[1]]), node(o[0], [o[1]]), relation)
