@@ -2068,3 +2068,21 @@ def test_the_snow_a_snow_sport_is_done_on_is_never_replaced():
     assert not made, made
     # a snowy thing no sport is done on is still replaced, as is a snowy hill alone ("a grassy hill")
     assert [n for n in _negatives_of("A dog sitting on a snowy hill.", seeds=range(20)) if n["from"] == "snowy" and n["graph"]["relations"]]
+
+
+@pytest.mark.parametrize(("caption", "graph", "refused"), [
+    # r24-r26: an unseen replacement is no animal the counts never showed doing the verb, or having it done to it
+    ("Two giraffes grazing from a tree in a field.",
+     rel_graph(node("giraffes", lemma="giraffe", plural=True, count="two"), node("tree"), "grazing from"), "polar bear"),
+    ("Two men and a woman riding on the back of an elephant.",
+     rel_graph(node("woman"), node("elephant"), "riding on the back of"), "tiger"),
+])
+def test_an_unseen_animal_does_what_the_verb_says(caption, graph, refused):
+    drawn = set()
+    for seed in range(40):
+        sampler = _Sampler(SHIPPED, random.Random(seed), True, caption=caption, fallback_rng=random.Random(seed))
+        pools = graph_candidates(0, graph, sampler)
+        drafts = sampler.unseen_drafts + sampler.last_drafts
+        drawn |= {d[5][2] for d in drafts if d[2] == "f_rel:replace_object"}
+        drawn |= {c["to"] for cs in pools.values() for c in cs if c["transform"] == "f_rel:replace_object"}
+    assert drawn and refused not in drawn, drawn
