@@ -1014,8 +1014,20 @@ def _swap_plausible(vocab, attr: str, lemma: str) -> bool:
     is a fact of the world, as a replacement's draw is ("a blue salad on top of a green plate", "a white traffic
     stop sign with a blank red sign": blind review r12). Only with a reference corpus's counts (`Vocab.reference_counts`):
     the user's own corpus shows every attribute on the objects its captions give it."""
-    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or lemma
+    name = vocab.known("objects", lemma) or compound_head(vocab, lemma) or _known_tail(vocab, lemma) or lemma
     return not vocab.reference_counts or vocab.attribute_plausible(name, attr)
+
+
+def _known_tail(vocab, lemma: str) -> str | None:
+    """The vocabulary's name for the longest run of last words of an unknown noun that it knows, whatever its group:
+    the kind whose counts say which colours the thing has ("a red traffic stop sign": a stop sign, only ever red;
+    "green granny smith apples": apples, never white). For a plausibility check only, never a replacement's head."""
+    words = lemma.lower().split()
+    for i in range(1, len(words)):
+        name = vocab.known("objects", " ".join(words[i:]))
+        if name is not None:
+            return name
+    return None
 
 
 def _drafts(index: int, sg: dict, sampler: _Sampler, pools: dict[str, list[_Draft]]) -> None:
@@ -1476,8 +1488,35 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         # held, a board of snow is only replaced by one of water and back: "people with skis" may carry snowboards too
         other_boards = frozenset(b for b in BOARD_MEDIA if BOARD_MEDIA[b] == board) if board and sampler.type_aware else frozenset()
         new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit | other_boards, node["attributes"], seen, near)
-        if new is not None:
+        # not "two giraffes grazing from a tree" -> "two polar bears", "riding on the back of an elephant" -> "a tiger"
+        if new is not None and not (sampler.unseen and _action_unseen(vocab, relation, new, i == si)):
             sampler.keep(pool, (index, "rel", "f_rel:replace_object", f"objects[{i}].noun", node["noun"], ("object", i, new)))
+
+
+# Verbs only some animals do (by subject: True) or have done to them (by object: False): grazing, flying, pulling a cart;
+# being ridden, milked, herded.
+CHOOSY_VERBS = {True: frozenset("grazing grazes graze flying flies perched perching galloping pulling pulls "
+                                "hatching".split()),
+                False: frozenset("riding rides ride ridden milking milks herding herds saddling".split())}
+
+
+def _verb_ends(vocab) -> frozenset[tuple[str, str, bool]]:
+    """(first word of a relation, object, whether as its subject) for every triple of the counts."""
+    return frozenset({(r.split()[0], s, True) for s, r, _ in vocab.relation_triples if r.split()}
+                     | {(r.split()[0], o, False) for _, r, o in vocab.relation_triples if r.split()})
+
+
+def _action_unseen(vocab, relation: str, new: str, subject: bool) -> bool:
+    """Whether an unseen replacement (`_Sampler.unseen`: the counts showed it neither in the very relation nor with the
+    other end's group) is an animal the counts never showed doing the relation's verb, or undergoing it, with anything:
+    a verb says what the animal does ("grazing from a tree": giraffes, cows and sheep graze, no polar bear does) or has
+    done to it ("riding on the back of an elephant": a horse is ridden, no tiger is). Only with a reference corpus's
+    counts, and only for a verb that picks its animals (`CHOOSY_VERBS`): most animals stand, walk, lie or look, seen
+    doing it or not."""
+    verb = (relation.split() or [""])[0]
+    if not (vocab.reference_counts and verb in CHOOSY_VERBS[subject] and vocab.object_kind(new) == "animal"):
+        return False
+    return (verb, new.lower(), subject) not in vocab.derived(_verb_ends)
 
 
 # Boards of a sport and where it is done: no group holds boards of snow and of water at once, so one held ("the people

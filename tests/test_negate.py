@@ -1494,6 +1494,11 @@ def test_sleep_replaces_no_adjective_and_no_action_done_in_the_same_subgraph():
     ("A red traffic stop sign with a blank white sign below it.", ("stop sign", "red"), ("sign", "white"), "with", False),
     ("A blue plate with a green salad on top of it.", ("plate", "blue"), ("salad", "green"), "with", False),
     ("A brown cat lying on a black suitcase.", ("cat", "brown"), ("suitcase", "black"), "lying on", True),
+    # r24-r26: an unknown compound's colours are its known last words' ("traffic stop sign": a stop sign; "granny
+    # smith apple": an apple, seen red and green, never white)
+    ("A red traffic stop sign with a blank white sign below it.", ("traffic stop sign", "red"), ("sign", "white"),
+     "with", False),
+    ("A white bowl of green granny smith apples.", ("bowl", "white"), ("granny smith apple", "green"), "of", False),
 ])
 def test_a_swapped_attribute_is_plausible_on_its_new_object(caption, s, o, relation, emitted):
     sg = rel_graph(node(s[0], [s[1]]), node(o[0], [o[1]]), relation)
@@ -2063,3 +2068,21 @@ def test_the_snow_a_snow_sport_is_done_on_is_never_replaced():
     assert not made, made
     # a snowy thing no sport is done on is still replaced, as is a snowy hill alone ("a grassy hill")
     assert [n for n in _negatives_of("A dog sitting on a snowy hill.", seeds=range(20)) if n["from"] == "snowy" and n["graph"]["relations"]]
+
+
+@pytest.mark.parametrize(("caption", "graph", "refused"), [
+    # r24-r26: an unseen replacement is no animal the counts never showed doing the verb, or having it done to it
+    ("Two giraffes grazing from a tree in a field.",
+     rel_graph(node("giraffes", lemma="giraffe", plural=True, count="two"), node("tree"), "grazing from"), "polar bear"),
+    ("Two men and a woman riding on the back of an elephant.",
+     rel_graph(node("woman"), node("elephant"), "riding on the back of"), "tiger"),
+])
+def test_an_unseen_animal_does_what_the_verb_says(caption, graph, refused):
+    drawn = set()
+    for seed in range(40):
+        sampler = _Sampler(SHIPPED, random.Random(seed), True, caption=caption, fallback_rng=random.Random(seed))
+        pools = graph_candidates(0, graph, sampler)
+        drafts = sampler.unseen_drafts + sampler.last_drafts
+        drawn |= {d[5][2] for d in drafts if d[2] == "f_rel:replace_object"}
+        drawn |= {c["to"] for cs in pools.values() for c in cs if c["transform"] == "f_rel:replace_object"}
+    assert drawn and refused not in drawn, drawn
