@@ -230,6 +230,15 @@ def _redirect(g: _Graph, old: int, new: int) -> None:
     g.drop({old})
 
 
+def _give_subject(g: _Graph, r: dict, new: int) -> None:
+    """Relation `r` becomes `new`'s (its subject replaced), or goes where `new` has that object already."""
+    if any((o["subject"], o["object"]) == (new, r["object"]) for o in g.relations):
+        g.relations = [o for o in g.relations if o is not r]
+    else:
+        g.relations = [{**o, "subject": new} if o is r else o for o in g.relations]
+    g.changed = True
+
+
 # --- the repairs ---------------------------------------------------------------------------------
 
 
@@ -1601,11 +1610,7 @@ def _held_place(g: _Graph) -> None:
         holder = _entity_of(g, holders[0]) if holders else None
         if holder is None or holder in (r["subject"], r["object"]):
             continue
-        if any((o["subject"], o["object"]) == (holder, r["object"]) for o in g.relations):
-            g.relations = [o for o in g.relations if o is not r]
-        else:
-            g.relations = [{**o, "subject": holder} if o is r else o for o in g.relations]
-        g.changed = True
+        _give_subject(g, r, holder)
 
 
 # Nouns of a work that depicts what follows its "of": a "with" after the depicted noun says what the depicted thing
@@ -1616,7 +1621,7 @@ ARTWORK_NOUNS = frozenset({"painting", "drawing", "sketch", "portrait", "poster"
 def _depicted_with(g: _Graph) -> None:
     """sng's "with" of an artwork noun said after its "of" object goes to the depicted noun nearest before it ("A
     drawing of a young woman with many facial piercings": the woman has them), or goes where that noun has it already."""
-    for n, r in enumerate(list(g.relations)):
+    for r in list(g.relations):
         subject = g.entities[r["subject"]]
         if r["relation"].lower() != "with" or subject["lemma_head"].lower() not in ARTWORK_NOUNS:
             continue
@@ -1626,11 +1631,7 @@ def _depicted_with(g: _Graph) -> None:
         target = _entity_of(g, max(depicted, key=lambda t: t.i)) if depicted and prep.lower_ == "with" else None
         if target is None or target == r["subject"]:
             continue
-        if any((o["subject"], o["object"]) == (target, r["object"]) for o in g.relations):
-            g.relations = [o for o in g.relations if o is not r]
-        else:
-            g.relations = [{**o, "subject": target} if o is r else o for o in g.relations]
-        g.changed = True
+        _give_subject(g, r, target)
 
 
 def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:

@@ -834,6 +834,11 @@ def _real_candidates(captions: list[str]) -> dict[str, list[tuple]]:
             for rec in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
 
 
+def _alone(got: dict[str, list[tuple]]) -> dict[str, set[str]]:
+    """{caption: the lower-cased nouns of its one-object candidates}, of `_real_candidates`' output."""
+    return {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+
+
 def test_a_word_the_tagger_made_a_noun_is_no_object():
     """Blind review r21's debris: a gerund run on from a place noun ("a man at a posing"), an adjective or participle
     as a head ("the shirtless", "a sliced"); a bare "a lot" (a quantity) and "the shade" of a tree (a place by it) only
@@ -873,7 +878,7 @@ def test_a_noun_of_no_thing_in_view_is_no_object():
         "A woman is standing in the middle of the snow with ski sticks as the sun rises in the background.",
         "A teddy bear sitting in front of toy wooden shapes.",
     ])
-    alone = {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+    alone = _alone(got)
     for caption, noun in [("A male skater jumps in the air at a skate park.", "air"), ("A woman taking a picture on a sunny day.", "day"),
                           ("A white umbrella that has been blown up the wrong way.", "way"),
                           ("A living room with two televisions decorated for the holiday.", "holiday"),
@@ -922,7 +927,7 @@ def test_a_likeness_or_a_cut_part_is_no_object():
         "A grey and white dog sitting in the passenger side of a car.",
         "City dwellers walk by as a homeless man begs for cash.",
     ])
-    alone = {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+    alone = _alone(got)
     assert "flag" not in alone["A fire hydrant painted exactly as the patriotic flag"]
     assert "fire hydrant" in alone["A fire hydrant painted exactly as the patriotic flag"]
     assert "elephant" not in alone["An eyecatching sign shaped like an elephant holding a billboard."]
@@ -933,7 +938,7 @@ def test_a_likeness_or_a_cut_part_is_no_object():
 
 
 def test_a_verb_read_as_a_plural_noun_is_no_part_of_an_object():
-    """Blind review of round 5: "A computer user types one handed on a keyboard" gave the object "a computer user types"
+    """Blind review r25: "A computer user types one handed on a keyboard" gave the object "a computer user types"
     (the verb read as a plural noun after "a"); alone the object is "a computer user", and a relation keeps its words
     ("a giraffe stares into the camera" reads well). A plural the vocabulary knows stays ("his tip toes")."""
     got = _real_candidates([
@@ -942,7 +947,7 @@ def test_a_verb_read_as_a_plural_noun_is_no_part_of_an_object():
         "A giraffe stares into the camera while standing on green grass in front of a shade tree.",
         "A man holding a pink umbrella standing on his tip toes.",
     ])
-    alone = {caption: {ns[0].lower() for ns, _, rels in cands if not rels} for caption, cands in got.items()}
+    alone = _alone(got)
     assert "computer user" in alone["A computer user types one handed on a keyboard."]
     assert "computer user types" not in alone["A computer user types one handed on a keyboard."]
     assert "ball" in alone["A baseball player holding a bat as a ball approaches."]
