@@ -1391,7 +1391,23 @@ def _unfit_ends(vocab, objects: list[dict], rel: dict, i: int) -> frozenset[str]
 # horizon" (blind review r25)
 ON_ONLY = frozenset({"horizon"})
 STANDING_VERBS = frozenset({"stand", "stands", "standing", "stood"})
-_PREPOSITION_COUNTS: dict[int, tuple[object, dict, dict]] = {}  # id -> (the vocabulary itself, held so the id stays its)
+
+
+def _preposition_tables(vocab) -> tuple[dict[str, dict[str, int]], dict[str, frozenset[str]], frozenset[str]]:
+    """From the counts: relation -> object -> count; "in" / "on" -> the objects said with the other of the two far more
+    often (at least 3 times, 8 times as often as with this one: "in the sofa" 0, "on the sofa" 5); the seats."""
+    by_relation: dict[str, dict[str, int]] = {}
+    bare: dict[str, dict[str, int]] = {"in": {}, "on": {}}
+    for (_, r, o), n in vocab.relation_triples.items():
+        objects = by_relation.setdefault(r, {})
+        objects[o] = objects.get(o, 0) + n
+        last = r.split()[-1:]
+        if last and last[0] in bare:
+            bare[last[0]][o] = bare[last[0]].get(o, 0) + n
+    said_otherwise = {mine: frozenset(o for o, n in bare[other].items() if n >= 3 and bare[mine].get(o, 0) * 8 < n)
+                      for mine, other in (("in", "on"), ("on", "in"))}
+    seats = frozenset(o for o in vocab.object_names if vocab.group(o) == "seat")
+    return by_relation, said_otherwise, seats
 
 
 def _other_preposition(vocab, relation: str) -> frozenset[str]:
@@ -1401,25 +1417,17 @@ def _other_preposition(vocab, relation: str) -> frozenset[str]:
     words = relation.lower().split()
     if not words or words[-1] not in ("in", "on"):
         return frozenset()
-    if _PREPOSITION_COUNTS.get(id(vocab), (None,))[0] is not vocab:
-        exact: dict[tuple[str, str], int] = {}
-        bare: dict[tuple[str, str], int] = {}
-        for (_, r, o), n in vocab.relation_triples.items():
-            exact[(r, o)] = exact.get((r, o), 0) + n
-            last = r.split()[-1:] or [""]
-            if last[0] in ("in", "on"):
-                bare[(last[0], o)] = bare.get((last[0], o), 0) + n
-        _PREPOSITION_COUNTS[id(vocab)] = (vocab, exact, bare)
-    _, exact, bare = _PREPOSITION_COUNTS[id(vocab)]
+    by_relation, said_otherwise, seats = vocab.derived(_preposition_tables)
     mine, other = words[-1], "on" if words[-1] == "in" else "in"
     twin = " ".join(words[:-1] + [other])
-    out = {o for (r, o) in exact if r == twin and exact.get((relation.lower(), o), 0) == 0 and len(words) > 1}
-    out |= {o for (p, o), n in bare.items() if p == other and n >= 3 and bare.get((mine, o), 0) * 8 < n}
+    said = by_relation.get(relation.lower(), {})
+    out = set(said_otherwise[mine])
+    if len(words) > 1:
+        out |= {o for o in by_relation.get(twin, ()) if said.get(o, 0) == 0}
     if mine == "in":
         out |= ON_ONLY
         if words[0] in STANDING_VERBS:
-            # a seat is sat in and stood on: "a couple of women stand in a video game booth" -> "stand in a rocking chair"
-            out |= {o for o in vocab.object_names if vocab.group(o) == "seat"}
+            out |= seats  # a seat is sat in and stood on: "women stand in a video game booth" -> "stand in a rocking chair"
     return frozenset(out)
 
 
