@@ -828,7 +828,7 @@ class _Sampler:
         words = current.lower().split()
         # one word is an action only as a verb the vocabulary lists ("a girl watching"; not "an amazing view"), alone or
         # before its preposition ("two zebras grazing": "grazing in")
-        action = len(words) > 1 or bool(words) and (v.known("relations", words[0]) is not None or _listed_verb(v, words[0]))
+        action = len(words) > 1 or bool(words) and (v.known("relations", words[0]) is not None or words[0] in v.derived(_listed_verbs))
         if (not self.type_aware or self.fallback_rng is None or not action or not words[0].endswith("ing")
                 or words[0] in PREPOSITIONS or words[0] in DONE_ASLEEP or v.known("attributes", current) is not None
                 or v.object_kind(obj) not in ANIMATE or not v.is_exclusive("activity")):
@@ -857,10 +857,10 @@ class _Sampler:
 ACTION_KINDS = frozenset({"action", "motion", "handling"})
 
 
-def _listed_verb(vocab, word: str) -> bool:
-    """Whether the vocabulary lists `word` as the verb of a relation of doing with its preposition ("grazing in",
+def _listed_verbs(vocab) -> frozenset[str]:
+    """The words the vocabulary lists as the verb of a relation of doing with its preposition ("grazing in",
     "swimming in"), not of posture ("leaning on"), which one may keep asleep."""
-    return any(name.split()[0] == word and len(name.split()) > 1 and kind in ACTION_KINDS for name, kind in vocab.relations.items())
+    return frozenset(name.split()[0] for name, kind in vocab.relations.items() if len(name.split()) > 1 and kind in ACTION_KINDS)
 
 
 # A thing set on a table may lie under it as well ("a cat on a bench" -> "a cat under a bench"); on a ground, a
