@@ -241,11 +241,12 @@ NAMED_ADULTS = frozenset({"man", "woman", "lady", "gentleman", "guy", "adult", "
 # in groups whose compounds mostly are their head and whose members replace each other plausibly ("a lunch
 # box" -> "a bowl", "a cargo van" -> "a taxi"): a compound on an animal, person, body part or place head is
 # often something else ("teddy bear", "baseball bat", "computer mouse", "snow man", "kitchen island"), as it
-# is for these heads ("stove top", "tank top") and after these first words ("toy car", "teddy bear").
+# is for these heads ("stove top", "tank top") and after these first words ("toy car", "teddy bear"). A way's
+# compound is a way ("a mountain road", "a race track"): "people walking down a parking lot".
 COMPOUND_HEAD_GROUPS = frozenset({
     "vehicle", "furniture", "kitchenware", "electronics", "food", "drink", "building", "building_part", "bathroom",
     "clothing", "plant", "appliance", "cutlery", "seat", "bed", "storage", "bedding", "decor", "dish",
-    "drinkware", "cookware",
+    "drinkware", "cookware", "street",
 })
 NOT_A_HEAD = frozenset({"top"})
 NOT_THE_HEAD = frozenset({"toy", "stuffed", "teddy", "hot", "model", "fake", "cartoon", "statue", "play", "miniature"})
@@ -1179,8 +1180,7 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
         own = _with_synonyms(vocab, attributes)
         opening = [r["relation"] for r in relations if r["subject"] == i]
         entered = _entered(vocab, relations, i)
-        on_snow = sampler.type_aware and any(str(r["relation"]).lower().split(" ", 1)[0] in SNOW_SPORTS
-                                             for r in relations if r["object"] == i)
+        on_snow = sampler.type_aware and _on_snow(objects, relations, i)
         for j, attr in enumerate(attributes):
             if in_fixed_compound(attributes, j, obj["lemma"]):
                 continue  # "old" of "old fashioned", "open" of "open air": the attribute is part of a compound
@@ -1209,6 +1209,21 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
 # Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").
 SNOW_SPORTS = frozenset({"skiing", "skis", "ski", "snowboarding", "snowboards", "sledding", "sledging"})
 SNOWY = frozenset({"snowy", "snow covered", "snow-covered", "snowcovered"})
+# Those whose sport is done on snow: "three skiers climb up a grassy hill", "a huge grassy mountain behind skiers" are
+# no scenes either.
+SNOW_SPORTERS = frozenset({"skier", "snowboarder", "sledder"})
+
+
+def _on_snow(objects: list[dict], relations, i: int) -> bool:
+    """Whether object i is where a snow sport is done: the object of a relation of the sport ("skiing down a snowy
+    hill"), or related to one who does it ("three skiers climb up a snow covered hill")."""
+    for r in relations:
+        if r["object"] == i and str(r["relation"]).lower().split(" ", 1)[0] in SNOW_SPORTS:
+            return True
+        other = r["subject"] if r["object"] == i else r["object"] if r["subject"] == i else None
+        if other is not None and str(objects[other]["lemma"]).lower().split()[-1:] in [[s] for s in SNOW_SPORTERS]:
+            return True
+    return False
 
 
 # Comparatives of size, a pair of their own: "the smaller giraffe next to the larger giraffe" compares the two, and

@@ -21,6 +21,7 @@ from mosaictool.errors import MosaicError
 from mosaictool.stages import text_negatives as tn
 from mosaictool.stages.negate import (
     DEFAULT_PROBS,
+    SNOWY,
     VEHICLE_MEDIA,
     _attribute_swaps,
     _board_medium,
@@ -2086,3 +2087,36 @@ def test_an_unseen_animal_does_what_the_verb_says(caption, graph, refused):
         drawn |= {d[5][2] for d in drafts if d[2] == "f_rel:replace_object"}
         drawn |= {c["to"] for cs in pools.values() for c in cs if c["transform"] == "f_rel:replace_object"}
     assert drawn and refused not in drawn, drawn
+
+
+@pytest.mark.parametrize(("caption", "said", "allowed"), [
+    # COCO captions with an attribute or relation and no graph negative, for a word the vocabulary lacked: an unknown
+    # compound whose head is a street's ("a mountain road"), a synonym ("suit cases", "gaming units", "a dairy cow"),
+    # a posture ("crouched down"), a ground ("snow covered"), coins, and "glazed", whose contrary is "powdered"
+    ("A group of people walking down a mountain road.", "mountain road", None),
+    ("A group of people playing with interactive gaming units.", "gaming units", None),
+    ("Two people using an interactive gaming system while a person observes them from a couch.", "gaming system", None),
+    ("Several suit cases lined in rows with luggage tags on them.", "suit cases", None),
+    ("A dairy cow sticking its tongue out from inside its stall.", "dairy cow", None),
+    ("A skier is crouched down as he is skiing.", "crouched down", {"sitting", "lying"}),
+    ("A crowd of people walking along a snow covered mountain side.", "snow covered", None),
+    ("A dime sits in the middle of a group of stones.", "dime", {"penny", "nickel"}),
+    ("A rack topped with glazed donuts sitting side by side.", "glazed", {"powdered"}),
+])
+def test_words_the_vocabulary_lacked_are_replaced(caption, said, allowed):
+    made = {n["to"] for n in _negatives_of(caption) if n["from"] == said}
+    assert made, caption
+    assert allowed is None or made <= allowed, made
+    # never by the word itself, its head or a kind of it
+    assert not made & {"road", "street", "console", "suitcase", "luggage", "cow", "crouching", "snowy", "coin", "glazed"}, made
+
+
+def test_what_a_snow_sport_is_done_on_keeps_its_snow_beside_a_skier():
+    # "A skier posing on a steep snowy hill." -> "a skier posing on a steep grassy hill", "Three skiers climb up a snow
+    # covered hill." -> "three skiers climb up a grassy hill": no scenes, as "skiing down a grassy hill" is none
+    for caption in ("A skier posing on a steep snowy hill.", "Three skiers climb up a snow covered hill.",
+                    "A smiling pair of skiers with a huge snow covered mountain behind them."):
+        made = [n for n in _negatives_of(caption, seeds=range(20)) if n["from"] in SNOWY and n["graph"]["relations"]]
+        assert not made, made
+    # the hill alone is still replaced: "a grassy hill"
+    assert [n for n in _negatives_of("Three skiers climb up a snow covered hill.") if n["from"] == "snow covered"]
