@@ -1212,6 +1212,9 @@ SNOWY = frozenset({"snowy", "snow covered", "snow-covered", "snowcovered"})
 # Those whose sport is done on snow: "three skiers climb up a grassy hill", "a huge grassy mountain behind skiers" are
 # no scenes either.
 SNOW_SPORTERS = frozenset({"skier", "snowboarder", "sledder"})
+# A caption's words that name a snow sport, its gear or those who do it, for the caption-level replacements.
+SNOW_SPORT_WORDS = SNOW_SPORTS | SNOW_SPORTERS | frozenset({
+    "skier", "skiers", "skiis", "skiies", "snowboard", "snowboarder", "snowboarders", "sled", "sleds", "sledders"})
 
 
 def _on_snow(objects: list[dict], relations, i: int) -> bool:

@@ -199,10 +199,15 @@ def _replace_object(caption: str, entities: list[dict], vocab, rng: random.Rando
 
 
 def _replace_attribute(caption: str, entities: list[dict], vocab, rng: random.Random, sampler) -> tuple | None:
+    from mosaictool.stages.negate import SNOW_SPORT_WORDS, SNOWY  # negate imports this module
+
+    # "A man skiing down a snowy hill alone." -> "... a grassy hill" is no scene: the sport says the snow, as in the graph
+    # negatives (blind review r23)
+    on_snow = not SNOW_SPORT_WORDS.isdisjoint(re.findall(r"[a-z]+", caption.lower()))
     owners = {}
     for e in entities:
         for a in e.get("attributes") or []:
-            if isinstance(a, str) and vocab.known("attributes", a) is not None:
+            if isinstance(a, str) and vocab.known("attributes", a) is not None and not (on_snow and a.lower() in SNOWY):
                 owners.setdefault(a, str(e.get("lemma_head", "")).lower())
     attributes = sorted(owners)
     if not attributes:

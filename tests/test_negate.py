@@ -2125,3 +2125,17 @@ def test_what_a_snow_sport_is_done_on_keeps_its_snow_beside_a_skier():
         assert not made, made
     # the hill alone is still replaced: "a grassy hill"
     assert [n for n in _negatives_of("Three skiers climb up a snow covered hill.") if n["from"] == "snow covered"]
+
+
+def test_the_caption_replacement_keeps_the_snow_of_a_snow_sport():
+    # "A man skiing down a snowy hill alone." -> "A man skiing down a grassy hill alone." (replace:att) is no scene, as
+    # the graph negative "a man skiing down a grassy hill" is none (blind review r23)
+    def replaced(caption: str, snowy: str, noun: str) -> set[str]:
+        graph = {"entities": [{"head": noun, "lemma_head": noun, "span": f"a {snowy} {noun}", "modifiers": [], "attributes": [snowy]}],
+                 "relations": []}
+        return {c[3] for seed in range(20) for c in tn.replace_negatives(caption, graph, SHIPPED, random.Random(seed))
+                if c[0] == "replace:att"}
+    assert not replaced("A man skiing down a snowy hill alone.", "snowy", "hill")
+    assert not replaced("Three skiers climb up a snow covered hill.", "snow covered", "hill")
+    # without a snow sport the snow is still replaced: "A dog sitting on a grassy hill."
+    assert replaced("A dog sitting on a snowy hill.", "snowy", "hill")
