@@ -1641,6 +1641,11 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
     and their graphs stay as sng reads them."""
     subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+    if subject.dep_ == "pobj" and subject.head.lower_ == "of" and subject.head.head.dep_ == "conj" \
+            and _entity_at(g, subject.head.head.i) is None:
+        # the conjunct is a framing noun that gave way to what it measures: "a bathroom with a toilet and a lot of ski
+        # boots" says no "ski boots with a toilet"
+        subject = subject.head.head
     if subject.dep_ != "conj" or subject.head.pos_ not in ("NOUN", "PROPN"):
         return False
     # the object as written: a pronoun's entity is its antecedent by now ("a building behind it and an intersection

@@ -545,6 +545,11 @@ REAL_CAPTION_REPAIRS = [
     ("relations", "A woman in a white dress and a man in gray stand near a cake on a white table under a white canopy.",
      {"relations": [("woman", "in", "dress"), ("woman", "stand near", "cake"), ("cake", "on", "table"),
                     ("woman", "stand under", "canopy")]}),
+    # nor of a conjunct whose framing noun gave way to what it measures: no "ski boots with a toilet"
+    ("relations", "a bathroom with a toilet and a lot of ski boots",
+     {"relations": [("bathroom", "with", "toilet")]}),
+    ("relations", "Donuts in a box and a type of meat on a plate.",
+     {"relations": [("Donuts", "in", "box"), ("meat", "on", "plate")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
