@@ -1578,6 +1578,7 @@ def relations(g: _Graph) -> None:
         g.relations, g.changed = kept, True
     _depicted_with(g)
     _held_place(g)
+    _with_place(g)
 
 
 # Things held in the hand: "on top of" a place said after one that a person holds or swings is where the person
@@ -1611,6 +1612,32 @@ def _held_place(g: _Graph) -> None:
         if holder is None or holder in (r["subject"], r["object"]):
             continue
         _give_subject(g, r, holder)
+
+
+# Prepositions of where a thing is: after a with-phrase that follows a verb's object, they say where the verb's subject is.
+WITH_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
+
+
+def _with_place(g: _Graph) -> None:
+    """A place said after a with-phrase that follows a verb's object is where the verb's subject is, which spaCy hangs
+    off the with-phrase's noun: "A man flying a kite with two strings on a beach" (the strings are the kite's, up in the
+    air; the man is on the beach). Not a sky, where flying things are. A with-phrase of the subject keeps its place ("a
+    baseball player with a bat on the field": where he is, it is)."""
+    kind = _vocab().object_kind
+    for r in list(g.relations):
+        tok, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+        prep, verb = obj.head, tok.head.head
+        if (r["relation"].lower() not in WITH_PLACE_PREPOSITIONS or tok.dep_ != "pobj" or tok.head.lower_ != "with"
+                or obj.dep_ != "pobj" or prep.dep_ != "prep" or prep.head.i != tok.i or verb.pos_ != "VERB"
+                or not any(c.dep_ == "dobj" and c.i < tok.i for c in verb.children)):
+            continue
+        lemma = g.entities[r["object"]]["lemma_head"].lower()
+        if kind(lemma) != "place" or _vocab().group(lemma) == "sky":
+            continue
+        subjects = _subjects(verb)
+        owner = _entity_of(g, subjects[0]) if subjects else None
+        if owner is not None and owner not in (r["subject"], r["object"]):
+            _give_subject(g, r, owner)
 
 
 # Nouns of a work that depicts what follows its "of": a "with" after the depicted noun says what the depicted thing

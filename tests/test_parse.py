@@ -550,6 +550,9 @@ REAL_CAPTION_REPAIRS = [
      {"relations": [("bathroom", "with", "toilet")]}),
     ("relations", "Donuts in a box and a type of meat on a plate.",
      {"relations": [("Donuts", "in", "box"), ("meat", "on", "plate")]}),
+    # a place after a with-phrase that follows a verb's object is the verb subject's: no "two strings on a beach"
+    ("relations", "A man flying a kite with two strings on a beach.",
+     {"relations": [("man", "flying", "kite"), ("man", "with", "strings"), ("man", "on", "beach")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
