@@ -1405,8 +1405,11 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     gov = prep.head
     if any(c.dep_ == "advcl" and c.tag_ in ("VBZ", "VBP") and prep in _clause_preposition(c) for c in gov.children):
         return []  # no "a man sits as a ray" for "sits ... as a ray of sunlight streams through the window"
+    particle = gov.lower_ in PARTICLES
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
         words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
+    else:
+        particle = False
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
@@ -1424,8 +1427,9 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
         # what the subject has is where the phrase puts it: "this bathroom has pink tiles in the shower" (no "the
         # bathroom in the shower"); not "having fun in the zoo", an activity where the subject is
         return [(d, words, o) for d in dobjs[:1] for o in _objects(obj)]
-    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
-        # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
+    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and (prep.lower_ in PATH_PREPOSITIONS or particle):
+        # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl", "A Tenn player that is
+        # returning a tennis ball back to his opponent" (no "a player back to his opponent")
         return [(dobjs[0], words, o) for o in _objects(obj)]
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ == "in" and obj.lemma_.lower() in CONTAINER_NOUNS:
         # a container after a verb's object holds the object: "a boy is holding a pizza in a box" (not "a boy in a

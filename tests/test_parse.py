@@ -553,6 +553,12 @@ REAL_CAPTION_REPAIRS = [
     # a place after a with-phrase that follows a verb's object is the verb subject's: no "two strings on a beach"
     ("relations", "A man flying a kite with two strings on a beach.",
      {"relations": [("man", "flying", "kite"), ("man", "with", "strings"), ("man", "on", "beach")]}),
+    # a particle's phrase after a verb's object is the object's path: no "a player back to his opponent"
+    ("relations", "A Tenn player that is returning a tennis ball back to his opponent.",
+     {"relations": [("Tenn player", "returning", "tennis ball"), ("tennis ball", "back to", "opponent"),
+                    ("opponent", "of", "Tenn player")]}),
+    ("relations", "A man puts a red bottle up to his mouth.",
+     {"relations": [("man", "puts", "bottle"), ("bottle", "up to", "mouth"), ("mouth", "of", "man")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
