@@ -434,7 +434,28 @@ def _hung_picture(tok) -> bool:
     if tok.dep_ == "pobj":  # "in a picture", "pose for a picture": the caption's frame; "in front of a photo": a place
         prep = tok.head
         return prep.head.i != prep.i and (prep.lower_ not in ("of", "in", "for") or prep.lower_ == "of" and prep.head.lower_ == "front")
+    if _placed_picture(tok):
+        return True
     return tok.dep_ == "dobj" and tok.head.tag_ in ("VB", "VBG", "VBP", "VBZ") and tok.head.lemma_.lower() not in PICTURE_TAKING
+
+
+# Verbs that put a picture somewhere, and the prepositions of where.
+PLACING_VERBS = frozenset({"display", "hang", "mount", "post", "tape", "pin", "frame", "place", "put", "prop", "stick"})
+PLACE_OF_PICTURE = frozenset({"on", "in", "at", "behind", "above", "over", "under", "against", "beside", "near", "by"})
+
+
+def _placed_picture(tok) -> bool:
+    """Whether picture noun `tok` is the subject of a copula or of a verb of placing ("displayed", "hung") that says where
+    it is, or has such a participle: "A picture of an animal is on a pole", "The picture of the couple in bed is displayed
+    in the large window", "A picture of a recently married couple displayed behind glass" (the picture is there, not what
+    it shows). The phrase follows the verb, and needs a noun: "in black and white" says how it is taken, and "is a bit out of
+    focus on the right side" where the blur is."""
+    verbs = [c for c in tok.children if c.dep_ == "acl" and c.lemma_.lower() in PLACING_VERBS]
+    if tok.dep_ in ("nsubj", "nsubjpass") and (tok.head.lemma_ == "be" or tok.head.lemma_.lower() in PLACING_VERBS):
+        verbs.append(tok.head)
+    return any(p.dep_ == "prep" and p.lower_ in PLACE_OF_PICTURE and p.i == v.i + 1 > tok.i + 1 and any(
+        o.dep_ == "pobj" and o.pos_ in ("NOUN", "PROPN") and o.lower_ not in ("black", "white", "color", "colour") for o in p.children)
+        for v in verbs for p in v.children)
 
 
 def _quoted(tok) -> bool:

@@ -550,6 +550,11 @@ REAL_CAPTION_REPAIRS = [
      {"relations": [("bathroom", "with", "toilet")]}),
     ("relations", "Donuts in a box and a type of meat on a plate.",
      {"relations": [("Donuts", "in", "box"), ("meat", "on", "plate")]}),
+    # a picture a copula or a verb of placing puts somewhere is a thing of the scene: no "an animal on a pole"
+    ("framing", "A picture of an animal is on a pole and next to it is a yellow taxi.",
+     {"entities": [("picture", []), ("pole", []), ("taxi", ["yellow"])], "relations": [("picture", "on", "pole")]}),
+    ("framing", "The picture of the couple in bed is displayed in the large window.",
+     {"relations": [("picture", "in", "window")]}),
     # a place after a with-phrase that follows a verb's object is the verb subject's: no "two strings on a beach"
     ("relations", "A man flying a kite with two strings on a beach.",
      {"relations": [("man", "flying", "kite"), ("man", "with", "strings"), ("man", "on", "beach")]}),
