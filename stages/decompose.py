@@ -1273,7 +1273,9 @@ def _listed(sharing: set[int], relation: str, obj: dict, bounds: list, words: li
     past its first object is that object's place, not a list's ("a woman is typing on a laptop on a wooden table": the
     laptop is on the table), unless the two objects are coordinated; in a place one is where what one is on is ("riding
     on a surf board on an ocean wave")."""
-    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene":
+    # one leans on a thing beside one, not under: "A woman leaning on ski spikes on a snowy mountain" does not lean on it
+    leaning = relation.split(" ", 1)[0] in ("leaning", "leans", "leaned", "lean")
+    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene" and not leaning:
         return sharing
     return {n for n in sharing if n >= len(bounds) or not (s_end <= bounds[n][0] and bounds[n][1] <= o_start)
             or _joined((bounds[n][1], o_start), bounds, words)}

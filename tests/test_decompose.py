@@ -1118,6 +1118,9 @@ def test_a_verbs_on_again_past_its_object_is_no_positive():
     assert "a woman typing on a wooden table" not in got["A woman is typing on a laptop on a wooden table."]
     assert "a knit item sitting on a desk" not in got["A knit item sitting on a laptop on a desk."]
     assert "a young man riding on an ocean wave" in got["A young man riding on a surf board on an ocean wave."]
+    # but one leans on a thing beside one, not on the place under it
+    lean = _positives(["A woman leaning on ski spikes on a snowy mountain."])["A woman leaning on ski spikes on a snowy mountain."]
+    assert "a woman leaning on a snowy mountain" not in lean and "a woman leaning on ski spikes" in lean
 
 
 def test_a_list_member_the_tagger_read_as_an_adjective_ends_it():
