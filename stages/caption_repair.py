@@ -1818,7 +1818,7 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
                 p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep") \
                 and not any(c.dep_ == "prep" and c.lower_ != "of" and c.i < head.i for c in head.head.children):
             first = _entity_at(g, head.head.i)
-            if first is not None and first not in (r["subject"], r["object"]):
+            if first is not None and first not in (r["subject"], r["object"]) and not _one_spot(r["relation"]):
                 out.append((first, r["relation"], r["object"]))
         # not into the subject's own list: "two mice, a cup and a keyboard on it" puts no keyboard on the mice
         items = {head.i, *(t.i for t in head.ancestors if t.dep_ in ("conj", "appos"))}
@@ -1827,6 +1827,13 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
             if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN") and tok.i not in items:
                 out.append((r["subject"], r["relation"], k))
     return out
+
+
+def _one_spot(relation: str) -> bool:
+    """Whether a relation puts its subject at one spot of its object ("in the middle of", "at the end of"), which the
+    last noun of a list may hold alone: "two plates of food and a beer in the middle of the table"."""
+    words = relation.lower().split()
+    return len(words) > 2 and words[-1] == "of" and words[-2] in ("middle", "center", "centre", "end", "corner", "edge")
 
 
 def _lemma(g: _Graph, rel: str) -> str:

@@ -917,6 +917,14 @@ def test_a_phrase_of_a_later_conjunct_is_not_shared_with_a_noun_that_has_its_own
     assert ("bottles", "on", "counter") in got["Three bottles of beer and two bananas on a counter."]
 
 
+def test_one_spot_of_a_later_conjunct_is_not_shared():
+    """Blind review: "there are two plates of food and a beer in the middle of the table" gave "two plates in the middle
+    of the table": the middle of a thing may be the last noun's alone; the beer keeps it."""
+    caption = "there are two plates of food and a beer in the middle of the table"
+    (got,) = [triples(r["graph"]) for r in parse([{"id": 0, "caption": caption}])]
+    assert ("beer", "in the middle of", "table") in got and ("plates", "in the middle of", "table") not in got
+
+
 def test_by_after_a_particle_is_a_place_not_the_doer():
     """Blind review: "Several refrigerators are lined up by a wall." gave "a wall lined several refrigerators": after "up"
     the "by" is a place; "a trolley that is being pulled by a white horse" keeps its doer."""
