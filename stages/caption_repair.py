@@ -644,6 +644,14 @@ def _misspelt_participle(g: _Graph, k: int) -> bool:
     return True
 
 
+# "-ing" words of posture or motion that spaCy tags a noun after a noun: no compound noun ends in them.
+POSTURE_PARTICIPLES = frozenset({"standing", "sitting", "laying", "lying", "kneeling", "walking", "running", "riding", "playing",
+                                 "grazing", "skating", "flying", "resting", "ascending", "descending"})
+
+
+WORN_OR_RIDDEN = frozenset({"in", "on", "with", "wearing"})
+
+
 def _participle_head(g: _Graph, k: int) -> bool:
     """"A man on a skateboard riding by food vendors": spaCy reads "skateboard riding" as a noun phrase, the
     object noun tagged an adjective before an "-ing" head that names no object. The entity ends at the
@@ -654,7 +662,9 @@ def _participle_head(g: _Graph, k: int) -> bool:
     if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
         return False
     noun = g.doc[head.i - 1]
-    if noun.dep_ != "amod" or noun.head.i != head.i:
+    # a noun spaCy made a compound of it only before a participle of posture or motion: "A young man in a helmet
+    # standing by a bicycle" (a "cream topping", "wood flooring", "tree trimming" are nouns)
+    if not (noun.dep_ == "amod" or noun.dep_ == "compound" and head.lower_ in POSTURE_PARTICIPLES) or noun.head.i != head.i:
         return False
     into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
     # "Two giraffes in a sanctuary standing close to the wall": a noun no vocabulary names, but no adjective either,
@@ -664,6 +674,9 @@ def _participle_head(g: _Graph, k: int) -> bool:
             and g.doc[head.i + 1].pos_ in ("ADP", "ADV") and g.doc[head.i + 1].head.i == head.i):
         return False
     g.reread(k, start, noun.i + 1)
+    if noun.dep_ == "compound" and not any(r["object"] == k and r["relation"].lower() in WORN_OR_RIDDEN for r in g.relations):
+        # what is not worn or ridden does the verb itself: "A zebra standing next to a zebra laying on the ground"
+        into = [k]
     if into:
         g.relations = [{**r, "subject": into[0], "relation": f"{head.text} {r['relation']}",
                         "lemma_relation": f"{head.lemma_} {r['lemma_relation']}"} if r["subject"] == k else r

@@ -555,6 +555,13 @@ REAL_CAPTION_REPAIRS = [
      {"entities": [("picture", []), ("pole", []), ("taxi", ["yellow"])], "relations": [("picture", "on", "pole")]}),
     ("framing", "The picture of the couple in bed is displayed in the large window.",
      {"relations": [("picture", "in", "window")]}),
+    # a posture participle spaCy made the head of a compound noun ("a helmet standing"): worn, its wearer does it
+    ("compounds", "A young man in a helmet standing by a bicycle.",
+     {"entities": [("man", ["young"]), ("helmet", []), ("bicycle", [])],
+      "relations": [("man", "in", "helmet"), ("man", "standing by", "bicycle")]}),
+    # else the noun does it itself
+    ("compounds", "A zebra standing next to a  zebra laying on the ground.",
+     {"relations": [("zebra", "standing next to", "zebra"), ("zebra", "laying on", "ground")]}),
     # a place after a with-phrase that follows a verb's object is the verb subject's: no "two strings on a beach"
     ("relations", "A man flying a kite with two strings on a beach.",
      {"relations": [("man", "flying", "kite"), ("man", "with", "strings"), ("man", "on", "beach")]}),
