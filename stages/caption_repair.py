@@ -434,7 +434,28 @@ def _hung_picture(tok) -> bool:
     if tok.dep_ == "pobj":  # "in a picture", "pose for a picture": the caption's frame; "in front of a photo": a place
         prep = tok.head
         return prep.head.i != prep.i and (prep.lower_ not in ("of", "in", "for") or prep.lower_ == "of" and prep.head.lower_ == "front")
+    if _placed_picture(tok):
+        return True
     return tok.dep_ == "dobj" and tok.head.tag_ in ("VB", "VBG", "VBP", "VBZ") and tok.head.lemma_.lower() not in PICTURE_TAKING
+
+
+# Verbs that put a picture somewhere, and the prepositions of where.
+PLACING_VERBS = frozenset({"display", "hang", "mount", "post", "tape", "pin", "frame", "place", "put", "prop", "stick"})
+PLACE_OF_PICTURE = frozenset({"on", "in", "at", "behind", "above", "over", "under", "against", "beside", "near", "by"})
+
+
+def _placed_picture(tok) -> bool:
+    """Whether picture noun `tok` is the subject of a copula or of a verb of placing ("displayed", "hung") that says where
+    it is, or has such a participle: "A picture of an animal is on a pole", "The picture of the couple in bed is displayed
+    in the large window", "A picture of a recently married couple displayed behind glass" (the picture is there, not what
+    it shows). The phrase follows the verb, and needs a noun: "in black and white" says how it is taken, and "is a bit out of
+    focus on the right side" where the blur is."""
+    verbs = [c for c in tok.children if c.dep_ == "acl" and c.lemma_.lower() in PLACING_VERBS]
+    if tok.dep_ in ("nsubj", "nsubjpass") and (tok.head.lemma_ == "be" or tok.head.lemma_.lower() in PLACING_VERBS):
+        verbs.append(tok.head)
+    return any(p.dep_ == "prep" and p.lower_ in PLACE_OF_PICTURE and p.i == v.i + 1 > tok.i + 1 and any(
+        o.dep_ == "pobj" and o.pos_ in ("NOUN", "PROPN") and o.lower_ not in ("black", "white", "color", "colour") for o in p.children)
+        for v in verbs for p in v.children)
 
 
 def _quoted(tok) -> bool:
@@ -623,6 +644,14 @@ def _misspelt_participle(g: _Graph, k: int) -> bool:
     return True
 
 
+# "-ing" words of posture or motion that spaCy tags a noun after a noun: no compound noun ends in them.
+POSTURE_PARTICIPLES = frozenset({"standing", "sitting", "laying", "lying", "kneeling", "walking", "running", "riding", "playing",
+                                 "grazing", "skating", "flying", "resting", "ascending", "descending"})
+
+
+WORN_OR_RIDDEN = frozenset({"in", "on", "with", "wearing"})
+
+
 def _participle_head(g: _Graph, k: int) -> bool:
     """"A man on a skateboard riding by food vendors": spaCy reads "skateboard riding" as a noun phrase, the
     object noun tagged an adjective before an "-ing" head that names no object. The entity ends at the
@@ -633,7 +662,9 @@ def _participle_head(g: _Graph, k: int) -> bool:
     if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
         return False
     noun = g.doc[head.i - 1]
-    if noun.dep_ != "amod" or noun.head.i != head.i:
+    # a noun spaCy made a compound of it only before a participle of posture or motion: "A young man in a helmet
+    # standing by a bicycle" (a "cream topping", "wood flooring", "tree trimming" are nouns)
+    if not (noun.dep_ == "amod" or noun.dep_ == "compound" and head.lower_ in POSTURE_PARTICIPLES) or noun.head.i != head.i:
         return False
     into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
     # "Two giraffes in a sanctuary standing close to the wall": a noun no vocabulary names, but no adjective either,
@@ -643,6 +674,9 @@ def _participle_head(g: _Graph, k: int) -> bool:
             and g.doc[head.i + 1].pos_ in ("ADP", "ADV") and g.doc[head.i + 1].head.i == head.i):
         return False
     g.reread(k, start, noun.i + 1)
+    if noun.dep_ == "compound" and not any(r["object"] == k and r["relation"].lower() in WORN_OR_RIDDEN for r in g.relations):
+        # what is not worn or ridden does the verb itself: "A zebra standing next to a zebra laying on the ground"
+        into = [k]
     if into:
         g.relations = [{**r, "subject": into[0], "relation": f"{head.text} {r['relation']}",
                         "lemma_relation": f"{head.lemma_} {r['lemma_relation']}"} if r["subject"] == k else r
@@ -1405,8 +1439,11 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     gov = prep.head
     if any(c.dep_ == "advcl" and c.tag_ in ("VBZ", "VBP") and prep in _clause_preposition(c) for c in gov.children):
         return []  # no "a man sits as a ray" for "sits ... as a ray of sunlight streams through the window"
+    particle = gov.lower_ in PARTICLES
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
         words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
+    else:
+        particle = False
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
@@ -1424,8 +1461,9 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
         # what the subject has is where the phrase puts it: "this bathroom has pink tiles in the shower" (no "the
         # bathroom in the shower"); not "having fun in the zoo", an activity where the subject is
         return [(d, words, o) for d in dobjs[:1] for o in _objects(obj)]
-    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ in PATH_PREPOSITIONS:
-        # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl"
+    if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and (prep.lower_ in PATH_PREPOSITIONS or particle):
+        # a path after a verb's object is the object's: "a hand spraying water into a toilet bowl", "A Tenn player that is
+        # returning a tennis ball back to his opponent" (no "a player back to his opponent")
         return [(dobjs[0], words, o) for o in _objects(obj)]
     if gov.pos_ == "VERB" and dobjs and dobjs[0].i < prep.i and prep.lower_ == "in" and obj.lemma_.lower() in CONTAINER_NOUNS:
         # a container after a verb's object holds the object: "a boy is holding a pizza in a box" (not "a boy in a
@@ -1578,6 +1616,7 @@ def relations(g: _Graph) -> None:
         g.relations, g.changed = kept, True
     _depicted_with(g)
     _held_place(g)
+    _with_place(g)
 
 
 # Things held in the hand: "on top of" a place said after one that a person holds or swings is where the person
@@ -1613,6 +1652,32 @@ def _held_place(g: _Graph) -> None:
         _give_subject(g, r, holder)
 
 
+# Prepositions of where a thing is: after a with-phrase that follows a verb's object, they say where the verb's subject is.
+WITH_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
+
+
+def _with_place(g: _Graph) -> None:
+    """A place said after a with-phrase that follows a verb's object is where the verb's subject is, which spaCy hangs
+    off the with-phrase's noun: "A man flying a kite with two strings on a beach" (the strings are the kite's, up in the
+    air; the man is on the beach). Not a sky, where flying things are. A with-phrase of the subject keeps its place ("a
+    baseball player with a bat on the field": where he is, it is)."""
+    kind = _vocab().object_kind
+    for r in list(g.relations):
+        tok, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+        prep, verb = obj.head, tok.head.head
+        if (r["relation"].lower() not in WITH_PLACE_PREPOSITIONS or tok.dep_ != "pobj" or tok.head.lower_ != "with"
+                or obj.dep_ != "pobj" or prep.dep_ != "prep" or prep.head.i != tok.i or verb.pos_ != "VERB"
+                or not any(c.dep_ == "dobj" and c.i < tok.i for c in verb.children)):
+            continue
+        lemma = g.entities[r["object"]]["lemma_head"].lower()
+        if kind(lemma) != "place" or _vocab().group(lemma) == "sky":
+            continue
+        subjects = _subjects(verb)
+        owner = _entity_of(g, subjects[0]) if subjects else None
+        if owner is not None and owner not in (r["subject"], r["object"]):
+            _give_subject(g, r, owner)
+
+
 # Nouns of a work that depicts what follows its "of": a "with" after the depicted noun says what the depicted thing
 # has, not the work ("A painting of a table with fruit on top of it": the table has the fruit).
 ARTWORK_NOUNS = frozenset({"painting", "drawing", "sketch", "portrait", "poster", "mural", "illustration", "cartoon"})
@@ -1641,6 +1706,11 @@ def _phrase_before_conjunct(g: _Graph, r: dict) -> bool:
     cat and a dog on a bed", is shared). Not across a semicolon: the synthetic world's captions join their clauses so,
     and their graphs stay as sng reads them."""
     subject, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
+    if subject.dep_ == "pobj" and subject.head.lower_ == "of" and subject.head.head.dep_ == "conj" \
+            and _entity_at(g, subject.head.head.i) is None:
+        # the conjunct is a framing noun that gave way to what it measures: "a bathroom with a toilet and a lot of ski
+        # boots" says no "ski boots with a toilet"
+        subject = subject.head.head
     if subject.dep_ != "conj" or subject.head.pos_ not in ("NOUN", "PROPN"):
         return False
     # the object as written: a pronoun's entity is its antecedent by now ("a building behind it and an intersection
@@ -1761,7 +1831,7 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
                 p.head.i == head.i for p in obj_head.ancestors if p.dep_ == "prep") \
                 and not any(c.dep_ == "prep" and c.lower_ != "of" and c.i < head.i for c in head.head.children):
             first = _entity_at(g, head.head.i)
-            if first is not None and first not in (r["subject"], r["object"]):
+            if first is not None and first not in (r["subject"], r["object"]) and not _one_spot(r["relation"]):
                 out.append((first, r["relation"], r["object"]))
         # not into the subject's own list: "two mice, a cup and a keyboard on it" puts no keyboard on the mice
         items = {head.i, *(t.i for t in head.ancestors if t.dep_ in ("conj", "appos"))}
@@ -1770,6 +1840,13 @@ def _coordinated(g: _Graph) -> list[tuple[int, str, int]]:
             if k is not None and k not in (r["subject"], r["object"]) and tok.pos_ in ("NOUN", "PROPN") and tok.i not in items:
                 out.append((r["subject"], r["relation"], k))
     return out
+
+
+def _one_spot(relation: str) -> bool:
+    """Whether a relation puts its subject at one spot of its object ("in the middle of", "at the end of"), which the
+    last noun of a list may hold alone: "two plates of food and a beer in the middle of the table"."""
+    words = relation.lower().split()
+    return len(words) > 2 and words[-1] == "of" and words[-2] in ("middle", "center", "centre", "end", "corner", "edge")
 
 
 def _lemma(g: _Graph, rel: str) -> str:

@@ -1246,7 +1246,7 @@ def attachment_ambiguous(graph: dict, rel: dict, words: list[str] | None = None,
             first in PREPOSITIONS and _another_phrase(relations, s, o, relation, bounds, words)) or _room_on(
             relations, entities, s, o, relation, bounds, words) or _inside_on_top(relations, s, relation) or (
             first not in PREPOSITIONS and _lost_with(words, s_end, o_start, first, bounds)) or (
-            relation == "with" and _with_of_later_conjunct(s, bounds, words, o_start)):
+            relation == "with" and (_with_of_later_conjunct(s, bounds, words, o_start) or _with_of_with(s, bounds, words))):
         return True
     if _last_phrase(relation) in PLACES_OF_AGENT and _verb_object(relations, s, bounds):
         return True
@@ -1273,7 +1273,9 @@ def _listed(sharing: set[int], relation: str, obj: dict, bounds: list, words: li
     past its first object is that object's place, not a list's ("a woman is typing on a laptop on a wooden table": the
     laptop is on the table), unless the two objects are coordinated; in a place one is where what one is on is ("riding
     on a surf board on an ocean wave")."""
-    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene":
+    # one leans on a thing beside one, not under: "A woman leaning on ski spikes on a snowy mountain" does not lean on it
+    leaning = relation.split(" ", 1)[0] in ("leaning", "leans", "leaned", "lean")
+    if not words or relation.split(" ", 1)[0] in PREPOSITIONS or not relation.endswith(" on") or obj.get("type") == "scene" and not leaning:
         return sharing
     return {n for n in sharing if n >= len(bounds) or not (s_end <= bounds[n][0] and bounds[n][1] <= o_start)
             or _joined((bounds[n][1], o_start), bounds, words)}
@@ -1292,6 +1294,14 @@ def _with_of_later_conjunct(s: int, bounds: list, words: list[str] | None, o_sta
     if last is None or bounds[last][1] >= min(o_start, len(words or ())):
         return False
     return words[bounds[last][1]].lower() == "with"
+
+
+def _with_of_with(s: int, bounds: list, words: list[str] | None) -> bool:
+    """Whether the subject of a with-relation is itself the noun of a with-phrase, whose "with" may be the first noun's
+    as well: in "A street lined with cones with people up and down the sidewalk" the people are the street's, not the
+    cones'."""
+    start = bounds[s][0]
+    return bool(words) and 0 < start <= len(words) and words[start - 1].lower() == "with"
 
 
 def _inside_on_top(relations: list[dict], s: int, relation: str) -> bool:

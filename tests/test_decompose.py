@@ -1102,6 +1102,14 @@ def test_a_with_phrase_after_a_later_noun_of_a_list_is_not_the_first_nouns():
     assert "a table with plates" in got["A table with plates and a bottle on it."]
 
 
+def test_a_with_phrase_on_the_noun_of_a_with_phrase_is_no_positive():
+    """"A street lined with cones with people up and down the sidewalk." gave "cones with people": the second with-phrase
+    may be the street's as well. The first stays a positive."""
+    got = _positives(["A street lined with cones with people up and down the sidewalk."])
+    street = got["A street lined with cones with people up and down the sidewalk."]
+    assert "cones with people" not in street and "a street lined with cones" in street
+
+
 def test_a_verbs_on_again_past_its_object_is_no_positive():
     """"A woman is typing on a laptop on a wooden table." gave "a woman typing on a wooden table": the second "on"
     is the laptop's. In a place one is where what one is on is ("riding on a surf board on an ocean wave")."""
@@ -1110,6 +1118,9 @@ def test_a_verbs_on_again_past_its_object_is_no_positive():
     assert "a woman typing on a wooden table" not in got["A woman is typing on a laptop on a wooden table."]
     assert "a knit item sitting on a desk" not in got["A knit item sitting on a laptop on a desk."]
     assert "a young man riding on an ocean wave" in got["A young man riding on a surf board on an ocean wave."]
+    # but one leans on a thing beside one, not on the place under it
+    lean = _positives(["A woman leaning on ski spikes on a snowy mountain."])["A woman leaning on ski spikes on a snowy mountain."]
+    assert "a woman leaning on a snowy mountain" not in lean and "a woman leaning on ski spikes" in lean
 
 
 def test_a_list_member_the_tagger_read_as_an_adjective_ends_it():

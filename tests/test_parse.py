@@ -545,6 +545,32 @@ REAL_CAPTION_REPAIRS = [
     ("relations", "A woman in a white dress and a man in gray stand near a cake on a white table under a white canopy.",
      {"relations": [("woman", "in", "dress"), ("woman", "stand near", "cake"), ("cake", "on", "table"),
                     ("woman", "stand under", "canopy")]}),
+    # nor of a conjunct whose framing noun gave way to what it measures: no "ski boots with a toilet"
+    ("relations", "a bathroom with a toilet and a lot of ski boots",
+     {"relations": [("bathroom", "with", "toilet")]}),
+    ("relations", "Donuts in a box and a type of meat on a plate.",
+     {"relations": [("Donuts", "in", "box"), ("meat", "on", "plate")]}),
+    # a picture a copula or a verb of placing puts somewhere is a thing of the scene: no "an animal on a pole"
+    ("framing", "A picture of an animal is on a pole and next to it is a yellow taxi.",
+     {"entities": [("picture", []), ("pole", []), ("taxi", ["yellow"])], "relations": [("picture", "on", "pole")]}),
+    ("framing", "The picture of the couple in bed is displayed in the large window.",
+     {"relations": [("picture", "in", "window")]}),
+    # a posture participle spaCy made the head of a compound noun ("a helmet standing"): worn, its wearer does it
+    ("compounds", "A young man in a helmet standing by a bicycle.",
+     {"entities": [("man", ["young"]), ("helmet", []), ("bicycle", [])],
+      "relations": [("man", "in", "helmet"), ("man", "standing by", "bicycle")]}),
+    # else the noun does it itself
+    ("compounds", "A zebra standing next to a  zebra laying on the ground.",
+     {"relations": [("zebra", "standing next to", "zebra"), ("zebra", "laying on", "ground")]}),
+    # a place after a with-phrase that follows a verb's object is the verb subject's: no "two strings on a beach"
+    ("relations", "A man flying a kite with two strings on a beach.",
+     {"relations": [("man", "flying", "kite"), ("man", "with", "strings"), ("man", "on", "beach")]}),
+    # a particle's phrase after a verb's object is the object's path: no "a player back to his opponent"
+    ("relations", "A Tenn player that is returning a tennis ball back to his opponent.",
+     {"relations": [("Tenn player", "returning", "tennis ball"), ("tennis ball", "back to", "opponent"),
+                    ("opponent", "of", "Tenn player")]}),
+    ("relations", "A man puts a red bottle up to his mouth.",
+     {"relations": [("man", "puts", "bottle"), ("bottle", "up to", "mouth"), ("mouth", "of", "man")]}),
     # "a boy in a box": a container after a verb's object holds the object
     ("relations", "A boy wearing yellow is holding a pizza in a box.",
      {"relations": [("boy", "wearing", "yellow"), ("boy", "holding", "pizza"), ("pizza", "in", "box")]}),
@@ -896,6 +922,14 @@ def test_a_phrase_of_a_later_conjunct_is_not_shared_with_a_noun_that_has_its_own
     assert ("plane", "on", "runway") in lights and ("Searchlights", "on", "runway") not in lights
     assert ("cat", "on", "bed") in got["a cat and a dog on a bed"]
     assert ("bottles", "on", "counter") in got["Three bottles of beer and two bananas on a counter."]
+
+
+def test_one_spot_of_a_later_conjunct_is_not_shared():
+    """Blind review: "there are two plates of food and a beer in the middle of the table" gave "two plates in the middle
+    of the table": the middle of a thing may be the last noun's alone; the beer keeps it."""
+    caption = "there are two plates of food and a beer in the middle of the table"
+    (got,) = [triples(r["graph"]) for r in parse([{"id": 0, "caption": caption}])]
+    assert ("beer", "in the middle of", "table") in got and ("plates", "in the middle of", "table") not in got
 
 
 def test_by_after_a_particle_is_a_place_not_the_doer():
