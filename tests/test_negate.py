@@ -2093,7 +2093,7 @@ def test_an_unseen_animal_does_what_the_verb_says(caption, graph, refused):
     # COCO captions with an attribute or relation and no graph negative, for a word the vocabulary lacked: an unknown
     # compound whose head is a street's ("a mountain road"), a synonym ("suit cases", "gaming units", "a dairy cow",
     # "a playing field"), a posture ("crouched down"), a ground ("snow covered"), coins, and the contraries "glazed" /
-    # "powdered", "used" / "new"
+    # "powdered" ("used" / "new" is not one: "a well used pasture" would read "a well new pasture")
     ("A group of people walking down a mountain road.", "mountain road", None),
     ("A group of people playing with interactive gaming units.", "gaming units", None),
     ("Two people using an interactive gaming system while a person observes them from a couch.", "gaming system", None),
@@ -2105,7 +2105,6 @@ def test_an_unseen_animal_does_what_the_verb_says(caption, graph, refused):
     ("A rack topped with glazed donuts sitting side by side.", "glazed", {"powdered"}),
     ("a quarter is surrounded by some rocks with holes", "quarter", {"penny", "nickel", "dime"}),
     ("Two athletes are competing on a playing field.", "playing field", None),
-    ("The front edge of a well used skateboard.", "used", {"new"}),
 ])
 def test_words_the_vocabulary_lacked_are_replaced(caption, said, allowed):
     made = {n["to"] for n in _negatives_of(caption) if n["from"] == said}
@@ -2113,7 +2112,7 @@ def test_words_the_vocabulary_lacked_are_replaced(caption, said, allowed):
     assert allowed is None or made <= allowed, made
     # never by the word itself, its head or a kind of it
     assert said not in made and not made & {"road", "street", "console", "suitcase", "luggage", "cow", "crouching", "snowy", "coin",
-                                            "glazed", "field", "used"}, made
+                                            "glazed", "field"}, made
 
 
 def test_what_a_snow_sport_is_done_on_keeps_its_snow_beside_a_skier():
