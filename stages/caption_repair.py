@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 
+from mosaictool.stages import graph_repair
 from mosaictool.stages.graph_repair import _Graph, _vocab, attribute_words, colour_words, object_words
 from mosaictool.stages.subgraph import CONTAINER_NOUNS, indefinite_article
 
@@ -654,7 +655,7 @@ def _modifiers_inside(g: _Graph, k: int) -> None:
     """Entity k keeps only the modifiers its span says: reading a phrase cut from a longer one takes the head's
     adjectives before the cut too (`graph_repair._modifier_tokens`)."""
     a, b = g.bounds(k)
-    words = {t.text for t in g.doc[a:b]}
+    words = {t.text for t in g.doc[a:b]} | {w.text for w in graph_repair._words(g.doc, a, b)}  # "park-like" too
     ent = g.entities[k]
     mods = [m for m in ent["modifiers"] if m["span"] in words]
     g.entities[k] = {**ent, "modifiers": mods, "attributes": [m["span"].lower() for m in mods if m["dep"] == "amod"]}
