@@ -1130,7 +1130,12 @@ def _verb_attribute(verb) -> list[str]:
                                      or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
         return []
-    return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
+    # a past tense in "-ed" with no object is its past participle, often passive: "suitcases grouped together", "his
+    # arms crossed" are no "grouping" suitcases, "crossing" arms. The vocabulary's attribute words keep their reading
+    # (the synthetic world's "diamond, striped, green" reads "striping", which its graphs are built on).
+    past = verb.tag_ == "VBD" and verb.lower_.endswith("ed") and verb.lower_ not in attribute_words()
+    said = verb.lower_ if past else _participle(verb)
+    return [" ".join([said, *(c.lower_ for c in particles)])]
 
 
 def _participle(verb) -> str:

@@ -1109,3 +1109,14 @@ def test_an_adjective_inside_a_compound_noun_stays_in_the_head():
     ents, _ = read("Person wearing a black Reel Big Fish tie.")
     assert ("reel big fish tie", ["black"]) in ents
 
+
+def test_a_past_tense_without_an_object_stays_a_past_participle():
+    """"aerial view of suitcases grouped together waiting on a sidewalk" gave "suitcases grouping" and "A man stands
+    with his arms crossed as he looks at a clock." "the arms crossing": a past tense in "-ed" with no object is its
+    participle, mostly passive, which "-ing" turns active."""
+    ents, _ = read("aerial view of suitcases grouped together waiting on a sidewalk")
+    assert ("suitcases", ["grouped"]) in ents
+    ents, _ = read("A man stands with his arms crossed as he looks at a clock.")
+    assert ("arms", ["crossed"]) in ents
+    ents, _ = read("A skier crouched and skiing down a slope.")
+    assert ("skier", ["crouched"]) in ents
