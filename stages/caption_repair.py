@@ -716,11 +716,27 @@ def _misread_heads(g: _Graph) -> None:
     k = 0
     while k < len(g.entities):
         k = 0 if (_misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k)
-                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k)) else k + 1
+                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k) or _bare_participle(g, k)) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
     for k in range(len(g.entities)):
         _verb_as_compound(g, k)
+
+
+def _bare_participle(g: _Graph, k: int) -> bool:
+    """"A man wearing a white shirt and tie standing in a room" gave "a man tie a standing", "their mouths open
+    growling at each other" "two bears open a growling": a bare "-ing" word that spaCy tagged a noun right after a
+    noun or adjective says what the one before does, and names no object (no vocabulary object: "clothing"). Its
+    entity goes, with its relations. Returns whether the graph changed."""
+    start, end = g.bounds(k)
+    tok = g.doc[start]
+    if end - start != 1 or start == 0 or tok.tag_ != "NN" or not tok.lower_.endswith("ing") or tok.lower_ in object_words():
+        return False
+    before = g.doc[start - 1]
+    if before.pos_ not in ("NOUN", "PROPN", "ADJ") and before.lower_ not in object_words():
+        return False
+    g.drop({k})
+    return True
 
 
 def _verb_as_compound(g: _Graph, k: int) -> None:

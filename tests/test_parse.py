@@ -1120,3 +1120,16 @@ def test_a_past_tense_without_an_object_stays_a_past_participle():
     assert ("arms", ["crossed"]) in ents
     ents, _ = read("A skier crouched and skiing down a slope.")
     assert ("skier", ["crouched"]) in ents
+
+
+def test_a_bare_participle_read_as_a_noun_is_no_object():
+    """"A man wearing a white shirt and tie standing in  a room." gave "a man tie a standing" and "Two bears in the
+    water with their mouths open growling at each other." "two bears open a growling": a bare "-ing" word after a
+    noun or adjective names no object; an "-ing" word after a verb ("prohibiting skating") still does."""
+    ents, rels = read("A man wearing a white shirt and tie standing in  a room.")
+    assert "standing" not in [e for e, _ in ents]
+    assert not [r for r in rels if "standing" in r]
+    ents, _ = read("Two bears in the water with their mouths open growling at each other.")
+    assert "growling" not in [e for e, _ in ents]
+    ents, _ = read("A sign prohibiting skating on the sidewalk with black and red writing.")
+    assert "skating" in [e for e, _ in ents]
