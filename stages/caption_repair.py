@@ -634,7 +634,9 @@ def _participle_head(g: _Graph, k: int) -> bool:
     if not (head.tag_ == "NN" and head.lower_.endswith("ing") and head.lower_ not in object_words() and head.i > start):
         return False
     noun = g.doc[head.i - 1]
-    if noun.dep_ != "amod" or noun.head.i != head.i:
+    # or a compound before a participle the vocabulary knows ("standing"; not "cream topping", "wood flooring"): "A
+    # girl in plain dress standing next to a white teddy bear" gave "a plain dress next to a white teddy bear"
+    if noun.head.i != head.i or not (noun.dep_ == "amod" or noun.dep_ == "compound" and head.lower_ in attribute_words()):
         return False
     into = [r["subject"] for r in g.relations if r["object"] == k and r["subject"] != k]
     # "Two giraffes in a sanctuary standing close to the wall": a noun no vocabulary names, but no adjective either,

@@ -1133,3 +1133,15 @@ def test_a_bare_participle_read_as_a_noun_is_no_object():
     assert "growling" not in [e for e, _ in ents]
     ents, _ = read("A sign prohibiting skating on the sidewalk with black and red writing.")
     assert "skating" in [e for e, _ in ents]
+
+
+def test_a_compound_before_a_known_participle_is_the_head_of_who_does_it():
+    """"A girl in plain dress standing next to a white teddy bear." gave "a plain dress next to a white teddy bear" and
+    "A young man in a helmet standing by a bicycle." "a helmet by a bicycle": spaCy reads "dress standing" as a noun
+    phrase, "dress" a compound of "standing"; the one in the dress stands there. Not "cream topping"."""
+    _, rels = read("A girl in plain dress standing next to a white teddy bear.")
+    assert rels == [("girl", "in", "dress"), ("girl", "standing next to", "white teddy bear")]
+    _, rels = read("A young man in a helmet standing by a bicycle.")
+    assert ("man", "standing by", "bicycle") in rels
+    _, rels = read("A cake with cream topping on the plate.")
+    assert ("cake", "with", "topping") in rels
