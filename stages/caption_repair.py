@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 
+from mosaictool.stages import graph_repair
 from mosaictool.stages.graph_repair import _Graph, _vocab, attribute_words, colour_words, object_words
 from mosaictool.stages.subgraph import CONTAINER_NOUNS, indefinite_article
 
@@ -688,7 +689,7 @@ def _modifiers_inside(g: _Graph, k: int) -> None:
     """Entity k keeps only the modifiers its span says: reading a phrase cut from a longer one takes the head's
     adjectives before the cut too (`graph_repair._modifier_tokens`)."""
     a, b = g.bounds(k)
-    words = {t.text for t in g.doc[a:b]}
+    words = {t.text for t in g.doc[a:b]} | {w.text for w in graph_repair._words(g.doc, a, b)}  # "park-like" too
     ent = g.entities[k]
     mods = [m for m in ent["modifiers"] if m["span"] in words]
     g.entities[k] = {**ent, "modifiers": mods, "attributes": [m["span"].lower() for m in mods if m["dep"] == "amod"]}
@@ -749,11 +750,27 @@ def _misread_heads(g: _Graph) -> None:
     k = 0
     while k < len(g.entities):
         k = 0 if (_misspelt_participle(g, k) or _postnominal_noun(g, k) or _participle_head(g, k)
-                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k)) else k + 1
+                  or _noun_before_verb(g, k) or _reduplicated_adverb(g, k) or _bare_participle(g, k)) else k + 1
     for k in range(len(g.entities)):
         _skis(g, k)
     for k in range(len(g.entities)):
         _verb_as_compound(g, k)
+
+
+def _bare_participle(g: _Graph, k: int) -> bool:
+    """"A man wearing a white shirt and tie standing in a room" gave "a man tie a standing", "their mouths open
+    growling at each other" "two bears open a growling": a bare "-ing" word that spaCy tagged a noun right after a
+    noun or adjective says what the one before does, and names no object (no vocabulary object: "clothing"). Its
+    entity goes, with its relations. Returns whether the graph changed."""
+    start, end = g.bounds(k)
+    tok = g.doc[start]
+    if end - start != 1 or start == 0 or tok.tag_ != "NN" or not tok.lower_.endswith("ing") or tok.lower_ in object_words():
+        return False
+    before = g.doc[start - 1]
+    if before.pos_ not in ("NOUN", "PROPN", "ADJ") and before.lower_ not in object_words():
+        return False
+    g.drop({k})
+    return True
 
 
 def _verb_as_compound(g: _Graph, k: int) -> None:
@@ -1163,7 +1180,12 @@ def _verb_attribute(verb) -> list[str]:
                                      or c.dep_ == "prt" and c.lower_ == "on" and verb.tag_ != "VBN") and c.i == verb.i + 1]
     if any(c.dep_ == "advmod" and c not in particles and c.lower_ not in ("together",) for c in kids if c.dep_ == "advmod"):
         return []
-    return [" ".join([_participle(verb), *(c.lower_ for c in particles)])]
+    # a past tense in "-ed" with no object is its past participle, often passive: "suitcases grouped together", "his
+    # arms crossed" are no "grouping" suitcases, "crossing" arms. The vocabulary's attribute words keep their reading
+    # (the synthetic world's "diamond, striped, green" reads "striping", which its graphs are built on).
+    past = verb.tag_ == "VBD" and verb.lower_.endswith("ed") and verb.lower_ not in attribute_words()
+    said = verb.lower_ if past else _participle(verb)
+    return [" ".join([said, *(c.lower_ for c in particles)])]
 
 
 def _participle(verb) -> str:

@@ -126,33 +126,87 @@ def _role(token) -> str | None:
     return None
 
 
+def _words(doc, start: int, end: int) -> list:
+    """The tokens [start, end) as the caption's words: a hyphenated word ("cross-country", "park-like", "t-shirt";
+    no space at its hyphens) is one span, which spaCy cuts at each hyphen."""
+    words, i = [], start
+    while i < end:
+        j = i
+        while (j + 2 < end and doc[j + 1].text == "-" and not doc[j].whitespace_ and not doc[j + 1].whitespace_
+               and doc[j].is_alpha and doc[j + 2].is_alpha):  # not a date ("2004-07-25")
+            j += 2
+        words.append(doc[i:j + 1])
+        i = j + 1
+    return words
+
+
+def _word_role(word) -> str | None:
+    """`_role` of a word. A hyphenated one is an attribute when it starts with an adjective or a number or ends in a
+    participle ("double-decker", "two-story", "pointy-toed": spaCy calls "toed" a noun); else it takes its last
+    part's role ("chute-type": compound, "park-like": amod), or its first's when the last has none ("light-up")."""
+    if len(word) > 1 and (word[0].pos_ in ("ADJ", "NUM") or word[-1].lower_.endswith("ed")):
+        return "amod"
+    return _role(word[-1]) or _role(word[0])
+
+
+def _inside_compound(doc, words: list, roles: list, n: int) -> bool:
+    """Whether the attribute word n sits inside a compound noun, after a noun that modifies a word at or after it:
+    it makes a known compound noun with the next word ("a little boy french fries" has no "french boy"), or it is a
+    word of a name ("a black Reel Big Fish tie" has no "big tie"). The word stays in the head, where the caption
+    says it."""
+    word = words[n][0]
+    if len(words[n]) > 1 or word.i + 1 >= len(doc) or word.i == 0:
+        return False
+    after, before = doc[word.i + 1], doc[word.i - 1]
+    if not (f"{word.lower_} {after.lower_}" in _compound_nouns() or word.is_title and after.is_title and before.is_title):
+        return False
+    for m in range(n - 1, -1, -1):
+        if roles[m] not in ("compound", "amod"):
+            return False
+        noun = words[m][0]
+        if roles[m] == "compound" and len(words[m]) == 1 and noun.dep_ in ("compound", "nmod") and noun.head.i >= word.i:
+            return True
+    return False
+
+
+def _compound_nouns() -> frozenset[str]:
+    from mosaictool.stages.caption_repair import compound_nouns  # caption_repair reads this module
+
+    return compound_nouns()
+
+
 def _modifier_tokens(doc, start: int, end: int, skip: set[int]) -> list[tuple[object, str]]:
-    """(token, role) of the noun phrase [start, end), the last token its head, in token order: the roles
-    of the tokens before the head, and the adjectives outside the phrase that sng reads as the head's
-    ("a table full of"), unless they are part of a spatial phrase (`skip`: "a triangle right of")."""
+    """(word, role) of the noun phrase [start, end), the last word its head, in token order (a word: a span of
+    `_words`): the roles of the words before the head (an attribute inside a compound noun, `_inside_compound`,
+    is a compound), and the adjectives outside the phrase that sng reads as the head's ("a table full of"), unless
+    they are part of a spatial phrase (`skip`: "a triangle right of")."""
     root = doc[end - 1]
-    inside = [(t, _role(t)) for t in doc[start:end - 1]]
-    outside = [(y, "amod") for x in root.children if x.dep_ == "amod" and not start <= x.i < end
+    words = _words(doc, start, end)[:-1]
+    roles = [_word_role(w) for w in words]
+    roles = ["compound" if r == "amod" and _inside_compound(doc, words, roles, n) else r for n, r in enumerate(roles)]
+    inside = list(zip(words, roles))
+    outside = [(doc[y.i:y.i + 1], "amod") for x in root.children if x.dep_ == "amod" and not start <= x.i < end
                for y in (x, *(c for c in x.children if c.dep_ == "conj")) if y.i not in skip]
-    return sorted(((t, role) for t, role in inside + outside if role is not None), key=lambda tr: tr[0].i)
+    return sorted(((w, role) for w, role in inside + outside if role is not None), key=lambda wr: wr[0].start)
 
 
 def attributes_of(doc, start: int, end: int, skip: set[int]) -> list[str]:
     """The attributes `read_entity` finds in the noun phrase [start, end)."""
-    return [t.text.lower() for t, role in _modifier_tokens(doc, start, end, skip) if role == "amod"]
+    return [w.text.lower() for w, role in _modifier_tokens(doc, start, end, skip) if role == "amod"]
 
 
 def read_entity(doc, start: int, end: int, skip: set[int]) -> dict:
     """An entity in sng's format read from the noun phrase [start, end) (`_modifier_tokens`): det,
-    nummod and amod modifiers in token order, the nouns before the head part of it."""
+    nummod and amod modifiers in token order, the nouns before the head part of it; a hyphenated head
+    ("an Army t-shirt") is one word."""
     import sng_parser.database
 
-    root = doc[end - 1]
-    tokens = _modifier_tokens(doc, start, end, skip)
-    compounds = [t for t, role in tokens if role == "compound"]
-    modifiers = [{"dep": role, "span": t.text, "lemma_span": t.lemma_} for t, role in tokens if role != "compound"]
-    head = " ".join(t.text for t in (*compounds, root))
-    lemma_head = " ".join(t.lemma_ for t in (*compounds, root))
+    root = _words(doc, start, end)[-1]
+    words = _modifier_tokens(doc, start, end, skip)
+    compounds = [w for w, role in words if role == "compound"]
+    modifiers = [{"dep": role, "span": w.text, "lemma_span": _lemma(w)} for w, role in words if role != "compound"]
+    head = " ".join(_text(w) for w in (*compounds, root))
+    lemma_head = " ".join(_lemma(w) for w in (*compounds, root))
     span = doc[start:end]
     return {
         "span": span.text, "lemma_span": span.lemma_, "head": head, "lemma_head": lemma_head,
@@ -160,6 +214,24 @@ def read_entity(doc, start: int, end: int, skip: set[int]) -> dict:
         "type": "scene" if sng_parser.database.is_scene_noun(lemma_head) else "unknown",
         "attributes": [m["span"].lower() for m in modifiers if m["dep"] == "amod"],
     }
+
+
+def _spaced(word) -> bool:
+    """Whether a hyphenated word is an object the vocabulary writes with a space ("a dump-truck" is a "dump truck"),
+    which the word then is."""
+    hyphened = "".join(t.lemma_ for t in word).lower()
+    return len(word) > 1 and hyphened not in object_words() and " ".join(t.lemma_ for t in word if t.text != "-").lower() in object_words()
+
+
+def _text(word) -> str:
+    return " ".join(t.text for t in word if t.text != "-") if _spaced(word) else word.text
+
+
+def _lemma(word) -> str:
+    """A word's lemma; a hyphenated word's is its parts' joined by its hyphens ("t-shirts" -> "t-shirt")."""
+    if len(word) == 1:
+        return word[0].lemma_
+    return " ".join(t.lemma_ for t in word if t.text != "-") if _spaced(word) else "".join(t.lemma_ for t in word)
 
 
 def noun_phrase_end(doc, start: int, stops: set[int]) -> int | None:
@@ -304,10 +376,12 @@ def add_unchunked(g: _Graph) -> None:
 
 
 def reread_attributes(g: _Graph) -> None:
-    """Every entity whose own tokens give other attributes than sng's modifiers is re-read."""
+    """Every entity whose own tokens give other attributes than sng's modifiers is re-read, and every one with a
+    hyphenated word, which sng cuts at the hyphen ("A double-decker bus": sng's head "decker bus")."""
     for k in range(len(g.entities)):
         start, end = g.bounds(k)
-        if attributes_of(g.doc, start, end, g.in_phrases) != g.entities[k]["attributes"]:
+        if (attributes_of(g.doc, start, end, g.in_phrases) != g.entities[k]["attributes"]
+                or any(len(w) > 1 for w in _words(g.doc, start, end))):
             g.reread(k, start, end)
 
 
