@@ -92,7 +92,7 @@ COLOURING_VERBS = frozenset({"paint", "color", "colour", "dye"})
 QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
 # Nouns of place inside a spatial phrase: "in front of", "on top of", "on the side of".
 POSITION_NOUNS = frozenset({"front", "top", "side", "middle", "edge", "back", "bottom", "left", "right", "center",
-                            "centre", "end", "rear", "corner", "foreground", "background"})
+                            "centre", "end", "rear", "corner", "foreground", "background", "inside", "outside"})
 # Events and activities named by a noun: not depicted objects ("a man plays tennis", "taking a swing").
 EVENT_NOUNS = frozenset({"tennis", "basketball", "baseball", "soccer", "golf", "football", "volleyball", "hockey",
                          "polo", "cricket", "rugby", "swing", "fight", "selfie", "look", "kiss", "pitch", "game", "match",

@@ -88,7 +88,8 @@ def _phrase_end(words: list[str], i: int) -> int | None:
         return i + 2
     if at(i) in ("next", "close") and at(i + 1) == "to":
         return i + 2
-    if at(i) in SPATIAL_WORDS:
+    # after an article the word is a noun: "sprays the inside of a toilet" (no "the" + "inside of")
+    if at(i) in SPATIAL_WORDS and not (i > 0 and words[i - 1] in ("the", "a", "an")):
         return i + 1
     return None
 

@@ -1449,6 +1449,21 @@ def _other_preposition(vocab, relation: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _without_inside(vocab, relation: str) -> frozenset[str]:
+    """The objects never said "in" anything in the reference counts, for a relation to the inside of one: "a person
+    sprays the inside of a toilet" -> "the inside of a tub", not "of a tissue"."""
+    if not relation.lower().endswith("inside of"):
+        return frozenset()
+    return vocab.derived(_never_inside)
+
+
+def _never_inside(vocab) -> frozenset[str]:
+    """The objects no relation of the counts puts anything in ("in", "into", "inside", "inside of")."""
+    said = {o for (_, r, o) in vocab.relation_triples
+            if r.split()[-1:] in (["in"], ["into"], ["inside"]) or r.endswith("inside of")}
+    return frozenset(o for o in vocab.object_names if o not in said)
+
+
 def _fits_container(vocab, objects: list[dict], rel: dict, i: int, new: str, masses: frozenset[str]) -> bool:
     """Whether `new`, replacing end i of a container's "of", still makes a container of food or drink: a container by
     a container ("a cutting board of scones" holds nothing), one for drinks only with a drink (`DRINK_CONTAINERS`),
@@ -1510,7 +1525,7 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
         if i == oi and vocab.reference_counts and sampler.type_aware:
-            unfit = unfit | _other_preposition(vocab, relation)
+            unfit = unfit | _other_preposition(vocab, relation) | _without_inside(vocab, relation)
         # held, a board of snow is only replaced by one of water and back: "people with skis" may carry snowboards too
         other_boards = frozenset(b for b in BOARD_MEDIA if BOARD_MEDIA[b] == board) if board and sampler.type_aware else frozenset()
         new = sampler.object(node["lemma"], lemmas | covered | opened | elsewhere | unfit | other_boards, node["attributes"], seen, near)

@@ -29,8 +29,10 @@ from mosaictool.stages.negate import (
     _fitting_ages,
     _listed_verbs,
     _meets_object,
+    _never_inside,
     _node,
     _Sampler,
+    _without_inside,
     caption_objects,
     caption_words,
     compound_head,
@@ -2138,3 +2140,11 @@ def test_the_caption_replacement_keeps_the_snow_of_a_snow_sport():
     assert not replaced("Three skiers climb up a snow covered hill.", "snow covered", "hill")
     # without a snow sport the snow is still replaced: "A dog sitting on a grassy hill."
     assert replaced("A dog sitting on a snowy hill.", "snowy", "hill")
+
+
+def test_the_inside_of_a_thing_is_replaced_by_one_things_are_said_in():
+    # "A person sprays the inside of a toilet." was made "the inside of a tissue": nothing is ever in a tissue
+    got = {n["to"] for n in _negatives_of("A person sprays the inside of a toilet.", range(20))
+           if n["transform"] == "f_rel:replace_object" and n["from"] == "toilet"}
+    assert got and "tissue" not in got and got.isdisjoint(_never_inside(SHIPPED)), got
+    assert "tub" not in _never_inside(SHIPPED) and _without_inside(SHIPPED, "on") == frozenset()

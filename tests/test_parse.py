@@ -410,6 +410,11 @@ REAL_CAPTION_REPAIRS = [
     ("framing", "A picture of a dog on a couch.", {"relations": [("dog", "on", "couch")]}),
     ("framing", "Two bikes in the picture.", {"entities": [("bikes", ["two"])], "relations": []}),
     ("framing", "A cat in the corner of a room.", {"relations": [("cat", "in the corner of", "room")]}),
+    # "inside" after an article is a place noun, not a preposition that leaves an entity "the"
+    ("framing", "A person sprays the inside of a toilet.",
+     {"entities": [("person", []), ("toilet", [])], "relations": [("person", "sprays the inside of", "toilet")]}),
+    ("framing", "A train is shown on the inside of a station.",
+     {"entities": [("train", []), ("station", [])], "relations": [("train", "on the inside of", "station")]}),
     # a finite verb kept as an attribute reads as a participle after the noun ("a man playing tennis")
     ("framing", "a man plays tennis in front of a large audience", {"entities": [("man", ["playing tennis"]), ("audience", ["large"])]}),
     ("framing", "Numerous head of cattle are grazing in the grass.",
