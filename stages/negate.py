@@ -1406,8 +1406,8 @@ def _unfit_ends(vocab, objects: list[dict], rel: dict, i: int) -> frozenset[str]
 
 
 # Places said "on", never "in", which the counts do not hold: "a white plane flies in the cloudy sky" -> "in the cloudy
-# horizon" (blind review r25)
-ON_ONLY = frozenset({"horizon"})
+# horizon" (blind review r25), "a girl skis in a lot of snow" -> "skis in asphalt"
+ON_ONLY = frozenset({"horizon", "asphalt"})
 STANDING_VERBS = frozenset({"stand", "stands", "standing", "stood"})
 
 

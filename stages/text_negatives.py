@@ -187,10 +187,15 @@ def _replace_object(caption: str, entities: list[dict], vocab, rng: random.Rando
     entity = rng.choice(objects)
     node = object_node(entity, None)
     lemma, head = node["lemma"], node["noun"]
-    new = sampler.object(lemma, {lemma}, [a for a in entity.get("attributes") or [] if isinstance(a, str)])
+    from mosaictool.stages.negate import ON_ONLY, _uncounted_mass  # negate imports this module
+
+    # a place said "on" only is no replacement after "in", as in graph negatives: "a man that has ski's and is
+    # standing in the snow" -> not "in the asphalt"
+    said_in = re.search(rf"\bin\s+{re.escape(str(entity.get('span') or head))}\b", caption, re.IGNORECASE)
+    new = sampler.object(lemma, {lemma} | (ON_ONLY if said_in else set()),
+                         [a for a in entity.get("attributes") or [] if isinstance(a, str)])
     if new is None:
         return None
-    from mosaictool.stages.negate import _uncounted_mass  # negate imports this module
 
     # a mass noun keeps its singular without a count, as in graph negatives ("a box that has butter", not "butters")
     new_form = vocab.plural(new) if node["plural"] and not _uncounted_mass(new, node.get("count")) else new

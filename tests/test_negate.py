@@ -31,6 +31,7 @@ from mosaictool.stages.negate import (
     _meets_object,
     _never_inside,
     _node,
+    _other_preposition,
     _Sampler,
     _without_inside,
     caption_objects,
@@ -2148,3 +2149,24 @@ def test_the_inside_of_a_thing_is_replaced_by_one_things_are_said_in():
            if n["transform"] == "f_rel:replace_object" and n["from"] == "toilet"}
     assert got and "tissue" not in got and got.isdisjoint(_never_inside(SHIPPED)), got
     assert "tub" not in _never_inside(SHIPPED) and _without_inside(SHIPPED, "on") == frozenset()
+
+
+def test_asphalt_is_a_ground_walked_across():
+    # "A group of people walking across asphalt, dressed informally" had no graph negative: asphalt was unknown
+    got = {n["to"] for n in _negatives_of("A group of people walking across asphalt, dressed informally")
+           if n["transform"] == "f_rel:replace_object" and n["from"] == "asphalt"}
+    assert got and got <= {"dirt", "mud", "soil", "snow", "ice"}, got
+    # asphalt is ground ("kites sit on the ground" is no "on the asphalt"), and is walked on, never in ("skis in asphalt")
+    assert "ground" in SHIPPED.unsafe("objects", "asphalt") and "asphalt" in SHIPPED.unsafe("objects", "ground")
+    assert "asphalt" in _other_preposition(SHIPPED, "skis in") and "asphalt" not in _other_preposition(SHIPPED, "on")
+
+
+def test_a_place_said_on_only_does_not_replace_one_said_in():
+    # "A man that has ski's and is standing in the snow." was made "standing in the asphalt"
+    def news(caption, span):
+        graph = {"entities": [{"head": "snow", "lemma_head": "snow", "span": span, "modifiers": [], "attributes": []}],
+                 "relations": []}
+        return {tn.replace_negatives(caption, graph, SHIPPED, random.Random(seed))[0][3] for seed in range(60)}
+
+    assert "asphalt" not in news("A man that has ski's and is standing in the snow.", "the snow")
+    assert "asphalt" in news("A dog lying on the snow.", "the snow")
