@@ -953,7 +953,7 @@ def compounds(g: _Graph) -> None:
             changed = True
         if (len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed
                 and words[-1].lower() not in object_words() | ING_NOUNS  # "brick building" is a building
-                and ent["lemma_head"].lower() not in compound_nouns()):
+                and ent["head"].lower() not in compound_nouns()):  # its words: "umbrella standing" is no "umbrella stand"
             words, lemmas = words[:-1], lemmas[:-1]
             ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
             changed = True

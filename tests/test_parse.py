@@ -1193,6 +1193,9 @@ def test_a_known_compound_split_by_spacy_stays_one_noun():
     assert ("people", "gathered at", "get together") in rels
     ents, _ = read("A living room with hard wood flooring and two book shelves.")
     assert "flooring" in [e for e, _ in ents]
+    # a known compound by its lemmas only ("umbrella stand") is no reason to keep a participle
+    ents, _ = read("A man holding a pink umbrella standing on his tip toes.")
+    assert ("umbrella", ["pink"]) in ents
 
 
 def test_a_material_coordinated_before_a_material_modifier_is_an_attribute():
