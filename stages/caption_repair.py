@@ -491,7 +491,8 @@ def _not_an_object(tok) -> bool:
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
-            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in BARE_IDIOMS and not list(tok.children)
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in BARE_IDIOMS and not [
+                c for c in tok.children if not (c.i > tok.i and c.pos_ == "ADJ")]  # "A man is at bat ready"
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
             or _purpose(tok) or _quoted(tok) or _infinitive(tok) or _board_sport(tok))
 

@@ -1229,3 +1229,10 @@ def test_a_list_after_a_colon_is_no_object_of_the_verb():
     _, rels = read("Several vehicles providing ground transportation are shown in the photo: streetcar, tourbus, classic car "
                    "and family cars")
     assert [r for r in rels if r[1] == "shown"] == []
+
+
+def test_at_bat_with_an_adjective_after_it_is_still_the_idiom():
+    """"A man is at bat ready is playing baseball while a woman watches." gave "a man at a ready bat": spaCy hangs the
+    adjective after "bat" off it, and the idiom "at bat" (batting) names no bat the man is at."""
+    ents, rels = read("A man is at bat ready is playing baseball while a woman watches.")
+    assert "bat" not in [e for e, _ in ents] and not [r for r in rels if "bat" in r]
