@@ -932,6 +932,7 @@ def compounds(g: _Graph) -> None:
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
     (`_join_split_compounds`); a noun and a participle before a head are its attribute
     (`_noun_participle_attributes`)."""
+    _split_coordinated_nouns(g)
     _caption_order(g)
     _join_split_compounds(g)
     _noun_participle_attributes(g)
@@ -1013,6 +1014,40 @@ def _coordinated_combination(g: _Graph) -> None:
             continue
         _redirect(g, k, first)
         return _coordinated_combination(g)
+
+
+def _coordinated_noun(g: _Graph, k: int) -> int | None:
+    """The "and" inside entity k's span after a noun that spaCy hung off the head with an adjective coordinated with it,
+    else None: "a white tub and white cabinets" (read as one phrase, "tub cabinets"), "a couch and large television".
+    Not a material or colour noun ("a metal and wooden bench" is a bench), nor a noun coordinated with a noun ("pineapple
+    and ham pizza")."""
+    start, end = g.bounds(k)
+    for i in range(start + 1, end - 2):
+        sep, noun, adjective = g.doc[i], g.doc[i - 1], g.doc[i + 1]
+        if (sep.lower_ == "and" and noun.pos_ == "NOUN" and noun.dep_ == "nmod" and start <= noun.head.i < end
+                and adjective.dep_ == "conj" and adjective.head.i == noun.i and adjective.pos_ == "ADJ"
+                and noun.lemma_.lower() not in material_words() | colour_words() | attribute_words()):
+            return i
+    return None
+
+
+def _split_coordinated_nouns(g: _Graph) -> None:
+    """"A bathroom with a white tub and white cabinets has a black pattern on the floor" gave "a bathroom with a white
+    tub cabinets": a noun coordinated inside one phrase is an entity of its own, with the phrase's relations."""
+    k = 0
+    while k < len(g.entities):
+        sep = _coordinated_noun(g, k)
+        if sep is None:
+            k += 1
+            continue
+        start, end = g.bounds(k)
+        g.reread(k, sep + 1, end)
+        new = g.add(start, sep)
+        old = k + 1 if new <= k else k
+        g.relations += [{**r, "subject": new if r["subject"] == old else r["subject"],
+                         "object": new if r["object"] == old else r["object"]}
+                        for r in list(g.relations) if old in (r["subject"], r["object"])]
+        k = 0
 
 
 def _coordinated_materials(g: _Graph) -> None:

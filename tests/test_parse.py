@@ -1236,3 +1236,17 @@ def test_at_bat_with_an_adjective_after_it_is_still_the_idiom():
     adjective after "bat" off it, and the idiom "at bat" (batting) names no bat the man is at."""
     ents, rels = read("A man is at bat ready is playing baseball while a woman watches.")
     assert "bat" not in [e for e, _ in ents] and not [r for r in rels if "bat" in r]
+
+
+def test_a_noun_coordinated_with_an_adjectives_phrase_is_its_own_object():
+    """"A bathroom with a white tub and white cabinets has a black pattern on the floor." gave "a bathroom with a white tub
+    cabinets" and "a living room with a couch and large television" "a living room with a couch television": spaCy
+    hangs the first noun off the second with the adjective after "and" coordinated with it. A material before "and"
+    stays an attribute ("a metal and wooden bench")."""
+    ents, rels = read("A bathroom with a white tub and white cabinets has a black pattern on the floor.")
+    assert ("tub", ["white"]) in ents and ("cabinets", ["white"]) in ents
+    assert ("bathroom", "with", "tub") in rels and ("bathroom", "with", "cabinets") in rels
+    _, rels = read("a living room with a couch and large television")
+    assert ("living room", "with", "couch") in rels and ("living room", "with", "television") in rels
+    ents, _ = read("A metal and wooden bench in a park.")
+    assert [e for e, _ in ents] == ["bench", "park"]
