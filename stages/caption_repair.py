@@ -104,6 +104,13 @@ ADJECTIVE_COMPOUNDS = frozenset({"light pole", "light post", "light fixture", "l
                                  "french fries", "french fry", "red light", "green light", "top hat", "double decker bus",
                                  "pick up truck", "triple decker sandwich", "double decker sandwich",
                                  "golden retriever"})
+# Compound nouns spaCy splits at a second word it reads as a verb's or an adverb: "a place setting, including a
+# burger" is a setting, not a place; "gathered at a get together or a party" is at a gathering, not "a get".
+SPLIT_COMPOUNDS = frozenset({"place setting", "table setting", "get together"})
+# Nouns in "-ing" that name a thing, not what the head does: "hard wood flooring" is flooring, "thousand island
+# dressing" a dressing ("giraffe standing" ends before its participle).
+ING_NOUNS = frozenset({"flooring", "dressing", "frosting", "icing", "topping", "clothing", "siding", "railing", "ceiling",
+                       "awning", "paneling", "bedding", "pudding", "stuffing"})
 MATERIAL_NOUNS = frozenset({"grass", "cement", "sand", "snow", "mud", "tile", "ham", "carrot", "cheese", "pepperoni",
                             "chocolate", "broccoli", "vegetable", "fruit", "rock", "ice", "sausage", "mushroom", "onion",
                             "baby", "adult", "plaid", "round"})
@@ -153,7 +160,7 @@ def compound_nouns() -> frozenset[str]:
     """Compound nouns kept whole: the shipped vocabulary's multi-word objects and ADJECTIVE_COMPOUNDS."""
     from mosaictool.vocab import load
 
-    return frozenset(w for w in load().objects if " " in w) | ADJECTIVE_COMPOUNDS
+    return frozenset(w for w in load().objects if " " in w) | ADJECTIVE_COMPOUNDS | SPLIT_COMPOUNDS
 
 
 def _entity_at(g: _Graph, i: int) -> int | None:
@@ -484,9 +491,21 @@ def _not_an_object(tok) -> bool:
             or tok.dep_ == "attr" and tok.tag_ == "NN" and tok.lower_.endswith("ing") and tok.lower_ not in object_words()
             or lemma in EVENT_NOUNS and tok.dep_ in ("dobj", "pobj")
             or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in IDIOMS
-            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in BARE_IDIOMS and not list(tok.children)
+            or tok.dep_ == "pobj" and (tok.head.lower_, lemma) in BARE_IDIOMS and not [
+                c for c in tok.children if not (c.i > tok.i and c.pos_ == "ADJ")]  # "A man is at bat ready"
             or tok.dep_ == "dobj" and (tok.head.lemma_.lower(), lemma) in VERB_IDIOMS
-            or _purpose(tok) or _quoted(tok) or _infinitive(tok))
+            or _purpose(tok) or _quoted(tok) or _infinitive(tok) or _board_sport(tok))
+
+
+def _board_sport(tok) -> bool:
+    """Whether tok is the first word of a board sport written in two ("a girl in all black surf boarding in a red
+    surfboard"), which spaCy reads as a noun "surf" the girl is in: "boarding" after it makes a known object with tok
+    once the "-ing" goes ("surf board", "skateboard")."""
+    after = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+    if after is None or not after.lower_.endswith("boarding") or not tok.whitespace_:
+        return False  # only a board: "a city street lighting a cigarette" is no "streetlight"
+    stem = after.lower_[:-3]
+    return f"{tok.lower_}{stem}" in object_words() or f"{tok.lower_} {stem}" in object_words()
 
 
 def _infinitive(tok) -> bool:
@@ -913,6 +932,7 @@ def compounds(g: _Graph) -> None:
     spaCy took for a noun ("giraffe standing") ends before it; a compound split in two is joined
     (`_join_split_compounds`); a noun and a participle before a head are its attribute
     (`_noun_participle_attributes`)."""
+    _split_coordinated_nouns(g)
     _caption_order(g)
     _join_split_compounds(g)
     _noun_participle_attributes(g)
@@ -934,7 +954,8 @@ def compounds(g: _Graph) -> None:
             ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
             changed = True
         if (len(words) > 1 and len(words) == len(lemmas) and words[-1].lower().endswith("ing") and not changed
-                and words[-1].lower() not in object_words()):  # "brick building" is a building
+                and words[-1].lower() not in object_words() | ING_NOUNS  # "brick building" is a building
+                and ent["head"].lower() not in compound_nouns()):  # its words: "umbrella standing" is no "umbrella stand"
             words, lemmas = words[:-1], lemmas[:-1]
             ent = {**ent, "head": " ".join(words), "lemma_head": " ".join(lemmas)}
             changed = True
@@ -969,6 +990,92 @@ def compounds(g: _Graph) -> None:
     _hyphened_heads(g)
     _phrasal_compounds(g)
     _head_words_in_attributes(g)
+    _coordinated_materials(g)
+    _coordinated_combination(g)
+
+
+# Nouns that make one thing of two coordinated modifiers: "a toilet and sink combination".
+COMBINING_NOUNS = frozenset({"combination", "combo"})
+
+
+def _coordinated_combination(g: _Graph) -> None:
+    """"A tan toilet and sink combination in a small room": spaCy coordinates "toilet" with "sink combination", but
+    the combination is the toilet and the sink as one thing (the positive said "a sink combination in a small room").
+    The combination's entity goes and the first noun, which names the thing, takes its relations."""
+    for k in range(len(g.entities)):
+        tok = _head_token(g, k)
+        start = g.bounds(k)[0]
+        if (tok is None or tok.lemma_.lower() not in COMBINING_NOUNS or tok.dep_ != "conj" or start < 2
+                or g.doc[start - 1].dep_ != "cc" or g.doc[start].dep_ not in ("compound", "amod")
+                or g.doc[start].head.i != tok.i):
+            continue
+        first = _entity_of(g, tok.head)
+        if first is None or first == k or g.bounds(first)[1] != start - 1:
+            continue
+        _redirect(g, k, first)
+        return _coordinated_combination(g)
+
+
+def _coordinated_noun(g: _Graph, k: int) -> int | None:
+    """The "and" inside entity k's span after a noun that spaCy hung off the head with an adjective coordinated with it,
+    else None: "a white tub and white cabinets" (read as one phrase, "tub cabinets"), "a couch and large television".
+    Not a material or colour noun ("a metal and wooden bench" is a bench), nor a noun coordinated with a noun ("pineapple
+    and ham pizza")."""
+    start, end = g.bounds(k)
+    for i in range(start + 1, end - 2):
+        sep, noun, adjective = g.doc[i], g.doc[i - 1], g.doc[i + 1]
+        if (sep.lower_ == "and" and noun.pos_ == "NOUN" and noun.dep_ == "nmod" and start <= noun.head.i < end
+                and adjective.dep_ == "conj" and adjective.head.i == noun.i and adjective.pos_ == "ADJ"
+                and noun.lemma_.lower() not in material_words() | colour_words() | attribute_words()):
+            return i
+    return None
+
+
+def _split_coordinated_nouns(g: _Graph) -> None:
+    """"A bathroom with a white tub and white cabinets has a black pattern on the floor" gave "a bathroom with a white
+    tub cabinets": a noun coordinated inside one phrase is an entity of its own, with the phrase's relations."""
+    k = 0
+    while k < len(g.entities):
+        sep = _coordinated_noun(g, k)
+        if sep is None:
+            k += 1
+            continue
+        start, end = g.bounds(k)
+        g.reread(k, sep + 1, end)
+        new = g.add(start, sep)
+        old = k + 1 if new <= k else k
+        g.relations += [{**r, "subject": new if r["subject"] == old else r["subject"],
+                         "object": new if r["object"] == old else r["object"]}
+                        for r in list(g.relations) if old in (r["subject"], r["object"])]
+        k = 0
+
+
+def _coordinated_materials(g: _Graph) -> None:
+    """"A pile of clay and gold vases sitting in a yard": spaCy coordinates the bare material "clay" with "gold vases",
+    but both materials say what the vases are made of, so "clay" is an attribute of the vases, which take its relations
+    (the positive said "clay sitting in a yard"). Only a bare material noun (no determiner or modifier) whose conjunct's
+    first word, right after the "and", is a material (or a metal's colour) modifying it."""
+    for k in range(len(g.entities)):
+        tok = _head_token(g, k)
+        if (tok is None or g.bounds(k) != (tok.i, tok.i + 1) or tok.lemma_.lower() not in material_words()
+                or any(c.dep_ not in ("cc", "conj") for c in tok.children) or tok.i + 3 >= len(g.doc)):
+            continue
+        cc, mod = g.doc[tok.i + 1], g.doc[tok.i + 2]
+        other = _entity_of(g, mod.head) if mod.head.dep_ == "conj" and mod.head.head.i == tok.i else None
+        # a noun read as a compound may be a metal the vocabulary lists as a colour ("gold"); an adjective must be a material
+        materials = material_words() | colour_words() if mod.dep_ == "compound" else material_words()
+        if (cc.dep_ != "cc" or cc.lower_ not in ("and", "or") or mod.dep_ not in ("compound", "amod")
+                or mod.lemma_.lower() not in materials or other is None or other == k
+                or mod.lower_ not in g.entities[other]["attributes"]):
+            continue
+        ent, end = g.entities[other], g.bounds(other)[1]
+        # the span takes the material in, so that a verb of "a pile" of it finds the vases
+        g.entities[other] = {**ent, "span": g.doc[tok.i:end].text, "lemma_span": g.doc[tok.i:end].lemma_,
+                             "span_bounds": [tok.i, end], "attributes": [tok.lower_, *ent["attributes"]],
+                             "modifiers": [{"dep": "amod", "span": tok.text, "lemma_span": tok.lemma_}, *ent["modifiers"]]}
+        _redirect(g, k, other)
+        g.changed = True
+        return _coordinated_materials(g)
 
 
 # Pattern words: "star dotted" of "a small solid yellow star dotted circle" names a pattern, not a noun and its participle.
@@ -1439,9 +1546,16 @@ def _verb_objects(verb) -> list[tuple[object, list[str], object]]:
     """(subject token, [verb (and particle)], object token) for each direct object of `verb`: "a man rides a horse"."""
     found = []
     for c in verb.children:
-        if c.dep_ == "dobj" and not _away_before(verb, c):
+        if c.dep_ == "dobj" and not _away_before(verb, c) and not _listed_after_colon(verb, c):
             found += [(s, _phrasal(verb), o) for s in _subjects(verb) for o in _objects(c)]
     return found
+
+
+def _listed_after_colon(verb, obj) -> bool:
+    """Whether a colon stands between a framing verb and the noun spaCy took for its object: "Several vehicles ... are
+    shown in the photo: streetcar, tourbus, classic car and family cars" lists what is shown, which the vehicles do
+    not show (the positive said "several vehicles shown family cars")."""
+    return verb.lower_ in FRAMING_VERBS and any(t.text == ":" for t in verb.doc[verb.i + 1:obj.i])
 
 
 def _away_before(verb, obj) -> bool:
