@@ -1514,7 +1514,7 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
-        if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
+        if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" and not _names_nothing(c, prep) for c in gov.children):
             verb = _phrasal(gov)
             words = [*verb, *words] if words[0] not in verb[1:] else [gov.lower_, *words]
     elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
@@ -1548,6 +1548,16 @@ def _in_pronoun(prep, words: list[str], obj, dobjs: list) -> list[tuple[object, 
     if with_phrase is not None:
         return [(w, words, dobjs[0]) for c in with_phrase.children if c.dep_ == "pobj" for w in _objects(c)]
     return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+
+
+def _names_nothing(dobj, prep) -> bool:
+    """Whether a verb's object is an indefinite one the verb's phrase `prep` passes over, as `_verb_through` reads it:
+    "frying something on the stove" is frying on it; not with a particle ("holding something out in her hand") nor to a
+    recipient ("shows something ... to a group of girls") nor after a verb that says nothing without it ("doing
+    something with balls": no "doing with")."""
+    return (dobj.lower_ in INDEFINITE_OBJECTS and prep.lower_ not in RECIPIENT_PREPOSITIONS
+            and dobj.head.lemma_.lower() not in ("do", "make", "have", "get", "take")
+            and not any(c.dep_ == "prt" for c in dobj.head.children))
 
 
 def _between_entities(g: _Graph, found: list[tuple[object, list[str], object]]) -> list[tuple[int, str, int]]:
@@ -1717,7 +1727,8 @@ def relations(g: _Graph) -> None:
     # covered mountain"), "a white car and a white bus parked parallel"
     kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)
             and not _phrase_before_conjunct(g, r) and not _across_list_item(g, r)
-            and not _clause_subject(g, r) and not _with_past_pronoun_verb(g, r) and not _ground_listed(g, r)]
+            and not _clause_subject(g, r) and not _with_past_pronoun_verb(g, r) and not _ground_listed(g, r)
+            and not _grip(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
     _depicted_with(g)
@@ -1907,6 +1918,22 @@ def _across_list_item(g: _Graph, r: dict) -> bool:
         return True
     return any(_new_list_item(y) and y.head.i == subject.i and obj.i > y.i
                and any(c.left_edge.i <= obj.i <= c.right_edge.i for c in _own_phrase(y)) for y in subject.conjuncts)
+
+
+# What a thing is held by ("holding a kite by the string"), not where the holder is ("holding a surfboard by the ocean").
+GRIP_NOUNS = frozenset({"string", "handle", "strap", "leash", "rope", "cord", "tail", "ear", "neck", "collar", "hand", "arm",
+                        "leg", "foot", "horn", "rein", "hair", "stem", "end", "edge", "corner", "tip", "scruff"})
+
+
+def _grip(g: _Graph, r: dict) -> bool:
+    """Whether the relation is a by-phrase of a grip (`GRIP_NOUNS`) after the object of a verb of holding, which says
+    where the thing is held, not where the holder is: "A man holding a piece of food by a string" (no "a man by a
+    string")."""
+    obj = _head_token(g, r["object"])
+    prep, verb = obj.head, obj.head.head
+    return (_last_word(r["relation"]) == "by" and obj.dep_ == "pobj" and prep.lower_ == "by" and verb.pos_ == "VERB"
+            and obj.lemma_.lower() in GRIP_NOUNS
+            and verb.lemma_.lower() in HOLDING_VERBS and any(c.dep_ == "dobj" and c.i < prep.i for c in verb.children))
 
 
 def _with_past_pronoun_verb(g: _Graph, r: dict) -> bool:

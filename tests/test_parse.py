@@ -1027,6 +1027,22 @@ def test_a_pronoun_after_a_with_phrase_on_a_verbs_object_is_that_object():
     assert {("shower", "in", "bathroom"), ("toilet", "in", "bathroom")} <= set(got[captions[2]])
 
 
+def test_a_by_phrase_of_a_grip_is_no_place_of_the_holder():
+    """Audit: "A man holding a piece of food by a string." gave "a man by a string": the food is held by it; "A man
+    holding a surfboard by the ocean" is by the ocean."""
+    captions = ["A man holding a piece of food by a string.", "A man holding a surfboard by the ocean."]
+    got = {r["caption"]: triples(r["graph"]) for r in parse([{"id": i, "caption": c} for i, c in enumerate(captions)])}
+    assert ("man", "by", "string") not in got[captions[0]] and ("man", "holding", "food") in got[captions[0]]
+    assert ("man", "by", "ocean") in got[captions[1]]
+
+
+def test_a_verb_with_an_indefinite_object_keeps_its_phrase():
+    """Audit: "A person bundled up while frying something on the stove indoors." gave "a bundled up person on the stove
+    indoors": "something" names nothing, and the person fries on the stove."""
+    (graph,) = (r["graph"] for r in parse(records(["A person bundled up while frying something on the stove indoors."])))
+    assert [t[:2] for t in triples(graph)] == [("person", "frying on")]
+
+
 def test_ground_listed_after_a_verbs_object_is_not_the_verbs():
     """Audit: "a baseball player is swinging a bat and some grass" gave "a baseball player swinging grass": the grass is
     the scene's. "A man holding a cup and a plate." holds both."""
