@@ -321,6 +321,12 @@ def _object_pronoun_antecedent(tok):
     if not chain:
         return None
     governor = chain[0]
+    dobj = next((c for c in governor.children if c.dep_ == "dobj" and c.pos_ in ("NOUN", "PROPN")), None)
+    prep = next((a for a in (tok, *tok.ancestors) if a.head.i == governor.i), tok)
+    if governor.pos_ == "VERB" and dobj is not None and _with_before(prep, dobj) is not None:
+        # "a person holding a plate with food on it", "A woman carrying a tray with cups on it": the plate, the tray,
+        # which the with-phrase before it follows, not the verb's subject
+        return dobj
     if governor.pos_ in ("VERB", "AUX"):
         subjects = _subjects(governor)
         return subjects[0] if subjects else None
@@ -342,6 +348,13 @@ def _object_pronoun_antecedent(tok):
         if a.pos_ == "VERB" and objects and tok.lower_ == "it" and governor.pos_ in ("NOUN", "PROPN") and governor.head.lower_ == "with":
             return objects[-1]
     return None
+
+
+def _with_before(prep, dobj):
+    """The with-phrase after verb object `dobj` (the verb's or the object's) that ends right before preposition `prep`
+    ("a plate with food" before "on it"); None when there is none."""
+    return next((c for c in (*prep.head.children, *dobj.children) if c.dep_ == "prep" and c.lower_ == "with" and c.i > dobj.i
+                 and c.right_edge.i == prep.i - 1), None)
 
 
 def framing(g: _Graph) -> None:
@@ -377,11 +390,27 @@ def framing(g: _Graph) -> None:
                                                       and _head_token(g, r["object"]).i in conjuncts)]
         if picture:
             _verb_takes_picture(g, k)
+        _phrase_after_list(g, k, tok, measured)
         partitive = tok.lemma_.lower() in PARTITIVE_NOUNS | COLLECTIVE_MEASURES or _eaten_container(tok)
         if partitive and not g.entities[target].get("measure"):
             g.entities[target] = {**g.entities[target], "measure": _measure(tok)}
         _redirect(g, k, target)
         k = 0
+
+
+def _phrase_after_list(g: _Graph, k: int, tok, measured) -> None:
+    """A framing noun's phrase said after the last of a list it frames goes to that last noun, the one it is nearest and
+    true of whether the list shares it or not: "Partial picture of a kitchen and a table and chairs under a lamp" puts the
+    chairs under the lamp, not the kitchen, the first of the list the framing noun gives way to."""
+    items = [t for t in measured.conjuncts if t.i > measured.i and t.pos_ in ("NOUN", "PROPN")]
+    last = _entity_at(g, max(items, key=lambda t: t.i).i) if items else None
+    if last is None or last == k:
+        return
+    for r in list(g.relations):
+        prep = _head_token(g, r["object"]).head
+        if (r["subject"] == k and r["relation"].lower() != "of" and prep.dep_ == "prep" and prep.head.i == tok.i
+                and prep.i > max(t.i for t in items) and r["object"] != last):
+            _give_subject(g, r, last)
 
 
 def _verb_takes_picture(g: _Graph, k: int) -> None:
@@ -1558,6 +1587,22 @@ def _listed_after_colon(verb, obj) -> bool:
     return verb.lower_ in FRAMING_VERBS and any(t.text == ":" for t in verb.doc[verb.i + 1:obj.i])
 
 
+# Ground a thing may be listed with as the scene's, not the verb's: "a baseball player is swinging a bat and some grass".
+GROUND_NOUNS = frozenset({"grass"})
+
+
+def _ground_listed(g: _Graph, r: dict) -> bool:
+    """Whether the relation is a verb's to ground or a place (the vocabulary's) that spaCy coordinated after the verb's
+    object, a thing: the caption lists what else is seen, and the verb is not done to it ("swinging a bat and some
+    grass": no "swinging grass")."""
+    tok = first = _head_token(g, r["object"])
+    while first.dep_ == "conj" and first.head.i != first.i:
+        first = first.head
+    kind, lemma = _vocab().object_kind, tok.lemma_.lower()
+    return (first.i != tok.i and first.dep_ == "dobj" and _last_word(r["relation"]) == first.head.lower_
+            and kind(first.lemma_.lower()) == "thing" and (lemma in GROUND_NOUNS or kind(lemma) == "place"))
+
+
 def _away_before(verb, obj) -> bool:
     """Whether an adverb "away" stands between the verb and the noun spaCy took for its object: "a chair that
     faces away fro a television" (a misspelt "from") says where it faces from, and the chair does not face
@@ -1583,7 +1628,7 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
-        if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" for c in gov.children):
+        if gov.lower_ not in FRAMING_VERBS and not any(c.dep_ == "dobj" and not _names_nothing(c, prep) for c in gov.children):
             verb = _phrasal(gov)
             words = [*verb, *words] if words[0] not in verb[1:] else [gov.lower_, *words]
     elif not (gov.pos_ == "AUX" and gov.lemma_ == "be"):
@@ -1591,8 +1636,7 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     subjects = _subjects(gov)
     dobjs = [d for c in gov.children if c.dep_ == "dobj" for d in _objects(c)]
     if _object_pronoun_antecedent(obj) is not None and gov.pos_ == "VERB" and dobjs:
-        # "a bathroom has a shower and a toilet in it": shower in bathroom, toilet in bathroom
-        return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+        return _in_pronoun(prep, words, obj, dobjs)
     if gov.lemma_ == "have" and gov.tag_ in ("VBZ", "VBP", "VBD") and dobjs and dobjs[0].i < prep.i:
         # what the subject has is where the phrase puts it: "this bathroom has pink tiles in the shower" (no "the
         # bathroom in the shower"); not "having fun in the zoo", an activity where the subject is
@@ -1608,6 +1652,26 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     if obj.lower_ == "other" and any(c.lower_ == "each" for c in obj.children):  # "next to each other"
         return [(s, words, o) for s in subjects for o in subjects if o.i != s.i]
     return [(s, words, o) for s in subjects for o in _objects(obj)]
+
+
+def _in_pronoun(prep, words: list[str], obj, dobjs: list) -> list[tuple[object, list[str], object]]:
+    """What a verb's phrase to a pronoun after its objects relates: "a bathroom has a shower and a toilet in it": shower
+    in bathroom, toilet in bathroom; after a with-phrase, its noun ("a person holding a plate with food on it": the food
+    is on the plate, `_object_pronoun_antecedent`)."""
+    with_phrase = _with_before(prep, dobjs[0])
+    if with_phrase is not None:
+        return [(w, words, dobjs[0]) for c in with_phrase.children if c.dep_ == "pobj" for w in _objects(c)]
+    return [(d, words, _object_pronoun_antecedent(obj)) for d in dobjs]
+
+
+def _names_nothing(dobj, prep) -> bool:
+    """Whether a verb's object is an indefinite one the verb's phrase `prep` passes over, as `_verb_through` reads it:
+    "frying something on the stove" is frying on it; not with a particle ("holding something out in her hand") nor to a
+    recipient ("shows something ... to a group of girls") nor after a verb that says nothing without it ("doing
+    something with balls": no "doing with")."""
+    return (dobj.lower_ in INDEFINITE_OBJECTS and prep.lower_ not in RECIPIENT_PREPOSITIONS
+            and dobj.head.lemma_.lower() not in ("do", "make", "have", "get", "take")
+            and not any(c.dep_ == "prt" for c in dobj.head.children))
 
 
 def _between_entities(g: _Graph, found: list[tuple[object, list[str], object]]) -> list[tuple[int, str, int]]:
@@ -1670,6 +1734,34 @@ def _possessives(g: _Graph) -> list[tuple[int, str, int]]:
     return out
 
 
+def _noun_listed_as_verb(tok) -> bool:
+    """Whether a base-form verb coordinated with an -ing verb is a noun listed after that verb's object: a name of the
+    vocabulary's right after "and" and the object, with no subject of its own ("A woman holding a knife and fork over a
+    giant pizza", "the toilet bowl and sink with beige tiles": spaCy's verbs "fork" and "sink")."""
+    doc = tok.doc
+    return (tok.pos_ == "VERB" and tok.dep_ == "conj" and tok.tag_ in ("VB", "VBP") and tok.i > 1 and tok.head.tag_ == "VBG"
+            and doc[tok.i - 1].lower_ == "and" and doc[tok.i - 2].dep_ == "dobj" and doc[tok.i - 2].head.i == tok.head.i
+            and tok.lower_ in object_words() and not any(c.dep_ in SUBJECT_DEPS for c in tok.children))
+
+
+def _nouns_read_as_verbs(g: _Graph) -> set[str]:
+    """A noun spaCy read as a verb (`_noun_listed_as_verb`) becomes an entity the first verb relates its subject to, as
+    it does the object before it ("a woman holding fork"), and its own relations go ("a woman fork over a giant
+    pizza"); returns the words of those nouns, whose relations read from the tree go too."""
+    nouns = [t for t in g.doc if _noun_listed_as_verb(t)]
+    for tok in nouns:
+        k = _entity_at(g, tok.i)
+        if k is None:
+            k = g.add(tok.i, tok.i + 1)
+        g.relations = [r for r in g.relations if r["relation"].split(" ", 1)[0].lower() != tok.lower_]
+        verb = " ".join(_phrasal(tok.head))
+        for s in (_entity_of(g, t) for t in _subjects(tok.head)):
+            if s is not None and s != k and not any((r["subject"], r["object"]) == (s, k) for r in g.relations):
+                g.relations.append({"subject": s, "object": k, "relation": verb, "lemma_relation": _lemma(g, verb)})
+        g.changed = True
+    return {t.lower_ for t in nouns}
+
+
 def _front_without_of(g: _Graph) -> None:
     """A verb's relation to its object across "in front" with no "of" ("a teddy bear is sitting in front a group of
     boxes", "standing in a front some grass": a dropped "of", spaCy then reads the object as the verb's) is the
@@ -1697,8 +1789,10 @@ def relations(g: _Graph) -> None:
     ("a cat and a dog on a bed")."""
     _worn_conjuncts(g)
     _front_without_of(g)
+    listed = _nouns_read_as_verbs(g)
     # the verb of a compound noun is no relation ("in take out boxes": `_phrasal_compounds`)
-    read = [(s, rel, o) for s, rel, o in _read_relations(g) if not g.entities[o]["head"].lower().startswith(rel.lower() + " ")]
+    read = [(s, rel, o) for s, rel, o in _read_relations(g) if not g.entities[o]["head"].lower().startswith(rel.lower() + " ")
+            and rel.split(" ", 1)[0].lower() not in listed]
     # sng's relation of a verb to a noun past its "away" ("faces away fro a television": `_away_before`)
     away = {(verb.lower_, _entity_of(g, c)) for verb in g.doc for c in verb.children
             if verb.pos_ == "VERB" and c.dep_ == "dobj" and _away_before(verb, c)}
@@ -1747,32 +1841,45 @@ def relations(g: _Graph) -> None:
     # covered mountain"), "a white car and a white bus parked parallel"
     kept = [r for r in g.relations if not _verb_in_object(g, r) and not _unasserted_infinitive(g, r)
             and not _phrase_before_conjunct(g, r) and not _across_list_item(g, r)
-            and not _clause_subject(g, r)]
+            and not _clause_subject(g, r) and not _with_past_pronoun_verb(g, r) and not _ground_listed(g, r)
+            and not _grip(g, r)]
     if len(kept) != len(g.relations):
         g.relations, g.changed = kept, True
     _depicted_with(g)
     _held_place(g)
     _with_place(g)
+    _device_in_use(g)
 
 
-# Things held in the hand: "on top of" a place said after one that a person holds or swings is where the person
-# stands ("A young lady swinging a tennis racquet on top of a tennis court": the lady is on the court, her racquet in
-# the air, resting on nothing); a plain "on" or "in" holds either way ("a bat on the field": where he is, it is).
+# Things held in the hand: a place said after one that a person holds or swings is where the person stands ("A
+# young lady swinging a tennis racquet on top of a tennis court", "a baseball player with a bat on the field": the
+# player is on the field, the bat in his hands, resting on nothing). Only a place: "on her shoulder" is the umbrella's.
 HAND_HELD = frozenset({"racket", "racquet", "bat", "umbrella"})
 HOLDING_VERBS = frozenset({"hold", "swing", "carry", "grip", "wield", "raise", "lift"})
 PLACE_PREPOSITIONS = frozenset({"on top of", "atop"})
+HELD_IN_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
+
+
+def _held_in_place(g: _Graph, r: dict) -> bool:
+    """Whether relation `r` puts a hand-held thing at a place: "on top of" anything, or "on"/"in"/"at" a place of the
+    vocabulary's, not a sky ("a bat on the field")."""
+    relation = r["relation"].lower()
+    if relation in PLACE_PREPOSITIONS:
+        return True
+    lemma = g.entities[r["object"]]["lemma_head"].lower()
+    return relation in HELD_IN_PLACE_PREPOSITIONS and _vocab().object_kind(lemma) == "place" and _vocab().group(lemma) != "sky"
 
 
 def _held_place(g: _Graph) -> None:
-    """sng's "on top of" of a hand-held thing the place phrase hangs off goes to its holder ("A man holding a tennis
-    racquet on top of a tennis court": the man is on it), or goes where the holder has one to the place already."""
+    """sng's place of a hand-held thing the place phrase hangs off (`_held_in_place`) goes to its holder ("A man
+    holding a tennis racquet on top of a tennis court": the man is on it), or goes where the holder has one to the place
+    already."""
     for r in list(g.relations):
         tok = _head_token(g, r["subject"])
         prep = g.doc[g.bounds(r["object"])[0]].head
         while prep.dep_ == "pobj" or prep.head.dep_ == "pobj" and prep.head.head.dep_ == "prep" and prep.lower_ == "of":
             prep = prep.head.head if prep.dep_ != "pobj" else prep.head
-        if (r["relation"].lower() not in PLACE_PREPOSITIONS or tok.lemma_.lower() not in HAND_HELD
-                or prep.dep_ != "prep" or prep.head.i != tok.i):
+        if (tok.lemma_.lower() not in HAND_HELD or prep.dep_ != "prep" or prep.head.i != tok.i or not _held_in_place(g, r)):
             continue
         if tok.dep_ == "pobj" and tok.head.lower_ == "with" and tok.head.head.pos_ in ("NOUN", "PROPN"):
             holders = [tok.head.head]
@@ -1795,8 +1902,8 @@ WITH_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
 def _with_place(g: _Graph) -> None:
     """A place said after a with-phrase that follows a verb's object is where the verb's subject is, which spaCy hangs
     off the with-phrase's noun: "A man flying a kite with two strings on a beach" (the strings are the kite's, up in the
-    air; the man is on the beach). Not a sky, where flying things are. A with-phrase of the subject keeps its place ("a
-    baseball player with a bat on the field": where he is, it is)."""
+    air; the man is on the beach). Not a sky, where flying things are. A with-phrase of the subject is no verb's object's (a
+    hand-held thing's place is its holder's: `_held_place`)."""
     kind = _vocab().object_kind
     for r in list(g.relations):
         tok, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
@@ -1812,6 +1919,27 @@ def _with_place(g: _Graph) -> None:
         owner = _entity_of(g, subjects[0]) if subjects else None
         if owner is not None and owner not in (r["subject"], r["object"]):
             _give_subject(g, r, owner)
+
+
+# Devices one is "on" by using them ("on phones", "on a laptop"): after the object of a person's verb phrase, the
+# person's, whom spaCy's attachment to the nearer noun leaves out.
+USED_DEVICES = frozenset({"phone", "cellphone", "cell phone", "smartphone", "computer", "laptop", "tablet"})
+
+
+def _device_in_use(g: _Graph) -> None:
+    """sng's "on" of a thing to a device goes to the person whose verb's phrase that thing is the object of: "People
+    are sitting in chairs on phones and computers" puts the people on them (using them), not the chairs; a thing
+    resting on one ("A knit item sitting on a laptop") keeps its own verb's relation."""
+    for r in list(g.relations):
+        tok = _head_token(g, r["subject"])
+        verb = tok.head.head
+        if (r["relation"].lower() != "on" or g.entities[r["object"]]["lemma_head"].lower() not in USED_DEVICES
+                or tok.dep_ != "pobj" or tok.head.dep_ != "prep" or verb.pos_ != "VERB" or _agent(tok)):
+            continue
+        subjects = _subjects(verb)
+        person = _entity_of(g, subjects[0]) if subjects and _vocab().object_kind(subjects[0].lemma_.lower()) == "person" else None
+        if person is not None and person not in (r["subject"], r["object"]):
+            _give_subject(g, r, person)
 
 
 # Nouns of a work that depicts what follows its "of": a "with" after the depicted noun says what the depicted thing
@@ -1904,6 +2032,34 @@ def _across_list_item(g: _Graph, r: dict) -> bool:
         return True
     return any(_new_list_item(y) and y.head.i == subject.i and obj.i > y.i
                and any(c.left_edge.i <= obj.i <= c.right_edge.i for c in _own_phrase(y)) for y in subject.conjuncts)
+
+
+# What a thing is held by ("holding a kite by the string"), not where the holder is ("holding a surfboard by the ocean").
+GRIP_NOUNS = frozenset({"string", "handle", "strap", "leash", "rope", "cord", "tail", "ear", "neck", "collar", "hand", "arm",
+                        "leg", "foot", "horn", "rein", "hair", "stem", "end", "edge", "corner", "tip", "scruff"})
+
+
+def _grip(g: _Graph, r: dict) -> bool:
+    """Whether the relation is a by-phrase of a grip (`GRIP_NOUNS`) after the object of a verb of holding, which says
+    where the thing is held, not where the holder is: "A man holding a piece of food by a string" (no "a man by a
+    string")."""
+    obj = _head_token(g, r["object"])
+    prep, verb = obj.head, obj.head.head
+    return (_last_word(r["relation"]) == "by" and obj.dep_ == "pobj" and prep.lower_ == "by" and verb.pos_ == "VERB"
+            and obj.lemma_.lower() in GRIP_NOUNS
+            and verb.lemma_.lower() in HOLDING_VERBS and any(c.dep_ == "dobj" and c.i < prep.i for c in verb.children))
+
+
+def _with_past_pronoun_verb(g: _Graph, r: dict) -> bool:
+    """Whether sng's with-phrase follows the object of a verb (or of its phrase) whose subject is a pronoun that names
+    no entity: "Some are standing outside a building with suitcases" may give the suitcases to those who stand, as it
+    would "people" (decompose's attachment guard reads that from the verb's relation, which a pronoun has none of)."""
+    tok = _head_token(g, r["subject"])
+    verb = tok.head.head if tok.dep_ == "pobj" and tok.head.dep_ == "prep" else tok.head if tok.dep_ == "dobj" else None
+    if r["relation"].lower() != "with" or verb is None or verb.pos_ != "VERB" or _head_token(g, r["object"]).i < tok.i:
+        return False
+    subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
+    return bool(subjects) and all(c.pos_ == "PRON" and _entity_of(g, c) is None for c in subjects)
 
 
 def _clause_subject(g: _Graph, r: dict) -> bool:

@@ -1463,7 +1463,10 @@ def _joined(gap: tuple[int, int], bounds: list, words: list[str]) -> bool:
 # What things do as well as people and animals, besides posture and placement (`STATIVE_PARTICIPLES`): "a man on a
 # piece of equipment resembling a bicycle". A past participle ("topped", "lined up") is a state any noun may be in.
 THINGS_DO = STATIVE_PARTICIPLES | frozenset({"resembling", "containing", "showing", "featuring", "displaying", "depicting",
-                                             "overlooking", "covering", "laid", "made", "built", "hung"})
+                                             "overlooking", "covering", "laid", "made", "built", "hung",
+                                             # what a hydrant or a hose does: "A man opening a fire hydrant spewing out
+                                             # rusty water" (the hydrant spews)
+                                             "spewing", "spouting", "gushing", "spraying", "leaking", "dripping"})
 
 
 def _nearer_subject(relations: list[dict], s: int, o: int, bounds: list, first: str, words: list[str] | None) -> bool:
