@@ -397,6 +397,23 @@ def participle_state(vocab, attribute: str) -> str | None:
     return next((k for k in known if k is not None and vocab.category(k) == "state"), None)
 
 
+def _partner_modifiers(vocab, partner: str, replaced: str, spaced: str) -> frozenset[str]:
+    """The names the caption says only as a modifier of the other end, a compound the vocabulary does not know, that
+    name the replaced thing's own group ("a doll standing in the middle of a toy bathroom": "toy" says what the bathroom
+    is, it names no toy in the scene beside the doll), so that `scene_open` does not open that group ("a teddy bear
+    standing in the middle of a toy bathroom" is false). A word the caption says once more elsewhere still names a
+    thing."""
+    words = partner.lower().split()
+    if (len(words) < 2 or vocab.known("objects", partner.lower()) is not None or compound_head(vocab, partner) is not None
+            or vocab.known("objects", words[-1]) is None):  # "an apple desktop computer system": the system is the computer
+        return frozenset()
+    name = vocab.known("objects", replaced.lower())
+    group = name and (vocab.objects.get(name) or vocab.objects.get(vocab.head("objects", name)))
+    modifiers = (w for w in words[:-1] if spaced.count(f" {w} ") + spaced.count(f" {w}s ") == 1)
+    return frozenset(n for n in (vocab.known("objects", w) for w in modifiers)
+                     if n is not None and group and (vocab.objects.get(n) or vocab.objects.get(vocab.head("objects", n))) == group)
+
+
 def compound_head(vocab, lemma: str) -> str | None:
     """The vocabulary's name for the last word of an unknown compound noun when the compound is a kind of
     it ("computer desk" -> "desk", "lunch box" -> "box"): a type-aware replacement then takes the whole
@@ -1202,8 +1219,19 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                                         | entered | _compared(vocab, objects, i) if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+            elif sampler.type_aware and not others and attr.lower() in OTHER_COVER:
+                # "a zebra standing on top of a grass covered field" -> "a snow covered field": the parse's whole
+                # attribute, unknown to the vocabulary, is a ground cover the other one excludes; kept for a caption
+                # with no other graph negative (`last_drafts`), as its read of the cover is not the vocabulary's
+                new = OTHER_COVER[attr.lower()]
+                sampler.last_drafts.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+# A ground's cover said as a participle the vocabulary does not list, and the cover that excludes it: used alone on the
+# object (no colour beside it: "a green grass covered field" -> "a green snow covered field" is no scene).
+OTHER_COVER = {"grass covered": "snow covered", "grass-covered": "snow-covered"}
 
 
 # Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").
@@ -1521,7 +1549,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
         # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
-        opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
+        opened = (scene_open(vocab, sampler.named - _partner_modifiers(vocab, other, node["lemma"], sampler.spaced), node["lemma"], other)
+                  if vocab.reference_counts and sampler.type_aware else frozenset())
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
         if i == oi and vocab.reference_counts and sampler.type_aware:
