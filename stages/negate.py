@@ -1219,19 +1219,30 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                                         | entered | _compared(vocab, objects, i) if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
-            elif sampler.type_aware and not others and attr.lower() in OTHER_COVER:
+            elif sampler.type_aware and not others and _unlisted_contrary(attr, obj["lemma"]):
                 # "a zebra standing on top of a grass covered field" -> "a snow covered field": the parse's whole
-                # attribute, unknown to the vocabulary, is a ground cover the other one excludes; kept for a caption
-                # with no other graph negative (`last_drafts`), as its read of the cover is not the vocabulary's
-                new = OTHER_COVER[attr.lower()]
+                # attribute, unknown to the vocabulary, has a contrary of its own (`UNLISTED_CONTRARIES`); kept for a
+                # caption with no other graph negative (`last_drafts`), as the vocabulary does not vouch for it
+                new = _unlisted_contrary(attr, obj["lemma"])
                 sampler.last_drafts.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
 
 
-# A ground's cover said as a participle the vocabulary does not list, and the cover that excludes it: used alone on the
-# object (no colour beside it: "a green grass covered field" -> "a green snow covered field" is no scene).
-OTHER_COVER = {"grass covered": "snow covered", "grass-covered": "snow-covered"}
+# Attributes the vocabulary does not list, with a contrary and the objects it is said of (None: any), used alone on the
+# object (no colour beside it: "a green grass covered field" -> "a green snow covered field" is no scene): a ground's
+# cover; arms "crossed" are not "outstretched" ("folded", listed, is what crossed arms are).
+UNLISTED_CONTRARIES = {
+    "grass covered": ("snow covered", None),
+    "grass-covered": ("snow-covered", None),
+    "crossed": ("outstretched", frozenset({"arm"})),
+}
+
+
+def _unlisted_contrary(attribute: str, lemma: str) -> str | None:
+    """The contrary `UNLISTED_CONTRARIES` gives `attribute` on an object named `lemma`, or None."""
+    contrary, objects = UNLISTED_CONTRARIES.get(attribute.lower(), (None, None))
+    return contrary if contrary is not None and (objects is None or lemma.lower() in objects) else None
 
 
 # Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").

@@ -2193,3 +2193,13 @@ def test_a_grass_covered_ground_is_made_snow_covered_as_a_last_resort():
     # beside a colour the cover is not replaced ("a green snow covered field" is no scene)
     caption = "A dog catching a purple Frisbee in it's mouth on a green grass covered field."
     assert not [n for n in _negatives_of(caption) if n["to"] == "snow covered"]
+
+
+def test_crossed_arms_are_made_outstretched_as_a_last_resort():
+    # "A man stands with his arms crossed as he looks at a clock." had no graph negative: "crossed" is no listed attribute
+    caption = "A man stands with his arms crossed as he looks at a clock."
+    got = {(n["from"], n["to"]) for n in _negatives_of(caption) if n["transform"] == "f_obj"}
+    assert got == {("crossed", "outstretched")}, got
+    # only of arms ("crossed legs" are not made so), and only where nothing else gives the caption a graph negative
+    caption = "A woman in a blue dress with no shoes, seated with her legs crossed on a chair in the middle of a room."
+    assert not [n for n in _negatives_of(caption) if n["to"] == "outstretched"]
