@@ -397,15 +397,17 @@ def participle_state(vocab, attribute: str) -> str | None:
     return next((k for k in known if k is not None and vocab.category(k) == "state"), None)
 
 
-def _partner_modifiers(vocab, partner: str, replaced: str, spaced: str) -> frozenset[str]:
+def _partner_modifiers(vocab, partner: str, replaced: str, sampler: "_Sampler") -> frozenset[str]:
     """The names the caption says only as a modifier of the other end, a compound the vocabulary does not know, that
     name the replaced thing's own group ("a doll standing in the middle of a toy bathroom": "toy" says what the bathroom
     is, it names no toy in the scene beside the doll), so that `scene_open` does not open that group ("a teddy bear
     standing in the middle of a toy bathroom" is false). A word the caption says once more elsewhere still names a
-    thing."""
-    words = partner.lower().split()
-    if (len(words) < 2 or vocab.known("objects", partner.lower()) is not None or compound_head(vocab, partner) is not None
-            or vocab.known("objects", words[-1]) is None):  # "an apple desktop computer system": the system is the computer
+    thing, and so does one the caption does not write with the noun: "a small blue shape - picture" is
+    no picture of shapes."""
+    words, spaced = partner.lower().split(), sampler.spaced
+    # the last word a listed noun: "an apple desktop computer system" is the computer
+    if (len(words) < 2 or " ".join(words) not in sampler.caption or vocab.known("objects", partner.lower()) is not None
+            or compound_head(vocab, partner) is not None or vocab.known("objects", words[-1]) is None):
         return frozenset()
     name = vocab.known("objects", replaced.lower())
     group = name and (vocab.objects.get(name) or vocab.objects.get(vocab.head("objects", name)))
@@ -1560,7 +1562,7 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
         # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
-        opened = (scene_open(vocab, sampler.named - _partner_modifiers(vocab, other, node["lemma"], sampler.spaced), node["lemma"], other)
+        opened = (scene_open(vocab, sampler.named - _partner_modifiers(vocab, other, node["lemma"], sampler), node["lemma"], other)
                   if vocab.reference_counts and sampler.type_aware else frozenset())
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()

@@ -2179,10 +2179,16 @@ def test_a_modifier_of_an_unknown_compound_does_not_open_the_replaced_things_gro
     caption = "There is a doll standing in the middle of a toy bathroom."
     got = {n["to"] for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object" and n["from"] == "doll"}
     assert got and got <= set(SHIPPED.objects_by_group["toy"]) - {"doll", "toy"}, got
-    assert _partner_modifiers(SHIPPED, "toy bathroom", "doll", " there is a doll in a toy bathroom ") == {"toy"}
-    # said again elsewhere, the word names a toy; a modifier of another group (a zebra by a water hole) opens nothing
-    assert _partner_modifiers(SHIPPED, "toy bathroom", "doll", " a toy and a doll in a toy bathroom ") == frozenset()
-    assert _partner_modifiers(SHIPPED, "water hole", "zebra", " zebras by a water hole ") == frozenset()
+    def modifiers(partner, replaced, caption):
+        return _partner_modifiers(SHIPPED, partner, replaced, _Sampler(SHIPPED, random.Random(0), True, caption=caption))
+
+    assert modifiers("toy bathroom", "doll", caption) == {"toy"}
+    # said again elsewhere, the word names a toy; a modifier of another group (a zebra by a water hole) opens nothing,
+    # nor does a compound the parse joined across punctuation
+    assert modifiers("toy bathroom", "doll", "A toy and a doll in a toy bathroom.") == frozenset()
+    assert modifiers("water hole", "zebra", "A group of zebras and giraffes by a water hole.") == frozenset()
+    assert modifiers("shape picture", "diamond", "there is a dotted white diamond beneath a small blue shape - picture") == frozenset()
+    assert modifiers("shape picture", "diamond", "there is a dotted white diamond beneath a small blue shape picture") == {"shape"}
 
 
 def test_a_grass_covered_ground_is_made_snow_covered_as_a_last_resort():
