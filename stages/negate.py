@@ -397,6 +397,25 @@ def participle_state(vocab, attribute: str) -> str | None:
     return next((k for k in known if k is not None and vocab.category(k) == "state"), None)
 
 
+def _partner_modifiers(vocab, partner: str, replaced: str, sampler: "_Sampler") -> frozenset[str]:
+    """The names the caption says only as a modifier of the other end, a compound the vocabulary does not know, that
+    name the replaced thing's own group ("a doll standing in the middle of a toy bathroom": "toy" says what the bathroom
+    is, it names no toy in the scene beside the doll), so that `scene_open` does not open that group ("a teddy bear
+    standing in the middle of a toy bathroom" is false). A word the caption says once more elsewhere still names a
+    thing, and so does one the caption does not write with the noun: "a small blue shape - picture" is
+    no picture of shapes."""
+    words, spaced = partner.lower().split(), sampler.spaced
+    # the last word a listed noun: "an apple desktop computer system" is the computer
+    if (len(words) < 2 or " ".join(words) not in sampler.caption or vocab.known("objects", partner.lower()) is not None
+            or compound_head(vocab, partner) is not None or vocab.known("objects", words[-1]) is None):
+        return frozenset()
+    name = vocab.known("objects", replaced.lower())
+    group = name and (vocab.objects.get(name) or vocab.objects.get(vocab.head("objects", name)))
+    modifiers = (w for w in words[:-1] if spaced.count(f" {w} ") + spaced.count(f" {w}s ") == 1)
+    return frozenset(n for n in (vocab.known("objects", w) for w in modifiers)
+                     if n is not None and group and (vocab.objects.get(n) or vocab.objects.get(vocab.head("objects", n))) == group)
+
+
 def compound_head(vocab, lemma: str) -> str | None:
     """The vocabulary's name for the last word of an unknown compound noun when the compound is a kind of
     it ("computer desk" -> "desk", "lunch box" -> "box"): a type-aware replacement then takes the whole
@@ -1202,8 +1221,30 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                                         | entered | _compared(vocab, objects, i) if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
+            elif sampler.type_aware and not others and _unlisted_contrary(attr, obj["lemma"]):
+                # "a zebra standing on top of a grass covered field" -> "a snow covered field": the parse's whole
+                # attribute, unknown to the vocabulary, has a contrary of its own (`UNLISTED_CONTRARIES`); kept for a
+                # caption with no other graph negative (`last_drafts`), as the vocabulary does not vouch for it
+                new = _unlisted_contrary(attr, obj["lemma"])
+                sampler.last_drafts.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
+
+
+# Attributes the vocabulary does not list, with a contrary and the objects it is said of (None: any), used alone on the
+# object (no colour beside it: "a green grass covered field" -> "a green snow covered field" is no scene): a ground's
+# cover; arms "crossed" are not "outstretched" ("folded", listed, is what crossed arms are).
+UNLISTED_CONTRARIES = {
+    "grass covered": ("snow covered", None),
+    "grass-covered": ("snow-covered", None),
+    "crossed": ("outstretched", frozenset({"arm"})),
+}
+
+
+def _unlisted_contrary(attribute: str, lemma: str) -> str | None:
+    """The contrary `UNLISTED_CONTRARIES` gives `attribute` on an object named `lemma`, or None."""
+    contrary, objects = UNLISTED_CONTRARIES.get(attribute.lower(), (None, None))
+    return contrary if contrary is not None and (objects is None or lemma.lower() in objects) else None
 
 
 # Sports done only on snow, and the words that say the snow they are done on ("skiing down a snowy hill").
@@ -1521,7 +1562,8 @@ def _object_replacement_drafts(index: int, objects: list[dict], rel: dict, lemma
             seen = lambda c, other=other: vocab.relation_count(other, relation, c) > 0  # noqa: E731
             near = lambda c, other=other: vocab.relation_seen_in_group(other, relation, c, subject=True, object=False)  # noqa: E731
         # with a reference corpus's counts (the shipped ones), which know real scenes, not those of the user's corpus
-        opened = scene_open(vocab, sampler.named, node["lemma"], other) if vocab.reference_counts and sampler.type_aware else frozenset()
+        opened = (scene_open(vocab, sampler.named - _partner_modifiers(vocab, other, node["lemma"], sampler), node["lemma"], other)
+                  if vocab.reference_counts and sampler.type_aware else frozenset())
         elsewhere = _other_media(vocab, node["lemma"]) if sampler.type_aware else frozenset()
         unfit = _unfit_ends(vocab, objects, rel, i) if sampler.type_aware else frozenset()
         if i == oi and vocab.reference_counts and sampler.type_aware:

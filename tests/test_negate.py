@@ -32,6 +32,7 @@ from mosaictool.stages.negate import (
     _never_inside,
     _node,
     _other_preposition,
+    _partner_modifiers,
     _Sampler,
     _without_inside,
     caption_objects,
@@ -2170,3 +2171,41 @@ def test_a_place_said_on_only_does_not_replace_one_said_in():
 
     assert "asphalt" not in news("A man that has ski's and is standing in the snow.", "the snow")
     assert "asphalt" in news("A dog lying on the snow.", "the snow")
+
+
+def test_a_modifier_of_an_unknown_compound_does_not_open_the_replaced_things_group():
+    # "There is a doll standing in the middle of a toy bathroom." had no graph negative: "toy" of "toy bathroom" opened
+    # every toy as one the scene may hold, though it says what the bathroom is
+    caption = "There is a doll standing in the middle of a toy bathroom."
+    got = {n["to"] for n in _negatives_of(caption) if n["transform"] == "f_rel:replace_object" and n["from"] == "doll"}
+    assert got and got <= set(SHIPPED.objects_by_group["toy"]) - {"doll", "toy"}, got
+    def modifiers(partner, replaced, caption):
+        return _partner_modifiers(SHIPPED, partner, replaced, _Sampler(SHIPPED, random.Random(0), True, caption=caption))
+
+    assert modifiers("toy bathroom", "doll", caption) == {"toy"}
+    # said again elsewhere, the word names a toy; a modifier of another group (a zebra by a water hole) opens nothing,
+    # nor does a compound the parse joined across punctuation
+    assert modifiers("toy bathroom", "doll", "A toy and a doll in a toy bathroom.") == frozenset()
+    assert modifiers("water hole", "zebra", "A group of zebras and giraffes by a water hole.") == frozenset()
+    assert modifiers("shape picture", "diamond", "there is a dotted white diamond beneath a small blue shape - picture") == frozenset()
+    assert modifiers("shape picture", "diamond", "there is a dotted white diamond beneath a small blue shape picture") == {"shape"}
+
+
+def test_a_grass_covered_ground_is_made_snow_covered_as_a_last_resort():
+    # "A zebra standing on top of a grass covered field." had no graph negative: "grass covered" is no listed attribute
+    caption = "A zebra standing on top of a grass covered field."
+    got = {(n["from"], n["to"]) for n in _negatives_of(caption) if n["transform"] == "f_obj"}
+    assert got == {("grass covered", "snow covered")}, got
+    # beside a colour the cover is not replaced ("a green snow covered field" is no scene)
+    caption = "A dog catching a purple Frisbee in it's mouth on a green grass covered field."
+    assert not [n for n in _negatives_of(caption) if n["to"] == "snow covered"]
+
+
+def test_crossed_arms_are_made_outstretched_as_a_last_resort():
+    # "A man stands with his arms crossed as he looks at a clock." had no graph negative: "crossed" is no listed attribute
+    caption = "A man stands with his arms crossed as he looks at a clock."
+    got = {(n["from"], n["to"]) for n in _negatives_of(caption) if n["transform"] == "f_obj"}
+    assert got == {("crossed", "outstretched")}, got
+    # only of arms ("crossed legs" are not made so), and only where nothing else gives the caption a graph negative
+    caption = "A woman in a blue dress with no shoes, seated with her legs crossed on a chair in the middle of a room."
+    assert not [n for n in _negatives_of(caption) if n["to"] == "outstretched"]
