@@ -1620,11 +1620,10 @@ def _preposition_relations(prep) -> list[tuple[object, list[str], object]]:
     gov = prep.head
     if any(c.dep_ == "advcl" and c.tag_ in ("VBZ", "VBP") and prep in _clause_preposition(c) for c in gov.children):
         return []  # no "a man sits as a ray" for "sits ... as a ray of sunlight streams through the window"
-    particle = gov.lower_ in PARTICLES
+    particle = False  # the phrase hangs off a particle of the verb ("returning a ball back to his opponent")
     if gov.lower_ in ("next", "close", *PARTICLES) and gov.dep_ in ("advmod", "prt") and gov.head.i != gov.i:
+        particle = gov.lower_ in PARTICLES
         words, gov = [*_fixed_lead(gov), gov.lower_, *words], gov.head  # "next to", "up on", "inside out over"
-    else:
-        particle = False
     if gov.pos_ == "VERB" and gov.dep_ != "amod":
         # the verb is part of the relation unless it has an object of its own ("a man plays tennis
         # in front of an audience": man "in front of" audience) or only frames ("is shown in")
@@ -1857,17 +1856,21 @@ def relations(g: _Graph) -> None:
 HAND_HELD = frozenset({"racket", "racquet", "bat", "umbrella"})
 HOLDING_VERBS = frozenset({"hold", "swing", "carry", "grip", "wield", "raise", "lift"})
 PLACE_PREPOSITIONS = frozenset({"on top of", "atop"})
-HELD_IN_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
+# Prepositions of where a thing is, which a place phrase said after a held or with-phrase thing may be its holder's.
+AT_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
+
+
+def _ground_place(g: _Graph, k: int) -> bool:
+    """Whether entity k is a place of the vocabulary's that one stands at, not a sky, where flying things are."""
+    lemma = g.entities[k]["lemma_head"].lower()
+    return _vocab().object_kind(lemma) == "place" and _vocab().group(lemma) != "sky"
 
 
 def _held_in_place(g: _Graph, r: dict) -> bool:
     """Whether relation `r` puts a hand-held thing at a place: "on top of" anything, or "on"/"in"/"at" a place of the
     vocabulary's, not a sky ("a bat on the field")."""
     relation = r["relation"].lower()
-    if relation in PLACE_PREPOSITIONS:
-        return True
-    lemma = g.entities[r["object"]]["lemma_head"].lower()
-    return relation in HELD_IN_PLACE_PREPOSITIONS and _vocab().object_kind(lemma) == "place" and _vocab().group(lemma) != "sky"
+    return relation in PLACE_PREPOSITIONS or relation in AT_PLACE_PREPOSITIONS and _ground_place(g, r["object"])
 
 
 def _held_place(g: _Graph) -> None:
@@ -1895,25 +1898,17 @@ def _held_place(g: _Graph) -> None:
         _give_subject(g, r, holder)
 
 
-# Prepositions of where a thing is: after a with-phrase that follows a verb's object, they say where the verb's subject is.
-WITH_PLACE_PREPOSITIONS = frozenset({"on", "in", "at"})
-
-
 def _with_place(g: _Graph) -> None:
     """A place said after a with-phrase that follows a verb's object is where the verb's subject is, which spaCy hangs
     off the with-phrase's noun: "A man flying a kite with two strings on a beach" (the strings are the kite's, up in the
     air; the man is on the beach). Not a sky, where flying things are. A with-phrase of the subject is no verb's object's (a
     hand-held thing's place is its holder's: `_held_place`)."""
-    kind = _vocab().object_kind
     for r in list(g.relations):
         tok, obj = _head_token(g, r["subject"]), _head_token(g, r["object"])
         prep, verb = obj.head, tok.head.head
-        if (r["relation"].lower() not in WITH_PLACE_PREPOSITIONS or tok.dep_ != "pobj" or tok.head.lower_ != "with"
+        if (r["relation"].lower() not in AT_PLACE_PREPOSITIONS or tok.dep_ != "pobj" or tok.head.lower_ != "with"
                 or obj.dep_ != "pobj" or prep.dep_ != "prep" or prep.head.i != tok.i or verb.pos_ != "VERB"
-                or not any(c.dep_ == "dobj" and c.i < tok.i for c in verb.children)):
-            continue
-        lemma = g.entities[r["object"]]["lemma_head"].lower()
-        if kind(lemma) != "place" or _vocab().group(lemma) == "sky":
+                or not any(c.dep_ == "dobj" and c.i < tok.i for c in verb.children) or not _ground_place(g, r["object"])):
             continue
         subjects = _subjects(verb)
         owner = _entity_of(g, subjects[0]) if subjects else None

@@ -279,14 +279,19 @@ def in_fixed_compound(attributes: list[str], j: int, noun: str = "") -> bool:
     """Whether attribute j and a neighbour in `attributes` form one of FIXED_COMPOUNDS, in that order, or the last
     attribute and the first word of `noun` one of NOUN_COMPOUNDS."""
     words = [a.lower() for a in attributes]
-    if j == len(words) - 1 and (words[j], (noun.lower().split() or [""])[0]) in NOUN_COMPOUNDS:
+    if j == len(words) - 1 and _noun_compound(words[j], noun):
         return True
     return (j > 0 and (words[j - 1], words[j]) in FIXED_COMPOUNDS) or (j + 1 < len(words) and (words[j], words[j + 1]) in FIXED_COMPOUNDS)
 
 
 def names_compound(node: dict) -> bool:
     """Whether `node`'s last attribute and its noun form one of NOUN_COMPOUNDS ("double" + "decker bus")."""
-    return bool(node["attributes"]) and (node["attributes"][-1].lower(), (node["lemma"].lower().split() or [""])[0]) in NOUN_COMPOUNDS
+    return bool(node["attributes"]) and _noun_compound(node["attributes"][-1], node["lemma"])
+
+
+def _noun_compound(attribute: str, noun: str) -> bool:
+    """Whether `attribute` and the first word of `noun` form one of NOUN_COMPOUNDS."""
+    return (attribute.lower(), (noun.lower().split() or [""])[0]) in NOUN_COMPOUNDS
 
 
 def coordinated_words(caption: str) -> dict[str, frozenset[str]]:
@@ -1221,11 +1226,10 @@ def _attribute_drafts(index: int, category: str, transform: str, objects: list[d
                                         | entered | _compared(vocab, objects, i) if sampler.type_aware else set(attributes), obj["lemma"])
             if new is not None:
                 sampler.keep(pool, (index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
-            elif sampler.type_aware and not others and _unlisted_contrary(attr, obj["lemma"]):
+            elif sampler.type_aware and not others and (new := _unlisted_contrary(attr, obj["lemma"])):
                 # "a zebra standing on top of a grass covered field" -> "a snow covered field": the parse's whole
                 # attribute, unknown to the vocabulary, has a contrary of its own (`UNLISTED_CONTRARIES`); kept for a
                 # caption with no other graph negative (`last_drafts`), as the vocabulary does not vouch for it
-                new = _unlisted_contrary(attr, obj["lemma"])
                 sampler.last_drafts.append((index, category, transform, f"objects[{i}].attributes[{j}]", attr, ("attribute", i, j, new)))
             else:
                 _activity_draft(index, category, transform, obj, i, j, own, opening, sampler)
@@ -1255,7 +1259,7 @@ SNOWY = frozenset({"snowy", "snow covered", "snow-covered", "snowcovered"})
 SNOW_SPORTERS = frozenset({"skier", "snowboarder", "sledder"})
 # A caption's words that name a snow sport, its gear or those who do it, for the caption-level replacements.
 SNOW_SPORT_WORDS = SNOW_SPORTS | SNOW_SPORTERS | frozenset({
-    "skier", "skiers", "skiis", "skiies", "snowboard", "snowboarder", "snowboarders", "sled", "sleds", "sledders"})
+    "skiers", "skiis", "skiies", "snowboard", "snowboarders", "sled", "sleds", "sledders"})
 
 
 def _on_snow(objects: list[dict], relations, i: int) -> bool:
@@ -1265,7 +1269,7 @@ def _on_snow(objects: list[dict], relations, i: int) -> bool:
         if r["object"] == i and str(r["relation"]).lower().split(" ", 1)[0] in SNOW_SPORTS:
             return True
         other = r["subject"] if r["object"] == i else r["object"] if r["subject"] == i else None
-        if other is not None and str(objects[other]["lemma"]).lower().split()[-1:] in [[s] for s in SNOW_SPORTERS]:
+        if other is not None and (str(objects[other]["lemma"]).lower().split() or [""])[-1] in SNOW_SPORTERS:
             return True
     return False
 
